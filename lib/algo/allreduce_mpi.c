@@ -1,0 +1,28 @@
+/*
+ * The baseline: MPI_Allreduce on the comm's private duplicate. Built-in
+ * datatypes and ops where they give rondo's semantics, user-defined ops
+ * over rondo's kernels for float16/bfloat16 and floating MIN/MAX (p2p.c).
+ * Counts beyond INT_MAX are reduced in pieces, which works with MPI-3
+ * libraries and with user-defined ops.
+ */
+#include "algo.h"
+
+#include <limits.h>
+
+#define PIECE ((size_t)1 << 30) /* elements per MPI_Allreduce call */
+
+rondo_status_t algo_allreduce_mpi(const algo_allreduce_args_t *a)
+{
+  MPI_Datatype mtype;
+  MPI_Op mop;
+  RONDO_CHECK(algo_mpi_op(a->dtype, a->op, &mtype, &mop));
+  int in_place = a->sendbuf == a->recvbuf;
+  for (size_t done = 0; done < a->count; done += PIECE) {
+    size_t n = a->count - done < PIECE ? a->count - done : PIECE;
+    const char *src = (const char *)a->sendbuf + done * a->esize;
+    char *dst = (char *)a->recvbuf + done * a->esize;
+    MPI_CHECK(MPI_Allreduce(in_place ? MPI_IN_PLACE : src, dst, (int)n, mtype, mop,
+                            a->comm->mpi));
+  }
+  return RONDO_SUCCESS;
+}

@@ -1,0 +1,183 @@
+/*
+ * Ring all-reduce: a reduce-scatter ring followed by an allgather ring
+ * (Patarasuk and Yuan, 2009). The buffer is cut into p segments; in 2 (p-1)
+ * steps each rank sends one segment to its right neighbour and receives one
+ * from its left. Every rank sends 2 (p-1)/p of the buffer, the minimum, so
+ * the ring is bandwidth-optimal; its 2 (p-1) latencies make it a large-
+ * message algorithm.
+ *
+ * Pipelining: each segment is cut into K chunks of about
+ * RONDO_RING_CHUNK_BYTES, and chunks flow through the steps independently.
+ * Receives are posted a window of WINDOW chunks ahead; as soon as chunk j of
+ * step t has arrived and been reduced it is sent on as chunk j of step t+1,
+ * so the reduction of one chunk overlaps the transfer of the next.
+ *
+ * Step t of the 2 (p-1) steps (rank r, indices mod p):
+ *   reduce-scatter, t < p-1:     send segment r-t,       receive r-t-1 and reduce
+ *   allgather, u = t-(p-1) >= 0: send segment r+1-u,     receive r-u
+ * The segment received at step t is the one sent at step t+1. After the
+ * reduce-scatter, rank r holds the final segment r+1, computed once and then
+ * copied around the ring, so every rank ends with identical bytes.
+ *
+ * Out of place costs no extra pass: step 0 sends from sendbuf and each
+ * reduction writes recvbuf = sendbuf (op) received, the rank's own
+ * contribution entering exactly once per segment. Counts below p leave some
+ * segments empty; empty chunks are skipped by sender and receiver alike.
+ */
+#include "algo.h"
+
+#include <stdlib.h>
+
+#include "reduce/reduce.h"
+
+#define WINDOW 4 /* receives in flight (and scratch chunks) */
+
+typedef struct {
+  const algo_allreduce_args_t *a;
+  int p, rank, left, right;
+  size_t k;          /* chunks per segment */
+  size_t steps;      /* 2 (p-1) */
+  MPI_Request *sreq; /* one per (step, chunk) */
+  MPI_Request rreq[WINDOW];
+  char *tmp;         /* WINDOW chunk slots */
+  size_t slot_bytes;
+} ring_t;
+
+static size_t seg_start(const ring_t *r, int seg)
+{
+  size_t p = (size_t)r->p, count = r->a->count;
+  size_t s = (size_t)seg;
+  return s * (count / p) + (s < count % p ? s : count % p);
+}
+
+/* Elements [*off, *off + *n) of chunk j of the segment used at step t. */
+static void chunk_of(const ring_t *r, size_t t, size_t j, int receiving, size_t *off,
+                     size_t *n)
+{
+  int p = r->p, u = (int)t - (p - 1);
+  int seg = t < (size_t)(p - 1) ? r->rank - (int)t - receiving
+                                : r->rank + 1 - u - receiving;
+  seg = ((seg % p) + p) % p;
+  size_t start = seg_start(r, seg), len = seg_start(r, seg + 1) - start;
+  size_t lo = j * len / r->k, hi = (j + 1) * len / r->k;
+  *off = start + lo;
+  *n = hi - lo;
+}
+
+static int reduce_step(const ring_t *r, size_t t) { return t < (size_t)(r->p - 1); }
+
+/* Posts the receive of global chunk g = t * k + j, if it is part of the
+ * schedule and not empty. An allgather chunk lands in recvbuf where this
+ * rank's reduce-scatter send of the same segment (step u) may still be in
+ * flight: that send is completed first. */
+static rondo_status_t post_recv(ring_t *r, size_t g)
+{
+  const algo_allreduce_args_t *a = r->a;
+  size_t t = g / r->k, j = g % r->k, off, n;
+  r->rreq[g % WINDOW] = MPI_REQUEST_NULL;
+  if (t >= r->steps)
+    return RONDO_SUCCESS;
+  chunk_of(r, t, j, 1, &off, &n);
+  if (n == 0)
+    return RONDO_SUCCESS;
+  void *dst;
+  if (reduce_step(r, t)) {
+    dst = r->tmp + (g % WINDOW) * r->slot_bytes;
+  } else {
+    size_t u = t - (size_t)(r->p - 1);
+    RONDO_CHECK(algo_waitall(1, &r->sreq[u * r->k + j]));
+    dst = (char *)a->recvbuf + off * a->esize;
+  }
+  return algo_irecv(a->comm, dst, n * a->esize, r->left, &r->rreq[g % WINDOW]);
+}
+
+/* Sends chunk j of step t from buf. */
+static rondo_status_t post_send(ring_t *r, size_t t, size_t j, const void *buf)
+{
+  size_t off, n;
+  chunk_of(r, t, j, 0, &off, &n);
+  if (n == 0)
+    return RONDO_SUCCESS;
+  return algo_isend(r->a->comm, (const char *)buf + off * r->a->esize, n * r->a->esize,
+                    r->right, &r->sreq[t * r->k + j]);
+}
+
+/* Chunk g has arrived: reduce it (reduce-scatter) and pass it on. */
+static rondo_status_t forward(ring_t *r, size_t g)
+{
+  const algo_allreduce_args_t *a = r->a;
+  size_t t = g / r->k, j = g % r->k, off, n;
+  chunk_of(r, t, j, 1, &off, &n);
+  if (n > 0 && reduce_step(r, t)) {
+    char *dst = (char *)a->recvbuf + off * a->esize;
+    const char *own = (const char *)a->sendbuf + off * a->esize;
+    reduce_apply(dst, own, r->tmp + (g % WINDOW) * r->slot_bytes, n, a->dtype, a->op);
+  }
+  if (t + 1 < r->steps)
+    return post_send(r, t + 1, j, a->recvbuf);
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t run(ring_t *r)
+{
+  size_t total = r->steps * r->k;
+  for (size_t g = 0; g < WINDOW && g < total; g++)
+    RONDO_CHECK(post_recv(r, g));
+  for (size_t j = 0; j < r->k; j++)
+    RONDO_CHECK(post_send(r, 0, j, r->a->sendbuf));
+  for (size_t g = 0; g < total; g++) {
+    RONDO_CHECK(algo_waitall(1, &r->rreq[g % WINDOW]));
+    RONDO_CHECK(forward(r, g));
+    RONDO_CHECK(post_recv(r, g + WINDOW));
+  }
+  return algo_waitall((int)total, r->sreq);
+}
+
+/* On failure, requests still posted must not outlive the buffers. */
+static void cancel_all(ring_t *r)
+{
+  for (int i = 0; i < WINDOW; i++) {
+    if (r->rreq[i] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r->rreq[i]);
+      MPI_Wait(&r->rreq[i], MPI_STATUS_IGNORE);
+    }
+  }
+  algo_waitall((int)(r->steps * r->k), r->sreq);
+}
+
+rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a)
+{
+  rondo_comm_t comm = a->comm;
+  if (comm->size == 1) {
+    algo_copy_input(a);
+    return RONDO_SUCCESS;
+  }
+  ring_t r = {.a = a, .p = comm->size, .rank = comm->rank};
+  r.left = (r.rank + r.p - 1) % r.p;
+  r.right = (r.rank + 1) % r.p;
+  r.steps = 2 * (size_t)(r.p - 1);
+  size_t max_seg = (a->count + (size_t)r.p - 1) / (size_t)r.p;
+  size_t chunk_elems = rondo__knobs.ring_chunk / a->esize;
+  if (chunk_elems == 0)
+    chunk_elems = 1;
+  r.k = (max_seg + chunk_elems - 1) / chunk_elems;
+  /* The largest chunk is ceil(max_seg / k) elements. */
+  r.slot_bytes = ((max_seg + r.k - 1) / r.k) * a->esize;
+  for (int i = 0; i < WINDOW; i++)
+    r.rreq[i] = MPI_REQUEST_NULL;
+
+  size_t nreq = r.steps * r.k;
+  r.sreq = malloc(nreq * sizeof *r.sreq);
+  if (r.sreq == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "ring: %zu requests", nreq);
+  for (size_t i = 0; i < nreq; i++)
+    r.sreq[i] = MPI_REQUEST_NULL;
+  rondo_status_t st = rondo__scratch(comm, WINDOW * r.slot_bytes, (void **)&r.tmp);
+  if (st == RONDO_SUCCESS) {
+    st = run(&r);
+    if (st != RONDO_SUCCESS)
+      cancel_all(&r);
+  }
+  free(r.sreq);
+  return st;
+}

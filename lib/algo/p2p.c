@@ -1,0 +1,188 @@
+/*
+ * Shared helpers of the algorithms: byte messages of any size, the MPI
+ * datatype/op mapping for the mpi algorithm and reduce-scatter, and the
+ * operand-ordered reduction that keeps partners' results bit-identical.
+ */
+#include "algo.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "reduce/reduce.h"
+
+/* MPI-4 has large-count (MPI_Count) point-to-point; with MPI-3 one message
+ * is limited to INT_MAX bytes. */
+#if MPI_VERSION >= 4
+#define ISEND(buf, n, peer, comm, req) MPI_Isend_c(buf, (MPI_Count)(n), MPI_BYTE, peer, 0, comm, req)
+#define IRECV(buf, n, peer, comm, req) MPI_Irecv_c(buf, (MPI_Count)(n), MPI_BYTE, peer, 0, comm, req)
+#define FITS(n) 1
+#else
+#define ISEND(buf, n, peer, comm, req) MPI_Isend(buf, (int)(n), MPI_BYTE, peer, 0, comm, req)
+#define IRECV(buf, n, peer, comm, req) MPI_Irecv(buf, (int)(n), MPI_BYTE, peer, 0, comm, req)
+#define FITS(n) ((n) <= INT_MAX)
+#endif
+
+static rondo_status_t too_large(size_t bytes)
+{
+  return rondo__fail(RONDO_ERR_UNSUPPORTED,
+                     "a %zu-byte message needs an MPI-4 library (large counts)", bytes);
+}
+
+rondo_status_t algo_isend(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
+                          MPI_Request *req)
+{
+  if (!FITS(bytes))
+    return too_large(bytes);
+  MPI_CHECK(ISEND(buf, bytes, peer, comm->mpi, req));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t algo_irecv(rondo_comm_t comm, void *buf, size_t bytes, int peer,
+                          MPI_Request *req)
+{
+  if (!FITS(bytes))
+    return too_large(bytes);
+  MPI_CHECK(IRECV(buf, bytes, peer, comm->mpi, req));
+  return RONDO_SUCCESS;
+}
+
+/* A loop of MPI_Wait rather than MPI_Waitall: the same progress, and GCC 12
+ * misreads MPICH's MPI_STATUSES_IGNORE as a zero-sized status array. */
+rondo_status_t algo_waitall(int n, MPI_Request *reqs)
+{
+  for (int i = 0; i < n; i++)
+    MPI_CHECK(MPI_Wait(&reqs[i], MPI_STATUS_IGNORE));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
+                             int dest, void *rbuf, size_t rbytes, int src)
+{
+  MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  rondo_status_t st = algo_irecv(comm, rbuf, rbytes, src, &req[0]);
+  if (st == RONDO_SUCCESS)
+    st = algo_isend(comm, sbuf, sbytes, dest, &req[1]);
+  if (st != RONDO_SUCCESS) {
+    /* A posted receive must not outlive this frame. */
+    if (req[0] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&req[0]);
+      MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    }
+    return st;
+  }
+  return algo_waitall(2, req);
+}
+
+void algo_reduce_ordered(void *dst, const void *mine, const void *theirs, size_t count,
+                         const algo_allreduce_args_t *a, int peer)
+{
+  if (peer < a->comm->rank)
+    reduce_apply(dst, theirs, mine, count, a->dtype, a->op);
+  else
+    reduce_apply(dst, mine, theirs, count, a->dtype, a->op);
+}
+
+void algo_copy_input(const algo_allreduce_args_t *a)
+{
+  if (a->sendbuf != a->recvbuf)
+    memcpy(a->recvbuf, a->sendbuf, a->count * a->esize);
+}
+
+/* ---- MPI datatype and op mapping ------------------------------------------------ */
+
+/* Which rondo dtype an MPI datatype given to a user op stands for. */
+static MPI_Datatype half_type = MPI_DATATYPE_NULL, bf16_type = MPI_DATATYPE_NULL;
+static MPI_Op user_ops[RONDO_OP_COUNT];
+static pthread_once_t types_once = PTHREAD_ONCE_INIT;
+static int types_rc = MPI_SUCCESS;
+
+static int dtype_of(MPI_Datatype t, rondo_dtype_t *out)
+{
+  if (t == half_type)
+    *out = RONDO_FLOAT16;
+  else if (t == bf16_type)
+    *out = RONDO_BFLOAT16;
+  else if (t == MPI_FLOAT)
+    *out = RONDO_FLOAT32;
+  else if (t == MPI_DOUBLE)
+    *out = RONDO_FLOAT64;
+  else
+    return -1;
+  return 0;
+}
+
+/* MPI's user-function contract: inout[i] = in[i] op inout[i]. */
+#define USER_OP(name, op)                                                      \
+  static void name(void *in, void *inout, int *len, MPI_Datatype *t)           \
+  {                                                                            \
+    rondo_dtype_t d;                                                           \
+    if (dtype_of(*t, &d) == 0)                                                 \
+      reduce_apply(inout, in, inout, (size_t)*len, d, op);                     \
+  }
+USER_OP(user_sum, RONDO_SUM)
+USER_OP(user_min, RONDO_MIN)
+USER_OP(user_max, RONDO_MAX)
+USER_OP(user_prod, RONDO_PROD)
+#undef USER_OP
+
+static void create_types(void)
+{
+  MPI_User_function *fn[RONDO_OP_COUNT] = {user_sum, user_sum, user_min, user_max,
+                                           user_prod};
+  int rc = MPI_Type_contiguous(2, MPI_BYTE, &half_type);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Type_commit(&half_type);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Type_contiguous(2, MPI_BYTE, &bf16_type);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Type_commit(&bf16_type);
+  for (int op = 0; op < RONDO_OP_COUNT && rc == MPI_SUCCESS; op++)
+    rc = MPI_Op_create(fn[op], 1, &user_ops[op]);
+  types_rc = rc;
+}
+
+void algo_mpi_op_free(void)
+{
+  if (half_type == MPI_DATATYPE_NULL)
+    return;
+  MPI_Type_free(&half_type);
+  MPI_Type_free(&bf16_type);
+  for (int op = 0; op < RONDO_OP_COUNT; op++)
+    if (user_ops[op] != MPI_OP_NULL)
+      MPI_Op_free(&user_ops[op]);
+}
+
+rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mtype,
+                           MPI_Op *mop)
+{
+  static const MPI_Op builtin[RONDO_OP_COUNT] = {MPI_SUM, MPI_SUM, MPI_MIN, MPI_MAX,
+                                                 MPI_PROD};
+  pthread_once(&types_once, create_types);
+  if (types_rc != MPI_SUCCESS)
+    return rondo__mpi_fail(types_rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__,
+                           __LINE__);
+  int floating_minmax = op == RONDO_MIN || op == RONDO_MAX;
+  *mop = builtin[op];
+  switch (dtype) {
+  case RONDO_INT8: *mtype = MPI_INT8_T; break;
+  case RONDO_UINT8: *mtype = MPI_UINT8_T; break;
+  case RONDO_INT32: *mtype = MPI_INT32_T; break;
+  case RONDO_INT64: *mtype = MPI_INT64_T; break;
+  case RONDO_FLOAT16: *mtype = half_type; *mop = user_ops[op]; break;
+  case RONDO_BFLOAT16: *mtype = bf16_type; *mop = user_ops[op]; break;
+  case RONDO_FLOAT32:
+    *mtype = MPI_FLOAT;
+    if (floating_minmax)
+      *mop = user_ops[op];
+    break;
+  case RONDO_FLOAT64:
+    *mtype = MPI_DOUBLE;
+    if (floating_minmax)
+      *mop = user_ops[op];
+    break;
+  default:
+    return rondo__fail(RONDO_ERR_INVALID_DTYPE, "dtype %d", (int)dtype);
+  }
+  return RONDO_SUCCESS;
+}

@@ -1,0 +1,372 @@
+/*
+ * The blocking collective entry points: validate arguments, agree on them
+ * across ranks (RONDO_CHECK_ARGS), choose the algorithm and run it on the
+ * caller's thread.
+ *
+ * Validation order is fixed so every rank reports the same kind of error for
+ * the same mistake: library state, comm, dtype, op, algorithm, root, count
+ * overflow, buffers.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "reduce/reduce.h"
+
+/* ---- local argument checks ------------------------------------------------------ */
+
+rondo_status_t rondo__check_dtype(rondo_dtype_t dtype)
+{
+  if ((unsigned)dtype >= RONDO_DTYPE_COUNT)
+    return rondo__fail(RONDO_ERR_INVALID_DTYPE,
+                       "dtype %d is not a rondo_dtype_t (0..%d)", (int)dtype,
+                       RONDO_DTYPE_COUNT - 1);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo__check_op(rondo_op_t op)
+{
+  if ((unsigned)op >= RONDO_OP_COUNT)
+    return rondo__fail(RONDO_ERR_INVALID_OP, "op %d is not a rondo_op_t (0..%d)",
+                       (int)op, RONDO_OP_COUNT - 1);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo__check_buffer(const void *buf, size_t count, const char *name)
+{
+  if (buf == NULL && count > 0)
+    return rondo__fail(RONDO_ERR_NULL_BUFFER, "%s is NULL with count %zu", name, count);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo__bytes(size_t count, size_t esize, size_t *bytes)
+{
+  if (esize != 0 && count > SIZE_MAX / esize)
+    return rondo__fail(RONDO_ERR_COUNT_OVERFLOW,
+                       "count %zu x %zu-byte elements overflows size_t", count, esize);
+  *bytes = count * esize;
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t check_root(rondo_comm_t comm, int root)
+{
+  if (root < 0 || root >= comm->size)
+    return rondo__fail(RONDO_ERR_INVALID_ROOT, "root %d is not a rank of this comm (0..%d)",
+                       root, comm->size - 1);
+  return RONDO_SUCCESS;
+}
+
+/* ---- agreement across ranks ---------------------------------------------------- */
+
+void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value)
+{
+  if (sig->n < RONDO__SIG_MAX) {
+    sig->field[sig->n] = field;
+    sig->value[sig->n] = value;
+    sig->n++;
+  }
+}
+
+/* One MPI_Allreduce(MAX) over [failed rank + 1, -lowest failed rank, then for
+ * each field value and -value]: the maximum and the negated minimum tell
+ * whether any rank failed and whether the fields are equal everywhere. */
+rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
+                            const rondo__sig_t *sig)
+{
+  if (!rondo__knobs.check_args || comm->size == 1)
+    return local;
+  int64_t v[2 + 2 * RONDO__SIG_MAX], r[2 + 2 * RONDO__SIG_MAX];
+  int n = 2 + 2 * sig->n;
+  v[0] = local != RONDO_SUCCESS;
+  v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
+  for (int i = 0; i < sig->n; i++) {
+    v[2 + 2 * i] = local == RONDO_SUCCESS ? sig->value[i] : INT64_MIN;
+    v[3 + 2 * i] = local == RONDO_SUCCESS ? -sig->value[i] : INT64_MIN;
+  }
+  MPI_CHECK(MPI_Allreduce(v, r, n, MPI_INT64_T, MPI_MAX, comm->mpi));
+  if (local != RONDO_SUCCESS)
+    return local;
+  if (r[0])
+    return rondo__fail(RONDO_ERR_PEER,
+                       "%s: rank %lld passed invalid arguments (see its log line)",
+                       sig->what, (long long)-r[1]);
+  for (int i = 0; i < sig->n; i++) {
+    long long hi = r[2 + 2 * i], lo = -r[3 + 2 * i];
+    if (hi != lo)
+      return rondo__fail(RONDO_ERR_MISMATCH,
+                         "%s: ranks passed different %s (values from %lld to %lld; "
+                         "this rank: %lld)",
+                         sig->what, sig->field[i], lo, hi, (long long)sig->value[i]);
+  }
+  return RONDO_SUCCESS;
+}
+
+/* ---- all-reduce ------------------------------------------------------------------ */
+
+/* The simple size rule until the cost-model selector lands. */
+static rondo_algo_t choose(rondo_comm_t comm, size_t count, size_t bytes)
+{
+  if (rondo__knobs.allreduce_algo != RONDO_ALGO_AUTO)
+    return (rondo_algo_t)rondo__knobs.allreduce_algo;
+  if (bytes <= rondo__knobs.rd_max || count < (size_t)comm->pof2)
+    return RONDO_ALGO_RECURSIVE_DOUBLING;
+  if (bytes >= rondo__knobs.ring_min)
+    return RONDO_ALGO_RING;
+  return RONDO_ALGO_RABENSEIFNER;
+}
+
+typedef rondo_status_t (*allreduce_fn)(const algo_allreduce_args_t *);
+
+static allreduce_fn algorithm(rondo_algo_t algo)
+{
+  switch (algo) {
+  case RONDO_ALGO_MPI: return algo_allreduce_mpi;
+  case RONDO_ALGO_RING: return algo_allreduce_ring;
+  case RONDO_ALGO_RECURSIVE_DOUBLING: return algo_allreduce_rd;
+  case RONDO_ALGO_RABENSEIFNER: return algo_allreduce_rabenseifner;
+  default: return NULL;
+  }
+}
+
+static rondo_status_t check_algo(rondo_algo_t algo)
+{
+  if ((unsigned)algo >= RONDO_ALGO_COUNT)
+    return rondo__fail(RONDO_ERR_INVALID_ALGO, "algorithm %d is not a rondo_algo_t (0..%d)",
+                       (int)algo, RONDO_ALGO_COUNT - 1);
+  if (algo != RONDO_ALGO_AUTO && algorithm(algo) == NULL)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED,
+                       "the %s all-reduce is not available in rondo %s; use auto, mpi, "
+                       "ring, recursive_doubling or rabenseifner",
+                       rondo_algo_name(algo), RONDO_VERSION_STRING);
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t allreduce_args(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                     size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                     rondo_algo_t algo, size_t *bytes)
+{
+  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(rondo__check_op(op));
+  RONDO_CHECK(check_algo(algo));
+  RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), bytes));
+  RONDO_CHECK(rondo__check_buffer(sendbuf, count, "sendbuf"));
+  RONDO_CHECK(rondo__check_buffer(recvbuf, count, "recvbuf"));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                    rondo_algo_t algo)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(rondo__enter(comm));
+  rondo_status_t st = allreduce_args(comm, sendbuf, recvbuf, count, dtype, op, algo, &bytes);
+  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_AUTO)
+    algo = choose(comm, count, bytes);
+  if (st == RONDO_SUCCESS)
+    st = check_algo(algo); /* RONDO_ALLREDUCE_ALGO may name one not built */
+
+  rondo__sig_t sig = {.what = "rondo_allreduce"};
+  rondo__sig_add(&sig, "count", (int64_t)count);
+  rondo__sig_add(&sig, "dtype", dtype);
+  rondo__sig_add(&sig, "op", op);
+  rondo__sig_add(&sig, "algorithm", algo);
+  RONDO_CHECK(rondo__agree(comm, st, &sig));
+  if (count == 0)
+    return RONDO_SUCCESS;
+
+  algo_allreduce_args_t a = {
+      .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+      .dtype = dtype, .op = op == RONDO_AVG ? RONDO_SUM : op,
+      .esize = rondo_dtype_size(dtype)};
+  LOG_DEBUG("allreduce %zu x %s %s: %s", count, rondo_dtype_name(dtype), rondo_op_name(op),
+            rondo_algo_name(algo));
+  RONDO_CHECK(algorithm(algo)(&a));
+  if (op == RONDO_AVG)
+    reduce_average(recvbuf, count, dtype, comm->size);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                               size_t count, rondo_dtype_t dtype, rondo_op_t op)
+{
+  return rondo_allreduce_algo(comm, sendbuf, recvbuf, count, dtype, op, RONDO_ALGO_AUTO);
+}
+
+rondo_status_t rondo_allreduce_choice(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                      rondo_op_t op, rondo_algo_t *algo)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(rondo__enter(comm));
+  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(rondo__check_op(op));
+  RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
+  if (algo == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allreduce_choice: algo is NULL");
+  *algo = choose(comm, count, bytes);
+  return RONDO_SUCCESS;
+}
+
+/* ---- data movement and reduce-scatter ------------------------------------------- */
+
+rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
+                               rondo_dtype_t dtype, int root)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(rondo__enter(comm));
+  rondo_status_t st = rondo__check_dtype(dtype);
+  if (st == RONDO_SUCCESS)
+    st = check_root(comm, root);
+  if (st == RONDO_SUCCESS)
+    st = rondo__bytes(count, rondo_dtype_size(dtype), &bytes);
+  if (st == RONDO_SUCCESS)
+    st = rondo__check_buffer(buf, count, "buf");
+  rondo__sig_t sig = {.what = "rondo_broadcast"};
+  rondo__sig_add(&sig, "count", (int64_t)count);
+  rondo__sig_add(&sig, "dtype", dtype);
+  rondo__sig_add(&sig, "root", root);
+  RONDO_CHECK(rondo__agree(comm, st, &sig));
+  return bytes ? algo_broadcast(comm, buf, bytes, root) : RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                               size_t count, rondo_dtype_t dtype)
+{
+  size_t bytes = 0, total = 0;
+  RONDO_CHECK(rondo__enter(comm));
+  rondo_status_t st = rondo__check_dtype(dtype);
+  if (st == RONDO_SUCCESS)
+    st = rondo__bytes(count, rondo_dtype_size(dtype), &bytes);
+  if (st == RONDO_SUCCESS)
+    st = rondo__bytes(bytes, (size_t)comm->size, &total);
+  if (st == RONDO_SUCCESS)
+    st = rondo__check_buffer(sendbuf, count, "sendbuf");
+  if (st == RONDO_SUCCESS)
+    st = rondo__check_buffer(recvbuf, count, "recvbuf");
+  rondo__sig_t sig = {.what = "rondo_allgather"};
+  rondo__sig_add(&sig, "count", (int64_t)count);
+  rondo__sig_add(&sig, "dtype", dtype);
+  RONDO_CHECK(rondo__agree(comm, st, &sig));
+  return bytes ? algo_allgather(comm, sendbuf, recvbuf, bytes) : RONDO_SUCCESS;
+}
+
+/* FNV-1a over the counts and displacements, so one signature field tells
+ * whether every rank passed the same layout. */
+static int64_t layout_hash(const size_t *counts, const size_t *displs, int n)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < n; i++) {
+    uint64_t v[2] = {counts[i], displs ? displs[i] : 0};
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t b = 0; b < sizeof v; b++)
+      h = (h ^ p[b]) * 1099511628211ull;
+  }
+  return (int64_t)(h >> 1);
+}
+
+static rondo_status_t allgatherv_args(rondo_comm_t comm, const void *sendbuf,
+                                      size_t sendcount, void *recvbuf,
+                                      const size_t *recvcounts, const size_t *displs,
+                                      rondo_dtype_t dtype)
+{
+  size_t esize = rondo_dtype_size(dtype), bytes, end = 0;
+  RONDO_CHECK(rondo__check_dtype(dtype));
+  if (recvcounts == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allgatherv: recvcounts is NULL");
+  if (sendcount != recvcounts[comm->rank])
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_allgatherv: sendcount %zu != recvcounts[%d] = %zu",
+                       sendcount, comm->rank, recvcounts[comm->rank]);
+  for (int i = 0; i < comm->size; i++) {
+    size_t start = displs ? displs[i] : end;
+    if (start > SIZE_MAX - recvcounts[i])
+      return rondo__fail(RONDO_ERR_COUNT_OVERFLOW, "rondo_allgatherv: block %d overflows", i);
+    size_t stop = start + recvcounts[i];
+    end = stop > end ? stop : end;
+  }
+  RONDO_CHECK(rondo__bytes(end, esize, &bytes));
+  RONDO_CHECK(rondo__check_buffer(sendbuf, sendcount, "sendbuf"));
+  RONDO_CHECK(rondo__check_buffer(recvbuf, end, "recvbuf"));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf, size_t sendcount,
+                                void *recvbuf, const size_t *recvcounts,
+                                const size_t *displs, rondo_dtype_t dtype)
+{
+  RONDO_CHECK(rondo__enter(comm));
+  rondo_status_t st =
+      allgatherv_args(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype);
+  rondo__sig_t sig = {.what = "rondo_allgatherv"};
+  rondo__sig_add(&sig, "dtype", dtype);
+  rondo__sig_add(&sig, "recvcounts/displs",
+                 st == RONDO_SUCCESS ? layout_hash(recvcounts, displs, comm->size) : 0);
+  RONDO_CHECK(rondo__agree(comm, st, &sig));
+  return algo_allgatherv(comm, sendbuf, recvbuf, recvcounts, displs,
+                         rondo_dtype_size(dtype));
+}
+
+rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t recvcount, rondo_dtype_t dtype, rondo_op_t op)
+{
+  size_t bytes = 0, total = 0;
+  RONDO_CHECK(rondo__enter(comm));
+  rondo_status_t st = rondo__check_dtype(dtype);
+  if (st == RONDO_SUCCESS)
+    st = rondo__check_op(op);
+  if (st == RONDO_SUCCESS)
+    st = rondo__bytes(recvcount, rondo_dtype_size(dtype), &bytes);
+  if (st == RONDO_SUCCESS)
+    st = rondo__bytes(bytes, (size_t)comm->size, &total);
+  if (st == RONDO_SUCCESS)
+    st = rondo__check_buffer(sendbuf, recvcount, "sendbuf");
+  if (st == RONDO_SUCCESS)
+    st = rondo__check_buffer(recvbuf, recvcount, "recvbuf");
+  if (st == RONDO_SUCCESS && recvcount > 0 && sendbuf == recvbuf)
+    st = rondo__fail(RONDO_ERR_INVALID_ARG,
+                     "rondo_reduce_scatter: in place (sendbuf == recvbuf) is not allowed");
+  rondo__sig_t sig = {.what = "rondo_reduce_scatter"};
+  rondo__sig_add(&sig, "recvcount", (int64_t)recvcount);
+  rondo__sig_add(&sig, "dtype", dtype);
+  rondo__sig_add(&sig, "op", op);
+  RONDO_CHECK(rondo__agree(comm, st, &sig));
+  if (recvcount == 0)
+    return RONDO_SUCCESS;
+  RONDO_CHECK(algo_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype,
+                                  op == RONDO_AVG ? RONDO_SUM : op));
+  if (op == RONDO_AVG)
+    reduce_average(recvbuf, recvcount, dtype, comm->size);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                              size_t count, rondo_dtype_t dtype)
+{
+  size_t bytes = 0, total = 0;
+  RONDO_CHECK(rondo__enter(comm));
+  rondo_status_t st = rondo__check_dtype(dtype);
+  if (st == RONDO_SUCCESS)
+    st = rondo__bytes(count, rondo_dtype_size(dtype), &bytes);
+  if (st == RONDO_SUCCESS)
+    st = rondo__bytes(bytes, (size_t)comm->size, &total);
+  if (st == RONDO_SUCCESS)
+    st = rondo__check_buffer(sendbuf, count, "sendbuf");
+  if (st == RONDO_SUCCESS)
+    st = rondo__check_buffer(recvbuf, count, "recvbuf");
+  if (st == RONDO_SUCCESS && count > 0 && sendbuf == recvbuf)
+    st = rondo__fail(RONDO_ERR_INVALID_ARG,
+                     "rondo_alltoall: in place (sendbuf == recvbuf) is not allowed");
+  rondo__sig_t sig = {.what = "rondo_alltoall"};
+  rondo__sig_add(&sig, "count", (int64_t)count);
+  rondo__sig_add(&sig, "dtype", dtype);
+  RONDO_CHECK(rondo__agree(comm, st, &sig));
+  return bytes ? algo_alltoall(comm, sendbuf, recvbuf, bytes) : RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_barrier(rondo_comm_t comm)
+{
+  RONDO_CHECK(rondo__enter(comm));
+  return algo_barrier(comm);
+}

@@ -1,0 +1,315 @@
+/*
+ * Library lifecycle and communicators.
+ *
+ * The library is in one of three states: not initialized, active, finalized.
+ * rondo_init() (or the first rondo_comm_create() under an application that
+ * initialized MPI itself) makes it active; rondo_finalize() makes it
+ * finalized for good. Live comms are kept in a registry so a stale handle is
+ * recognized (RONDO_ERR_INVALID_COMM) without ever dereferencing it.
+ */
+#include "internal.h"
+
+#include "algo/algo.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LIB_UNINIT = 0, LIB_ACTIVE, LIB_FINALIZED };
+
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static int lib_state = LIB_UNINIT;
+static int lib_owns_mpi;          /* rondo_init() called MPI_Init_thread */
+static rondo_comm_t world;
+static struct rondo_comm *live;   /* registry of live comms */
+
+static rondo_status_t state_error(int state)
+{
+  if (state == LIB_FINALIZED)
+    return rondo__fail(RONDO_ERR_FINALIZED,
+                       "rondo_finalize() was called; no rondo call is allowed after it");
+  return rondo__fail(RONDO_ERR_NOT_INITIALIZED,
+                     "call rondo_init(), or rondo_comm_create() after MPI_Init()");
+}
+
+rondo_status_t rondo__enter(rondo_comm_t comm)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  pthread_mutex_lock(&lib_lock);
+  if (lib_state != LIB_ACTIVE) {
+    int state = lib_state;
+    pthread_mutex_unlock(&lib_lock);
+    return state_error(state);
+  }
+  struct rondo_comm *c = live;
+  while (c != NULL && c != comm)
+    c = c->next;
+  pthread_mutex_unlock(&lib_lock);
+  if (comm == NULL)
+    st = rondo__fail(RONDO_ERR_INVALID_COMM, "comm is NULL");
+  else if (c == NULL)
+    st = rondo__fail(RONDO_ERR_INVALID_COMM,
+                     "comm %p was destroyed or not made by rondo_comm_create()",
+                     (void *)comm);
+  return st;
+}
+
+/* Called with lib_lock held. */
+static rondo_status_t lib_init_locked(void)
+{
+  if (lib_state == LIB_ACTIVE)
+    return RONDO_SUCCESS;
+  if (lib_state == LIB_FINALIZED)
+    return RONDO_ERR_FINALIZED;
+  int inited = 0, rank = -1;
+  MPI_Initialized(&inited);
+  if (!inited)
+    return rondo__fail(RONDO_ERR_NOT_INITIALIZED,
+                       "MPI is not initialized: call rondo_init() or MPI_Init() first");
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  rondo__log_set_rank(rank);
+  rondo_status_t st = rondo__knobs_load(&rondo__knobs);
+  if (st != RONDO_SUCCESS) {
+    LOG_ERROR("%s", rondo_last_error());
+    return st;
+  }
+  rondo__log_level = rondo__knobs.log_level;
+  lib_state = LIB_ACTIVE;
+  LOG_DEBUG("rondo %s active", RONDO_VERSION_STRING);
+  return RONDO_SUCCESS;
+}
+
+int rondo__lib_active(void)
+{
+  pthread_mutex_lock(&lib_lock);
+  int active = lib_state == LIB_ACTIVE;
+  pthread_mutex_unlock(&lib_lock);
+  return active;
+}
+
+rondo_status_t rondo__lib_init(void)
+{
+  pthread_mutex_lock(&lib_lock);
+  rondo_status_t st = lib_init_locked();
+  pthread_mutex_unlock(&lib_lock);
+  if (st == RONDO_ERR_FINALIZED)
+    return state_error(LIB_FINALIZED);
+  return st;
+}
+
+rondo_status_t rondo_init(int *argc, char ***argv)
+{
+  int inited = 0, finalized = 0;
+  pthread_mutex_lock(&lib_lock);
+  int state = lib_state;
+  int have_world = world != NULL;
+  pthread_mutex_unlock(&lib_lock);
+  if (state == LIB_FINALIZED)
+    return state_error(state);
+  if (have_world)
+    return RONDO_SUCCESS;
+
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return rondo__fail(RONDO_ERR_NOT_INITIALIZED,
+                       "MPI was already finalized; rondo cannot start");
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    pthread_mutex_lock(&lib_lock);
+    lib_owns_mpi = 1;
+    pthread_mutex_unlock(&lib_lock);
+    if (provided < MPI_THREAD_MULTIPLE)
+      LOG_WARN("MPI provides thread level %d, not MPI_THREAD_MULTIPLE", provided);
+  }
+  RONDO_CHECK(rondo__lib_init());
+  rondo_comm_t w = NULL;
+  RONDO_CHECK(rondo_comm_create(MPI_COMM_WORLD, &w));
+  pthread_mutex_lock(&lib_lock);
+  world = w;
+  pthread_mutex_unlock(&lib_lock);
+  return RONDO_SUCCESS;
+}
+
+rondo_comm_t rondo_world(void)
+{
+  pthread_mutex_lock(&lib_lock);
+  rondo_comm_t w = lib_state == LIB_ACTIVE ? world : NULL;
+  pthread_mutex_unlock(&lib_lock);
+  return w;
+}
+
+static int largest_pof2(int n)
+{
+  int p = 1;
+  while (p * 2 <= n)
+    p *= 2;
+  return p;
+}
+
+/* Ranks sharing memory with this one form its node. */
+static rondo_status_t find_node(struct rondo_comm *c)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank,
+                                MPI_INFO_NULL, &node));
+  MPI_CHECK_GOTO(MPI_Comm_rank(node, &c->local_rank), st, fail_node);
+  MPI_CHECK_GOTO(MPI_Comm_size(node, &c->local_size), st, fail_node);
+  int leader = c->local_rank == 0;
+  MPI_CHECK_GOTO(MPI_Allreduce(&leader, &c->node_count, 1, MPI_INT, MPI_SUM, c->mpi),
+                 st, fail_node);
+fail_node:
+  MPI_Comm_free(&node);
+  return st;
+}
+
+rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  if (comm == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: comm pointer is NULL");
+  *comm = NULL;
+  RONDO_CHECK(rondo__lib_init());
+  if (mpi_comm == MPI_COMM_NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: MPI_COMM_NULL");
+
+  struct rondo_comm *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_comm_create: no memory for the comm");
+  MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_dup);
+  /* rondo reports MPI failures as statuses instead of aborting. */
+  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_setup);
+  MPI_CHECK_GOTO(MPI_Comm_rank(c->mpi, &c->rank), st, fail_setup);
+  MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_setup);
+  c->pof2 = largest_pof2(c->size);
+  RONDO_CHECK_GOTO(find_node(c), st, fail_setup);
+
+  pthread_mutex_lock(&lib_lock);
+  c->next = live;
+  live = c;
+  pthread_mutex_unlock(&lib_lock);
+  LOG_DEBUG("comm %p: rank %d of %d, local %d of %d, %d node(s)", (void *)c,
+            c->rank, c->size, c->local_rank, c->local_size, c->node_count);
+  *comm = c;
+  return RONDO_SUCCESS;
+
+fail_setup:
+  MPI_Comm_free(&c->mpi);
+fail_dup:
+  free(c);
+  return st;
+}
+
+/* Takes c out of the registry; returns 0 if it was not there. */
+static int unregister(struct rondo_comm *c)
+{
+  int found = 0;
+  pthread_mutex_lock(&lib_lock);
+  for (struct rondo_comm **p = &live; *p != NULL; p = &(*p)->next) {
+    if (*p == c) {
+      *p = c->next;
+      found = 1;
+      break;
+    }
+  }
+  if (world == c)
+    world = NULL;
+  pthread_mutex_unlock(&lib_lock);
+  return found;
+}
+
+static void comm_free(struct rondo_comm *c, int mpi_usable)
+{
+  if (mpi_usable)
+    MPI_Comm_free(&c->mpi);
+  free(c->scratch);
+  free(c);
+}
+
+rondo_status_t rondo_comm_destroy(rondo_comm_t *comm)
+{
+  if (comm == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_destroy: comm pointer is NULL");
+  RONDO_CHECK(rondo__enter(*comm));
+  if (!unregister(*comm))
+    return rondo__fail(RONDO_ERR_INVALID_COMM, "comm was destroyed concurrently");
+  comm_free(*comm, 1);
+  *comm = NULL;
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_finalize(void)
+{
+  pthread_mutex_lock(&lib_lock);
+  int state = lib_state;
+  int owns_mpi = lib_owns_mpi;
+  struct rondo_comm *list = live;
+  if (state == LIB_ACTIVE) {
+    lib_state = LIB_FINALIZED;
+    live = NULL;
+    world = NULL;
+  }
+  pthread_mutex_unlock(&lib_lock);
+
+  if (state != LIB_ACTIVE) {
+    /* rondo_init() may have started MPI and then failed on a bad knob. */
+    if (state == LIB_UNINIT && owns_mpi) {
+      pthread_mutex_lock(&lib_lock);
+      lib_owns_mpi = 0;
+      lib_state = LIB_FINALIZED;
+      pthread_mutex_unlock(&lib_lock);
+      MPI_Finalize();
+      return RONDO_SUCCESS;
+    }
+    return state_error(state);
+  }
+  int mpi_finalized = 0;
+  MPI_Finalized(&mpi_finalized);
+  while (list != NULL) {
+    struct rondo_comm *next = list->next;
+    comm_free(list, !mpi_finalized);
+    list = next;
+  }
+  if (!mpi_finalized)
+    algo_mpi_op_free();
+  if (owns_mpi && !mpi_finalized)
+    MPI_CHECK(MPI_Finalize());
+  return RONDO_SUCCESS;
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+#define COMM_QUERY(fn, field)                                                  \
+  int fn(rondo_comm_t comm)                                                    \
+  {                                                                            \
+    return rondo__enter(comm) == RONDO_SUCCESS ? comm->field : -1;             \
+  }
+COMM_QUERY(rondo_comm_rank, rank)
+COMM_QUERY(rondo_comm_size, size)
+COMM_QUERY(rondo_comm_local_rank, local_rank)
+COMM_QUERY(rondo_comm_local_size, local_size)
+COMM_QUERY(rondo_comm_node_count, node_count)
+#undef COMM_QUERY
+
+MPI_Comm rondo_comm_mpi(rondo_comm_t comm)
+{
+  return rondo__enter(comm) == RONDO_SUCCESS ? comm->mpi : MPI_COMM_NULL;
+}
+
+rondo_status_t rondo__scratch(rondo_comm_t comm, size_t bytes, void **buf)
+{
+  if (bytes > comm->scratch_bytes) {
+    free(comm->scratch);
+    comm->scratch = malloc(bytes);
+    if (comm->scratch == NULL) {
+      comm->scratch_bytes = 0;
+      return rondo__fail(RONDO_ERR_NO_MEMORY, "no memory for %zu bytes of scratch",
+                         bytes);
+    }
+    comm->scratch_bytes = bytes;
+  }
+  *buf = comm->scratch;
+  return RONDO_SUCCESS;
+}

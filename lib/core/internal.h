@@ -1,0 +1,161 @@
+/*
+ * Internal declarations shared by the modules of librondo. Nothing here is
+ * exported: the library is built with -fvisibility=hidden and only the
+ * RONDO_API functions of rondo.h are visible. Core helpers use the rondo__
+ * prefix; other modules use their own (reduce_, algo_).
+ */
+#ifndef RONDO_INTERNAL_H
+#define RONDO_INTERNAL_H
+
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rondo.h"
+
+/* ---- logging --------------------------------------------------------------
+ * RONDO_LOG=off|error|warn|info|debug. The level test happens before any
+ * argument is evaluated, so a disabled level costs one load and a branch. */
+typedef enum {
+  RONDO_LOG_OFF = 0,
+  RONDO_LOG_ERROR,
+  RONDO_LOG_WARN,
+  RONDO_LOG_INFO,
+  RONDO_LOG_DEBUG
+} rondo__log_level_t;
+
+extern int rondo__log_level;
+void rondo__log_write(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Sets the rank shown in the prefix of every log line. */
+void rondo__log_set_rank(int rank);
+
+#define RONDO__LOG(level, ...)                                                 \
+  do {                                                                         \
+    if (rondo__log_level >= (level))                                           \
+      rondo__log_write((level), __VA_ARGS__);                                  \
+  } while (0)
+#define LOG_ERROR(...) RONDO__LOG(RONDO_LOG_ERROR, __VA_ARGS__)
+#define LOG_WARN(...) RONDO__LOG(RONDO_LOG_WARN, __VA_ARGS__)
+#define LOG_INFO(...) RONDO__LOG(RONDO_LOG_INFO, __VA_ARGS__)
+#define LOG_DEBUG(...) RONDO__LOG(RONDO_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- errors ---------------------------------------------------------------
+ * rondo__fail() records a message for rondo_last_error() (thread-local),
+ * logs it at error level and returns the status, so a failure site is one
+ * line: `return rondo__fail(RONDO_ERR_NULL_BUFFER, "sendbuf is NULL ...")`. */
+rondo_status_t rondo__fail(rondo_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Same, without logging (for errors the caller reports itself). */
+rondo_status_t rondo__fail_quiet(rondo_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void rondo__clear_error(void);
+/* Converts a failed MPI call into RONDO_ERR_MPI with the call, the MPI error
+ * string, the rank and the source location. */
+rondo_status_t rondo__mpi_fail(int mpi_rc, const char *call, const char *file,
+                               int line);
+
+/* Every MPI call goes through these: on failure set st and jump to label. */
+#define MPI_CHECK_GOTO(call, st, label)                                        \
+  do {                                                                         \
+    int mpi_rc_ = (call);                                                      \
+    if (mpi_rc_ != MPI_SUCCESS) {                                              \
+      (st) = rondo__mpi_fail(mpi_rc_, #call, __FILE__, __LINE__);              \
+      goto label;                                                              \
+    }                                                                          \
+  } while (0)
+#define MPI_CHECK(call)                                                        \
+  do {                                                                         \
+    int mpi_rc_ = (call);                                                      \
+    if (mpi_rc_ != MPI_SUCCESS)                                                \
+      return rondo__mpi_fail(mpi_rc_, #call, __FILE__, __LINE__);              \
+  } while (0)
+/* For rondo calls: propagate a failure. */
+#define RONDO_CHECK(call)                                                      \
+  do {                                                                         \
+    rondo_status_t rc_ = (call);                                               \
+    if (rc_ != RONDO_SUCCESS)                                                  \
+      return rc_;                                                              \
+  } while (0)
+#define RONDO_CHECK_GOTO(call, st, label)                                      \
+  do {                                                                         \
+    (st) = (call);                                                             \
+    if ((st) != RONDO_SUCCESS)                                                 \
+      goto label;                                                              \
+  } while (0)
+
+/* ---- knobs ----------------------------------------------------------------
+ * The parsed values of the knob table (lib/core/knobs.c is the one place
+ * that names, defaults and documents them). */
+typedef struct {
+  int log_level;          /* RONDO_LOG */
+  int allreduce_algo;     /* RONDO_ALLREDUCE_ALGO (rondo_algo_t) */
+  int check_args;         /* RONDO_CHECK_ARGS */
+  size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */
+  size_t rd_max;          /* RONDO_RD_MAX_BYTES */
+  size_t ring_min;        /* RONDO_RING_MIN_BYTES */
+} rondo__knobs_t;
+
+extern rondo__knobs_t rondo__knobs;
+
+/* Reads every knob from the environment into *out. On a malformed value
+ * returns RONDO_ERR_INVALID_KNOB with a message naming the knob and the
+ * value; *out is then unchanged. */
+rondo_status_t rondo__knobs_load(rondo__knobs_t *out);
+/* Parses one knob value given as a string (for tests and the loader). */
+rondo_status_t rondo__knob_parse(const char *name, const char *text,
+                                 rondo__knobs_t *out);
+
+/* ---- library state and comms --------------------------------------------- */
+
+struct rondo_comm {
+  MPI_Comm mpi;      /* private duplicate of the user's communicator */
+  int rank, size;
+  int local_rank, local_size, node_count;
+  int pof2;          /* largest power of two <= size */
+  void *scratch;     /* per-comm scratch, grown on demand */
+  size_t scratch_bytes;
+  struct rondo_comm *next; /* registry of live comms */
+};
+
+/* RONDO_SUCCESS if the library is usable and comm is a live handle. */
+rondo_status_t rondo__enter(rondo_comm_t comm);
+/* 1 while the library is initialized and not finalized. */
+int rondo__lib_active(void);
+/* Lazily initializes the library state (knobs, logging) when the application
+ * initialized MPI itself and calls rondo_comm_create() without rondo_init(). */
+rondo_status_t rondo__lib_init(void);
+/* Returns a scratch buffer of at least bytes (valid until the next call). */
+rondo_status_t rondo__scratch(rondo_comm_t comm, size_t bytes, void **buf);
+
+/* ---- collective argument agreement ----------------------------------------
+ * Every collective entry point fills a signature of the arguments that must
+ * be equal on every rank; with RONDO_CHECK_ARGS=1 one small MPI_Allreduce
+ * checks local validity and equality on all ranks before any data moves. */
+#define RONDO__SIG_MAX 6
+typedef struct {
+  const char *what;                 /* "rondo_allreduce" */
+  int n;                            /* fields used */
+  const char *field[RONDO__SIG_MAX];
+  int64_t value[RONDO__SIG_MAX];
+} rondo__sig_t;
+
+void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value);
+/* local: this rank's argument check result. Returns local if it failed,
+ * RONDO_ERR_PEER if another rank's failed, RONDO_ERR_MISMATCH if a field
+ * differs across ranks, else RONDO_SUCCESS. */
+rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
+                            const rondo__sig_t *sig);
+
+/* Local argument checks shared by the entry points. */
+rondo_status_t rondo__check_dtype(rondo_dtype_t dtype);
+rondo_status_t rondo__check_op(rondo_op_t op);
+rondo_status_t rondo__check_buffer(const void *buf, size_t count, const char *name);
+/* bytes = count * dtype size, or RONDO_ERR_COUNT_OVERFLOW. */
+rondo_status_t rondo__bytes(size_t count, size_t esize, size_t *bytes);
+
+#endif /* RONDO_INTERNAL_H */

@@ -1,0 +1,241 @@
+/*
+ * The environment knob table: the one place that names, types, defaults and
+ * documents every knob. rondo_init() loads them; a malformed value is an
+ * error naming the knob and the value, never a silent default. docs/knobs.md
+ * mirrors this table and `rondo-info` prints it.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_BOOL } knob_type_t;
+
+static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
+static const char *const algo_choices[] = {"auto", "mpi", "ring", "recursive_doubling",
+                                           "rabenseifner", "shm", "hierarchical",
+                                           "nccl", NULL};
+
+typedef struct {
+  const char *name;
+  knob_type_t type;
+  const char *def;
+  const char *doc;
+  size_t offset;                /* field in rondo__knobs_t */
+  const char *const *choices;   /* KNOB_ENUM: value = index */
+  size_t min, max;              /* KNOB_SIZE bounds, in bytes */
+} knob_def_t;
+
+#define FIELD(f) offsetof(rondo__knobs_t, f)
+
+static const knob_def_t knob_table[] = {
+    {"RONDO_LOG", KNOB_ENUM, "warn",
+     "log level: off, error, warn, info or debug; lines go to stderr prefixed "
+     "with the rank",
+     FIELD(log_level), log_choices, 0, 0},
+    {"RONDO_ALLREDUCE_ALGO", KNOB_ENUM, "auto",
+     "force the algorithm rondo_allreduce() runs (auto lets rondo choose)",
+     FIELD(allreduce_algo), algo_choices, 0, 0},
+    {"RONDO_CHECK_ARGS", KNOB_BOOL, "1",
+     "1: before each blocking collective, one small all-reduce verifies that "
+     "every rank passed valid and matching arguments; 0 skips it (saves one "
+     "latency per call)",
+     FIELD(check_args), NULL, 0, 1},
+    {"RONDO_RING_CHUNK_BYTES", KNOB_SIZE, "256K",
+     "ring all-reduce pipeline chunk: each ring step is sent in chunks of this "
+     "size so reduction overlaps communication",
+     FIELD(ring_chunk), NULL, 64, (size_t)1 << 30},
+    {"RONDO_RD_MAX_BYTES", KNOB_SIZE, "8K",
+     "auto selection: messages up to this size use recursive doubling",
+     FIELD(rd_max), NULL, 0, SIZE_MAX},
+    {"RONDO_RING_MIN_BYTES", KNOB_SIZE, "1M",
+     "auto selection: messages from this size use the ring; between the two "
+     "thresholds Rabenseifner runs",
+     FIELD(ring_min), NULL, 0, SIZE_MAX},
+};
+
+enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };
+
+rondo__knobs_t rondo__knobs;
+
+static const knob_def_t *find_knob(const char *name)
+{
+  for (int i = 0; i < KNOB_COUNT; i++)
+    if (strcmp(knob_table[i].name, name) == 0)
+      return &knob_table[i];
+  return NULL;
+}
+
+/* "64", "4K", "16M", "1G" (powers of 1024; an optional trailing B/b, so
+ * "4KB" and "4KiB" read as 4096). */
+static int parse_size(const char *text, size_t *out)
+{
+  const char *p = text;
+  while (isspace((unsigned char)*p))
+    p++;
+  if (!isdigit((unsigned char)*p))
+    return -1;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(p, &end, 10);
+  if (errno == ERANGE)
+    return -1;
+  unsigned shift = 0;
+  switch (toupper((unsigned char)*end)) {
+  case 'K': shift = 10; end++; break;
+  case 'M': shift = 20; end++; break;
+  case 'G': shift = 30; end++; break;
+  case 'T': shift = 40; end++; break;
+  default: break;
+  }
+  if (shift && *end == 'i')
+    end++;
+  if (*end == 'B' || *end == 'b')
+    end++;
+  while (isspace((unsigned char)*end))
+    end++;
+  if (*end != '\0')
+    return -1;
+  if (shift && v > (ULLONG_MAX >> shift))
+    return -1;
+  v <<= shift;
+  if (v > SIZE_MAX)
+    return -1;
+  *out = (size_t)v;
+  return 0;
+}
+
+static int parse_bool(const char *text, int *out)
+{
+  static const char *const yes[] = {"1", "true", "yes", "on", NULL};
+  static const char *const no[] = {"0", "false", "no", "off", NULL};
+  for (int i = 0; yes[i]; i++)
+    if (strcasecmp(text, yes[i]) == 0)
+      return *out = 1, 0;
+  for (int i = 0; no[i]; i++)
+    if (strcasecmp(text, no[i]) == 0)
+      return *out = 0, 0;
+  return -1;
+}
+
+static void choices_list(const char *const *choices, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  for (int i = 0; choices[i]; i++) {
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "%s%s", i ? ", " : "", choices[i]);
+  }
+}
+
+static rondo_status_t parse_one(const knob_def_t *k, const char *text,
+                                rondo__knobs_t *out)
+{
+  char *field = (char *)out + k->offset;
+  switch (k->type) {
+  case KNOB_ENUM:
+    for (int i = 0; k->choices[i]; i++) {
+      if (strcasecmp(text, k->choices[i]) == 0) {
+        *(int *)field = i;
+        return RONDO_SUCCESS;
+      }
+    }
+    {
+      char list[256];
+      choices_list(k->choices, list, sizeof list);
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                               "%s='%s' is not valid: expected one of %s",
+                               k->name, text, list);
+    }
+  case KNOB_BOOL:
+    if (parse_bool(text, (int *)field) == 0)
+      return RONDO_SUCCESS;
+    return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                             "%s='%s' is not valid: expected 0 or 1", k->name,
+                             text);
+  case KNOB_SIZE: {
+    size_t v;
+    if (parse_size(text, &v) != 0)
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                               "%s='%s' is not valid: expected a byte count "
+                               "such as 4096, 64K, 16M or 1G",
+                               k->name, text);
+    if (v < k->min || v > k->max)
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                               "%s='%s' is out of range [%zu, %zu] bytes",
+                               k->name, text, k->min, k->max);
+    *(size_t *)field = v;
+    return RONDO_SUCCESS;
+  }
+  }
+  return rondo__fail_quiet(RONDO_ERR_INTERNAL, "knob %s has no type", k->name);
+}
+
+rondo_status_t rondo__knob_parse(const char *name, const char *text,
+                                 rondo__knobs_t *out)
+{
+  const knob_def_t *k = find_knob(name);
+  if (k == NULL)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG, "no knob is named %s", name);
+  if (text == NULL)
+    text = k->def;
+  return parse_one(k, text, out);
+}
+
+rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
+{
+  rondo__knobs_t tmp;
+  memset(&tmp, 0, sizeof tmp);
+  for (int i = 0; i < KNOB_COUNT; i++) {
+    const char *env = getenv(knob_table[i].name);
+    rondo_status_t st = parse_one(&knob_table[i], env ? env : knob_table[i].def, &tmp);
+    if (st != RONDO_SUCCESS)
+      return st;
+  }
+  *out = tmp;
+  return RONDO_SUCCESS;
+}
+
+/* ---- public introspection ------------------------------------------------- */
+
+static const char *const type_names[] = {"enum", "size", "bool"};
+static char current_text[KNOB_COUNT][32];
+
+int rondo_knob_count(void) { return KNOB_COUNT; }
+
+rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
+{
+  if (i < 0 || i >= KNOB_COUNT || info == NULL)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                             "knob index %d out of range [0, %d)", i, KNOB_COUNT);
+  const knob_def_t *k = &knob_table[i];
+  /* The values in effect: what rondo_init() loaded, or the environment now
+   * when the library is not active. */
+  rondo__knobs_t now = rondo__knobs;
+  if (!rondo__lib_active() && rondo__knobs_load(&now) != RONDO_SUCCESS)
+    return RONDO_ERR_INVALID_KNOB;
+  const char *field = (const char *)&now + k->offset;
+  switch (k->type) {
+  case KNOB_ENUM:
+    snprintf(current_text[i], sizeof current_text[i], "%s",
+             k->choices[*(const int *)field]);
+    break;
+  case KNOB_BOOL:
+    snprintf(current_text[i], sizeof current_text[i], "%d", *(const int *)field);
+    break;
+  case KNOB_SIZE:
+    snprintf(current_text[i], sizeof current_text[i], "%zu",
+             *(const size_t *)field);
+    break;
+  }
+  info->name = k->name;
+  info->type = type_names[k->type];
+  info->default_value = k->def;
+  info->current = current_text[i];
+  info->doc = k->doc;
+  return RONDO_SUCCESS;
+}

@@ -1,0 +1,52 @@
+/*
+ * Reduction kernels: element-wise dst = a (op) b for every dtype x op, plus
+ * scaling and the AVG finish. Internal to librondo (prefix reduce_).
+ *
+ * Semantics (docs/api.md repeats them for users):
+ *  - Floating types compute in their compute type: float for float16,
+ *    bfloat16 and float32; double for float64. float16/bfloat16 inputs are
+ *    converted exactly to float, the op runs in float, the result is rounded
+ *    to the 16-bit type to nearest, ties to even.
+ *  - SUM/PROD follow IEEE 754 (NaN in -> NaN out, inf - inf = NaN, overflow
+ *    to +-inf). MIN/MAX are IEEE 754-2019 minimum/maximum: NaN if either
+ *    operand is NaN (the first NaN operand, quieted), and -0.0 < +0.0, so they
+ *    are commutative whatever the reduction order.
+ *  - Integers: SUM and PROD wrap modulo 2^bits (two's complement), never UB.
+ *  - AVG is not a kernel op: algorithms reduce with SUM and the caller finishes
+ *    with reduce_average() (floating: multiply by 1/n in the compute type;
+ *    integer: the wrapped sum divided by n, truncated toward zero).
+ *  - dst may alias a and/or b exactly (same pointer); partial overlap is not
+ *    allowed. The operand order matters only for which NaN payload wins.
+ */
+#ifndef RONDO_REDUCE_H
+#define RONDO_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rondo.h"
+
+/* dst[i] = a[i] op b[i] for i < count. op is SUM, MIN, MAX or PROD (AVG is
+ * treated as SUM). Invalid dtype/op values are the caller's bug: checked at
+ * the API entry, asserted here. */
+void reduce_apply(void *dst, const void *a, const void *b, size_t count,
+                  rondo_dtype_t dtype, rondo_op_t op);
+
+/* dst[i] = src[i] * factor (dst may equal src). Floating types: factor is
+ * rounded to the compute type and multiplied there (float16/bfloat16 rounded
+ * back to nearest even). Integer types: the product is computed in double,
+ * rounded to nearest (ties to even) and saturated to the type's range. */
+void reduce_scale(void *dst, const void *src, size_t count, rondo_dtype_t dtype,
+                  double factor);
+
+/* Turns a SUM over n ranks into the AVG, in place (n >= 1). */
+void reduce_average(void *buf, size_t count, rondo_dtype_t dtype, int n);
+
+/* Scalar conversions (exact one way, round-to-nearest-even the other; NaN
+ * stays NaN with the sign kept, infinities and subnormals are exact). */
+float reduce_half_to_float(uint16_t h);
+uint16_t reduce_float_to_half(float f);
+float reduce_bf16_to_float(uint16_t h);
+uint16_t reduce_float_to_bf16(float f);
+
+#endif /* RONDO_REDUCE_H */

@@ -1,0 +1,248 @@
+/*
+ * rondo.h - the one public header of rondo, an MPI-native collective
+ * communication toolkit.
+ *
+ * Conventions
+ *  - Every function returns a rondo_status_t (RONDO_SUCCESS is 0) unless it
+ *    is a pure query. On failure, rondo_last_error() holds a one-line message
+ *    for the calling thread that says what went wrong and what to do.
+ *  - Collectives are collective: every rank of the comm calls them with the
+ *    same count, dtype, op, algorithm and root. With RONDO_CHECK_ARGS=1 (the
+ *    default) rondo verifies this before moving data and fails the call on
+ *    every rank with RONDO_ERR_MISMATCH, or with the local argument error on
+ *    the rank that passed bad arguments (RONDO_ERR_PEER on the others).
+ *  - Ownership: rondo never keeps a pointer to a caller's buffer after a
+ *    blocking call returns, and never frees one.
+ *  - A comm is used by one thread at a time for blocking collectives, as an
+ *    MPI communicator is.
+ */
+#ifndef RONDO_H
+#define RONDO_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RONDO_VERSION_MAJOR 0
+#define RONDO_VERSION_MINOR 1
+#define RONDO_VERSION_PATCH 0
+#define RONDO_VERSION_STRING "0.1.0"
+/* One integer that orders releases: major * 10000 + minor * 100 + patch. */
+#define RONDO_VERSION \
+  (RONDO_VERSION_MAJOR * 10000 + RONDO_VERSION_MINOR * 100 + RONDO_VERSION_PATCH)
+
+#if defined(__GNUC__)
+#define RONDO_API __attribute__((visibility("default")))
+#else
+#define RONDO_API
+#endif
+
+/*
+ * Status codes: X(NAME, value, message). The one list generates the enum and
+ * rondo_status_string(); docs/api.md lists them for users.
+ */
+#define RONDO_STATUS_MAP(X)                                                      \
+  X(SUCCESS, 0, "success")                                                     \
+  X(ERR_INVALID_ARG, 1, "invalid argument")                                    \
+  X(ERR_NULL_BUFFER, 2, "NULL buffer with count > 0")                          \
+  X(ERR_INVALID_DTYPE, 3, "invalid data type value")                           \
+  X(ERR_INVALID_OP, 4, "invalid reduction op value")                           \
+  X(ERR_INVALID_ALGO, 5, "invalid algorithm value")                            \
+  X(ERR_COUNT_OVERFLOW, 6, "count x element size overflows size_t")            \
+  X(ERR_INVALID_ROOT, 7, "root rank out of range")                             \
+  X(ERR_NOT_INITIALIZED, 8,                                                    \
+    "rondo is not initialized: call rondo_init() or rondo_comm_create() first") \
+  X(ERR_FINALIZED, 9, "rondo was finalized: no call is allowed after rondo_finalize()") \
+  X(ERR_INVALID_COMM, 10,                                                      \
+    "invalid comm: NULL, destroyed, or not made by rondo_comm_create()")       \
+  X(ERR_INVALID_KNOB, 11,                                                      \
+    "an environment knob has a malformed value (see rondo_last_error())")      \
+  X(ERR_NO_MEMORY, 12, "out of memory")                                        \
+  X(ERR_MPI, 13, "an MPI call failed")                                         \
+  X(ERR_UNSUPPORTED, 14, "unsupported dtype, op, algorithm or memory kind")    \
+  X(ERR_MISMATCH, 15,                                                          \
+    "ranks called the collective with different arguments")                    \
+  X(ERR_PEER, 16,                                                              \
+    "another rank passed invalid arguments; its rondo_last_error() says which") \
+  X(ERR_DUPLICATE_NAME, 17, "a request with this name is already in flight")   \
+  X(ERR_SHUT_DOWN, 18, "the comm was shut down before the request completed")  \
+  X(ERR_STALLED, 19, "the request stalled: some ranks never submitted it")     \
+  X(ERR_CUDA, 20, "a CUDA call failed")                                        \
+  X(ERR_NCCL, 21, "an NCCL call failed")                                       \
+  X(ERR_IO, 22, "an I/O operation failed")                                     \
+  X(ERR_INTERNAL, 23, "internal error in rondo (please report it)")
+
+typedef enum {
+#define RONDO_STATUS_ENUM(name, value, msg) RONDO_##name = value,
+  RONDO_STATUS_MAP(RONDO_STATUS_ENUM)
+#undef RONDO_STATUS_ENUM
+  RONDO_STATUS_COUNT
+} rondo_status_t;
+
+typedef enum {
+  RONDO_INT8 = 0,
+  RONDO_UINT8,
+  RONDO_INT32,
+  RONDO_INT64,
+  RONDO_FLOAT16,  /* IEEE 754 binary16 */
+  RONDO_BFLOAT16, /* the upper 16 bits of a binary32 */
+  RONDO_FLOAT32,
+  RONDO_FLOAT64,
+  RONDO_DTYPE_COUNT
+} rondo_dtype_t;
+
+typedef enum {
+  RONDO_SUM = 0,
+  RONDO_AVG, /* SUM, then divided by the comm size (see docs/api.md) */
+  RONDO_MIN,
+  RONDO_MAX,
+  RONDO_PROD,
+  RONDO_OP_COUNT
+} rondo_op_t;
+
+typedef enum {
+  RONDO_ALGO_AUTO = 0,
+  RONDO_ALGO_MPI,
+  RONDO_ALGO_RING,
+  RONDO_ALGO_RECURSIVE_DOUBLING,
+  RONDO_ALGO_RABENSEIFNER,
+  RONDO_ALGO_SHM,
+  RONDO_ALGO_HIERARCHICAL,
+  RONDO_ALGO_NCCL,
+  RONDO_ALGO_COUNT
+} rondo_algo_t;
+
+/* Opaque: an MPI communicator (a private duplicate) plus rondo's state. */
+typedef struct rondo_comm *rondo_comm_t;
+
+/* ---- status, names, version ------------------------------------------- */
+
+/* Static string for a status; "unknown status" for values outside the list. */
+RONDO_API const char *rondo_status_string(rondo_status_t status);
+/* The enum name of a status ("RONDO_ERR_MPI"), or "RONDO_UNKNOWN". */
+RONDO_API const char *rondo_status_name(rondo_status_t status);
+/* Details of the calling thread's last failed call; "" if none. */
+RONDO_API const char *rondo_last_error(void);
+
+/* "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
+ * "float64"; NULL for an invalid value. */
+RONDO_API const char *rondo_dtype_name(rondo_dtype_t dtype);
+RONDO_API rondo_status_t rondo_dtype_from_name(const char *name, rondo_dtype_t *dtype);
+/* Bytes per element; 0 for an invalid value. */
+RONDO_API size_t rondo_dtype_size(rondo_dtype_t dtype);
+/* "sum", "avg", "min", "max", "prod"; NULL for an invalid value. */
+RONDO_API const char *rondo_op_name(rondo_op_t op);
+RONDO_API rondo_status_t rondo_op_from_name(const char *name, rondo_op_t *op);
+/* "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm",
+ * "hierarchical", "nccl"; NULL for an invalid value. */
+RONDO_API const char *rondo_algo_name(rondo_algo_t algo);
+RONDO_API rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo);
+
+/* Runtime version; equals the RONDO_VERSION_* macros of the header the
+ * library was built with. Any pointer may be NULL. */
+RONDO_API void rondo_version(int *major, int *minor, int *patch);
+RONDO_API const char *rondo_version_string(void);
+
+/* Build features. */
+RONDO_API int rondo_cuda_built(void);
+RONDO_API int rondo_nccl_built(void);
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+/* Initializes MPI if nobody has (asking for MPI_THREAD_MULTIPLE), reads the
+ * environment knobs and creates the world comm. argc/argv may be NULL.
+ * Calling it again after success is a no-op. */
+RONDO_API rondo_status_t rondo_init(int *argc, char ***argv);
+/* Destroys the world comm and every comm still alive, and finalizes MPI if
+ * rondo_init() initialized it. Afterwards every call fails with
+ * RONDO_ERR_FINALIZED. */
+RONDO_API rondo_status_t rondo_finalize(void);
+/* The comm over MPI_COMM_WORLD made by rondo_init(); NULL before it. */
+RONDO_API rondo_comm_t rondo_world(void);
+
+/* Collective over mpi_comm: duplicates it (rondo's traffic never matches the
+ * application's) and returns a new comm in *comm (NULL on failure). Works
+ * without rondo_init() when the application initialized MPI itself. */
+RONDO_API rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm);
+/* Collective. Frees the comm and sets *comm to NULL. Later calls with a
+ * stale copy of the handle fail with RONDO_ERR_INVALID_COMM. */
+RONDO_API rondo_status_t rondo_comm_destroy(rondo_comm_t *comm);
+
+/* ---- queries (return -1 for an invalid comm) ------------------------------ */
+
+RONDO_API int rondo_comm_rank(rondo_comm_t comm);
+RONDO_API int rondo_comm_size(rondo_comm_t comm);
+RONDO_API int rondo_comm_local_rank(rondo_comm_t comm);
+RONDO_API int rondo_comm_local_size(rondo_comm_t comm);
+RONDO_API int rondo_comm_node_count(rondo_comm_t comm);
+/* The duplicated MPI communicator rondo uses (MPI_COMM_NULL if invalid). */
+RONDO_API MPI_Comm rondo_comm_mpi(rondo_comm_t comm);
+
+/* ---- blocking collectives -------------------------------------------------
+ * sendbuf == recvbuf means in place. count is in elements.
+ * rondo_allreduce() chooses the algorithm (RONDO_ALLREDUCE_ALGO forces one);
+ * rondo_allreduce_algo() runs the given one (RONDO_ALGO_AUTO chooses). When
+ * an algorithm cannot take an input (Rabenseifner with fewer elements than
+ * the largest power of two <= size) it falls back to recursive doubling and
+ * says so at RONDO_LOG=debug. */
+RONDO_API rondo_status_t rondo_allreduce(rondo_comm_t comm, const void *sendbuf,
+                                         void *recvbuf, size_t count,
+                                         rondo_dtype_t dtype, rondo_op_t op);
+RONDO_API rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf,
+                                              void *recvbuf, size_t count,
+                                              rondo_dtype_t dtype, rondo_op_t op,
+                                              rondo_algo_t algo);
+/* The algorithm rondo_allreduce() would run for this call. */
+RONDO_API rondo_status_t rondo_allreduce_choice(rondo_comm_t comm, size_t count,
+                                                rondo_dtype_t dtype, rondo_op_t op,
+                                                rondo_algo_t *algo);
+
+/* buf: input on root, output elsewhere. */
+RONDO_API rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
+                                         rondo_dtype_t dtype, int root);
+/* recvbuf holds size * count elements, rank i's block at i * count. */
+RONDO_API rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf,
+                                         void *recvbuf, size_t count,
+                                         rondo_dtype_t dtype);
+/* Rank i contributes recvcounts[i] elements (sendcount must equal
+ * recvcounts[rank]), placed at displs[i] elements into recvbuf; displs may be
+ * NULL for packed blocks. recvcounts and displs are read, not kept. */
+RONDO_API rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf,
+                                          size_t sendcount, void *recvbuf,
+                                          const size_t *recvcounts, const size_t *displs,
+                                          rondo_dtype_t dtype);
+/* sendbuf holds size * recvcount elements; rank i receives the reduction of
+ * block i. In place (sendbuf == recvbuf) is not allowed. */
+RONDO_API rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf,
+                                              void *recvbuf, size_t recvcount,
+                                              rondo_dtype_t dtype, rondo_op_t op);
+/* Block i of sendbuf (count elements) goes to rank i; block j of recvbuf
+ * comes from rank j. */
+RONDO_API rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf,
+                                        void *recvbuf, size_t count,
+                                        rondo_dtype_t dtype);
+RONDO_API rondo_status_t rondo_barrier(rondo_comm_t comm);
+
+/* ---- environment knobs ------------------------------------------------------
+ * Every knob is a row in one table (docs/knobs.md); rondo-info prints it. */
+typedef struct {
+  const char *name;       /* "RONDO_LOG" */
+  const char *type;       /* "enum", "size", "int", "bool", "string" */
+  const char *default_value;
+  const char *current;    /* the value in effect (parsed, normalized) */
+  const char *doc;        /* one line */
+} rondo_knob_info_t;
+
+RONDO_API int rondo_knob_count(void);
+/* Fills *info for knob i (0 <= i < rondo_knob_count()). The strings stay
+ * valid until rondo_finalize(). */
+RONDO_API rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RONDO_H */
