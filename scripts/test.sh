@@ -1,0 +1,45 @@
+#!/bin/sh
+# The whole test suite: install what is missing, then
+#   1. build/        : build, 'make distcheck' (the tarball builds, installs
+#                      and passes 'make check': unit + multi-rank tests at 1-4
+#                      ranks + the exported-symbol check)
+#   2. build-asan/   : the same suite built with AddressSanitizer + UBSan
+# and a closing line with the totals. Any failure fails the command.
+set -eu
+RONDO_TOP=$(cd "$(dirname "$0")/.." && pwd)
+. "$RONDO_TOP/scripts/common.sh"
+rondo_install_deps
+rondo_mpi_env
+start=$(date +%s)
+pass=0 fail=0 skip=0
+
+# Adds up the automake harness summary ("# PASS:  12") printed in file $1.
+tally() {
+  p=$(sed -n 's/^# PASS: *//p' "$1" | tail -n 1); f=$(sed -n 's/^# FAIL: *//p' "$1" | tail -n 1)
+  s=$(sed -n 's/^# SKIP: *//p' "$1" | tail -n 1); x=$(sed -n 's/^# ERROR: *//p' "$1" | tail -n 1)
+  pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${x:-0})); skip=$((skip + ${s:-0}))
+}
+
+# run_logged FILE CMD...: runs CMD, its output both shown and kept in FILE.
+run_logged() {
+  out=$1; shift
+  { "$@" 2>&1; echo $? > "$out.rc"; } | tee "$out"
+  rc=$(cat "$out.rc"); rm -f "$out.rc"
+  return "$rc"
+}
+
+status=0
+echo "== 1/2 build and make distcheck (build/)"
+rondo_build "$RONDO_TOP/build"
+run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" distcheck \
+  DISTCHECK_CONFIGURE_FLAGS="CC=$RONDO_CC MPIEXEC=$RONDO_MPIEXEC" || status=1
+tally "$RONDO_TOP/build/distcheck.out"
+
+echo "== 2/2 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
+rondo_build "$RONDO_TOP/build-asan" --enable-sanitizers --disable-static
+run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" check || status=1
+tally "$RONDO_TOP/build-asan/check.out"
+
+echo "== total: $(( $(date +%s) - start )) s"
+echo "$pass passed, $fail failed, $skip skipped"
+exit $status
