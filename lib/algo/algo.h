@@ -49,7 +49,8 @@ rondo_status_t algo_barrier(rondo_comm_t comm);
 
 /* The MPI datatype and op that compute rondo's semantics for (dtype, op):
  * built-ins where they match, user-defined ops over rondo's kernels for
- * float16/bfloat16 and for floating MIN/MAX (NaN and -0.0 rules). */
+ * float16/bfloat16, floating MIN/MAX (NaN and -0.0 rules) and uint8 MIN/MAX
+ * (MPICH 4.0 compares MPI_UINT8_T as signed there). */
 rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mtype,
                            MPI_Op *mop);
 /* Frees what algo_mpi_op created (called by rondo_finalize). */

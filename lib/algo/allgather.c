@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if MPI_VERSION < 4
 static rondo_status_t too_large(size_t bytes)
@@ -41,6 +42,13 @@ rondo_status_t algo_allgatherv(rondo_comm_t comm, const void *sendbuf, void *rec
 {
   rondo_status_t st = RONDO_SUCCESS;
   int p = comm->size;
+  if (p == 1) {
+    /* MPICH 4.0 ignores the displacement on a one-rank communicator. */
+    char *dst = (char *)recvbuf + (displs ? displs[0] : 0) * esize;
+    if (dst != sendbuf && counts[0] > 0)
+      memmove(dst, sendbuf, counts[0] * esize);
+    return RONDO_SUCCESS;
+  }
 #if MPI_VERSION >= 4
   MPI_Count *c = malloc((size_t)p * sizeof *c);
   MPI_Aint *d = malloc((size_t)p * sizeof *d);

@@ -107,6 +107,8 @@ static int dtype_of(MPI_Datatype t, rondo_dtype_t *out)
     *out = RONDO_FLOAT32;
   else if (t == MPI_DOUBLE)
     *out = RONDO_FLOAT64;
+  else if (t == MPI_UINT8_T)
+    *out = RONDO_UINT8;
   else
     return -1;
   return 0;
@@ -162,23 +164,28 @@ rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mty
   if (types_rc != MPI_SUCCESS)
     return rondo__mpi_fail(types_rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__,
                            __LINE__);
-  int floating_minmax = op == RONDO_MIN || op == RONDO_MAX;
+  int minmax = op == RONDO_MIN || op == RONDO_MAX;
   *mop = builtin[op];
   switch (dtype) {
   case RONDO_INT8: *mtype = MPI_INT8_T; break;
-  case RONDO_UINT8: *mtype = MPI_UINT8_T; break;
+  case RONDO_UINT8:
+    /* MPICH 4.0 compares MPI_UINT8_T as signed in MPI_MIN/MPI_MAX. */
+    *mtype = MPI_UINT8_T;
+    if (minmax)
+      *mop = user_ops[op];
+    break;
   case RONDO_INT32: *mtype = MPI_INT32_T; break;
   case RONDO_INT64: *mtype = MPI_INT64_T; break;
   case RONDO_FLOAT16: *mtype = half_type; *mop = user_ops[op]; break;
   case RONDO_BFLOAT16: *mtype = bf16_type; *mop = user_ops[op]; break;
   case RONDO_FLOAT32:
     *mtype = MPI_FLOAT;
-    if (floating_minmax)
+    if (minmax)
       *mop = user_ops[op];
     break;
   case RONDO_FLOAT64:
     *mtype = MPI_DOUBLE;
-    if (floating_minmax)
+    if (minmax)
       *mop = user_ops[op];
     break;
   default:

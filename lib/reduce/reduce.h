@@ -7,10 +7,18 @@
  *    bfloat16 and float32; double for float64. float16/bfloat16 inputs are
  *    converted exactly to float, the op runs in float, the result is rounded
  *    to the 16-bit type to nearest, ties to even.
- *  - SUM/PROD follow IEEE 754 (NaN in -> NaN out, inf - inf = NaN, overflow
- *    to +-inf). MIN/MAX are IEEE 754-2019 minimum/maximum: NaN if either
- *    operand is NaN (the first NaN operand, quieted), and -0.0 < +0.0, so they
- *    are commutative whatever the reduction order.
+ *    For SUM and PROD of two 16-bit values this equals rounding the exact
+ *    result once (float has at least 2p + 2 bits for both formats, so the
+ *    double rounding is innocuous); reduce_scale's factor is not a 16-bit
+ *    value and does round twice.
+ *  - SUM/PROD follow IEEE 754 (NaN in -> a quiet NaN out, inf - inf = NaN,
+ *    overflow to +-inf); which payload wins when both operands are NaN is the
+ *    hardware's choice. MIN/MAX are IEEE 754-2019 minimum/maximum: NaN if
+ *    either operand is NaN (the first NaN operand, quieted, payload and sign
+ *    kept), and -0.0 < +0.0, so apart from NaN payloads they are commutative
+ *    whatever the reduction order.
+ *  - The floating-point environment is assumed to be the default one (round
+ *    to nearest even, no flush-to-zero), as for MPI reductions.
  *  - Integers: SUM and PROD wrap modulo 2^bits (two's complement), never UB.
  *  - AVG is not a kernel op: algorithms reduce with SUM and the caller finishes
  *    with reduce_average() (floating: multiply by 1/n in the compute type;
@@ -34,12 +42,15 @@ void reduce_apply(void *dst, const void *a, const void *b, size_t count,
 
 /* dst[i] = src[i] * factor (dst may equal src). Floating types: factor is
  * rounded to the compute type and multiplied there (float16/bfloat16 rounded
- * back to nearest even). Integer types: the product is computed in double,
- * rounded to nearest (ties to even) and saturated to the type's range. */
+ * back to nearest even). Integer types: the product is computed in double
+ * (so int64 values above 2^53 are rounded first), rounded to nearest (ties to
+ * even) and saturated to the type's range; a NaN product (0 * inf, a NaN
+ * factor) gives 0. */
 void reduce_scale(void *dst, const void *src, size_t count, rondo_dtype_t dtype,
                   double factor);
 
-/* Turns a SUM over n ranks into the AVG, in place (n >= 1). */
+/* Turns a SUM over n ranks into the AVG, in place (n >= 1): floating types
+ * are scaled by (compute type)(1.0 / n), integers divided by n. */
 void reduce_average(void *buf, size_t count, rondo_dtype_t dtype, int n);
 
 /* Scalar conversions (exact one way, round-to-nearest-even the other; NaN
