@@ -44,7 +44,7 @@
 #include <time.h>
 
 #include "rondo.h"
-#include "reduce.h"
+#include "reduce/reduce.h"
 
 #define MIB ((size_t)1 << 20)
 #define MAX_SAMPLES 4096

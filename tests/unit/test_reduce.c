@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "rondo.h"
-#include "reduce.h"
+#include "reduce/reduce.h"
 
 #define ARRAY_LEN(x) (sizeof(x) / sizeof((x)[0]))
 
