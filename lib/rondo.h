@@ -238,8 +238,9 @@ typedef struct {
 } rondo_knob_info_t;
 
 RONDO_API int rondo_knob_count(void);
-/* Fills *info for knob i (0 <= i < rondo_knob_count()). The strings stay
- * valid until rondo_finalize(). */
+/* Fills *info for knob i (0 <= i < rondo_knob_count()). name, type,
+ * default_value and doc are static; current stays valid until the next
+ * rondo_knob_get() of the same knob. */
 RONDO_API rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info);
 
 #ifdef __cplusplus

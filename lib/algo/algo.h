@@ -56,7 +56,11 @@ rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mty
 /* Frees what algo_mpi_op created (called by rondo_finalize). */
 void algo_mpi_op_free(void);
 
-/* Byte messages of any size on the comm's private communicator. */
+/* Byte messages on the comm's private communicator: any size with an MPI-4
+ * library, up to INT_MAX bytes with MPI-3. An algorithm whose largest
+ * message may not fit calls algo_check_message() before its first message,
+ * so every rank (same count) fails the same way instead of some hanging. */
+rondo_status_t algo_check_message(size_t bytes);
 rondo_status_t algo_isend(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
                           MPI_Request *req);
 rondo_status_t algo_irecv(rondo_comm_t comm, void *buf, size_t bytes, int peer,

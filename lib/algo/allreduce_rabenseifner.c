@@ -78,6 +78,7 @@ rondo_status_t algo_allreduce_rabenseifner(const algo_allreduce_args_t *a)
   algo_copy_input(a);
   if (comm->size == 1)
     return RONDO_SUCCESS;
+  RONDO_CHECK(algo_check_message(a->count * a->esize)); /* the fold sends it all */
   RONDO_CHECK(rondo__scratch(comm, a->count * a->esize, &tmp));
   RONDO_CHECK(algo_fold_in(a, a->recvbuf, tmp, &newrank));
   if (newrank >= 0) {

@@ -19,6 +19,7 @@ rondo_status_t algo_allreduce_rd(const algo_allreduce_args_t *a)
   algo_copy_input(a);
   if (comm->size == 1)
     return RONDO_SUCCESS;
+  RONDO_CHECK(algo_check_message(bytes));
   RONDO_CHECK(rondo__scratch(comm, bytes, &tmp));
   RONDO_CHECK(algo_fold_in(a, a->recvbuf, tmp, &newrank));
   if (newrank >= 0) {

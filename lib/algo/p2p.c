@@ -29,6 +29,11 @@ static rondo_status_t too_large(size_t bytes)
                      "a %zu-byte message needs an MPI-4 library (large counts)", bytes);
 }
 
+rondo_status_t algo_check_message(size_t bytes)
+{
+  return FITS(bytes) ? RONDO_SUCCESS : too_large(bytes);
+}
+
 rondo_status_t algo_isend(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
                           MPI_Request *req)
 {

@@ -69,36 +69,55 @@ void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value)
   }
 }
 
-/* One MPI_Allreduce(MAX) over [failed rank + 1, -lowest failed rank, then for
- * each field value and -value]: the maximum and the negated minimum tell
- * whether any rank failed and whether the fields are equal everywhere. */
+/* A number for the collective's name, so ranks that called different
+ * collectives with equal arguments are told apart. */
+static int64_t name_hash(const char *what)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = what; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return (int64_t)(h >> 1);
+}
+
+/* One MPI_Allreduce(MAX) over [failed, -lowest failed rank, then for the
+ * collective and each field: value, ~value]. The maximum of ~value is ~(the
+ * minimum), so one reduction tells whether any rank failed and whether every
+ * field is equal everywhere (~ never overflows, unlike negation). */
 rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
                             const rondo__sig_t *sig)
 {
   if (!rondo__knobs.check_args || comm->size == 1)
     return local;
-  int64_t v[2 + 2 * RONDO__SIG_MAX], r[2 + 2 * RONDO__SIG_MAX];
-  int n = 2 + 2 * sig->n;
+  enum { N = 2 + 2 * (RONDO__SIG_MAX + 1) };
+  int64_t v[N], r[N];
+  int fields = sig->n + 1, n = 2 + 2 * fields;
   v[0] = local != RONDO_SUCCESS;
   v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
-  for (int i = 0; i < sig->n; i++) {
-    v[2 + 2 * i] = local == RONDO_SUCCESS ? sig->value[i] : INT64_MIN;
-    v[3 + 2 * i] = local == RONDO_SUCCESS ? -sig->value[i] : INT64_MIN;
+  for (int i = 0; i < fields; i++) {
+    int64_t x = i == 0 ? name_hash(sig->what) : sig->value[i - 1];
+    v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
+    v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
   }
   MPI_CHECK(MPI_Allreduce(v, r, n, MPI_INT64_T, MPI_MAX, comm->mpi));
   if (local != RONDO_SUCCESS)
     return local;
   if (r[0])
     return rondo__fail(RONDO_ERR_PEER,
-                       "%s: rank %lld passed invalid arguments (see its log line)",
+                       "%s: rank %lld of this comm passed invalid arguments (see its "
+                       "log line or rondo_last_error())",
                        sig->what, (long long)-r[1]);
-  for (int i = 0; i < sig->n; i++) {
-    long long hi = r[2 + 2 * i], lo = -r[3 + 2 * i];
+  if (r[2] != ~r[3])
+    return rondo__fail(RONDO_ERR_MISMATCH,
+                       "ranks called different collectives at the same time (this rank: %s)",
+                       sig->what);
+  for (int i = 1; i < fields; i++) {
+    long long hi = r[2 + 2 * i], lo = ~r[3 + 2 * i];
     if (hi != lo)
       return rondo__fail(RONDO_ERR_MISMATCH,
                          "%s: ranks passed different %s (values from %lld to %lld; "
                          "this rank: %lld)",
-                         sig->what, sig->field[i], lo, hi, (long long)sig->value[i]);
+                         sig->what, sig->field[i - 1], lo, hi,
+                         (long long)sig->value[i - 1]);
   }
   return RONDO_SUCCESS;
 }
@@ -205,7 +224,9 @@ rondo_status_t rondo_allreduce_choice(rondo_comm_t comm, size_t count, rondo_dty
   RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
   if (algo == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allreduce_choice: algo is NULL");
-  *algo = choose(comm, count, bytes);
+  rondo_algo_t choice = choose(comm, count, bytes);
+  RONDO_CHECK(check_algo(choice)); /* RONDO_ALLREDUCE_ALGO may name one not built */
+  *algo = choice;
   return RONDO_SUCCESS;
 }
 

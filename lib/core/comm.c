@@ -18,6 +18,7 @@
 enum { LIB_UNINIT = 0, LIB_ACTIVE, LIB_FINALIZED };
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes rondo_init */
 static int lib_state = LIB_UNINIT;
 static int lib_owns_mpi;          /* rondo_init() called MPI_Init_thread */
 static rondo_comm_t world;
@@ -97,9 +98,9 @@ rondo_status_t rondo__lib_init(void)
   return st;
 }
 
-rondo_status_t rondo_init(int *argc, char ***argv)
+static rondo_status_t init_locked(int *argc, char ***argv)
 {
-  int inited = 0, finalized = 0;
+  int inited = 0, finalized = 0, provided = MPI_THREAD_MULTIPLE;
   pthread_mutex_lock(&lib_lock);
   int state = lib_state;
   int have_world = world != NULL;
@@ -115,21 +116,30 @@ rondo_status_t rondo_init(int *argc, char ***argv)
                        "MPI was already finalized; rondo cannot start");
   MPI_Initialized(&inited);
   if (!inited) {
-    int provided = MPI_THREAD_SINGLE;
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     pthread_mutex_lock(&lib_lock);
     lib_owns_mpi = 1;
     pthread_mutex_unlock(&lib_lock);
-    if (provided < MPI_THREAD_MULTIPLE)
-      LOG_WARN("MPI provides thread level %d, not MPI_THREAD_MULTIPLE", provided);
+  } else {
+    MPI_CHECK(MPI_Query_thread(&provided));
   }
   RONDO_CHECK(rondo__lib_init());
+  if (provided < MPI_THREAD_MULTIPLE)
+    LOG_INFO("MPI provides thread level %d, not MPI_THREAD_MULTIPLE", provided);
   rondo_comm_t w = NULL;
   RONDO_CHECK(rondo_comm_create(MPI_COMM_WORLD, &w));
   pthread_mutex_lock(&lib_lock);
   world = w;
   pthread_mutex_unlock(&lib_lock);
   return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_init(int *argc, char ***argv)
+{
+  pthread_mutex_lock(&init_lock);
+  rondo_status_t st = init_locked(argc, argv);
+  pthread_mutex_unlock(&init_lock);
+  return st;
 }
 
 rondo_comm_t rondo_world(void)
@@ -146,6 +156,20 @@ static int largest_pof2(int n)
   while (p * 2 <= n)
     p *= 2;
   return p;
+}
+
+/* Knobs that shape messages must be equal on every rank, or collectives
+ * would mismatch sizes or hang: checked once per comm, MAX of [h, ~h]. */
+static rondo_status_t check_knobs_agree(struct rondo_comm *c)
+{
+  int64_t h = (int64_t)(rondo__knobs_hash(&rondo__knobs) >> 1), v[2] = {h, ~h}, r[2];
+  MPI_CHECK(MPI_Allreduce(v, r, 2, MPI_INT64_T, MPI_MAX, c->mpi));
+  if (r[0] != ~r[1])
+    return rondo__fail(RONDO_ERR_MISMATCH,
+                       "ranks see different values of %s: export the same values to "
+                       "every rank",
+                       rondo__knobs_shared_names());
+  return RONDO_SUCCESS;
 }
 
 /* Ranks sharing memory with this one form its node. */
@@ -184,6 +208,7 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
   MPI_CHECK_GOTO(MPI_Comm_rank(c->mpi, &c->rank), st, fail_setup);
   MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_setup);
   c->pof2 = largest_pof2(c->size);
+  RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
   RONDO_CHECK_GOTO(find_node(c), st, fail_setup);
 
   pthread_mutex_lock(&lib_lock);

@@ -106,6 +106,10 @@ extern rondo__knobs_t rondo__knobs;
  * returns RONDO_ERR_INVALID_KNOB with a message naming the knob and the
  * value; *out is then unchanged. */
 rondo_status_t rondo__knobs_load(rondo__knobs_t *out);
+/* A hash of the knobs that must be equal on every rank (they change message
+ * sizes or the algorithm), and their names for error messages. */
+uint64_t rondo__knobs_hash(const rondo__knobs_t *k);
+const char *rondo__knobs_shared_names(void);
 /* Parses one knob value given as a string (for tests and the loader). */
 rondo_status_t rondo__knob_parse(const char *name, const char *text,
                                  rondo__knobs_t *out);
@@ -138,7 +142,7 @@ rondo_status_t rondo__scratch(rondo_comm_t comm, size_t bytes, void **buf);
  * checks local validity and equality on all ranks before any data moves. */
 #define RONDO__SIG_MAX 6
 typedef struct {
-  const char *what;                 /* "rondo_allreduce" */
+  const char *what;                 /* "rondo_allreduce"; compared too */
   int n;                            /* fields used */
   const char *field[RONDO__SIG_MAX];
   int64_t value[RONDO__SIG_MAX];

@@ -29,6 +29,7 @@ typedef struct {
   size_t offset;                /* field in rondo__knobs_t */
   const char *const *choices;   /* KNOB_ENUM: value = index */
   size_t min, max;              /* KNOB_SIZE bounds, in bytes */
+  int same_everywhere;          /* must be equal on every rank of a comm */
 } knob_def_t;
 
 #define FIELD(f) offsetof(rondo__knobs_t, f)
@@ -37,26 +38,26 @@ static const knob_def_t knob_table[] = {
     {"RONDO_LOG", KNOB_ENUM, "warn",
      "log level: off, error, warn, info or debug; lines go to stderr prefixed "
      "with the rank",
-     FIELD(log_level), log_choices, 0, 0},
+     FIELD(log_level), log_choices, 0, 0, 0},
     {"RONDO_ALLREDUCE_ALGO", KNOB_ENUM, "auto",
      "force the algorithm rondo_allreduce() runs (auto lets rondo choose)",
-     FIELD(allreduce_algo), algo_choices, 0, 0},
+     FIELD(allreduce_algo), algo_choices, 0, 0, 1},
     {"RONDO_CHECK_ARGS", KNOB_BOOL, "1",
      "1: before each blocking collective, one small all-reduce verifies that "
      "every rank passed valid and matching arguments; 0 skips it (saves one "
      "latency per call)",
-     FIELD(check_args), NULL, 0, 1},
+     FIELD(check_args), NULL, 0, 1, 1},
     {"RONDO_RING_CHUNK_BYTES", KNOB_SIZE, "256K",
      "ring all-reduce pipeline chunk: each ring step is sent in chunks of this "
      "size so reduction overlaps communication",
-     FIELD(ring_chunk), NULL, 64, (size_t)1 << 30},
+     FIELD(ring_chunk), NULL, 64, (size_t)1 << 30, 1},
     {"RONDO_RD_MAX_BYTES", KNOB_SIZE, "8K",
      "auto selection: messages up to this size use recursive doubling",
-     FIELD(rd_max), NULL, 0, SIZE_MAX},
+     FIELD(rd_max), NULL, 0, SIZE_MAX, 1},
     {"RONDO_RING_MIN_BYTES", KNOB_SIZE, "1M",
      "auto selection: messages from this size use the ring; between the two "
      "thresholds Rabenseifner runs",
-     FIELD(ring_min), NULL, 0, SIZE_MAX},
+     FIELD(ring_min), NULL, 0, SIZE_MAX, 1},
 };
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };
@@ -93,7 +94,7 @@ static int parse_size(const char *text, size_t *out)
   case 'T': shift = 40; end++; break;
   default: break;
   }
-  if (shift && *end == 'i')
+  if (shift && (*end == 'i' || *end == 'I'))
     end++;
   if (*end == 'B' || *end == 'b')
     end++;
@@ -155,7 +156,8 @@ static rondo_status_t parse_one(const knob_def_t *k, const char *text,
     if (parse_bool(text, (int *)field) == 0)
       return RONDO_SUCCESS;
     return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
-                             "%s='%s' is not valid: expected 0 or 1", k->name,
+                             "%s='%s' is not valid: expected 1, 0, true, false, "
+                             "yes, no, on or off", k->name,
                              text);
   case KNOB_SIZE: {
     size_t v;
@@ -198,6 +200,35 @@ rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
   }
   *out = tmp;
   return RONDO_SUCCESS;
+}
+
+uint64_t rondo__knobs_hash(const rondo__knobs_t *k)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < KNOB_COUNT; i++) {
+    if (!knob_table[i].same_everywhere)
+      continue;
+    const unsigned char *p = (const unsigned char *)k + knob_table[i].offset;
+    size_t n = knob_table[i].type == KNOB_SIZE ? sizeof(size_t) : sizeof(int);
+    for (size_t b = 0; b < n; b++)
+      h = (h ^ p[b]) * 1099511628211ull;
+  }
+  return h;
+}
+
+const char *rondo__knobs_shared_names(void)
+{
+  static char names[256];
+  if (names[0] == '\0') {
+    for (int i = 0; i < KNOB_COUNT; i++) {
+      if (!knob_table[i].same_everywhere)
+        continue;
+      size_t used = strlen(names);
+      snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+               knob_table[i].name);
+    }
+  }
+  return names;
 }
 
 /* ---- public introspection ------------------------------------------------- */
