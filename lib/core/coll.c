@@ -88,13 +88,15 @@ rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
 {
   if (!rondo__knobs.check_args || comm->size == 1)
     return local;
+  /* Always the full length: ranks in different collectives must still
+   * reduce matching buffers for the mismatch to be reported. */
   enum { N = 2 + 2 * (RONDO__SIG_MAX + 1) };
   int64_t v[N], r[N];
-  int fields = sig->n + 1, n = 2 + 2 * fields;
+  int fields = RONDO__SIG_MAX + 1, n = N;
   v[0] = local != RONDO_SUCCESS;
   v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
   for (int i = 0; i < fields; i++) {
-    int64_t x = i == 0 ? name_hash(sig->what) : sig->value[i - 1];
+    int64_t x = i == 0 ? name_hash(sig->what) : i <= sig->n ? sig->value[i - 1] : 0;
     v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
     v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
   }
@@ -110,7 +112,7 @@ rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
     return rondo__fail(RONDO_ERR_MISMATCH,
                        "ranks called different collectives at the same time (this rank: %s)",
                        sig->what);
-  for (int i = 1; i < fields; i++) {
+  for (int i = 1; i <= sig->n; i++) {
     long long hi = r[2 + 2 * i], lo = ~r[3 + 2 * i];
     if (hi != lo)
       return rondo__fail(RONDO_ERR_MISMATCH,

@@ -1,0 +1,236 @@
+/*
+ * test_allreduce - rondo_allreduce / rondo_allreduce_algo against exact,
+ * independently computed results.
+ *
+ * Matrix: algorithm (auto, mpi, ring, recursive_doubling, rabenseifner, and
+ * plain rondo_allreduce) x dtype (8) x op (5) x count {0, 1, 2, p-1, p, p+1,
+ * 1048573} x in place / out of place. Each call checks the status, every
+ * result element, that the bytes past the end of the output (and, out of
+ * place, the whole sendbuf) are untouched, and that every rank ended with the
+ * same bytes (hashes compared across ranks). Count 0 is also run with NULL
+ * buffers.
+ *
+ * At 3 or more ranks the machine is oversubscribed and each message costs
+ * milliseconds, so a few parts of the matrix are trimmed (see selected(),
+ * printed at the start); MPITEST_FULL=1 runs everything.
+ */
+#include "mpitest.h"
+
+#define BIG_COUNT ((size_t)1048573) /* a prime near 2^20: no even split */
+
+typedef struct {
+  const char *name;
+  int plain; /* rondo_allreduce() instead of rondo_allreduce_algo() */
+  rondo_algo_t algo;
+} variant_t;
+
+static const variant_t variants[] = {
+    {"auto", 0, RONDO_ALGO_AUTO},
+    {"mpi", 0, RONDO_ALGO_MPI},
+    {"ring", 0, RONDO_ALGO_RING},
+    {"recursive_doubling", 0, RONDO_ALGO_RECURSIVE_DOUBLING},
+    {"rabenseifner", 0, RONDO_ALGO_RABENSEIFNER},
+    {"rondo_allreduce", 1, RONDO_ALGO_AUTO},
+};
+#define NVARIANTS            (sizeof variants / sizeof variants[0])
+#define VARIANT_RABENSEIFNER 4
+
+typedef struct {
+  unsigned char *input; /* this rank's input */
+  unsigned char *want;  /* the exact result */
+  unsigned char *send;
+  unsigned char *recv;
+} bufs_t;
+
+static rondo_status_t call(rondo_comm_t comm, const variant_t *v, const void *send, void *recv,
+                           size_t count, rondo_dtype_t dt, rondo_op_t op)
+{
+  if (v->plain)
+    return rondo_allreduce(comm, send, recv, count, dt, op);
+  return rondo_allreduce_algo(comm, send, recv, count, dt, op, v->algo);
+}
+
+/* At 3 or more ranks (oversubscribed: milliseconds per message) every
+ * algorithm still runs every dtype x op x small count x in/out; trimmed are
+ * the big count (once per (variant, dtype): the op rotates with variant +
+ * dtype, so every variant meets every op across the dtypes, and in place
+ * alternates), plain rondo_allreduce (the same selection as
+ * rondo_allreduce_algo(AUTO): one op per (dtype, count), rotating) and the
+ * NULL-buffer repeat of count 0 (one op per (variant, dtype)). */
+static int big_selected(size_t vi, rondo_dtype_t dt, rondo_op_t op, int inplace)
+{
+  size_t k = vi + (size_t)dt;
+  return (size_t)op == k % RONDO_OP_COUNT && (size_t)inplace == k % 2;
+}
+
+static int selected(size_t vi, rondo_dtype_t dt, rondo_op_t op, size_t count, int inplace)
+{
+  if (mt.full)
+    return 1;
+  if (count == BIG_COUNT)
+    return big_selected(vi, dt, op, inplace);
+  if (variants[vi].plain)
+    return (size_t)op == ((size_t)dt + count) % RONDO_OP_COUNT;
+  return 1;
+}
+
+static int null_selected(size_t vi, rondo_dtype_t dt, rondo_op_t op)
+{
+  return mt.full || (size_t)op == (vi + (size_t)dt) % RONDO_OP_COUNT;
+}
+
+/* One call on buffers prepared from b->input; checks and records the hash. */
+static void run_case(rondo_comm_t comm, const char *tag, const variant_t *v, rondo_dtype_t dt,
+                     rondo_op_t op, size_t count, int inplace, const bufs_t *b)
+{
+  size_t es = mt_dtype_size(dt), n = count * es, guard = MT_GUARD * es;
+  mt_where("%s%s dtype=%s op=%s count=%zu %s", tag, v->name, mt_dtype_str(dt), mt_op_str(op), count,
+           inplace ? "in-place" : "out-of-place");
+  memcpy(inplace ? b->recv : b->send, b->input, n);
+  memset((inplace ? b->recv : b->send) + n, MT_POISON, guard);
+  if (!inplace)
+    memset(b->recv, MT_POISON, n + guard);
+
+  rondo_status_t st = call(comm, v, inplace ? b->recv : b->send, b->recv, count, dt, op);
+  if (MT_EQ_STATUS(st, RONDO_SUCCESS)) {
+    mt_check_elems("result", dt, b->recv, b->want, count);
+    mt_check_poison("bytes past the end of recvbuf", b->recv + n, guard);
+    if (!inplace) {
+      mt_check_elems("sendbuf after the call", dt, b->send, b->input, count);
+      mt_check_poison("bytes past the end of sendbuf", b->send + n, guard);
+    }
+  }
+  mt_hash_record(b->recv, n);
+
+  if (count == 0 && null_selected((size_t)(v - variants), dt, op)) {
+    /* NULL buffers are allowed with count 0 */
+    mt_where("%s%s dtype=%s op=%s count=0 NULL %s", tag, v->name, mt_dtype_str(dt), mt_op_str(op),
+             inplace ? "sendbuf and recvbuf" : "sendbuf");
+    memset(b->recv, MT_POISON, guard);
+    st = call(comm, v, NULL, inplace ? NULL : b->recv, 0, dt, op);
+    MT_EQ_STATUS(st, RONDO_SUCCESS);
+    if (!inplace)
+      mt_check_poison("recvbuf with count 0", b->recv, guard);
+  }
+}
+
+/* Runs the selected (variant, in place) cases of one (dtype, op, count). */
+static void run_block(rondo_comm_t comm, rondo_dtype_t dt, rondo_op_t op, size_t count,
+                      const bufs_t *b)
+{
+  int any = 0;
+  for (size_t vi = 0; vi < NVARIANTS; vi++)
+    for (int ip = 0; ip < 2; ip++)
+      any |= selected(vi, dt, op, count, ip);
+  if (!any)
+    return;
+  mt.salt = count;
+  mt_fill_input(dt, op, 0, count, b->input);
+  mt_fill_reduced(dt, op, 0, count, b->want);
+  for (size_t vi = 0; vi < NVARIANTS; vi++)
+    for (int ip = 0; ip < 2; ip++)
+      if (selected(vi, dt, op, count, ip))
+        run_case(comm, "", &variants[vi], dt, op, count, ip, b);
+}
+
+static void print_big_plan(void)
+{
+  if (mt.full || mt.rank != 0)
+    return;
+  printf("test_allreduce: %d ranks are oversubscribed here (MPITEST_FULL=1 runs all): plain\n"
+         "rondo_allreduce runs one op per (dtype, count) at the small counts, count 0 with\n"
+         "NULL buffers one op per (algorithm, dtype), and count %zu only for\n"
+         "(algorithm: dtype/op/in|out):\n",
+         mt.size, BIG_COUNT);
+  for (size_t vi = 0; vi < NVARIANTS; vi++) {
+    printf("  %s:", variants[vi].name);
+    for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++)
+      for (int op = 0; op < RONDO_OP_COUNT; op++)
+        for (int ip = 0; ip < 2; ip++)
+          if (big_selected(vi, (rondo_dtype_t)dt, (rondo_op_t)op, ip))
+            printf(" %s/%s/%s", mt_dtype_str((rondo_dtype_t)dt), mt_op_str((rondo_op_t)op),
+                   ip ? "in" : "out");
+    printf("\n");
+  }
+  fflush(stdout);
+}
+
+/* Rabenseifner needs count >= the largest power of two <= size; below that
+ * it falls back (to recursive doubling) and must still be right. */
+static void test_rabenseifner_fallback(rondo_comm_t comm, const bufs_t *b)
+{
+  int pof2 = 1;
+  while (pof2 * 2 <= mt.size)
+    pof2 *= 2;
+  if (pof2 == 1)
+    return; /* only count 0 is below 1: covered by the matrix */
+  static const struct {
+    rondo_dtype_t dt;
+    rondo_op_t op;
+  } cases[] = {{RONDO_FLOAT32, RONDO_SUM},
+               {RONDO_INT8, RONDO_PROD},
+               {RONDO_FLOAT16, RONDO_AVG},
+               {RONDO_INT64, RONDO_MAX}};
+  size_t counts[2] = {1, (size_t)pof2 - 1};
+  for (size_t c = 0; c < (counts[1] == 1 ? 1u : 2u); c++)
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      mt.salt = 1000 + c;
+      mt_fill_input(cases[k].dt, cases[k].op, 0, counts[c], b->input);
+      mt_fill_reduced(cases[k].dt, cases[k].op, 0, counts[c], b->want);
+      run_case(comm, "fallback (count < pof2) ", &variants[VARIANT_RABENSEIFNER], cases[k].dt,
+               cases[k].op, counts[c], (int)(k % 2), b);
+    }
+}
+
+int main(int argc, char **argv)
+{
+  rondo_status_t st = rondo_init(&argc, &argv);
+  if (st != RONDO_SUCCESS) {
+    fprintf(stderr, "test_allreduce: rondo_init failed: %s: %s\n", mt_status_name(st),
+            rondo_last_error());
+    return 1;
+  }
+  mt_start("test_allreduce");
+  if (mt.size > 127) {
+    int rc = mt_skip("the exact-value generators cover at most 127 ranks");
+    rondo_finalize();
+    return rc;
+  }
+  rondo_comm_t comm = rondo_world();
+  MT_CHECK(comm != NULL, "rondo_world() after rondo_init");
+  if (!comm) {
+    int rc = mt_finish();
+    rondo_finalize();
+    return rc;
+  }
+
+  size_t p = (size_t)mt.size, counts[7], ncounts = 0;
+  size_t wanted[7] = {0, 1, 2, p - 1, p, p + 1, BIG_COUNT};
+  for (size_t i = 0; i < 7; i++) { /* dedupe: p-1 may equal 0, 1 or 2 */
+    int dup = 0;
+    for (size_t j = 0; j < ncounts; j++)
+      dup |= counts[j] == wanted[i];
+    if (!dup)
+      counts[ncounts++] = wanted[i];
+  }
+
+  size_t cap = (BIG_COUNT + MT_GUARD) * 8;
+  bufs_t b = {mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), mt_alloc(cap)};
+  print_big_plan();
+
+  for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++) {
+    for (int op = 0; op < RONDO_OP_COUNT; op++)
+      for (size_t c = 0; c < ncounts; c++)
+        run_block(comm, (rondo_dtype_t)dt, (rondo_op_t)op, counts[c], &b);
+    mt_hash_flush();
+  }
+  test_rabenseifner_fallback(comm, &b);
+
+  free(b.input);
+  free(b.want);
+  free(b.send);
+  free(b.recv);
+  int rc = mt_finish();
+  rondo_finalize();
+  return rc;
+}

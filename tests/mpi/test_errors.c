@@ -1,0 +1,391 @@
+/*
+ * test_errors - every argument error of the blocking collectives returns its
+ * documented status on every rank, leaves the output buffer untouched,
+ * leaves rondo_last_error() non-empty, and leaves the comm working (a valid
+ * allreduce follows every error).
+ *
+ *  - the same bad argument on every rank: its own status everywhere;
+ *  - a bad argument on rank size-1 only: its status there, RONDO_ERR_PEER on
+ *    the others (cross-rank argument check, RONDO_CHECK_ARGS=1, the default);
+ *  - different counts / dtypes / ops / algorithms / roots across ranks:
+ *    RONDO_ERR_MISMATCH everywhere;
+ *  - NULL, stale and destroyed comms; reduce_scatter in place; algorithms not
+ *    built yet (shm, hierarchical, nccl: RONDO_ERR_UNSUPPORTED, or success
+ *    with a correct result once they land); the status strings.
+ * Calls before rondo_init() and after rondo_finalize() are in test_lifecycle.
+ */
+#include "mpitest.h"
+
+#define N 8 /* elements per rank in the valid buffers */
+
+typedef enum {
+  ALLREDUCE,
+  ALLREDUCE_ALGO,
+  BROADCAST,
+  ALLGATHER,
+  ALLGATHERV,
+  REDUCE_SCATTER,
+  ALLTOALL,
+  BARRIER,
+  NCOLLS
+} coll_t;
+
+static const char *const coll_names[NCOLLS] = {
+    "rondo_allreduce",  "rondo_allreduce_algo", "rondo_broadcast", "rondo_allgather",
+    "rondo_allgatherv", "rondo_reduce_scatter", "rondo_alltoall",  "rondo_barrier"};
+
+/* One call's arguments; broadcast uses recv as its buffer. */
+typedef struct {
+  coll_t coll;
+  rondo_comm_t comm;
+  const void *send;
+  void *recv;
+  size_t count; /* allgatherv: sendcount; reduce_scatter: recvcount */
+  rondo_dtype_t dtype;
+  rondo_op_t op;
+  rondo_algo_t algo;
+  int root;
+  const size_t *recvcounts;
+} call_t;
+
+static unsigned char *sbuf, *rbuf; /* size * N float64 each: room for any valid call */
+static size_t rbytes;
+static size_t *counts_n;    /* N for every rank */
+static size_t *counts_huge; /* SIZE_MAX / 2 for every rank */
+
+static call_t valid_call(coll_t coll, rondo_comm_t comm)
+{
+  call_t c = {coll, comm, sbuf, rbuf, N, RONDO_FLOAT32, RONDO_SUM, RONDO_ALGO_RING, 0, counts_n};
+  return c;
+}
+
+static rondo_status_t run(const call_t *c)
+{
+  switch (c->coll) {
+  case ALLREDUCE:
+    return rondo_allreduce(c->comm, c->send, c->recv, c->count, c->dtype, c->op);
+  case ALLREDUCE_ALGO:
+    return rondo_allreduce_algo(c->comm, c->send, c->recv, c->count, c->dtype, c->op, c->algo);
+  case BROADCAST:
+    return rondo_broadcast(c->comm, c->recv, c->count, c->dtype, c->root);
+  case ALLGATHER:
+    return rondo_allgather(c->comm, c->send, c->recv, c->count, c->dtype);
+  case ALLGATHERV:
+    return rondo_allgatherv(c->comm, c->send, c->count, c->recv, c->recvcounts, NULL, c->dtype);
+  case REDUCE_SCATTER:
+    return rondo_reduce_scatter(c->comm, c->send, c->recv, c->count, c->dtype, c->op);
+  case ALLTOALL:
+    return rondo_alltoall(c->comm, c->send, c->recv, c->count, c->dtype);
+  default:
+    return rondo_barrier(c->comm);
+  }
+}
+
+/* A valid allreduce on comm must still work after an error. */
+static void still_works(rondo_comm_t comm)
+{
+  int32_t in[3], out[3] = {0, 0, 0};
+  int p = rondo_comm_size(comm), r = rondo_comm_rank(comm);
+  for (int k = 0; k < 3; k++)
+    in[k] = (r + 1) * (k + 1);
+  rondo_status_t st = rondo_allreduce(comm, in, out, 3, RONDO_INT32, RONDO_SUM);
+  if (MT_EQ_STATUS(st, RONDO_SUCCESS))
+    for (int k = 0; k < 3; k++)
+      MT_EQ_INT(out[k], (k + 1) * p * (p + 1) / 2);
+}
+
+/* Runs c (already named with mt_where), expects want, then checks what a
+ * failed call must leave behind; a valid allreduce on works_on (if not NULL)
+ * must succeed afterwards. */
+static void expect_(int line, const call_t *c, rondo_status_t want, rondo_comm_t works_on)
+{
+  memset(rbuf, MT_POISON, rbytes);
+  rondo_status_t st = run(c);
+  mt_eq_status_((int)st, (int)want, coll_names[c->coll], line);
+  if (st != RONDO_SUCCESS) {
+    const char *err = rondo_last_error();
+    MT_CHECK(err != NULL && err[0] != '\0', "rondo_last_error() after a failed call");
+    mt_check_poison("recvbuf after the failed call", rbuf, rbytes);
+  }
+  if (works_on)
+    still_works(works_on);
+}
+#define EXPECT(c, want) expect_(__LINE__, (c), (want), (c)->comm)
+
+static int has_sendbuf(coll_t c)
+{
+  return c != BROADCAST && c != BARRIER;
+}
+static int has_op(coll_t c)
+{
+  return c == ALLREDUCE || c == ALLREDUCE_ALGO || c == REDUCE_SCATTER;
+}
+
+/* The same bad argument on every rank (its status everywhere), or on the
+ * last rank only (its status there, RONDO_ERR_PEER elsewhere). */
+static void argument_errors(rondo_comm_t w, int only_last)
+{
+  int bad = !only_last || mt.rank == mt.size - 1;
+  const char *who = only_last ? "on the last rank only" : "on every rank";
+#define BAD_CASE(coll_, what_, mutate, local)                                                      \
+  do {                                                                                             \
+    call_t c_ = valid_call((coll_), w);                                                            \
+    mt_where("%s: %s %s", coll_names[coll_], (what_), who);                                        \
+    if (bad) {                                                                                     \
+      mutate;                                                                                      \
+    }                                                                                              \
+    EXPECT(&c_, bad ? (local) : RONDO_ERR_PEER);                                                   \
+  } while (0)
+
+  static const rondo_dtype_t bad_dtypes[] = {(rondo_dtype_t)99, RONDO_DTYPE_COUNT,
+                                             (rondo_dtype_t)-1};
+  static const rondo_op_t bad_ops[] = {(rondo_op_t)99, RONDO_OP_COUNT, (rondo_op_t)-1};
+  static const rondo_algo_t bad_algos[] = {(rondo_algo_t)99, RONDO_ALGO_COUNT, (rondo_algo_t)-1};
+  for (int k = 0; k < BARRIER; k++) {
+    coll_t coll = (coll_t)k;
+    if (has_sendbuf(coll))
+      BAD_CASE(coll, "NULL sendbuf, count 8", c_.send = NULL, RONDO_ERR_NULL_BUFFER);
+    BAD_CASE(coll, coll == BROADCAST ? "NULL buf, count 8" : "NULL recvbuf, count 8",
+             c_.recv = NULL, RONDO_ERR_NULL_BUFFER);
+    if (coll == ALLREDUCE)
+      BAD_CASE(coll, "NULL sendbuf == recvbuf (in place), count 8",
+               (c_.send = NULL, c_.recv = NULL), RONDO_ERR_NULL_BUFFER);
+    for (size_t i = 0; i < 3; i++) {
+      if (i > 0 && coll != ALLREDUCE)
+        break; /* every bad value on one call, 99 on the rest */
+      char what[64];
+      snprintf(what, sizeof what, "dtype %d", (int)bad_dtypes[i]);
+      BAD_CASE(coll, what, c_.dtype = bad_dtypes[i], RONDO_ERR_INVALID_DTYPE);
+      if (has_op(coll) && (i == 0 || coll == ALLREDUCE)) {
+        snprintf(what, sizeof what, "op %d", (int)bad_ops[i]);
+        BAD_CASE(coll, what, c_.op = bad_ops[i], RONDO_ERR_INVALID_OP);
+      }
+    }
+    if (coll == ALLREDUCE_ALGO)
+      for (size_t i = 0; i < 3; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "algo %d", (int)bad_algos[i]);
+        BAD_CASE(coll, what, c_.algo = bad_algos[i], RONDO_ERR_INVALID_ALGO);
+      }
+    BAD_CASE(coll, "count SIZE_MAX/2 float32",
+             (c_.count = SIZE_MAX / 2, c_.recvcounts = counts_huge), RONDO_ERR_COUNT_OVERFLOW);
+    if (coll == BROADCAST) {
+      BAD_CASE(coll, "root = size", c_.root = mt.size, RONDO_ERR_INVALID_ROOT);
+      BAD_CASE(coll, "root = -1", c_.root = -1, RONDO_ERR_INVALID_ROOT);
+      BAD_CASE(coll, "root = INT_MAX", c_.root = INT_MAX, RONDO_ERR_INVALID_ROOT);
+    }
+    if (coll == REDUCE_SCATTER)
+      BAD_CASE(coll, "in place (sendbuf == recvbuf)", c_.send = c_.recv, RONDO_ERR_INVALID_ARG);
+  }
+  /* sendcount must equal recvcounts[rank] */
+  BAD_CASE(ALLGATHERV, "sendcount 7 != recvcounts[rank] 8", c_.count = N - 1,
+           RONDO_ERR_INVALID_ARG);
+#undef BAD_CASE
+}
+
+/* count x element size fits, but count x element size x comm size does not:
+ * the whole receive (or send) buffer of these collectives cannot exist. */
+static void total_overflow_errors(rondo_comm_t w)
+{
+  size_t q = SIZE_MAX / 4; /* x 4 bytes fits, x 4 bytes x 2 ranks does not */
+  size_t *counts_quarter = mt_alloc((size_t)mt.size * sizeof *counts_quarter);
+  for (int r = 0; r < mt.size; r++)
+    counts_quarter[r] = q;
+  coll_t colls[] = {ALLGATHER, ALLGATHERV, REDUCE_SCATTER, ALLTOALL};
+  for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++) {
+    call_t c = valid_call(colls[k], w);
+    c.count = q;
+    c.recvcounts = counts_quarter;
+    mt_where("%s: count SIZE_MAX/4 float32 on %d ranks (total overflows)", coll_names[c.coll],
+             mt.size);
+    EXPECT(&c, RONDO_ERR_COUNT_OVERFLOW);
+  }
+  free(counts_quarter);
+}
+
+/* Different valid arguments on the last rank: RONDO_ERR_MISMATCH everywhere. */
+static void mismatch_errors(rondo_comm_t w)
+{
+  int last = mt.rank == mt.size - 1;
+#define MISMATCH_CASE(coll_, what_, mutate)                                                        \
+  do {                                                                                             \
+    call_t c_ = valid_call((coll_), w);                                                            \
+    mt_where("%s: %s on the last rank", coll_names[coll_], what_);                                 \
+    if (last) {                                                                                    \
+      mutate;                                                                                      \
+    }                                                                                              \
+    EXPECT(&c_, RONDO_ERR_MISMATCH);                                                               \
+  } while (0)
+  MISMATCH_CASE(ALLREDUCE, "count 7 instead of 8", c_.count = N - 1);
+  MISMATCH_CASE(ALLREDUCE, "dtype float64 instead of float32", c_.dtype = RONDO_FLOAT64);
+  MISMATCH_CASE(ALLREDUCE, "dtype int32 instead of float32 (same size)", c_.dtype = RONDO_INT32);
+  MISMATCH_CASE(ALLREDUCE, "op max instead of sum", c_.op = RONDO_MAX);
+  MISMATCH_CASE(ALLREDUCE, "op avg instead of sum", c_.op = RONDO_AVG);
+  MISMATCH_CASE(ALLREDUCE_ALGO, "algo recursive_doubling instead of ring",
+                c_.algo = RONDO_ALGO_RECURSIVE_DOUBLING);
+  MISMATCH_CASE(ALLREDUCE_ALGO, "count 0 instead of 8", c_.count = 0);
+  MISMATCH_CASE(BROADCAST, "root 1 instead of 0", c_.root = 1);
+  MISMATCH_CASE(BROADCAST, "count 9 instead of 8", c_.count = N + 1);
+  MISMATCH_CASE(BROADCAST, "dtype int8 instead of float32", c_.dtype = RONDO_INT8);
+  MISMATCH_CASE(ALLGATHER, "count 7 instead of 8", c_.count = N - 1);
+  MISMATCH_CASE(REDUCE_SCATTER, "recvcount 7 instead of 8", c_.count = N - 1);
+  MISMATCH_CASE(REDUCE_SCATTER, "op min instead of sum", c_.op = RONDO_MIN);
+  MISMATCH_CASE(ALLTOALL, "dtype float16 instead of float32", c_.dtype = RONDO_FLOAT16);
+  /* Same count and dtype, different collective. */
+  MISMATCH_CASE(ALLGATHER, "rondo_alltoall instead of rondo_allgather", c_.coll = ALLTOALL);
+  MISMATCH_CASE(ALLREDUCE_ALGO, "rondo_reduce_scatter instead of rondo_allreduce_algo",
+                c_.coll = REDUCE_SCATTER);
+#undef MISMATCH_CASE
+}
+
+/* NULL comm, and a destroyed comm's stale handle. */
+static void comm_errors(void)
+{
+  for (int k = 0; k < NCOLLS; k++) {
+    call_t c = valid_call((coll_t)k, NULL);
+    mt_where("%s: NULL comm", coll_names[k]);
+    EXPECT(&c, RONDO_ERR_INVALID_COMM);
+  }
+  mt_where("queries on a NULL comm");
+  MT_EQ_INT(rondo_comm_rank(NULL), -1);
+  MT_EQ_INT(rondo_comm_size(NULL), -1);
+  MT_EQ_INT(rondo_comm_local_rank(NULL), -1);
+  MT_EQ_INT(rondo_comm_local_size(NULL), -1);
+  MT_EQ_INT(rondo_comm_node_count(NULL), -1);
+  MT_CHECK(rondo_comm_mpi(NULL) == MPI_COMM_NULL, "rondo_comm_mpi(NULL)");
+  rondo_algo_t algo = RONDO_ALGO_COUNT;
+  MT_EQ_STATUS(rondo_allreduce_choice(NULL, N, RONDO_FLOAT32, RONDO_SUM, &algo),
+               RONDO_ERR_INVALID_COMM);
+  rondo_comm_t none = NULL;
+  MT_EQ_STATUS(rondo_comm_destroy(&none), RONDO_ERR_INVALID_COMM);
+  rondo_status_t st = rondo_comm_destroy(NULL);
+  MT_CHECK(st == RONDO_ERR_INVALID_ARG || st == RONDO_ERR_INVALID_COMM,
+           "rondo_comm_destroy(NULL) returned %s", mt_status_name(st));
+
+  mt_where("rondo_comm_create(MPI_COMM_WORLD) then destroy");
+  rondo_comm_t c = NULL;
+  if (!MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS) || c == NULL) {
+    MT_CHECK(c != NULL, "rondo_comm_create set *comm");
+    return;
+  }
+  rondo_comm_t stale = c;
+  still_works(c);
+  MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+  MT_CHECK(c == NULL, "rondo_comm_destroy sets *comm to NULL");
+  for (int k = 0; k < NCOLLS; k++) {
+    call_t call = valid_call((coll_t)k, stale);
+    mt_where("%s: a destroyed comm's stale handle", coll_names[k]);
+    expect_(__LINE__, &call, RONDO_ERR_INVALID_COMM, NULL);
+  }
+  mt_where("queries and destroy on a stale handle");
+  MT_EQ_INT(rondo_comm_rank(stale), -1);
+  MT_EQ_INT(rondo_comm_size(stale), -1);
+  MT_CHECK(rondo_comm_mpi(stale) == MPI_COMM_NULL, "rondo_comm_mpi(stale)");
+  MT_EQ_STATUS(rondo_comm_destroy(&stale), RONDO_ERR_INVALID_COMM);
+}
+
+/* Not built yet: RONDO_ERR_UNSUPPORTED; once they land, success with the
+ * right result. Either way the same status on every rank, and no hang. */
+static void unbuilt_algorithms(rondo_comm_t w)
+{
+  static const rondo_algo_t algos[] = {RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL, RONDO_ALGO_NCCL};
+  for (size_t k = 0; k < sizeof algos / sizeof algos[0]; k++) {
+    mt_where("rondo_allreduce_algo: algo %s (not built yet)", mt_algo_str(algos[k]));
+    float in[5], out[5];
+    for (int i = 0; i < 5; i++) {
+      in[i] = (float)(mt.rank + i);
+      out[i] = -1.0f;
+    }
+    rondo_status_t st = rondo_allreduce_algo(w, in, out, 5, RONDO_FLOAT32, RONDO_SUM, algos[k]);
+    MT_CHECK(st == RONDO_ERR_UNSUPPORTED || st == RONDO_SUCCESS, "returned %s (%s)",
+             mt_status_name(st), rondo_last_error());
+    int mine = (int)st, *all = mt_alloc((size_t)mt.size * sizeof *all);
+    MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < mt.size; r++)
+      MT_CHECK(all[r] == mine, "rank %d returned %s, this rank %s", r, mt_status_name(all[r]),
+               mt_status_name(mine));
+    free(all);
+    if (st == RONDO_SUCCESS) {
+      int p = mt.size;
+      for (int i = 0; i < 5; i++)
+        MT_CHECK(out[i] == (float)(p * (p - 1) / 2 + p * i), "element %d: got %.9g, expected %d", i,
+                 (double)out[i], p * (p - 1) / 2 + p * i);
+    } else {
+      const char *err = rondo_last_error();
+      MT_CHECK(err != NULL && err[0] != '\0', "rondo_last_error() after a failed call");
+    }
+    still_works(w);
+  }
+}
+
+static void status_strings(void)
+{
+  mt_where("status strings");
+#define CHECK_STATUS(name, value, msg)                                                             \
+  MT_EQ_INT(RONDO_##name, value);                                                                  \
+  MT_EQ_STR(rondo_status_string(RONDO_##name), msg);                                               \
+  MT_EQ_STR(rondo_status_name(RONDO_##name), "RONDO_" #name);
+  RONDO_STATUS_MAP(CHECK_STATUS)
+#undef CHECK_STATUS
+  for (int s = 0; s < RONDO_STATUS_COUNT; s++) {
+    const char *str = rondo_status_string((rondo_status_t)s);
+    MT_CHECK(str != NULL && str[0] != '\0' && strcmp(str, "unknown status") != 0,
+             "rondo_status_string(%d) = \"%s\"", s, str ? str : "(NULL)");
+  }
+  int outside[] = {RONDO_STATUS_COUNT, -1, 999};
+  for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+    MT_EQ_STR(rondo_status_string((rondo_status_t)outside[i]), "unknown status");
+    MT_EQ_STR(rondo_status_name((rondo_status_t)outside[i]), "RONDO_UNKNOWN");
+  }
+}
+
+int main(int argc, char **argv)
+{
+  rondo_status_t st = rondo_init(&argc, &argv);
+  if (st != RONDO_SUCCESS) {
+    fprintf(stderr, "test_errors: rondo_init failed: %s: %s\n", mt_status_name(st),
+            rondo_last_error());
+    return 1;
+  }
+  mt_start("test_errors");
+  rondo_comm_t w = rondo_world();
+  MT_CHECK(w != NULL, "rondo_world() after rondo_init");
+  mt_where("before any failed call");
+  MT_EQ_STR(rondo_last_error(), "");
+
+  rbytes = ((size_t)mt.size * N + MT_GUARD) * 8;
+  sbuf = mt_alloc(rbytes);
+  rbuf = mt_alloc(rbytes);
+  memset(sbuf, 0, rbytes);
+  counts_n = mt_alloc((size_t)mt.size * sizeof *counts_n);
+  counts_huge = mt_alloc((size_t)mt.size * sizeof *counts_huge);
+  for (int r = 0; r < mt.size; r++) {
+    counts_n[r] = N;
+    counts_huge[r] = SIZE_MAX / 2;
+  }
+
+  status_strings();
+  if (w) {
+    argument_errors(w, 0);
+    if (mt.size >= 2)
+      total_overflow_errors(w);
+    comm_errors();
+    unbuilt_algorithms(w);
+    const char *check = getenv("RONDO_CHECK_ARGS");
+    if (check && strcmp(check, "0") == 0) {
+      if (mt.rank == 0)
+        printf("test_errors: RONDO_CHECK_ARGS=0: cross-rank checks not tested\n");
+    } else if (mt.size >= 2) {
+      argument_errors(w, 1);
+      mismatch_errors(w);
+    }
+  }
+
+  free(sbuf);
+  free(rbuf);
+  free(counts_n);
+  free(counts_huge);
+  int rc = mt_finish();
+  rondo_finalize();
+  return rc;
+}
