@@ -54,7 +54,7 @@ static const knob_def_t knob_table[] = {
     {"RONDO_RD_MAX_BYTES", KNOB_SIZE, "8K",
      "auto selection: messages up to this size use recursive doubling",
      FIELD(rd_max), NULL, 0, SIZE_MAX, 1},
-    {"RONDO_RING_MIN_BYTES", KNOB_SIZE, "1M",
+    {"RONDO_RING_MIN_BYTES", KNOB_SIZE, "16K",
      "auto selection: messages from this size use the ring; between the two "
      "thresholds Rabenseifner runs",
      FIELD(ring_min), NULL, 0, SIZE_MAX, 1},
