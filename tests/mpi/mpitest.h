@@ -737,6 +737,20 @@ static inline void mt_start(const char *prog)
   mt_where("start");
 }
 
+/* rondo_init() (which initializes MPI) then mt_start(). Returns 0, or 1
+ * after printing why rondo_init() failed (the program exits 1). */
+static inline int mt_rondo_start(int *argc, char ***argv, const char *prog)
+{
+  rondo_status_t st = rondo_init(argc, argv);
+  if (st != RONDO_SUCCESS) {
+    fprintf(stderr, "%s: rondo_init failed: %s: %s\n", prog, mt_status_name(st),
+            rondo_last_error());
+    return 1;
+  }
+  mt_start(prog);
+  return 0;
+}
+
 /* Collective: sums checks and failures over MPI_COMM_WORLD, rank 0 prints
  * the first failures of every rank and the final line. Returns the exit
  * status, the same on every rank: 1 if anything failed or nothing was

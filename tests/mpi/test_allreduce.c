@@ -184,13 +184,8 @@ static void test_rabenseifner_fallback(rondo_comm_t comm, const bufs_t *b)
 
 int main(int argc, char **argv)
 {
-  rondo_status_t st = rondo_init(&argc, &argv);
-  if (st != RONDO_SUCCESS) {
-    fprintf(stderr, "test_allreduce: rondo_init failed: %s: %s\n", mt_status_name(st),
-            rondo_last_error());
+  if (mt_rondo_start(&argc, &argv, "test_allreduce") != 0)
     return 1;
-  }
-  mt_start("test_allreduce");
   if (mt.size > 127) {
     int rc = mt_skip("the exact-value generators cover at most 127 ranks");
     rondo_finalize();

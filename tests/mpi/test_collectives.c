@@ -293,13 +293,8 @@ static void test_barrier(rondo_comm_t comm)
 
 int main(int argc, char **argv)
 {
-  rondo_status_t st = rondo_init(&argc, &argv);
-  if (st != RONDO_SUCCESS) {
-    fprintf(stderr, "test_collectives: rondo_init failed: %s: %s\n", mt_status_name(st),
-            rondo_last_error());
+  if (mt_rondo_start(&argc, &argv, "test_collectives") != 0)
     return 1;
-  }
-  mt_start("test_collectives");
   if (mt.size > 127) {
     int rc = mt_skip("the exact-value generators cover at most 127 ranks");
     rondo_finalize();

@@ -341,13 +341,8 @@ static void status_strings(void)
 
 int main(int argc, char **argv)
 {
-  rondo_status_t st = rondo_init(&argc, &argv);
-  if (st != RONDO_SUCCESS) {
-    fprintf(stderr, "test_errors: rondo_init failed: %s: %s\n", mt_status_name(st),
-            rondo_last_error());
+  if (mt_rondo_start(&argc, &argv, "test_errors") != 0)
     return 1;
-  }
-  mt_start("test_errors");
   rondo_comm_t w = rondo_world();
   MT_CHECK(w != NULL, "rondo_world() after rondo_init");
   mt_where("before any failed call");
