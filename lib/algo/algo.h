@@ -32,6 +32,8 @@ rondo_status_t algo_allreduce_mpi(const algo_allreduce_args_t *a);
 rondo_status_t algo_allreduce_rd(const algo_allreduce_args_t *a);
 rondo_status_t algo_allreduce_rabenseifner(const algo_allreduce_args_t *a);
 rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a);
+rondo_status_t algo_allreduce_shm(const algo_allreduce_args_t *a);
+rondo_status_t algo_allreduce_hier(const algo_allreduce_args_t *a);
 
 /* Data movement and the other reductions (MPI-backed; see each file). */
 rondo_status_t algo_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);

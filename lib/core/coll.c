@@ -147,6 +147,8 @@ static allreduce_fn algorithm(rondo_algo_t algo)
   case RONDO_ALGO_RING: return algo_allreduce_ring;
   case RONDO_ALGO_RECURSIVE_DOUBLING: return algo_allreduce_rd;
   case RONDO_ALGO_RABENSEIFNER: return algo_allreduce_rabenseifner;
+  case RONDO_ALGO_SHM: return algo_allreduce_shm;
+  case RONDO_ALGO_HIERARCHICAL: return algo_allreduce_hier;
   default: return NULL;
   }
 }
@@ -159,7 +161,7 @@ static rondo_status_t check_algo(rondo_algo_t algo)
   if (algo != RONDO_ALGO_AUTO && algorithm(algo) == NULL)
     return rondo__fail(RONDO_ERR_UNSUPPORTED,
                        "the %s all-reduce is not available in rondo %s; use auto, mpi, "
-                       "ring, recursive_doubling or rabenseifner",
+                       "ring, recursive_doubling, rabenseifner, shm or hierarchical",
                        rondo_algo_name(algo), RONDO_VERSION_STRING);
   return RONDO_SUCCESS;
 }

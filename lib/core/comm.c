@@ -10,6 +10,8 @@
 #include "internal.h"
 
 #include "algo/algo.h"
+#include "algo/shm.h"
+#include "topo/topo.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -172,21 +174,70 @@ static rondo_status_t check_knobs_agree(struct rondo_comm *c)
   return RONDO_SUCCESS;
 }
 
-/* Ranks sharing memory with this one form its node. */
-static rondo_status_t find_node(struct rondo_comm *c)
+/* A comm over an MPI communicator owned by someone else (the topology's
+ * cross-node communicators): enough for the point-to-point algorithms. */
+static struct rondo_comm *sub_comm(MPI_Comm mpi)
 {
-  rondo_status_t st = RONDO_SUCCESS;
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank,
-                                MPI_INFO_NULL, &node));
-  MPI_CHECK_GOTO(MPI_Comm_rank(node, &c->local_rank), st, fail_node);
-  MPI_CHECK_GOTO(MPI_Comm_size(node, &c->local_size), st, fail_node);
-  int leader = c->local_rank == 0;
-  MPI_CHECK_GOTO(MPI_Allreduce(&leader, &c->node_count, 1, MPI_INT, MPI_SUM, c->mpi),
-                 st, fail_node);
-fail_node:
-  MPI_Comm_free(&node);
-  return st;
+  struct rondo_comm *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return NULL;
+  c->mpi = mpi;
+  MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(mpi, &c->rank);
+  MPI_Comm_size(mpi, &c->size);
+  c->pof2 = largest_pof2(c->size);
+  return c;
+}
+
+static void free_topology(struct rondo_comm *c, int mpi_usable)
+{
+  if (c->topo == NULL)
+    return;
+  for (int g = 0; c->cross != NULL && g < c->topo->slices; g++) {
+    if (c->cross[g] != NULL)
+      free(c->cross[g]->scratch);
+    free(c->cross[g]);
+  }
+  free(c->cross);
+  c->cross = NULL;
+  if (mpi_usable) {
+    shm_free(c);
+    topo_destroy(c->topo);
+  }
+  free(c->topo);
+  c->topo = NULL;
+}
+
+/* Nodes, cross-node comms and hwloc facts; logs oversubscription once. */
+static rondo_status_t find_topology(struct rondo_comm *c)
+{
+  static int warned;
+  c->topo = calloc(1, sizeof *c->topo);
+  if (c->topo == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology");
+  rondo_status_t st = topo_create(c, c->topo);
+  if (st != RONDO_SUCCESS) {
+    free(c->topo);
+    c->topo = NULL;
+    return st;
+  }
+  c->local_rank = c->topo->local_rank;
+  c->local_size = c->topo->local_size;
+  c->node_count = c->topo->node_count;
+  c->cross = calloc((size_t)c->topo->slices, sizeof *c->cross);
+  if (c->cross == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comms");
+  for (int g = 0; g < c->topo->slices; g++) {
+    if (c->topo->cross[g] == MPI_COMM_NULL)
+      continue;
+    if ((c->cross[g] = sub_comm(c->topo->cross[g])) == NULL)
+      return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comm");
+  }
+  if (c->topo->oversubscribed && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    LOG_WARN("%d ranks share %d available cores on this node: waits yield the core "
+             "instead of spinning (%s)",
+             c->topo->real_local_size, c->topo->avail_cores, c->topo->hw_summary);
+  return RONDO_SUCCESS;
 }
 
 rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
@@ -209,7 +260,7 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
   MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_setup);
   c->pof2 = largest_pof2(c->size);
   RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
-  RONDO_CHECK_GOTO(find_node(c), st, fail_setup);
+  RONDO_CHECK_GOTO(find_topology(c), st, fail_setup);
 
   pthread_mutex_lock(&lib_lock);
   c->next = live;
@@ -221,6 +272,7 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
   return RONDO_SUCCESS;
 
 fail_setup:
+  free_topology(c, 1);
   MPI_Comm_free(&c->mpi);
 fail_dup:
   free(c);
@@ -247,6 +299,7 @@ static int unregister(struct rondo_comm *c)
 
 static void comm_free(struct rondo_comm *c, int mpi_usable)
 {
+  free_topology(c, mpi_usable);
   if (mpi_usable)
     MPI_Comm_free(&c->mpi);
   free(c->scratch);
@@ -299,6 +352,7 @@ rondo_status_t rondo_finalize(void)
   }
   if (!mpi_finalized)
     algo_mpi_op_free();
+  topo_shutdown();
   if (owns_mpi && !mpi_finalized)
     MPI_CHECK(MPI_Finalize());
   return RONDO_SUCCESS;

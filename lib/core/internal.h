@@ -98,6 +98,8 @@ typedef struct {
   size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */
   size_t rd_max;          /* RONDO_RD_MAX_BYTES */
   size_t ring_min;        /* RONDO_RING_MIN_BYTES */
+  int node_size;          /* RONDO_NODE_SIZE (0: real nodes) */
+  size_t shm_chunk;       /* RONDO_SHM_CHUNK_BYTES */
 } rondo__knobs_t;
 
 extern rondo__knobs_t rondo__knobs;
@@ -116,6 +118,9 @@ rondo_status_t rondo__knob_parse(const char *name, const char *text,
 
 /* ---- library state and comms --------------------------------------------- */
 
+struct topo;
+struct shm_state;
+
 struct rondo_comm {
   MPI_Comm mpi;      /* private duplicate of the user's communicator */
   int rank, size;
@@ -123,7 +128,10 @@ struct rondo_comm {
   int pof2;          /* largest power of two <= size */
   void *scratch;     /* per-comm scratch, grown on demand */
   size_t scratch_bytes;
-  struct rondo_comm *next; /* registry of live comms */
+  struct topo *topo; /* nodes, cross communicators, hwloc (lib/topo) */
+  struct shm_state *shm;      /* the node's shared window, made on first use */
+  struct rondo_comm **cross;  /* [topo->slices]: comms over topo->cross[g], or NULL */
+  struct rondo_comm *next;    /* registry of live comms */
 };
 
 /* RONDO_SUCCESS if the library is usable and comm is a live handle. */

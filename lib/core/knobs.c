@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_BOOL } knob_type_t;
+typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_BOOL, KNOB_INT } knob_type_t;
 
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
 static const char *const algo_choices[] = {"auto", "mpi", "ring", "recursive_doubling",
@@ -28,7 +28,7 @@ typedef struct {
   const char *doc;
   size_t offset;                /* field in rondo__knobs_t */
   const char *const *choices;   /* KNOB_ENUM: value = index */
-  size_t min, max;              /* KNOB_SIZE bounds, in bytes */
+  size_t min, max;              /* KNOB_SIZE (bytes) and KNOB_INT bounds */
   int same_everywhere;          /* must be equal on every rank of a comm */
 } knob_def_t;
 
@@ -58,6 +58,15 @@ static const knob_def_t knob_table[] = {
      "auto selection: messages from this size use the ring; between the two "
      "thresholds Rabenseifner runs",
      FIELD(ring_min), NULL, 0, SIZE_MAX, 1},
+    {"RONDO_NODE_SIZE", KNOB_INT, "0",
+     "0: nodes are the ranks that share memory; k > 0: cut each node into runs "
+     "of k consecutive ranks (virtual nodes, to test or tune hierarchical code on "
+     "one host)",
+     FIELD(node_size), NULL, 0, 1 << 20, 1},
+    {"RONDO_SHM_CHUNK_BYTES", KNOB_SIZE, "256K",
+     "shared-memory slot per rank and pipeline chunk of the shm and hierarchical "
+     "all-reduce (the window holds 4 slots per rank)",
+     FIELD(shm_chunk), NULL, 4096, (size_t)1 << 30, 1},
 };
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };
@@ -159,6 +168,20 @@ static rondo_status_t parse_one(const knob_def_t *k, const char *text,
                              "%s='%s' is not valid: expected 1, 0, true, false, "
                              "yes, no, on or off", k->name,
                              text);
+  case KNOB_INT: {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    while (isspace((unsigned char)*end))
+      end++;
+    if (errno == ERANGE || end == text || *end != '\0' || v < (long)k->min ||
+        (unsigned long)v > k->max)
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                               "%s='%s' is not valid: expected an integer in [%zu, %zu]",
+                               k->name, text, k->min, k->max);
+    *(int *)field = (int)v;
+    return RONDO_SUCCESS;
+  }
   case KNOB_SIZE: {
     size_t v;
     if (parse_size(text, &v) != 0)
@@ -233,7 +256,7 @@ const char *rondo__knobs_shared_names(void)
 
 /* ---- public introspection ------------------------------------------------- */
 
-static const char *const type_names[] = {"enum", "size", "bool"};
+static const char *const type_names[] = {"enum", "size", "bool", "int"};
 static char current_text[KNOB_COUNT][32];
 
 int rondo_knob_count(void) { return KNOB_COUNT; }
@@ -256,6 +279,7 @@ rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
              k->choices[*(const int *)field]);
     break;
   case KNOB_BOOL:
+  case KNOB_INT:
     snprintf(current_text[i], sizeof current_text[i], "%d", *(const int *)field);
     break;
   case KNOB_SIZE:

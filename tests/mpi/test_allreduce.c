@@ -2,8 +2,8 @@
  * test_allreduce - rondo_allreduce / rondo_allreduce_algo against exact,
  * independently computed results.
  *
- * Matrix: algorithm (auto, mpi, ring, recursive_doubling, rabenseifner, and
- * plain rondo_allreduce) x dtype (8) x op (5) x count {0, 1, 2, p-1, p, p+1,
+ * Matrix: algorithm (auto, mpi, ring, recursive_doubling, rabenseifner, shm,
+ * hierarchical, and plain rondo_allreduce) x dtype (8) x op (5) x count {0, 1, 2, p-1, p, p+1,
  * 1048573} x in place / out of place. Each call checks the status, every
  * result element, that the bytes past the end of the output (and, out of
  * place, the whole sendbuf) are untouched, and that every rank ended with the
@@ -13,6 +13,10 @@
  * At 3 or more ranks the machine is oversubscribed and each message costs
  * milliseconds, so a few parts of the matrix are trimmed (see selected(),
  * printed at the start); MPITEST_FULL=1 runs everything.
+ *
+ * MPITEST_ALGOS=name,name,... runs only those variants (the virtual-node runs
+ * use it to focus on the algorithms that see nodes). shm runs only on a comm
+ * within one node; elsewhere it must fail with RONDO_ERR_UNSUPPORTED.
  */
 #include "mpitest.h"
 
@@ -31,6 +35,8 @@ static const variant_t variants[] = {
     {"recursive_doubling", 0, RONDO_ALGO_RECURSIVE_DOUBLING},
     {"rabenseifner", 0, RONDO_ALGO_RABENSEIFNER},
     {"rondo_allreduce", 1, RONDO_ALGO_AUTO},
+    {"shm", 0, RONDO_ALGO_SHM},
+    {"hierarchical", 0, RONDO_ALGO_HIERARCHICAL},
 };
 #define NVARIANTS            (sizeof variants / sizeof variants[0])
 #define VARIANT_RABENSEIFNER 4
@@ -63,8 +69,27 @@ static int big_selected(size_t vi, rondo_dtype_t dt, rondo_op_t op, int inplace)
   return (size_t)op == k % RONDO_OP_COUNT && (size_t)inplace == k % 2;
 }
 
+static int nodes; /* of the world comm */
+
+/* MPITEST_ALGOS and the shm-needs-one-node rule. */
+static int variant_enabled(size_t vi)
+{
+  const char *list = getenv("MPITEST_ALGOS");
+  if (variants[vi].algo == RONDO_ALGO_SHM && nodes > 1)
+    return 0;
+  if (list == NULL || *list == '\0')
+    return 1;
+  size_t n = strlen(variants[vi].name);
+  for (const char *p = list; (p = strstr(p, variants[vi].name)) != NULL; p += n)
+    if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+      return 1;
+  return 0;
+}
+
 static int selected(size_t vi, rondo_dtype_t dt, rondo_op_t op, size_t count, int inplace)
 {
+  if (!variant_enabled(vi))
+    return 0;
   if (mt.full)
     return 1;
   if (count == BIG_COUNT)
@@ -143,6 +168,8 @@ static void print_big_plan(void)
          "(algorithm: dtype/op/in|out):\n",
          mt.size, BIG_COUNT);
   for (size_t vi = 0; vi < NVARIANTS; vi++) {
+    if (!variant_enabled(vi))
+      continue;
     printf("  %s:", variants[vi].name);
     for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++)
       for (int op = 0; op < RONDO_OP_COUNT; op++)
@@ -199,6 +226,18 @@ int main(int argc, char **argv)
     return rc;
   }
 
+  nodes = rondo_comm_node_count(comm);
+  if (mt.rank == 0)
+    printf("test_allreduce: %d node(s), this node has %d rank(s)%s%s\n", nodes,
+           rondo_comm_local_size(comm), getenv("MPITEST_ALGOS") ? ", MPITEST_ALGOS=" : "",
+           getenv("MPITEST_ALGOS") ? getenv("MPITEST_ALGOS") : "");
+  if (nodes > 1) { /* shm is not for multi-node comms: it must say so */
+    float x = 1, y;
+    mt_where("shm on %d nodes", nodes);
+    MT_EQ_STATUS(rondo_allreduce_algo(comm, &x, &y, 1, RONDO_FLOAT32, RONDO_SUM, RONDO_ALGO_SHM),
+                 RONDO_ERR_UNSUPPORTED);
+  }
+
   size_t p = (size_t)mt.size, counts[7], ncounts = 0;
   size_t wanted[7] = {0, 1, 2, p - 1, p, p + 1, BIG_COUNT};
   for (size_t i = 0; i < 7; i++) { /* dedupe: p-1 may equal 0, 1 or 2 */
@@ -219,7 +258,8 @@ int main(int argc, char **argv)
         run_block(comm, (rondo_dtype_t)dt, (rondo_op_t)op, counts[c], &b);
     mt_hash_flush();
   }
-  test_rabenseifner_fallback(comm, &b);
+  if (variant_enabled(VARIANT_RABENSEIFNER))
+    test_rabenseifner_fallback(comm, &b);
 
   free(b.input);
   free(b.want);

@@ -1,0 +1,53 @@
+/*
+ * Hierarchical all-reduce, for comms that span nodes:
+ *   1. node reduce-scatter through shared memory (shm.c): each local rank
+ *      ends with the node's sum of the slices it owns;
+ *   2. the owners of slice g on every node all-reduce it over cross[g]
+ *      (topo.h), ring or recursive doubling by size; different slices go
+ *      in parallel on different ranks;
+ *   3. node allgather through shared memory.
+ * Only 1/L of the buffer crosses the network per rank, instead of the whole
+ * buffer through a flat algorithm, and each node link carries L streams.
+ *
+ * Unequal nodes (3+1, say): slices are cut by the largest node size G, and
+ * on a node of L < G ranks local rank r owns slices r, r+L, ..., so every
+ * slice has exactly one owner per node; a rank with several slices runs
+ * their cross-node all-reduces one after another. Each slice's final value
+ * comes out of one cross all-reduce (identical on its owners) and is copied
+ * by the allgather, so every rank ends with the same bytes.
+ */
+#include "algo/shm.h"
+
+#include <stdlib.h>
+
+#include "topo/topo.h"
+
+/* The algorithm for a cross-node slice: the same size rule as AUTO. */
+static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm_t cross,
+                                      size_t off, size_t n)
+{
+  algo_allreduce_args_t c = *a;
+  c.comm = cross;
+  c.sendbuf = c.recvbuf = (char *)a->recvbuf + off * a->esize;
+  c.count = n;
+  if (n == 0 || cross->size == 1)
+    return RONDO_SUCCESS;
+  if (n * a->esize <= rondo__knobs.rd_max)
+    return algo_allreduce_rd(&c);
+  return algo_allreduce_ring(&c);
+}
+
+rondo_status_t algo_allreduce_hier(const algo_allreduce_args_t *a)
+{
+  rondo_comm_t comm = a->comm;
+  const topo_t *topo = comm->topo;
+  RONDO_CHECK(shm_run(a, SHM_REDUCE_SCATTER));
+  for (int g = 0; g < topo->slices; g++) {
+    if (topo_owner(g, topo->local_size) != topo->local_rank)
+      continue;
+    size_t off, n;
+    topo_slice(a->count, topo->slices, g, &off, &n);
+    RONDO_CHECK(cross_allreduce(a, comm->cross[g], off, n));
+  }
+  return shm_run(a, SHM_ALLGATHER);
+}

@@ -1,0 +1,222 @@
+/*
+ * The shared-memory engine (see shm.h for the protocol). Flags are 64-bit
+ * sequence numbers written with release and read with acquire semantics;
+ * MPI is used only to allocate the window.
+ */
+#include "algo/shm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce/reduce.h"
+#include "topo/topo.h"
+
+#define SHM_SLOTS 4
+#define LINE 64
+#define FLAGS_BYTES (4 * LINE)
+enum { POSTED = 0, REDUCED = 1, DONE = 2 }; /* flag index, one cache line each */
+
+struct shm_state {
+  MPI_Win win;
+  int size, rank;       /* node size, local rank */
+  size_t slot_bytes;
+  char **seg;           /* [size]: each rank's segment */
+  uint64_t seq;         /* last sequence number used */
+};
+
+static volatile uint64_t *flag(const struct shm_state *s, int q, int which)
+{
+  return (volatile uint64_t *)(s->seg[q] + which * LINE);
+}
+
+static char *slot(const struct shm_state *s, int q, uint64_t seq)
+{
+  return s->seg[q] + FLAGS_BYTES + (seq % SHM_SLOTS) * s->slot_bytes;
+}
+
+static void publish(struct shm_state *s, int which, uint64_t seq)
+{
+  __atomic_store_n(flag(s, s->rank, which), seq, __ATOMIC_RELEASE);
+}
+
+/* Waits until rank q's flag reaches seq. */
+static void wait_flag(const struct shm_state *s, const topo_t *topo, int q, int which,
+                      uint64_t seq)
+{
+  unsigned polls = 0;
+  while (__atomic_load_n(flag(s, q, which), __ATOMIC_ACQUIRE) < seq)
+    topo_backoff(topo, polls++);
+}
+
+static void wait_all(const struct shm_state *s, const topo_t *topo, int which, uint64_t seq)
+{
+  for (int q = 0; q < s->size; q++)
+    if (q != s->rank)
+      wait_flag(s, topo, q, which, seq);
+}
+
+static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  const topo_t *topo = comm->topo;
+  struct shm_state *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "shm: state");
+  s->size = topo->local_size;
+  s->rank = topo->local_rank;
+  s->slot_bytes = rondo__knobs.shm_chunk;
+  s->seg = calloc((size_t)s->size, sizeof *s->seg);
+  if (s->seg == NULL) {
+    free(s);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "shm: %d segments", topo->local_size);
+  }
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  char *mine = NULL;
+  MPI_Aint bytes = (MPI_Aint)(FLAGS_BYTES + SHM_SLOTS * s->slot_bytes);
+  int rc = MPI_Win_allocate_shared(bytes, 1, info, topo->node, &mine, &s->win);
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) {
+    st = rondo__mpi_fail(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
+    goto fail_win;
+  }
+  memset(mine, 0, FLAGS_BYTES);
+  for (int q = 0; q < s->size; q++) {
+    MPI_Aint qbytes;
+    int disp;
+    MPI_CHECK_GOTO(MPI_Win_shared_query(s->win, q, &qbytes, &disp, &s->seg[q]), st, fail);
+  }
+  /* Every rank's flags are zero before anyone polls them. */
+  MPI_CHECK_GOTO(MPI_Barrier(topo->node), st, fail);
+  LOG_DEBUG("shm: window of %d x %zu bytes on a node of %d ranks", s->size, (size_t)bytes,
+            s->size);
+  *out = s;
+  return RONDO_SUCCESS;
+
+fail:
+  MPI_Win_free(&s->win);
+fail_win:
+  free(s->seg);
+  free(s);
+  return st;
+}
+
+void shm_free(rondo_comm_t comm)
+{
+  struct shm_state *s = comm->shm;
+  if (s == NULL)
+    return;
+  MPI_Win_free(&s->win);
+  free(s->seg);
+  free(s);
+  comm->shm = NULL;
+}
+
+/* ---- one round ---------------------------------------------------------------------- */
+
+typedef struct {
+  const algo_allreduce_args_t *a;
+  struct shm_state *s;
+  const topo_t *topo;
+  int g;          /* slices */
+  size_t piece;   /* elements per piece */
+} run_t;
+
+/* Piece k of slice g: elements [*off, *off + *n) of the buffer. */
+static void piece_of(const run_t *r, int g, size_t k, size_t *off, size_t *n)
+{
+  size_t start, len;
+  topo_slice(r->a->count, r->g, g, &start, &len);
+  size_t lo = k * r->piece;
+  *off = start + lo;
+  *n = lo >= len ? 0 : (len - lo < r->piece ? len - lo : r->piece);
+}
+
+static int owns(const run_t *r, int g) { return topo_owner(g, r->s->size) == r->s->rank; }
+
+#define AT(base, elems) ((char *)(base) + (elems) * esize)
+
+/* Reduces piece g of round seq across all slots into dst, in rank order. */
+static void reduce_piece(const run_t *r, uint64_t seq, int g, size_t n, void *dst)
+{
+  const algo_allreduce_args_t *a = r->a;
+  size_t esize = a->esize, at = (size_t)g * r->piece;
+  if (r->s->size == 1) {
+    memmove(dst, AT(slot(r->s, 0, seq), at), n * esize);
+    return;
+  }
+  reduce_apply(dst, AT(slot(r->s, 0, seq), at), AT(slot(r->s, 1, seq), at), n, a->dtype,
+               a->op);
+  for (int q = 2; q < r->s->size; q++)
+    reduce_apply(dst, dst, AT(slot(r->s, q, seq), at), n, a->dtype, a->op);
+}
+
+static void round_run(const run_t *r, shm_mode_t mode, size_t k)
+{
+  const algo_allreduce_args_t *a = r->a;
+  struct shm_state *s = r->s;
+  size_t esize = a->esize, off, n;
+  uint64_t seq = ++s->seq;
+  char *mine = slot(s, s->rank, seq);
+
+  if (seq > SHM_SLOTS)
+    wait_all(s, r->topo, DONE, seq - SHM_SLOTS); /* my slot is free again */
+  /* Copy in: every piece (reductions) or the owned ones (allgather). */
+  for (int g = 0; g < r->g; g++) {
+    piece_of(r, g, k, &off, &n);
+    if (mode == SHM_ALLGATHER && !owns(r, g))
+      continue;
+    const void *src = mode == SHM_ALLGATHER ? a->recvbuf : a->sendbuf;
+    memcpy(AT(mine, (size_t)g * r->piece), AT(src, off), n * esize);
+  }
+  publish(s, POSTED, seq);
+
+  if (mode != SHM_ALLGATHER) {
+    wait_all(s, r->topo, POSTED, seq);
+    for (int g = 0; g < r->g; g++) {
+      piece_of(r, g, k, &off, &n);
+      if (!owns(r, g) || n == 0)
+        continue;
+      /* Into recvbuf (private: my own slot is one of the inputs), then
+       * into my slot for the others to copy (allreduce). */
+      reduce_piece(r, seq, g, n, AT(a->recvbuf, off));
+      if (mode == SHM_ALLREDUCE)
+        memcpy(AT(mine, (size_t)g * r->piece), AT(a->recvbuf, off), n * esize);
+    }
+    publish(s, REDUCED, seq);
+  }
+
+  if (mode != SHM_REDUCE_SCATTER) {
+    int which = mode == SHM_ALLREDUCE ? REDUCED : POSTED;
+    for (int g = 0; g < r->g; g++) {
+      piece_of(r, g, k, &off, &n);
+      if (n == 0 || owns(r, g)) /* my own pieces are in recvbuf already */
+        continue;
+      int q = topo_owner(g, s->size);
+      wait_flag(s, r->topo, q, which, seq);
+      memcpy(AT(a->recvbuf, off), AT(slot(s, q, seq), (size_t)g * r->piece), n * esize);
+    }
+  }
+  publish(s, DONE, seq);
+}
+
+rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode)
+{
+  rondo_comm_t comm = a->comm;
+  if (comm->shm == NULL)
+    RONDO_CHECK(shm_create(comm, &comm->shm));
+  run_t r = {.a = a, .s = comm->shm, .topo = comm->topo, .g = comm->topo->slices};
+  r.piece = r.s->slot_bytes / ((size_t)r.g * a->esize);
+  if (r.piece == 0)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED,
+                       "shm: RONDO_SHM_CHUNK_BYTES=%zu is too small for %d slices of %zu-byte "
+                       "elements",
+                       r.s->slot_bytes, r.g, a->esize);
+  size_t start, longest;
+  topo_slice(a->count, r.g, 0, &start, &longest); /* slice 0 is the longest */
+  size_t rounds = (longest + r.piece - 1) / r.piece;
+  for (size_t k = 0; k < rounds; k++)
+    round_run(&r, mode, k);
+  return RONDO_SUCCESS;
+}

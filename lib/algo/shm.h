@@ -1,0 +1,40 @@
+/*
+ * The shared-memory engine under allreduce_shm.c and allreduce_hier.c: one
+ * MPI-3 shared window per comm's node, made on first use and kept until the
+ * comm is destroyed. Internal (prefix shm_).
+ *
+ * Each local rank owns a segment of the window: three flag words on their
+ * own cache lines, then SHM_SLOTS slots of RONDO_SHM_CHUNK_BYTES. A buffer
+ * is cut into G slices (topo_slice; local rank r owns slices r, r+L, ...,
+ * see topo.h) and processed in rounds: round k moves piece k of every slice
+ * (piece = slot / G elements). Every round has a sequence number s, the same
+ * on all ranks, and uses slot s % SHM_SLOTS. A rank
+ *   - copies its pieces of round k into its slot and publishes posted = s,
+ *   - reduces each piece it owns across all ranks' slots, in rank order,
+ *     into its recvbuf (its own slot is an input) and, for an all-reduce,
+ *     copies the result into its slot; then publishes reduced = s,
+ *   - copies the reduced pieces out of their owners' slots, and publishes
+ *     done = s when it will not read round k's slots again.
+ * A slot is rewritten only after every rank's done reached s - SHM_SLOTS, so
+ * ranks run up to SHM_SLOTS rounds apart and never meet at a barrier.
+ */
+#ifndef RONDO_SHM_H
+#define RONDO_SHM_H
+
+#include "algo/algo.h"
+
+typedef enum {
+  SHM_ALLREDUCE,      /* recvbuf = the node's reduction */
+  SHM_REDUCE_SCATTER, /* recvbuf's owned slices = the node's reduction of them */
+  SHM_ALLGATHER       /* each owned slice of recvbuf is copied to every rank */
+} shm_mode_t;
+
+/* Runs one node-level phase over the comm's node. sendbuf is read in
+ * SHM_ALLREDUCE and SHM_REDUCE_SCATTER (may equal recvbuf); SHM_ALLGATHER
+ * reads the owned slices of recvbuf. Collective over the node. */
+rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode);
+
+/* Frees the comm's window (rondo_comm_destroy). */
+void shm_free(rondo_comm_t comm);
+
+#endif /* RONDO_SHM_H */

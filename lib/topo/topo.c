@@ -1,0 +1,187 @@
+/*
+ * The MPI side of topology: real nodes from MPI_Comm_split_type, virtual
+ * nodes (RONDO_NODE_SIZE), node numbering, per-slice cross-node
+ * communicators, and the oversubscription check with hwloc (hw.c).
+ */
+#include "topo.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "topo/hw.h"
+
+/* ---- hwloc, loaded once per process ------------------------------------------- */
+
+static pthread_mutex_t hw_lock = PTHREAD_MUTEX_INITIALIZER;
+static hwloc_topology_t hw_topo;
+static int hw_state; /* 0 not loaded, 1 loaded, -1 failed */
+
+static hwloc_topology_t hw_get(void)
+{
+  pthread_mutex_lock(&hw_lock);
+  if (hw_state == 0)
+    hw_state = topo_hw_load(&hw_topo) == 0 ? 1 : -1;
+  hwloc_topology_t t = hw_state == 1 ? hw_topo : NULL;
+  pthread_mutex_unlock(&hw_lock);
+  return t;
+}
+
+void topo_shutdown(void)
+{
+  pthread_mutex_lock(&hw_lock);
+  if (hw_state == 1)
+    hwloc_topology_destroy(hw_topo);
+  hw_state = 0;
+  pthread_mutex_unlock(&hw_lock);
+}
+
+/* The union of the real node's ranks' cpusets, by MPI_BOR over bitmap words. */
+enum { CPUSET_WORDS = 64 }; /* 4096 PUs */
+
+static rondo_status_t probe_hw(MPI_Comm real_node, topo_t *t)
+{
+  hwloc_topology_t topo = hw_get();
+  unsigned long mine[CPUSET_WORDS] = {0}, all[CPUSET_WORDS];
+  topo_hw_t hw;
+  if (topo != NULL) {
+    hwloc_cpuset_t set = hwloc_bitmap_alloc();
+    if (set == NULL)
+      return rondo__fail(RONDO_ERR_NO_MEMORY, "hwloc bitmap");
+    topo_hw_bind_cpuset(topo, set);
+    topo_hw_cpuset_to_ulongs(set, mine, CPUSET_WORDS);
+    hwloc_bitmap_free(set);
+  }
+  /* Every rank joins the reduction, even if its hwloc failed. */
+  MPI_CHECK(MPI_Allreduce(mine, all, CPUSET_WORDS, MPI_UNSIGNED_LONG, MPI_BOR, real_node));
+  if (topo == NULL) {
+    snprintf(t->hw_summary, sizeof t->hw_summary, "hwloc could not load the topology");
+    t->cores = t->avail_cores = 0;
+    return RONDO_SUCCESS;
+  }
+  hwloc_cpuset_t node_set = hwloc_bitmap_alloc();
+  if (node_set == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "hwloc bitmap");
+  topo_hw_cpuset_from_ulongs(node_set, all, CPUSET_WORDS);
+  topo_hw_count(topo, node_set, &hw);
+  hwloc_bitmap_free(node_set);
+  topo_hw_describe(&hw, t->hw_summary, sizeof t->hw_summary);
+  t->cores = hw.cores;
+  t->avail_cores = hw.cpuset_cores;
+  return RONDO_SUCCESS;
+}
+
+/* ---- nodes ---------------------------------------------------------------------- */
+
+void topo_slice(size_t count, int slices, int g, size_t *start, size_t *len)
+{
+  size_t s = (size_t)slices, i = (size_t)g;
+  size_t base = count / s, extra = count % s;
+  *start = i * base + (i < extra ? i : extra);
+  *len = base + (i < extra);
+}
+
+/* Node ids: the node's leaders (local rank 0), numbered by rank. */
+static rondo_status_t number_nodes(rondo_comm_t comm, topo_t *t)
+{
+  int leader = t->local_rank == 0, sizes[2], minmax[2];
+  MPI_Comm leaders;
+  MPI_CHECK(MPI_Comm_split(comm->mpi, leader ? 0 : MPI_UNDEFINED, comm->rank, &leaders));
+  if (leader) {
+    MPI_Comm_rank(leaders, &t->node_id);
+    MPI_Comm_size(leaders, &t->node_count);
+    MPI_Comm_free(&leaders);
+  }
+  int ids[2] = {t->node_id, t->node_count};
+  MPI_CHECK(MPI_Bcast(ids, 2, MPI_INT, 0, t->node));
+  t->node_id = ids[0];
+  t->node_count = ids[1];
+  sizes[0] = -t->local_size;
+  sizes[1] = t->local_size;
+  MPI_CHECK(MPI_Allreduce(sizes, minmax, 2, MPI_INT, MPI_MAX, comm->mpi));
+  t->min_local = -minmax[0];
+  t->max_local = minmax[1];
+  return RONDO_SUCCESS;
+}
+
+/* cross[g]: the owners of slice g, one per node, ordered by node. */
+static rondo_status_t make_cross(rondo_comm_t comm, topo_t *t)
+{
+  t->slices = t->max_local;
+  t->cross = malloc((size_t)t->slices * sizeof *t->cross);
+  if (t->cross == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: %d cross communicators", t->slices);
+  for (int g = 0; g < t->slices; g++)
+    t->cross[g] = MPI_COMM_NULL;
+  for (int g = 0; g < t->slices; g++) {
+    int mine = topo_owner(g, t->local_size) == t->local_rank;
+    MPI_CHECK(MPI_Comm_split(comm->mpi, mine ? 0 : MPI_UNDEFINED, t->node_id, &t->cross[g]));
+  }
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t topo_create(rondo_comm_t comm, topo_t *t)
+{
+  rondo_status_t st;
+  MPI_Comm real = MPI_COMM_NULL;
+  memset(t, 0, sizeof *t);
+  t->node = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(comm->mpi, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL,
+                                &real));
+  int real_rank;
+  MPI_CHECK_GOTO(MPI_Comm_rank(real, &real_rank), st, fail);
+  MPI_CHECK_GOTO(MPI_Comm_size(real, &t->real_local_size), st, fail);
+  RONDO_CHECK_GOTO(probe_hw(real, t), st, fail);
+  t->oversubscribed = t->avail_cores > 0 && t->real_local_size > t->avail_cores;
+
+  int k = rondo__knobs.node_size;
+  if (k > 0) {
+    MPI_CHECK_GOTO(MPI_Comm_split(real, real_rank / k, real_rank, &t->node), st, fail);
+  } else {
+    MPI_CHECK_GOTO(MPI_Comm_dup(real, &t->node), st, fail);
+  }
+  MPI_CHECK_GOTO(MPI_Comm_rank(t->node, &t->local_rank), st, fail);
+  MPI_CHECK_GOTO(MPI_Comm_size(t->node, &t->local_size), st, fail);
+  RONDO_CHECK_GOTO(number_nodes(comm, t), st, fail);
+  RONDO_CHECK_GOTO(make_cross(comm, t), st, fail);
+  MPI_Comm_free(&real);
+  return RONDO_SUCCESS;
+
+fail:
+  if (real != MPI_COMM_NULL)
+    MPI_Comm_free(&real);
+  topo_destroy(t);
+  return st;
+}
+
+void topo_destroy(topo_t *t)
+{
+  for (int g = 0; t->cross != NULL && g < t->slices; g++)
+    if (t->cross[g] != MPI_COMM_NULL)
+      MPI_Comm_free(&t->cross[g]);
+  free(t->cross);
+  t->cross = NULL;
+  if (t->node != MPI_COMM_NULL)
+    MPI_Comm_free(&t->node);
+}
+
+/* ---- waiting -------------------------------------------------------------------- */
+
+void topo_backoff(const topo_t *t, unsigned polls)
+{
+  if (!t->oversubscribed && polls < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return;
+  }
+  if (polls < 65536) {
+    sched_yield();
+    return;
+  }
+  /* A long wait (a peer is descheduled or still far behind): sleep. */
+  struct timespec ts = {0, 50000};
+  nanosleep(&ts, NULL);
+}
