@@ -2,7 +2,7 @@
  * allreduce_sweep: times every rondo all-reduce algorithm against
  * MPI_Allreduce in the same run, float32 SUM, over a size sweep.
  *
- *   mpiexec -n 2 bench/allreduce_sweep [-b 4] [-e 64M] [-f 4] [-r 5]
+ *   mpiexec -n 2 bench/allreduce_sweep [-b 4] [-e 64M] [-f 4] [-r 5] [-a ring,shm,...]
  *
  * For each size, the algorithms take turns for r rounds (so a noisy moment
  * of the shared machine hits all of them alike); a round runs enough
@@ -11,7 +11,8 @@
  * "mpi" is rondo's wrapper around MPI_Allreduce; "MPI_Allreduce" is the raw
  * call on a communicator of its own, the baseline of the ratio columns
  * (ratio > 1: faster than MPI_Allreduce). Every result is checked: the
- * inputs make the float sum exact in any order.
+ * inputs make the float sum exact in any order. -a picks the algorithms
+ * (default: every one this comm can run: shm only within one node).
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,10 +22,31 @@
 #include "rondo.h"
 
 #define MAX_ROUNDS 15
-enum { N_ALGOS = 5 };
-static const rondo_algo_t algos[N_ALGOS] = {RONDO_ALGO_MPI, RONDO_ALGO_RECURSIVE_DOUBLING,
-                                            RONDO_ALGO_RABENSEIFNER, RONDO_ALGO_RING,
-                                            RONDO_ALGO_AUTO};
+enum { MAX_ALGOS = RONDO_ALGO_COUNT };
+static int N_ALGOS;
+static rondo_algo_t algos[MAX_ALGOS];
+
+/* -a list, or every host algorithm the comm can run, then auto. */
+static int pick_algos(rondo_comm_t comm, const char *list)
+{
+  static const rondo_algo_t all[] = {RONDO_ALGO_MPI, RONDO_ALGO_RECURSIVE_DOUBLING,
+                                     RONDO_ALGO_RABENSEIFNER, RONDO_ALGO_RING,
+                                     RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL, RONDO_ALGO_AUTO};
+  if (list == NULL) {
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+      if (all[i] != RONDO_ALGO_SHM || rondo_comm_node_count(comm) == 1)
+        algos[N_ALGOS++] = all[i];
+    return 0;
+  }
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+    if (N_ALGOS == MAX_ALGOS || rondo_algo_from_name(tok, &algos[N_ALGOS]) != RONDO_SUCCESS)
+      return -1;
+    N_ALGOS++;
+  }
+  return N_ALGOS > 0 ? 0 : -1;
+}
 
 static size_t parse_size(const char *s)
 {
@@ -81,6 +103,7 @@ int main(int argc, char **argv)
 {
   size_t min_bytes = 4, max_bytes = 64u << 20;
   int factor = 4, rounds = 5;
+  const char *algo_list = NULL;
   /* Measure the algorithms, not the argument check (RONDO_CHECK_ARGS=1 adds
    * one small all-reduce per call); the user's setting wins. */
   setenv("RONDO_CHECK_ARGS", "0", 0);
@@ -93,9 +116,12 @@ int main(int argc, char **argv)
     else if (strcmp(argv[i], "-e") == 0) max_bytes = parse_size(argv[i + 1]);
     else if (strcmp(argv[i], "-f") == 0) factor = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-r") == 0) rounds = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "-a") == 0) algo_list = argv[i + 1];
   }
-  if (factor < 2 || rounds < 1 || rounds > MAX_ROUNDS || min_bytes < 4 || max_bytes < min_bytes) {
-    fprintf(stderr, "usage: allreduce_sweep [-b MIN] [-e MAX] [-f FACTOR>=2] [-r 1..%d]\n",
+  if (factor < 2 || rounds < 1 || rounds > MAX_ROUNDS || min_bytes < 4 ||
+      max_bytes < min_bytes || pick_algos(rondo_world(), algo_list) != 0) {
+    fprintf(stderr, "usage: allreduce_sweep [-b MIN] [-e MAX] [-f FACTOR>=2] [-r 1..%d] "
+                    "[-a ALGO,ALGO,...]\n",
             MAX_ROUNDS);
     rondo_finalize();
     return 2;
@@ -118,8 +144,9 @@ int main(int argc, char **argv)
     int len;
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, "\n")] = '\0';
-    printf("# rondo %s, %d ranks, float32 sum, median of %d rounds, RONDO_CHECK_ARGS=%s\n",
-           rondo_version_string(), size, rounds, getenv("RONDO_CHECK_ARGS"));
+    printf("# rondo %s, %d ranks on %d node(s), float32 sum, median of %d rounds, RONDO_CHECK_ARGS=%s\n",
+           rondo_version_string(), size, rondo_comm_node_count(comm), rounds,
+           getenv("RONDO_CHECK_ARGS"));
     printf("# %s\n", lib);
     printf("# time in us; ratio = MPI_Allreduce time / algorithm time (> 1 is faster)\n");
     printf("%10s %13s", "bytes", "MPI_Allreduce");
@@ -132,7 +159,7 @@ int main(int argc, char **argv)
     size_t count = bytes / sizeof(float);
     int iters = (int)(64.0 * 1024 * 1024 / (double)bytes);
     iters = iters < 5 ? 5 : iters > 2000 ? 2000 : iters;
-    double t[N_ALGOS + 1][MAX_ROUNDS];
+    double t[MAX_ALGOS + 1][MAX_ROUNDS];
     for (int w = -1; w < N_ALGOS; w++) /* warm-up, unmeasured */
       round_time(comm, base, w, in, out, count, 2);
     for (int r = 0; r < rounds; r++)
@@ -141,7 +168,7 @@ int main(int argc, char **argv)
         long wrong = check(out, count, size);
         wrong_total += wrong;
       }
-    double med[N_ALGOS + 1];
+    double med[MAX_ALGOS + 1];
     for (int w = 0; w <= N_ALGOS; w++) {
       qsort(t[w], (size_t)rounds, sizeof(double), cmp_double);
       med[w] = t[w][rounds / 2] * 1e6;
