@@ -13,6 +13,12 @@
  * (ratio > 1: faster than MPI_Allreduce). Every result is checked: the
  * inputs make the float sum exact in any order. -a picks the algorithms
  * (default: every one this comm can run: shm only within one node).
+ *
+ * Tuning: -t FILE writes a tuning table (docs/tuning.md) with, for this comm
+ * size and node count, the fastest forced algorithm of each measured size
+ * (ranges split halfway between measured sizes). When auto is in the set,
+ * the footer says at how many sizes auto was within 10% of the fastest
+ * forced algorithm: run once with -t, then again with RONDO_TUNING_FILE.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +28,7 @@
 #include "rondo.h"
 
 #define MAX_ROUNDS 15
+#define MAX_SIZES 64
 enum { MAX_ALGOS = RONDO_ALGO_COUNT };
 static int N_ALGOS;
 static rondo_algo_t algos[MAX_ALGOS];
@@ -99,11 +106,51 @@ static long check(const float *out, size_t count, int size)
   return wrong;
 }
 
+/* One rule per run of sizes with the same winner; boundaries halfway between
+ * measured sizes, the first rule from 0 and the last one open. */
+static int write_tuning(const char *path, rondo_comm_t comm, const size_t *sizes,
+                        const rondo_algo_t *winners, int n)
+{
+  FILE *f = fopen(path, "w");
+  if (f == NULL) {
+    perror(path);
+    return -1;
+  }
+  int ranks = rondo_comm_size(comm), nodes = rondo_comm_node_count(comm);
+  fprintf(f, "# rondo tuning table, written by allreduce_sweep -t (rondo %s)\n"
+             "# %d ranks on %d node(s), float32 sum; the fastest forced algorithm per size\n"
+             "# collective bytes ranks nodes mem algorithm\n",
+          rondo_version_string(), ranks, nodes);
+  size_t lo = 0;
+  for (int i = 0; i < n; i++) {
+    if (i + 1 < n && winners[i + 1] == winners[i])
+      continue;
+    if (i + 1 < n) {
+      size_t hi = sizes[i] + (sizes[i + 1] - sizes[i]) / 2;
+      fprintf(f, "allreduce %zu-%zu %d %d host %s\n", lo, hi, ranks, nodes,
+              rondo_algo_name(winners[i]));
+      lo = hi;
+    } else {
+      fprintf(f, "allreduce %zu- %d %d host %s\n", lo, ranks, nodes,
+              rondo_algo_name(winners[i]));
+    }
+  }
+  if (fclose(f) != 0) {
+    perror(path);
+    return -1;
+  }
+  printf("# tuning table written to %s\n", path);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   size_t min_bytes = 4, max_bytes = 64u << 20;
   int factor = 4, rounds = 5;
-  const char *algo_list = NULL;
+  const char *algo_list = NULL, *tune_path = NULL;
+  size_t sizes[MAX_SIZES];
+  rondo_algo_t winners[MAX_SIZES];
+  int nsizes = 0, auto_ok = 0, auto_sizes = 0;
   /* Measure the algorithms, not the argument check (RONDO_CHECK_ARGS=1 adds
    * one small all-reduce per call); the user's setting wins. */
   setenv("RONDO_CHECK_ARGS", "0", 0);
@@ -117,11 +164,12 @@ int main(int argc, char **argv)
     else if (strcmp(argv[i], "-f") == 0) factor = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-r") == 0) rounds = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-a") == 0) algo_list = argv[i + 1];
+    else if (strcmp(argv[i], "-t") == 0) tune_path = argv[i + 1];
   }
   if (factor < 2 || rounds < 1 || rounds > MAX_ROUNDS || min_bytes < 4 ||
       max_bytes < min_bytes || pick_algos(rondo_world(), algo_list) != 0) {
     fprintf(stderr, "usage: allreduce_sweep [-b MIN] [-e MAX] [-f FACTOR>=2] [-r 1..%d] "
-                    "[-a ALGO,ALGO,...]\n",
+                    "[-a ALGO,ALGO,...] [-t TUNING_FILE]\n",
             MAX_ROUNDS);
     rondo_finalize();
     return 2;
@@ -175,6 +223,22 @@ int main(int argc, char **argv)
     }
     rondo_algo_t choice;
     rondo_allreduce_choice(comm, count, RONDO_FLOAT32, RONDO_SUM, &choice);
+    /* the fastest forced algorithm, and how auto did against it */
+    int best = -1, auto_at = -1;
+    for (int a = 0; a < N_ALGOS; a++) {
+      if (algos[a] == RONDO_ALGO_AUTO)
+        auto_at = a;
+      else if (best < 0 || med[a + 1] < med[best + 1])
+        best = a;
+    }
+    if (nsizes < MAX_SIZES && best >= 0) {
+      sizes[nsizes] = bytes;
+      winners[nsizes++] = algos[best];
+    }
+    if (auto_at >= 0 && best >= 0) {
+      auto_sizes++;
+      auto_ok += med[auto_at + 1] <= 1.10 * med[best + 1];
+    }
     if (rank == 0) {
       printf("%10zu %13.2f", bytes, med[0]);
       for (int a = 1; a <= N_ALGOS; a++)
@@ -185,8 +249,15 @@ int main(int argc, char **argv)
   }
   long all_wrong = 0;
   MPI_Allreduce(&wrong_total, &all_wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0)
+  if (rank == 0) {
     printf("# wrong results: %ld\n", all_wrong);
+    if (auto_sizes > 0)
+      printf("# auto within 10%% of the fastest forced algorithm at %d of %d sizes (%.0f%%)\n",
+             auto_ok, auto_sizes, 100.0 * auto_ok / auto_sizes);
+    if (tune_path != NULL && write_tuning(tune_path, comm, sizes, winners, nsizes) != 0)
+      all_wrong = -1;
+  }
+  MPI_Bcast(&all_wrong, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   free(in);
   free(out);
   MPI_Comm_free(&base);

@@ -201,6 +201,17 @@ RONDO_API rondo_status_t rondo_allreduce_choice(rondo_comm_t comm, size_t count,
                                                 rondo_dtype_t dtype, rondo_op_t op,
                                                 rondo_algo_t *algo);
 
+/* Writes why rondo_allreduce() would choose what it chooses for this call:
+ * every algorithm with its predicted time or why it is not eligible, the
+ * choice and the reason (forced, tuning-file rule, or cost model). buf gets
+ * a NUL-terminated text; RONDO_ERR_INVALID_ARG if len is too small. Local:
+ * not collective. */
+RONDO_API rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                       rondo_op_t op, char *buf, size_t len);
+/* One line on the comm's topology: nodes (real or virtual), ranks per node,
+ * the hardware hwloc sees and whether the node is oversubscribed. Local. */
+RONDO_API rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len);
+
 /* buf: input on root, output elsewhere. */
 RONDO_API rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
                                          rondo_dtype_t dtype, int root);

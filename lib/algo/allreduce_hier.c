@@ -20,9 +20,11 @@
 
 #include <stdlib.h>
 
+#include "select/select.h"
 #include "topo/topo.h"
 
-/* The algorithm for a cross-node slice: the same size rule as AUTO. */
+/* The algorithm for a cross-node slice: ring or recursive doubling, as the
+ * cost model predicts for one rank per node over cross->size nodes. */
 static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm_t cross,
                                       size_t off, size_t n)
 {
@@ -32,7 +34,13 @@ static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm
   c.count = n;
   if (n == 0 || cross->size == 1)
     return RONDO_SUCCESS;
-  if (n * a->esize <= rondo__knobs.rd_max)
+  select_input_t in = {.count = n, .bytes = n * a->esize, .ranks = cross->size,
+                       .nodes = cross->size, .min_local = 1, .max_local = 1,
+                       .mem = SELECT_MEM_HOST,
+                       .available = 1u << RONDO_ALGO_RING | 1u << RONDO_ALGO_RECURSIVE_DOUBLING};
+  select_result_t res;
+  if (select_choose(&select_default_params, NULL, RONDO_ALGO_AUTO, &in, &res) ==
+      RONDO_ALGO_RECURSIVE_DOUBLING)
     return algo_allreduce_rd(&c);
   return algo_allreduce_ring(&c);
 }

@@ -14,6 +14,8 @@
 
 #include "algo/algo.h"
 #include "reduce/reduce.h"
+#include "select/select.h"
+#include "topo/topo.h"
 
 /* ---- local argument checks ------------------------------------------------------ */
 
@@ -126,16 +128,30 @@ rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
 
 /* ---- all-reduce ------------------------------------------------------------------ */
 
-/* The simple size rule until the cost-model selector lands. */
-static rondo_algo_t choose(rondo_comm_t comm, size_t count, size_t bytes)
+/* What the selector needs to know about a call on this comm. */
+static select_input_t selection_input(rondo_comm_t comm, size_t count, size_t bytes)
 {
-  if (rondo__knobs.allreduce_algo != RONDO_ALGO_AUTO)
-    return (rondo_algo_t)rondo__knobs.allreduce_algo;
-  if (bytes <= rondo__knobs.rd_max || count < (size_t)comm->pof2)
-    return RONDO_ALGO_RECURSIVE_DOUBLING;
-  if (bytes >= rondo__knobs.ring_min)
-    return RONDO_ALGO_RING;
-  return RONDO_ALGO_RABENSEIFNER;
+  select_input_t in = {
+      .count = count, .bytes = bytes, .ranks = comm->size,
+      .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
+      .max_local = comm->topo->max_local, .mem = SELECT_MEM_HOST,
+      .available = 1u << RONDO_ALGO_MPI | 1u << RONDO_ALGO_RING |
+                   1u << RONDO_ALGO_RECURSIVE_DOUBLING | 1u << RONDO_ALGO_RABENSEIFNER |
+                   1u << RONDO_ALGO_SHM | 1u << RONDO_ALGO_HIERARCHICAL};
+  return in;
+}
+
+/* RONDO_ALLREDUCE_ALGO, then the tuning table, then the cost model. */
+static rondo_algo_t choose(rondo_comm_t comm, size_t count, size_t bytes,
+                           select_result_t *res)
+{
+  select_input_t in = selection_input(comm, count, bytes);
+  select_params_t params = select_default_params;
+  params.ring_chunk = rondo__knobs.ring_chunk;
+  rondo_algo_t algo = select_choose(&params, rondo__tuning, rondo__knobs.allreduce_algo, &in, res);
+  LOG_DEBUG("allreduce of %zu bytes on %d ranks / %d nodes: %s (%s)", bytes, comm->size,
+            comm->topo->node_count, rondo_algo_name(algo), res->reason);
+  return algo;
 }
 
 typedef rondo_status_t (*allreduce_fn)(const algo_allreduce_args_t *);
@@ -186,8 +202,13 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   size_t bytes = 0;
   RONDO_CHECK(rondo__enter(comm));
   rondo_status_t st = allreduce_args(comm, sendbuf, recvbuf, count, dtype, op, algo, &bytes);
-  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_AUTO)
-    algo = choose(comm, count, bytes);
+  select_result_t res;
+  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_AUTO) {
+    algo = choose(comm, count, bytes, &res);
+    if (algo == RONDO_ALGO_AUTO)
+      st = rondo__fail(RONDO_ERR_UNSUPPORTED, "no all-reduce algorithm is eligible: %s",
+                       res.reason);
+  }
   if (st == RONDO_SUCCESS)
     st = check_algo(algo); /* RONDO_ALLREDUCE_ALGO may name one not built */
 
@@ -228,9 +249,34 @@ rondo_status_t rondo_allreduce_choice(rondo_comm_t comm, size_t count, rondo_dty
   RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
   if (algo == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allreduce_choice: algo is NULL");
-  rondo_algo_t choice = choose(comm, count, bytes);
+  select_result_t res;
+  rondo_algo_t choice = choose(comm, count, bytes, &res);
+  if (choice == RONDO_ALGO_AUTO)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED, "no all-reduce algorithm is eligible: %s",
+                       res.reason);
   RONDO_CHECK(check_algo(choice)); /* RONDO_ALLREDUCE_ALGO may name one not built */
   *algo = choice;
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                             rondo_op_t op, char *buf, size_t len)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(rondo__enter(comm));
+  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(rondo__check_op(op));
+  RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
+  if (buf == NULL && len > 0)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_explain: buf is NULL with len %zu", len);
+  select_result_t res;
+  choose(comm, count, bytes, &res);
+  select_input_t in = selection_input(comm, count, bytes);
+  int want = select_explain(&res, &in, buf, len);
+  if (want >= 0 && (size_t)want >= len)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_explain: the explanation needs %d bytes, buf has %zu", want + 1,
+                       len);
   return RONDO_SUCCESS;
 }
 

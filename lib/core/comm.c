@@ -11,6 +11,7 @@
 
 #include "algo/algo.h"
 #include "algo/shm.h"
+#include "select/select.h"
 #include "topo/topo.h"
 
 #include <pthread.h>
@@ -25,6 +26,7 @@ static int lib_state = LIB_UNINIT;
 static int lib_owns_mpi;          /* rondo_init() called MPI_Init_thread */
 static rondo_comm_t world;
 static struct rondo_comm *live;   /* registry of live comms */
+struct select_table *rondo__tuning;
 
 static rondo_status_t state_error(int state)
 {
@@ -77,6 +79,15 @@ static rondo_status_t lib_init_locked(void)
     return st;
   }
   rondo__log_level = rondo__knobs.log_level;
+  if (rondo__knobs.tuning_file[0] != '\0') {
+    st = select_table_load(rondo__knobs.tuning_file, &rondo__tuning);
+    if (st != RONDO_SUCCESS) {
+      LOG_ERROR("%s", rondo_last_error());
+      return st;
+    }
+    LOG_INFO("tuning table %s: %zu rules", rondo__knobs.tuning_file,
+             select_table_rules(rondo__tuning));
+  }
   lib_state = LIB_ACTIVE;
   LOG_DEBUG("rondo %s active", RONDO_VERSION_STRING);
   return RONDO_SUCCESS;
@@ -353,6 +364,8 @@ rondo_status_t rondo_finalize(void)
   if (!mpi_finalized)
     algo_mpi_op_free();
   topo_shutdown();
+  select_table_free(rondo__tuning);
+  rondo__tuning = NULL;
   if (owns_mpi && !mpi_finalized)
     MPI_CHECK(MPI_Finalize());
   return RONDO_SUCCESS;
@@ -375,6 +388,24 @@ COMM_QUERY(rondo_comm_node_count, node_count)
 MPI_Comm rondo_comm_mpi(rondo_comm_t comm)
 {
   return rondo__enter(comm) == RONDO_SUCCESS ? comm->mpi : MPI_COMM_NULL;
+}
+
+rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len)
+{
+  RONDO_CHECK(rondo__enter(comm));
+  if (buf == NULL || len == 0)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_topology: no buffer");
+  const topo_t *t = comm->topo;
+  int n = snprintf(buf, len,
+                   "%d ranks on %d %snode(s) of %d-%d ranks; this rank: node %d, local rank "
+                   "%d of %d; hardware: %s; %d ranks share %d available cores%s",
+                   comm->size, t->node_count, rondo__knobs.node_size ? "virtual " : "",
+                   t->min_local, t->max_local, t->node_id, t->local_rank, t->local_size,
+                   t->hw_summary, t->real_local_size, t->avail_cores,
+                   t->oversubscribed ? " (oversubscribed: waits yield)" : "");
+  if (n < 0 || (size_t)n >= len)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_topology: needs %d bytes", n + 1);
+  return RONDO_SUCCESS;
 }
 
 rondo_status_t rondo__scratch(rondo_comm_t comm, size_t bytes, void **buf)

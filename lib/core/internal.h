@@ -96,13 +96,16 @@ typedef struct {
   int allreduce_algo;     /* RONDO_ALLREDUCE_ALGO (rondo_algo_t) */
   int check_args;         /* RONDO_CHECK_ARGS */
   size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */
-  size_t rd_max;          /* RONDO_RD_MAX_BYTES */
-  size_t ring_min;        /* RONDO_RING_MIN_BYTES */
+  char tuning_file[512];  /* RONDO_TUNING_FILE ("" for none) */
   int node_size;          /* RONDO_NODE_SIZE (0: real nodes) */
   size_t shm_chunk;       /* RONDO_SHM_CHUNK_BYTES */
 } rondo__knobs_t;
 
 extern rondo__knobs_t rondo__knobs;
+
+/* The RONDO_TUNING_FILE table, loaded by the library init (NULL if none). */
+struct select_table;
+extern struct select_table *rondo__tuning;
 
 /* Reads every knob from the environment into *out. On a malformed value
  * returns RONDO_ERR_INVALID_KNOB with a message naming the knob and the

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_BOOL, KNOB_INT } knob_type_t;
+typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_BOOL, KNOB_INT, KNOB_STRING } knob_type_t;
 
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
 static const char *const algo_choices[] = {"auto", "mpi", "ring", "recursive_doubling",
@@ -51,13 +51,10 @@ static const knob_def_t knob_table[] = {
      "ring all-reduce pipeline chunk: each ring step is sent in chunks of this "
      "size so reduction overlaps communication",
      FIELD(ring_chunk), NULL, 64, (size_t)1 << 30, 1},
-    {"RONDO_RD_MAX_BYTES", KNOB_SIZE, "8K",
-     "auto selection: messages up to this size use recursive doubling",
-     FIELD(rd_max), NULL, 0, SIZE_MAX, 1},
-    {"RONDO_RING_MIN_BYTES", KNOB_SIZE, "16K",
-     "auto selection: messages from this size use the ring; between the two "
-     "thresholds Rabenseifner runs",
-     FIELD(ring_min), NULL, 0, SIZE_MAX, 1},
+    {"RONDO_TUNING_FILE", KNOB_STRING, "",
+     "a tuning table (written by bench/allreduce_sweep -t) whose rules choose the all-reduce "
+     "algorithm before the cost model; empty: the cost model alone",
+     FIELD(tuning_file), NULL, 0, 0, 0},
     {"RONDO_NODE_SIZE", KNOB_INT, "0",
      "0: nodes are the ranks that share memory; k > 0: cut each node into runs "
      "of k consecutive ranks (virtual nodes, to test or tune hierarchical code on "
@@ -168,6 +165,11 @@ static rondo_status_t parse_one(const knob_def_t *k, const char *text,
                              "%s='%s' is not valid: expected 1, 0, true, false, "
                              "yes, no, on or off", k->name,
                              text);
+  case KNOB_STRING:
+    if (strlen(text) >= sizeof(((rondo__knobs_t *)0)->tuning_file))
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB, "%s='%s' is too long", k->name, text);
+    snprintf(field, sizeof(((rondo__knobs_t *)0)->tuning_file), "%s", text);
+    return RONDO_SUCCESS;
   case KNOB_INT: {
     char *end;
     errno = 0;
@@ -256,8 +258,8 @@ const char *rondo__knobs_shared_names(void)
 
 /* ---- public introspection ------------------------------------------------- */
 
-static const char *const type_names[] = {"enum", "size", "bool", "int"};
-static char current_text[KNOB_COUNT][32];
+static const char *const type_names[] = {"enum", "size", "bool", "int", "string"};
+static char current_text[KNOB_COUNT][512];
 
 int rondo_knob_count(void) { return KNOB_COUNT; }
 
@@ -281,6 +283,9 @@ rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
   case KNOB_BOOL:
   case KNOB_INT:
     snprintf(current_text[i], sizeof current_text[i], "%d", *(const int *)field);
+    break;
+  case KNOB_STRING:
+    snprintf(current_text[i], sizeof current_text[i], "%s", field);
     break;
   case KNOB_SIZE:
     snprintf(current_text[i], sizeof current_text[i], "%zu",

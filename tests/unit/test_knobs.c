@@ -16,8 +16,7 @@ static void expect_size(const char *name, const char *text, size_t want)
 {
   assert_int_equal(rondo__knob_parse(name, text, &k), RONDO_SUCCESS);
   size_t got = strcmp(name, "RONDO_RING_CHUNK_BYTES") == 0 ? k.ring_chunk
-               : strcmp(name, "RONDO_RD_MAX_BYTES") == 0   ? k.rd_max
-                                                           : k.ring_min;
+                                                           : k.shm_chunk;
   if (got != want)
     fail_msg("%s=%s parsed to %zu, want %zu", name, text, got, want);
 }
@@ -43,8 +42,7 @@ static void test_size_values_with_suffixes(void **state)
   expect_size("RONDO_RING_CHUNK_BYTES", "4KB", 4096);
   expect_size("RONDO_RING_CHUNK_BYTES", "4KiB", 4096);
   expect_size("RONDO_RING_CHUNK_BYTES", " 128 ", 128);
-  expect_size("RONDO_RD_MAX_BYTES", "0", 0);
-  expect_size("RONDO_RING_MIN_BYTES", "2M", 2u << 20);
+  expect_size("RONDO_SHM_CHUNK_BYTES", "2M", 2u << 20);
 }
 
 static void test_malformed_sizes_are_errors(void **state)
@@ -57,7 +55,8 @@ static void test_malformed_sizes_are_errors(void **state)
   expect_bad("RONDO_RING_CHUNK_BYTES", "12 34");
   expect_bad("RONDO_RING_CHUNK_BYTES", "1.5M");
   expect_bad("RONDO_RING_CHUNK_BYTES", "99999999999999999999999");
-  expect_bad("RONDO_RD_MAX_BYTES", "16777216T");
+  expect_bad("RONDO_SHM_CHUNK_BYTES", "16777216T");
+  expect_bad("RONDO_SHM_CHUNK_BYTES", "1K"); /* below the 4 KiB minimum */
   /* below the minimum chunk and above the maximum */
   expect_bad("RONDO_RING_CHUNK_BYTES", "8");
   expect_bad("RONDO_RING_CHUNK_BYTES", "2G");
@@ -85,6 +84,25 @@ static void test_enum_and_bool_values(void **state)
   expect_bad("RONDO_ALLREDUCE_ALGO", "tree");
   expect_bad("RONDO_CHECK_ARGS", "2");
   expect_bad("RONDO_CHECK_ARGS", "maybe");
+}
+
+static void test_int_and_string_values(void **state)
+{
+  (void)state;
+  assert_int_equal(rondo__knob_parse("RONDO_NODE_SIZE", "2", &k), RONDO_SUCCESS);
+  assert_int_equal(k.node_size, 2);
+  assert_int_equal(rondo__knob_parse("RONDO_NODE_SIZE", "0", &k), RONDO_SUCCESS);
+  assert_int_equal(k.node_size, 0);
+  expect_bad("RONDO_NODE_SIZE", "-1");
+  expect_bad("RONDO_NODE_SIZE", "two");
+  expect_bad("RONDO_NODE_SIZE", "2.5");
+  expect_bad("RONDO_NODE_SIZE", "");
+  assert_int_equal(rondo__knob_parse("RONDO_TUNING_FILE", "/tmp/rondo.tune", &k), RONDO_SUCCESS);
+  assert_string_equal(k.tuning_file, "/tmp/rondo.tune");
+  char longpath[600];
+  memset(longpath, 'x', sizeof longpath - 1);
+  longpath[sizeof longpath - 1] = '\0';
+  assert_int_equal(rondo__knob_parse("RONDO_TUNING_FILE", longpath, &k), RONDO_ERR_INVALID_KNOB);
 }
 
 static void test_unknown_knob_name(void **state)
@@ -146,6 +164,7 @@ int main(void)
       cmocka_unit_test(test_size_values_with_suffixes),
       cmocka_unit_test(test_malformed_sizes_are_errors),
       cmocka_unit_test(test_enum_and_bool_values),
+      cmocka_unit_test(test_int_and_string_values),
       cmocka_unit_test(test_unknown_knob_name),
       cmocka_unit_test(test_defaults_from_empty_environment),
       cmocka_unit_test(test_environment_load_reports_bad_value),

@@ -1,0 +1,142 @@
+/*
+ * The all-reduce selector: eligibility rules, then a cost model per
+ * algorithm and level (t = alpha * steps + bytes_moved * beta +
+ * bytes_reduced * gamma), optionally overridden by a tuning table. Pure
+ * functions of their inputs, so the same inputs give the same choice on every
+ * rank and unit tests can drive them with synthetic layouts. Internal
+ * (prefix select_). cost.c has the model, the eligibility rules and the
+ * fitted defaults; tuning.c has the tuning tables.
+ */
+#ifndef RONDO_SELECT_H
+#define RONDO_SELECT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "rondo.h"
+
+typedef enum { SELECT_MEM_HOST = 0, SELECT_MEM_DEVICE = 1 } select_mem_t;
+
+/* What a selection is made for; equal on every rank of a comm. ranks, nodes
+ * and max_local below 1 count as 1. */
+typedef struct {
+  size_t count;        /* elements */
+  size_t bytes;        /* count x element size */
+  int ranks;           /* comm size */
+  int nodes;           /* nodes (real or RONDO_NODE_SIZE virtual) */
+  int min_local;       /* fewest ranks on a node */
+  int max_local;       /* most ranks on a node */
+  select_mem_t mem;
+  unsigned available;  /* bit (1u << algo) for every algorithm built and usable
+                          on this comm (e.g. no shm without a shared window) */
+} select_input_t;
+
+/* One level of the machine: alpha = seconds per message (or per
+ * synchronization), beta = seconds per byte moved, gamma = seconds per byte
+ * reduced. A message larger than eager_limit bytes pays rndv_alpha instead
+ * of alpha (the eager -> rendezvous protocol switch of the MPI library);
+ * eager_limit 0 means no switch, so a level set up with alpha, beta and
+ * gamma alone is the plain model. */
+typedef struct {
+  double alpha, beta, gamma;
+  size_t eager_limit;
+  double rndv_alpha;
+} select_level_t;
+
+typedef struct {
+  select_level_t shm;   /* through a shared-memory window, within a node */
+  select_level_t intra; /* MPI point-to-point between ranks of one node */
+  select_level_t inter; /* MPI point-to-point between nodes */
+  double mpi_alpha;     /* MPI_Allreduce's extra per-call overhead (s) */
+  double copy_beta;     /* seconds per byte of a local memcpy: the
+                           out-of-place input copy that recursive doubling,
+                           Rabenseifner and MPI_Allreduce make first, and the
+                           whole cost of any algorithm on one rank */
+  size_t ring_chunk;    /* the ring's pipeline chunk (RONDO_RING_CHUNK_BYTES);
+                           0 means its default, 256 KiB */
+} select_params_t;
+
+/* The defaults, fitted to the 2-rank sweep of docs/PERFORMANCE.md (2-core
+ * KVM host, MPICH 4.0.2); cost.c says how and how well. */
+extern const select_params_t select_default_params;
+
+typedef struct {
+  double seconds;      /* predicted time; meaningless when why_not != NULL */
+  const char *why_not; /* NULL if eligible, else a static reason */
+} select_candidate_t;
+
+typedef struct select_table select_table_t;
+
+typedef struct {
+  /* RONDO_ALGO_AUTO when no algorithm is eligible (and none was forced):
+   * the caller reports that, reason says "no eligible algorithm". */
+  rondo_algo_t choice;
+  /* "forced by RONDO_ALLREDUCE_ALGO" (plus "; not eligible: <why>" if so),
+   * "tuning file <path> line N", or "lowest predicted time"; a matching
+   * tuning rule that was skipped because its algorithm is not eligible is
+   * named in parentheses. */
+  char reason[160];
+  select_candidate_t cand[RONDO_ALGO_COUNT]; /* indexed by algorithm; [AUTO] unused */
+} select_result_t;
+
+/* Predicted time and eligibility of every algorithm. */
+void select_predict(const select_params_t *params, const select_input_t *in,
+                    select_candidate_t cand[RONDO_ALGO_COUNT]);
+
+/* forced != RONDO_ALGO_AUTO wins (even if ineligible: the caller reports
+ * that); else the first matching eligible rule of table (may be NULL); else
+ * the eligible candidate with the lowest predicted time (ties: the lower
+ * enum value); else RONDO_ALGO_AUTO (nothing eligible). Fills *out and
+ * returns the choice. */
+rondo_algo_t select_choose(const select_params_t *params, const select_table_t *table,
+                           rondo_algo_t forced, const select_input_t *in,
+                           select_result_t *out);
+
+/* Human-readable explanation: the input, every candidate with its predicted
+ * time or why it is not eligible, the choice and the reason. Writes at most
+ * len bytes including the NUL (buf may be NULL when len is 0) and returns
+ * the length it wanted (snprintf-style). */
+int select_explain(const select_result_t *res, const select_input_t *in, char *buf,
+                   size_t len);
+
+/* ---- tuning tables -----------------------------------------------------------
+ * Text, one rule per line, '#' starts a comment (also after the fields):
+ *   allreduce <bytes-range> <ranks-range> <nodes-range> <mem> <algorithm>
+ * ranges: "N", "N-M", "N-" (no upper bound) or "*". Byte ranges are
+ * half-open, [N, M), so consecutive rules tile without overlap ("0-8K" is
+ * 0..8191 and "8K-64K" starts at 8192); byte values take K/M/G/T suffixes
+ * (powers of 1024; "4K", "4KB" and "4KiB" are all 4096). Rank and node
+ * ranges are inclusive counts, [N, M] ("2-4" is 2, 3 or 4 ranks). "N" alone
+ * means exactly N everywhere. mem is host, device or *; the algorithm is one
+ * of rondo_algo_name()'s names except auto. The first matching rule whose
+ * algorithm is eligible wins. Example:
+ *   allreduce 0-8K     2-4 1 host recursive_doubling
+ *   allreduce 8K-      *   1 host shm
+ */
+/* Parses text; source names it in messages. On error returns
+ * RONDO_ERR_INVALID_ARG with rondo_last_error() naming source, the line
+ * number and what is wrong ("tune.txt line 3: ..."); *out is NULL. Text
+ * without rules (empty, only comments) is a valid empty table. On success
+ * the caller owns *out (select_table_free). */
+rondo_status_t select_table_parse(const char *text, const char *source,
+                                  select_table_t **out);
+/* Reads and parses a file (RONDO_ERR_IO if it cannot be read; the path is
+ * the source in messages). */
+rondo_status_t select_table_load(const char *path, select_table_t **out);
+void select_table_free(select_table_t *table);
+/* The algorithm of the first rule matching in (ignoring eligibility), its
+ * 1-based line in *line (0 if none; line may be NULL); RONDO_ALGO_AUTO if
+ * none or table is NULL. */
+rondo_algo_t select_table_lookup(const select_table_t *table, const select_input_t *in,
+                                 int *line);
+/* The same, considering only rules whose algorithm has its bit
+ * (1u << algo) set in allowed: select_choose passes the eligible set. */
+rondo_algo_t select_table_lookup_among(const select_table_t *table,
+                                       const select_input_t *in, unsigned allowed,
+                                       int *line);
+/* The source given to select_table_parse (the path for a loaded file). */
+const char *select_table_source(const select_table_t *table);
+/* Number of rules (0 for NULL). */
+size_t select_table_rules(const select_table_t *table);
+
+#endif /* RONDO_SELECT_H */

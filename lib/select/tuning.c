@@ -1,0 +1,386 @@
+/*
+ * Tuning tables: rules that override the cost model for given message
+ * sizes, comm sizes, node counts and memory kinds (RONDO_TUNING_FILE,
+ * written by `rondo-bench tune`). The grammar is in select.h. A malformed
+ * line is an error naming the source and the line, never a skipped rule:
+ * a tuning file that silently does nothing is worse than none.
+ */
+#include "select/select.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+#define FIELDS 6
+#define MAX_FILE_BYTES ((size_t)4 << 20)
+#define MEM_ANY (-1)
+
+typedef struct {
+  size_t bytes_lo, bytes_hi; /* inclusive */
+  int ranks_lo, ranks_hi;    /* inclusive */
+  int nodes_lo, nodes_hi;    /* inclusive */
+  int mem;                   /* select_mem_t or MEM_ANY */
+  rondo_algo_t algo;
+  int line;
+} rule_t;
+
+struct select_table {
+  char *source;
+  rule_t *rules;
+  size_t n, cap;
+};
+
+/* ---- numbers and ranges --------------------------------------------------- */
+
+typedef enum { NUM_OK = 0, NUM_BAD, NUM_TOO_BIG } num_status_t;
+
+/* Decimal digits in [s, end), then (bytes only) an optional K/M/G/T suffix
+ * with optional "i" and "B". Nothing else: no sign, no spaces. */
+static num_status_t parse_number(const char *s, const char *end, int bytes,
+                                 uint64_t max, uint64_t *out)
+{
+  uint64_t v = 0;
+  const char *p = s;
+  if (p == end || !isdigit((unsigned char)*p))
+    return NUM_BAD;
+  for (; p < end && isdigit((unsigned char)*p); p++) {
+    unsigned d = (unsigned)(*p - '0');
+    if (v > (max - d) / 10)
+      return NUM_TOO_BIG;
+    v = v * 10 + d;
+  }
+  unsigned shift = 0;
+  if (bytes && p < end) {
+    switch (toupper((unsigned char)*p)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
+    default: break;
+    }
+    if (shift)
+      p++;
+    if (shift && p < end && (*p == 'i' || *p == 'I'))
+      p++;
+    if (p < end && (*p == 'B' || *p == 'b'))
+      p++;
+  }
+  if (p != end)
+    return NUM_BAD;
+  if (v > (max >> shift))
+    return NUM_TOO_BIG;
+  *out = v << shift;
+  return NUM_OK;
+}
+
+typedef struct {
+  const char *what; /* "byte", "rank", "node" */
+  int bytes;        /* suffixes allowed, upper bound exclusive */
+  uint64_t max;
+} range_kind_t;
+
+static const range_kind_t BYTES = {"byte", 1, SIZE_MAX};
+static const range_kind_t RANKS = {"rank", 0, INT_MAX};
+static const range_kind_t NODES = {"node", 0, INT_MAX};
+
+/* "N", "N-M", "N-" or "*" into the inclusive [*lo, *hi]. */
+static rondo_status_t parse_range(const char *tok, const range_kind_t *k,
+                                  const char *source, int line, uint64_t *lo,
+                                  uint64_t *hi)
+{
+  if (strcmp(tok, "*") == 0) {
+    *lo = 0;
+    *hi = k->max;
+    return RONDO_SUCCESS;
+  }
+  const char *end = tok + strlen(tok);
+  const char *dash = strchr(tok, '-');
+  num_status_t st = parse_number(tok, dash ? dash : end, k->bytes, k->max, lo);
+  if (st == NUM_OK && dash == NULL)
+    *hi = *lo;
+  else if (st == NUM_OK && dash + 1 == end)
+    *hi = k->max;
+  else if (st == NUM_OK)
+    st = parse_number(dash + 1, end, k->bytes, k->max, hi);
+  if (st == NUM_TOO_BIG)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                             "%s line %d: %s range '%s': number too large (at most "
+                             "%llu)",
+                             source, line, k->what, tok, (unsigned long long)k->max);
+  if (st == NUM_BAD)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                             "%s line %d: bad %s range '%s': expected N, N-M, N- or "
+                             "*%s",
+                             source, line, k->what, tok,
+                             k->bytes ? " (sizes take K, M, G, T suffixes)"
+                                      : " with N, M whole numbers");
+  if (dash && dash + 1 != end) {
+    /* byte ranges are half-open: N-M needs M > N and holds up to M-1 */
+    if (*hi < *lo)
+      return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                               "%s line %d: %s range '%s' is reversed: the upper "
+                               "bound is below the lower",
+                               source, line, k->what, tok);
+    if (k->bytes && *hi == *lo)
+      return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                               "%s line %d: byte range '%s' is empty: the upper bound "
+                               "is exclusive (write '%.*s' for exactly that size)",
+                               source, line, tok, (int)(dash - tok), tok);
+    if (k->bytes)
+      (*hi)--;
+  }
+  return RONDO_SUCCESS;
+}
+
+/* ---- rules ------------------------------------------------------------------ */
+
+static rondo_status_t parse_mem(const char *tok, const char *source, int line, int *mem)
+{
+  if (strcmp(tok, "host") == 0)
+    *mem = SELECT_MEM_HOST;
+  else if (strcmp(tok, "device") == 0)
+    *mem = SELECT_MEM_DEVICE;
+  else if (strcmp(tok, "*") == 0)
+    *mem = MEM_ANY;
+  else
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                             "%s line %d: unknown memory kind '%s': expected host, "
+                             "device or *",
+                             source, line, tok);
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t parse_algo(const char *tok, const char *source, int line,
+                                 rondo_algo_t *algo)
+{
+  if (rondo_algo_from_name(tok, algo) != RONDO_SUCCESS || *algo == RONDO_ALGO_AUTO)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                             "%s line %d: unknown algorithm '%s': expected mpi, ring, "
+                             "recursive_doubling, rabenseifner, shm, hierarchical or "
+                             "nccl",
+                             source, line, tok);
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t parse_rule(char **tok, const char *source, int line, rule_t *r)
+{
+  uint64_t lo, hi;
+  if (strcmp(tok[0], "allreduce") != 0)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                             "%s line %d: unknown collective '%s': expected allreduce",
+                             source, line, tok[0]);
+  RONDO_CHECK(parse_range(tok[1], &BYTES, source, line, &lo, &hi));
+  r->bytes_lo = (size_t)lo;
+  r->bytes_hi = (size_t)hi;
+  RONDO_CHECK(parse_range(tok[2], &RANKS, source, line, &lo, &hi));
+  r->ranks_lo = (int)lo;
+  r->ranks_hi = (int)hi;
+  RONDO_CHECK(parse_range(tok[3], &NODES, source, line, &lo, &hi));
+  r->nodes_lo = (int)lo;
+  r->nodes_hi = (int)hi;
+  RONDO_CHECK(parse_mem(tok[4], source, line, &r->mem));
+  RONDO_CHECK(parse_algo(tok[5], source, line, &r->algo));
+  r->line = line;
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t append(select_table_t *t, const rule_t *r)
+{
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 16;
+    rule_t *grown = realloc(t->rules, cap * sizeof *grown);
+    if (grown == NULL)
+      return rondo__fail(RONDO_ERR_NO_MEMORY, "no memory for %zu tuning rules", cap);
+    t->rules = grown;
+    t->cap = cap;
+  }
+  t->rules[t->n++] = *r;
+  return RONDO_SUCCESS;
+}
+
+/* One line (NUL-terminated, modified in place): a comment, blank, or a rule. */
+static rondo_status_t parse_line(select_table_t *t, char *text, int line)
+{
+  static const char *const space = " \t\r\v\f";
+  char *hash = strchr(text, '#');
+  if (hash)
+    *hash = '\0';
+  char *tok[FIELDS], *save = NULL;
+  int n = 0;
+  for (char *w = strtok_r(text, space, &save); w; w = strtok_r(NULL, space, &save)) {
+    if (n < FIELDS)
+      tok[n] = w;
+    n++;
+  }
+  if (n == 0)
+    return RONDO_SUCCESS;
+  if (n != FIELDS)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                             "%s line %d: %s fields (%d): expected 6, 'allreduce "
+                             "<bytes> <ranks> <nodes> <mem> <algorithm>'",
+                             t->source, line, n < FIELDS ? "too few" : "too many", n);
+  rule_t r;
+  RONDO_CHECK(parse_rule(tok, t->source, line, &r));
+  return append(t, &r);
+}
+
+void select_table_free(select_table_t *table)
+{
+  if (table == NULL)
+    return;
+  free(table->rules);
+  free(table->source);
+  free(table);
+}
+
+rondo_status_t select_table_parse(const char *text, const char *source,
+                                  select_table_t **out)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  *out = NULL;
+  if (source == NULL)
+    source = "(tuning table)";
+  if (text == NULL)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG, "%s: no text to parse", source);
+  select_table_t *t = calloc(1, sizeof *t);
+  char *copy = strdup(text);
+  if (t == NULL || copy == NULL || (t->source = strdup(source)) == NULL) {
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "no memory to parse tuning table %s", source);
+    goto free_table;
+  }
+  int line = 1;
+  for (char *p = copy; p != NULL; line++) {
+    char *nl = strchr(p, '\n');
+    if (nl)
+      *nl = '\0';
+    RONDO_CHECK_GOTO(parse_line(t, p, line), st, free_table);
+    p = nl ? nl + 1 : NULL;
+  }
+  free(copy);
+  *out = t;
+  return RONDO_SUCCESS;
+
+free_table:
+  free(copy);
+  select_table_free(t);
+  return st;
+}
+
+/* The whole file, NUL-terminated, into *text (caller frees). */
+static rondo_status_t read_file(const char *path, char **text)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  size_t used = 0, cap = 4096;
+  char *buf = malloc(cap);
+  FILE *f = fopen(path, "rb");
+  if (buf == NULL) {
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "no memory to read tuning file %s", path);
+    goto fail_read;
+  }
+  if (f == NULL) {
+    st = rondo__fail_quiet(RONDO_ERR_IO,
+                           "cannot open tuning file %s: %s (check RONDO_TUNING_FILE)",
+                           path, strerror(errno));
+    goto fail_read;
+  }
+  for (;;) {
+    used += fread(buf + used, 1, cap - 1 - used, f);
+    if (ferror(f)) {
+      st = rondo__fail_quiet(RONDO_ERR_IO, "cannot read tuning file %s: %s", path,
+                             strerror(errno));
+      goto fail_read;
+    }
+    if (feof(f))
+      break;
+    if (cap >= MAX_FILE_BYTES) {
+      st = rondo__fail_quiet(RONDO_ERR_IO,
+                             "tuning file %s is larger than %zu MiB: not a tuning table",
+                             path, MAX_FILE_BYTES >> 20);
+      goto fail_read;
+    }
+    char *grown = realloc(buf, 2 * cap);
+    if (grown == NULL) {
+      st = rondo__fail(RONDO_ERR_NO_MEMORY, "no memory to read tuning file %s", path);
+      goto fail_read;
+    }
+    buf = grown;
+    cap *= 2;
+  }
+  buf[used] = '\0';
+  if (strlen(buf) != used) {
+    st = rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                           "%s: contains a NUL byte at offset %zu: not a text file",
+                           path, strlen(buf));
+    goto fail_read;
+  }
+  fclose(f);
+  *text = buf;
+  return RONDO_SUCCESS;
+
+fail_read:
+  if (f)
+    fclose(f);
+  free(buf);
+  return st;
+}
+
+rondo_status_t select_table_load(const char *path, select_table_t **out)
+{
+  char *text = NULL;
+  *out = NULL;
+  if (path == NULL)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG, "no tuning file path");
+  RONDO_CHECK(read_file(path, &text));
+  rondo_status_t st = select_table_parse(text, path, out);
+  free(text);
+  return st;
+}
+
+/* ---- lookup ------------------------------------------------------------------ */
+
+static int in_range(long long v, long long lo, long long hi) { return lo <= v && v <= hi; }
+
+static int matches(const rule_t *r, const select_input_t *in)
+{
+  return r->bytes_lo <= in->bytes && in->bytes <= r->bytes_hi &&
+         in_range(in->ranks, r->ranks_lo, r->ranks_hi) &&
+         in_range(in->nodes, r->nodes_lo, r->nodes_hi) &&
+         (r->mem == MEM_ANY || r->mem == (int)in->mem);
+}
+
+rondo_algo_t select_table_lookup_among(const select_table_t *table,
+                                       const select_input_t *in, unsigned allowed,
+                                       int *line)
+{
+  if (line)
+    *line = 0;
+  if (table == NULL)
+    return RONDO_ALGO_AUTO;
+  for (size_t i = 0; i < table->n; i++) {
+    const rule_t *r = &table->rules[i];
+    if ((allowed & (1u << r->algo)) && matches(r, in)) {
+      if (line)
+        *line = r->line;
+      return r->algo;
+    }
+  }
+  return RONDO_ALGO_AUTO;
+}
+
+rondo_algo_t select_table_lookup(const select_table_t *table, const select_input_t *in,
+                                 int *line)
+{
+  return select_table_lookup_among(table, in, ~0u, line);
+}
+
+const char *select_table_source(const select_table_t *table)
+{
+  return table ? table->source : NULL;
+}
+
+size_t select_table_rules(const select_table_t *table) { return table ? table->n : 0; }

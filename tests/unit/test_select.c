@@ -1,0 +1,639 @@
+/* The all-reduce selector on synthetic layouts and parameters: eligibility,
+ * closed-form predictions, the default parameters' ranking of the measured
+ * 2-rank sweep, tuning-table parsing and precedence, and the explanation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "select/select.h"
+
+#define BIT(a) (1u << (a))
+#define HOST_ALGOS                                                                  \
+  (BIT(RONDO_ALGO_MPI) | BIT(RONDO_ALGO_RING) | BIT(RONDO_ALGO_RECURSIVE_DOUBLING) | \
+   BIT(RONDO_ALGO_RABENSEIFNER) | BIT(RONDO_ALGO_SHM) | BIT(RONDO_ALGO_HIERARCHICAL))
+#define P2P_ALGOS                                                                   \
+  (BIT(RONDO_ALGO_MPI) | BIT(RONDO_ALGO_RING) | BIT(RONDO_ALGO_RECURSIVE_DOUBLING) | \
+   BIT(RONDO_ALGO_RABENSEIFNER))
+#define ALL_ALGOS (HOST_ALGOS | BIT(RONDO_ALGO_NCCL))
+
+/* count float32 elements on ranks spread evenly over nodes. */
+static select_input_t layout(size_t count, int ranks, int nodes, unsigned available)
+{
+  select_input_t in = {.count = count,
+                       .bytes = count * 4,
+                       .ranks = ranks,
+                       .nodes = nodes,
+                       .min_local = ranks / nodes,
+                       .max_local = (ranks + nodes - 1) / nodes,
+                       .mem = SELECT_MEM_HOST,
+                       .available = available};
+  return in;
+}
+
+static rondo_algo_t choose(const select_params_t *p, const select_table_t *t,
+                           const select_input_t *in, select_result_t *res)
+{
+  return select_choose(p, t, RONDO_ALGO_AUTO, in, res);
+}
+
+static void expect_choice(const select_params_t *p, const select_input_t *in,
+                          rondo_algo_t want)
+{
+  select_result_t res;
+  rondo_algo_t got = choose(p, NULL, in, &res);
+  if (got != want)
+    fail_msg("%zu bytes, %d ranks, %d nodes: chose %s, want %s (%s)", in->bytes,
+             in->ranks, in->nodes, rondo_algo_name(got), rondo_algo_name(want),
+             res.reason);
+  assert_int_equal(res.choice, got);
+}
+
+static void assert_contains(const char *text, const char *part)
+{
+  if (strstr(text, part) == NULL)
+    fail_msg("'%s' does not contain '%s'", text, part);
+}
+
+/* cmocka's float assertions work in single precision: compare doubles to
+ * 1e-12 relative, printing both. */
+#define assert_close(got, want) assert_close_at((got), (want), #got, __FILE__, __LINE__)
+static void assert_close_at(double got, double want, const char *what, const char *file,
+                            int line)
+{
+  if (fabs(got - want) > 1e-12 * fabs(want))
+    fail_msg("%s:%d: %s = %.17g, want %.17g", file, line, what, got, want);
+}
+
+/* Round numbers, so the closed forms below are easy to check by hand. */
+static const select_params_t unit_params = {
+    .intra = {.alpha = 1e-6, .beta = 1e-9, .gamma = 2e-9},
+    .inter = {.alpha = 10e-6, .beta = 4e-9, .gamma = 2e-9},
+    .shm = {.alpha = 0.5e-6, .beta = 0.5e-9, .gamma = 1e-9},
+    .mpi_alpha = 3e-6,
+    .copy_beta = 0.25e-9,
+    .ring_chunk = 1024,
+};
+
+/* ---- the model --------------------------------------------------------------- */
+
+static void test_predictions_match_closed_forms(void **state)
+{
+  (void)state;
+  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_input_t in = layout(1024, 4, 1, ALL_ALGOS); /* n = 4096 bytes, p = 4 */
+  select_predict(&unit_params, &in, c);
+  double n = 4096, us = 1e-6, ns = 1e-9;
+  /* rd: 2 steps of n, reduces 2n, copies n */
+  double rd = 2 * us + 2 * n * ns + 2 * n * 2 * ns + n * 0.25 * ns;
+  /* rab: 4 messages, moves 2n 3/4, reduces n 3/4, copies n */
+  double rab = 4 * us + 1.5 * n * ns + 0.75 * n * 2 * ns + n * 0.25 * ns;
+  /* ring: 6 steps; segment 1024 = one chunk, so moving (1.5n ns) and
+   * reducing (0.75n x 2 ns) add up */
+  double ring = 6 * us + 1.5 * n * ns + 1.5 * n * ns;
+  double shm = 2 * 0.5 * us + 2 * n * 0.5 * ns + n * 1 * ns;
+  assert_close(c[RONDO_ALGO_RECURSIVE_DOUBLING].seconds, rd);
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, rab);
+  assert_close(c[RONDO_ALGO_RING].seconds, ring);
+  assert_close(c[RONDO_ALGO_MPI].seconds, fmin(rd, rab) + 3 * us);
+  assert_close(c[RONDO_ALGO_SHM].seconds, shm);
+  assert_null(c[RONDO_ALGO_RING].why_not);
+
+  /* 16 KiB: segments of 4 chunks, so 3/4 of the cheaper part is hidden */
+  in = layout(4096, 4, 1, ALL_ALGOS);
+  select_predict(&unit_params, &in, c);
+  n = 16384;
+  assert_close(c[RONDO_ALGO_RING].seconds, 6 * us + 1.5 * n * ns + 1.5 * n * ns / 4);
+}
+
+static void test_non_power_of_two_folds_two_extra_steps(void **state)
+{
+  (void)state;
+  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_input_t in = layout(1024, 6, 1, P2P_ALGOS); /* p' = 4, n = 4096 */
+  select_predict(&unit_params, &in, c);
+  double n = 4096, us = 1e-6, ns = 1e-9;
+  double rd = 4 * us + 4 * n * ns + 3 * n * 2 * ns + n * 0.25 * ns;
+  double rab = 6 * us + (1.5 * n + 2 * n) * ns + (0.75 * n + n) * 2 * ns + n * 0.25 * ns;
+  assert_close(c[RONDO_ALGO_RECURSIVE_DOUBLING].seconds, rd);
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, rab);
+}
+
+static void test_messages_above_the_eager_limit_pay_rndv_alpha(void **state)
+{
+  (void)state;
+  select_params_t p = unit_params;
+  p.intra.eager_limit = 8192;
+  p.intra.rndv_alpha = 5e-6;
+  select_candidate_t c[RONDO_ALGO_COUNT];
+  double us = 1e-6, ns = 1e-9;
+  /* 2 ranks, 16 KiB: rd sends 16 KiB (rendezvous), rab two messages of 8 KiB
+   * (eager) */
+  select_input_t in = layout(4096, 2, 1, P2P_ALGOS);
+  select_predict(&p, &in, c);
+  double n = 16384;
+  assert_close(c[RONDO_ALGO_RECURSIVE_DOUBLING].seconds,
+               5 * us + n * ns + n * 2 * ns + n * 0.25 * ns);
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds,
+               2 * us + n * ns + n / 2 * 2 * ns + n * 0.25 * ns);
+}
+
+static void test_ring_wins_when_bandwidth_dominates(void **state)
+{
+  (void)state;
+  select_params_t p = unit_params;
+  p.intra.alpha = 1e-9; /* latency negligible */
+  p.ring_chunk = 256 * 1024;
+  for (int ranks = 3; ranks <= 16; ranks++) {
+    select_input_t in = layout((size_t)16 << 20, ranks, 1, P2P_ALGOS);
+    expect_choice(&p, &in, RONDO_ALGO_RING);
+  }
+}
+
+static void test_recursive_doubling_wins_when_latency_dominates(void **state)
+{
+  (void)state;
+  for (int ranks = 2; ranks <= 16; ranks++) {
+    select_input_t in = layout(1, ranks, 1, P2P_ALGOS);
+    expect_choice(&unit_params, &in, RONDO_ALGO_RECURSIVE_DOUBLING);
+  }
+}
+
+static void test_one_rank_predicts_a_copy_and_mpi_wins_the_tie(void **state)
+{
+  (void)state;
+  select_input_t in = layout(1000, 1, 1, HOST_ALGOS);
+  select_result_t res;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_MPI);
+  assert_string_equal(res.reason, "lowest predicted time");
+  for (int a = RONDO_ALGO_MPI; a <= RONDO_ALGO_SHM; a++) {
+    assert_null(res.cand[a].why_not);
+    assert_close(res.cand[a].seconds, 4000 * 0.25e-9);
+  }
+  assert_string_equal(res.cand[RONDO_ALGO_HIERARCHICAL].why_not, "one node: use shm");
+}
+
+/* ---- eligibility --------------------------------------------------------------- */
+
+static void test_rabenseifner_needs_count_at_least_pof2(void **state)
+{
+  (void)state;
+  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_input_t in = layout(3, 6, 1, P2P_ALGOS); /* p' = 4 > 3 elements */
+  select_predict(&unit_params, &in, c);
+  assert_string_equal(c[RONDO_ALGO_RABENSEIFNER].why_not,
+                      "count < largest power of two <= ranks");
+  /* mpi is then modelled on recursive doubling alone */
+  assert_close(c[RONDO_ALGO_MPI].seconds,
+               c[RONDO_ALGO_RECURSIVE_DOUBLING].seconds + unit_params.mpi_alpha);
+  in = layout(4, 6, 1, P2P_ALGOS);
+  select_predict(&unit_params, &in, c);
+  assert_null(c[RONDO_ALGO_RABENSEIFNER].why_not);
+  /* even where it would be cheapest, an ineligible rabenseifner is not chosen */
+  select_params_t p = unit_params;
+  p.intra.alpha = 0;
+  in = layout(3, 6, 1, BIT(RONDO_ALGO_RABENSEIFNER));
+  select_result_t res;
+  assert_int_equal(choose(&p, NULL, &in, &res), RONDO_ALGO_AUTO);
+}
+
+static void test_shm_only_on_one_node_and_hierarchical_only_across(void **state)
+{
+  (void)state;
+  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_input_t one = layout(1024, 4, 1, HOST_ALGOS);
+  select_predict(&unit_params, &one, c);
+  assert_null(c[RONDO_ALGO_SHM].why_not);
+  assert_string_equal(c[RONDO_ALGO_HIERARCHICAL].why_not, "one node: use shm");
+  select_input_t two = layout(1024, 4, 2, HOST_ALGOS);
+  select_predict(&unit_params, &two, c);
+  assert_string_equal(c[RONDO_ALGO_SHM].why_not, "ranks span more than one node");
+  assert_null(c[RONDO_ALGO_HIERARCHICAL].why_not);
+}
+
+static void test_unavailable_algorithms_are_not_eligible(void **state)
+{
+  (void)state;
+  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_input_t in = layout(1024, 4, 1, BIT(RONDO_ALGO_MPI));
+  select_predict(&unit_params, &in, c);
+  assert_null(c[RONDO_ALGO_MPI].why_not);
+  for (int a = RONDO_ALGO_RING; a < RONDO_ALGO_COUNT; a++)
+    assert_string_equal(c[a].why_not, "not available on this comm");
+  expect_choice(&unit_params, &in, RONDO_ALGO_MPI);
+}
+
+static void test_host_memory_never_picks_nccl(void **state)
+{
+  (void)state;
+  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_input_t in = layout(1 << 20, 4, 1, ALL_ALGOS);
+  select_predict(&unit_params, &in, c);
+  assert_string_equal(c[RONDO_ALGO_NCCL].why_not, "needs device memory");
+  in.available = BIT(RONDO_ALGO_NCCL);
+  expect_choice(&unit_params, &in, RONDO_ALGO_AUTO);
+}
+
+static void test_device_memory_picks_nccl_only(void **state)
+{
+  (void)state;
+  select_input_t in = layout(1 << 20, 4, 2, ALL_ALGOS);
+  in.mem = SELECT_MEM_DEVICE;
+  select_result_t res;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_NCCL);
+  for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_NCCL; a++)
+    assert_string_equal(res.cand[a].why_not, "host algorithm: buffer is device memory");
+}
+
+static void test_device_memory_without_nccl_chooses_none(void **state)
+{
+  (void)state;
+  select_input_t in = layout(1 << 20, 4, 1, HOST_ALGOS);
+  in.mem = SELECT_MEM_DEVICE;
+  select_result_t res;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_AUTO);
+  assert_int_equal(res.choice, RONDO_ALGO_AUTO);
+  assert_string_equal(res.reason, "no eligible algorithm");
+  assert_string_equal(res.cand[RONDO_ALGO_NCCL].why_not, "not available on this comm");
+}
+
+static void test_forced_wins_even_when_not_eligible(void **state)
+{
+  (void)state;
+  select_input_t in = layout(1 << 20, 4, 2, HOST_ALGOS);
+  select_result_t res;
+  assert_int_equal(select_choose(&unit_params, NULL, RONDO_ALGO_SHM, &in, &res),
+                   RONDO_ALGO_SHM);
+  assert_string_equal(res.reason,
+                      "forced by RONDO_ALLREDUCE_ALGO; not eligible: ranks span more "
+                      "than one node");
+  assert_int_equal(select_choose(&unit_params, NULL, RONDO_ALGO_RING, &in, &res),
+                   RONDO_ALGO_RING);
+  assert_string_equal(res.reason, "forced by RONDO_ALLREDUCE_ALGO");
+}
+
+/* ---- the default parameters ------------------------------------------------------ */
+
+static void test_default_params_rank_the_2rank_sweep(void **state)
+{
+  (void)state;
+  /* docs/PERFORMANCE.md: recursive doubling fastest up to 8 KiB, the ring
+   * from 16 KiB to 64 MiB, MPI_Allreduce never */
+  for (size_t bytes = 4; bytes <= ((size_t)64 << 20); bytes *= 2) {
+    select_input_t in = layout(bytes / 4, 2, 1, P2P_ALGOS);
+    expect_choice(&select_default_params, &in,
+                  bytes <= 8192 ? RONDO_ALGO_RECURSIVE_DOUBLING : RONDO_ALGO_RING);
+  }
+}
+
+static void test_default_params_pick_shm_on_one_node(void **state)
+{
+  (void)state;
+  for (int ranks = 2; ranks <= 8; ranks++) {
+    select_input_t in = layout((size_t)1 << 18, ranks, 1, HOST_ALGOS); /* 1 MiB */
+    expect_choice(&select_default_params, &in, RONDO_ALGO_SHM);
+  }
+  /* measured: shm's two flag synchronizations (0.25 us) beat one MPI
+   * message (recursive doubling, 0.38 us) even at 4 bytes */
+  select_input_t tiny = layout(1, 2, 1, HOST_ALGOS);
+  expect_choice(&select_default_params, &tiny, RONDO_ALGO_SHM);
+  /* without shm, the 2-rank sweep's ranking: recursive doubling */
+  tiny = layout(1, 2, 1, HOST_ALGOS & ~(1u << RONDO_ALGO_SHM));
+  expect_choice(&select_default_params, &tiny, RONDO_ALGO_RECURSIVE_DOUBLING);
+}
+
+static void test_default_params_pick_hierarchical_across_nodes(void **state)
+{
+  (void)state;
+  /* The default inter level (10 GB/s) is about as fast as this host's
+   * shared-memory copies, so the node phases do not pay off; on a 1 GB/s
+   * network (Ethernet) they do, and more so with more ranks per node. */
+  select_params_t slow = select_default_params;
+  slow.inter.beta = 1.0e-9;
+  select_input_t in = layout((size_t)1 << 18, 4, 2, HOST_ALGOS); /* 1 MiB, 2 x 2 */
+  expect_choice(&slow, &in, RONDO_ALGO_HIERARCHICAL);
+  in = layout((size_t)1 << 18, 8, 2, HOST_ALGOS); /* 2 x 4 */
+  expect_choice(&slow, &in, RONDO_ALGO_HIERARCHICAL);
+  in = layout((size_t)1 << 18, 4, 2, HOST_ALGOS); /* default params: not hierarchical */
+  select_result_t res;
+  assert_int_not_equal(select_choose(&select_default_params, NULL, RONDO_ALGO_AUTO, &in, &res),
+                       RONDO_ALGO_HIERARCHICAL);
+}
+
+/* ---- tuning tables ----------------------------------------------------------------- */
+
+static select_table_t *parse_ok(const char *text)
+{
+  select_table_t *t = NULL;
+  rondo_status_t st = select_table_parse(text, "t.txt", &t);
+  if (st != RONDO_SUCCESS)
+    fail_msg("parse failed: %s", rondo_last_error());
+  assert_non_null(t);
+  return t;
+}
+
+static rondo_algo_t lookup(const select_table_t *t, size_t bytes, int ranks, int nodes,
+                           select_mem_t mem, int *line)
+{
+  select_input_t in = layout(bytes / 4, ranks, nodes, ALL_ALGOS);
+  in.bytes = bytes;
+  in.mem = mem;
+  return select_table_lookup(t, &in, line);
+}
+
+static void test_parse_good_table_with_comments(void **state)
+{
+  (void)state;
+  select_table_t *t = parse_ok("# generated by rondo-bench tune\n"
+                               "\n"
+                               "allreduce 0-8K     2-4 1 host recursive_doubling # small\n"
+                               "  allreduce\t8K-64KiB * 1 * ring\r\n"
+                               "allreduce 64K- * 2- host hierarchical\n"
+                               "allreduce 1M * * device nccl");
+  assert_int_equal(select_table_rules(t), 4);
+  assert_string_equal(select_table_source(t), "t.txt");
+  int line;
+  assert_int_equal(lookup(t, 100, 2, 1, SELECT_MEM_HOST, &line),
+                   RONDO_ALGO_RECURSIVE_DOUBLING);
+  assert_int_equal(line, 3);
+  assert_int_equal(lookup(t, 16384, 7, 1, SELECT_MEM_DEVICE, &line), RONDO_ALGO_RING);
+  assert_int_equal(line, 4);
+  assert_int_equal(lookup(t, 1 << 20, 64, 16, SELECT_MEM_HOST, &line),
+                   RONDO_ALGO_HIERARCHICAL);
+  assert_int_equal(line, 5);
+  assert_int_equal(lookup(t, 1 << 20, 4, 1, SELECT_MEM_DEVICE, &line), RONDO_ALGO_NCCL);
+  assert_int_equal(line, 6);
+  assert_int_equal(lookup(t, 1 << 20, 4, 1, SELECT_MEM_HOST, &line), RONDO_ALGO_AUTO);
+  assert_int_equal(line, 0);
+  select_table_free(t);
+}
+
+static void test_range_bounds(void **state)
+{
+  (void)state;
+  select_table_t *t = parse_ok("allreduce 0-8K 2-4 * * ring\n"
+                               "allreduce 8K 2-4 * * shm\n"
+                               "allreduce 8K- 2-4 * * mpi\n");
+  /* bytes: half-open, so 8K belongs to the next rule; "8K" is exactly 8192 */
+  assert_int_equal(lookup(t, 0, 2, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_RING);
+  assert_int_equal(lookup(t, 8191, 2, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_RING);
+  assert_int_equal(lookup(t, 8192, 2, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_SHM);
+  assert_int_equal(lookup(t, 8193, 2, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_MPI);
+  assert_int_equal(lookup(t, SIZE_MAX, 2, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_MPI);
+  /* ranks: inclusive */
+  assert_int_equal(lookup(t, 100, 4, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_RING);
+  assert_int_equal(lookup(t, 100, 1, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_AUTO);
+  assert_int_equal(lookup(t, 100, 5, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_AUTO);
+  select_table_free(t);
+
+  t = parse_ok("allreduce 1k-2KB 3 2-2 host ring\n");
+  assert_int_equal(lookup(t, 1024, 3, 2, SELECT_MEM_HOST, NULL), RONDO_ALGO_RING);
+  assert_int_equal(lookup(t, 2047, 3, 2, SELECT_MEM_HOST, NULL), RONDO_ALGO_RING);
+  assert_int_equal(lookup(t, 2048, 3, 2, SELECT_MEM_HOST, NULL), RONDO_ALGO_AUTO);
+  assert_int_equal(lookup(t, 1024, 3, 1, SELECT_MEM_HOST, NULL), RONDO_ALGO_AUTO);
+  assert_int_equal(lookup(t, 1024, 3, 2, SELECT_MEM_DEVICE, NULL), RONDO_ALGO_AUTO);
+  select_table_free(t);
+}
+
+static void test_empty_text_is_an_empty_table(void **state)
+{
+  (void)state;
+  const char *texts[] = {"", "\n\n", "# only a comment\n   \t\n# another"};
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    select_table_t *t = parse_ok(texts[i]);
+    assert_int_equal(select_table_rules(t), 0);
+    int line = -1;
+    assert_int_equal(lookup(t, 100, 2, 1, SELECT_MEM_HOST, &line), RONDO_ALGO_AUTO);
+    assert_int_equal(line, 0);
+    select_table_free(t);
+  }
+}
+
+static void test_malformed_lines_are_errors_naming_the_line(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *rule;
+    const char *says;
+  } bad[] = {
+      {"bcast 0- * * * ring", "unknown collective 'bcast'"},
+      {"allreduce 8K-4K * * * ring", "'8K-4K' is reversed"},
+      {"allreduce 8K-8K * * * ring", "'8K-8K' is empty"},
+      {"allreduce abc * * * ring", "bad byte range 'abc'"},
+      {"allreduce -4 * * * ring", "bad byte range '-4'"},
+      {"allreduce 4--8 * * * ring", "bad byte range '4--8'"},
+      {"allreduce 4X * * * ring", "bad byte range '4X'"},
+      {"allreduce 1.5M * * * ring", "bad byte range '1.5M'"},
+      {"allreduce 99999999999999999999 * * * ring", "number too large"},
+      {"allreduce 16777216T * * * ring", "number too large"},
+      {"allreduce * 3000000000 * * ring", "number too large"},
+      {"allreduce * 2K * * ring", "bad rank range '2K'"},
+      {"allreduce * 4-2 * * ring", "rank range '4-2' is reversed"},
+      {"allreduce * * x * ring", "bad node range 'x'"},
+      {"allreduce * * * gpu ring", "unknown memory kind 'gpu'"},
+      {"allreduce * * * * rign", "unknown algorithm 'rign'"},
+      {"allreduce * * * * auto", "unknown algorithm 'auto'"},
+      {"allreduce * * * ring", "too few fields (5)"},
+      {"allreduce", "too few fields (1)"},
+      {"allreduce * * * * ring extra", "too many fields (7)"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "# header\nallreduce 0- * * * mpi\n%s # c\n", bad[i].rule);
+    select_table_t *t = (select_table_t *)text; /* any non-NULL: must be reset */
+    assert_int_equal(select_table_parse(text, "bad.txt", &t), RONDO_ERR_INVALID_ARG);
+    assert_null(t);
+    const char *msg = rondo_last_error();
+    assert_contains(msg, "bad.txt line 3:");
+    assert_contains(msg, bad[i].says);
+  }
+}
+
+static void test_table_rule_beats_the_model(void **state)
+{
+  (void)state;
+  select_table_t *t = parse_ok("allreduce 0-1M * 1 host mpi\n");
+  select_input_t in = layout(1024, 4, 1, HOST_ALGOS);
+  select_result_t res;
+  assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_MPI);
+  assert_string_equal(res.reason, "tuning file t.txt line 1");
+  /* outside the rule's range: the model */
+  in = layout(1 << 20, 4, 1, HOST_ALGOS);
+  assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_SHM);
+  assert_string_equal(res.reason, "lowest predicted time");
+  /* forced beats the table */
+  in = layout(1024, 4, 1, HOST_ALGOS);
+  assert_int_equal(select_choose(&select_default_params, t, RONDO_ALGO_RING, &in, &res),
+                   RONDO_ALGO_RING);
+  assert_string_equal(res.reason, "forced by RONDO_ALLREDUCE_ALGO");
+  select_table_free(t);
+}
+
+static void test_table_skips_rules_whose_algorithm_is_not_eligible(void **state)
+{
+  (void)state;
+  select_table_t *t = parse_ok("allreduce * * * * shm\n"
+                               "allreduce * * * * rabenseifner\n"
+                               "allreduce * * * * ring\n");
+  /* 2 nodes: shm is not eligible, rabenseifner is */
+  select_input_t in = layout(1024, 4, 2, HOST_ALGOS);
+  select_result_t res;
+  assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_RABENSEIFNER);
+  assert_string_equal(res.reason,
+                      "tuning file t.txt line 2 (tuning file t.txt line 1: shm not "
+                      "eligible)");
+  /* 3 elements on 4 ranks: rabenseifner is not eligible either */
+  in = layout(3, 4, 2, HOST_ALGOS);
+  assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_RING);
+  assert_string_equal(res.reason,
+                      "tuning file t.txt line 3 (tuning file t.txt line 1: shm not "
+                      "eligible)");
+  /* lookup itself ignores eligibility */
+  int line;
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_SHM);
+  assert_int_equal(line, 1);
+  select_table_free(t);
+
+  /* no eligible rule: the model, and the reason says which rule was skipped */
+  t = parse_ok("allreduce * * * * nccl\n");
+  in = layout(1024, 2, 1, P2P_ALGOS);
+  assert_int_equal(choose(&select_default_params, t, &in, &res),
+                   RONDO_ALGO_RECURSIVE_DOUBLING);
+  assert_string_equal(res.reason,
+                      "lowest predicted time (tuning file t.txt line 1: nccl not "
+                      "eligible)");
+  select_table_free(t);
+}
+
+static void test_load_reads_a_file_and_reports_io_errors(void **state)
+{
+  (void)state;
+  char path[] = "/tmp/rondo-test-select-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  const char text[] = "allreduce 0-4K * * host ring\n";
+  assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+  close(fd);
+
+  select_table_t *t = NULL;
+  assert_int_equal(select_table_load(path, &t), RONDO_SUCCESS);
+  assert_string_equal(select_table_source(t), path);
+  assert_int_equal(select_table_rules(t), 1);
+  select_table_free(t);
+
+  /* a NUL byte would silently hide the rest of the file */
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fwrite("allreduce * * * * ring\n\0allreduce", 1, 33, f);
+  fclose(f);
+  assert_int_equal(select_table_load(path, &t), RONDO_ERR_INVALID_ARG);
+  assert_null(t);
+  assert_contains(rondo_last_error(), "NUL byte");
+
+  /* a malformed file names the path and the line */
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("\nallreduce * * * * rign\n", f);
+  fclose(f);
+  assert_int_equal(select_table_load(path, &t), RONDO_ERR_INVALID_ARG);
+  char want[64];
+  snprintf(want, sizeof want, "%s line 2:", path);
+  assert_contains(rondo_last_error(), want);
+  unlink(path);
+
+  assert_int_equal(select_table_load(path, &t), RONDO_ERR_IO);
+  assert_null(t);
+  assert_contains(rondo_last_error(), path);
+}
+
+/* ---- the explanation --------------------------------------------------------------- */
+
+static void test_explain_lists_every_algorithm_and_the_choice(void **state)
+{
+  (void)state;
+  select_input_t in = layout((size_t)1 << 18, 4, 2, HOST_ALGOS);
+  select_result_t res;
+  select_params_t slow = select_default_params; /* a 1 GB/s network */
+  slow.inter.beta = 1.0e-9;
+  choose(&slow, NULL, &in, &res);
+  char buf[2048];
+  int n = select_explain(&res, &in, buf, sizeof buf);
+  assert_int_equal(n, (int)strlen(buf));
+  for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_COUNT; a++)
+    assert_contains(buf, rondo_algo_name((rondo_algo_t)a));
+  assert_contains(buf, "allreduce 1048576 bytes (262144 elements), 4 ranks on 2 nodes "
+                       "(2 per node), host memory\n");
+  assert_contains(buf, "ranks span more than one node");
+  assert_contains(buf, "not available on this comm");
+  assert_contains(buf, "<- chosen (lowest predicted time)");
+  assert_contains(buf, "choice: hierarchical (lowest predicted time)\n");
+  /* one "chosen", on the hierarchical row */
+  const char *chosen = strstr(buf, "<- chosen");
+  assert_null(strstr(chosen + 1, "<- chosen"));
+  const char *row = strstr(buf, "  hierarchical");
+  assert_non_null(row);
+  assert_true(chosen > row && memchr(row, '\n', (size_t)(chosen - row)) == NULL);
+
+  /* snprintf semantics: the length it wanted, a truncated NUL-terminated prefix */
+  assert_int_equal(select_explain(&res, &in, NULL, 0), n);
+  char small[40];
+  memset(small, 'x', sizeof small);
+  assert_int_equal(select_explain(&res, &in, small, sizeof small), n);
+  assert_int_equal(strlen(small), sizeof small - 1);
+  assert_memory_equal(small, buf, sizeof small - 1);
+}
+
+static void test_explain_when_nothing_is_eligible(void **state)
+{
+  (void)state;
+  select_input_t in = layout(10, 3, 1, HOST_ALGOS);
+  in.mem = SELECT_MEM_DEVICE;
+  in.min_local = 1;
+  select_result_t res;
+  choose(&select_default_params, NULL, &in, &res);
+  char buf[2048];
+  select_explain(&res, &in, buf, sizeof buf);
+  assert_contains(buf, "3 ranks on 1 node (1-3 per node), device memory");
+  assert_contains(buf, "host algorithm: buffer is device memory");
+  assert_contains(buf, "choice: none (no eligible algorithm)\n");
+  assert_null(strstr(buf, "<- chosen"));
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_predictions_match_closed_forms),
+      cmocka_unit_test(test_non_power_of_two_folds_two_extra_steps),
+      cmocka_unit_test(test_messages_above_the_eager_limit_pay_rndv_alpha),
+      cmocka_unit_test(test_ring_wins_when_bandwidth_dominates),
+      cmocka_unit_test(test_recursive_doubling_wins_when_latency_dominates),
+      cmocka_unit_test(test_one_rank_predicts_a_copy_and_mpi_wins_the_tie),
+      cmocka_unit_test(test_rabenseifner_needs_count_at_least_pof2),
+      cmocka_unit_test(test_shm_only_on_one_node_and_hierarchical_only_across),
+      cmocka_unit_test(test_unavailable_algorithms_are_not_eligible),
+      cmocka_unit_test(test_host_memory_never_picks_nccl),
+      cmocka_unit_test(test_device_memory_picks_nccl_only),
+      cmocka_unit_test(test_device_memory_without_nccl_chooses_none),
+      cmocka_unit_test(test_forced_wins_even_when_not_eligible),
+      cmocka_unit_test(test_default_params_rank_the_2rank_sweep),
+      cmocka_unit_test(test_default_params_pick_shm_on_one_node),
+      cmocka_unit_test(test_default_params_pick_hierarchical_across_nodes),
+      cmocka_unit_test(test_parse_good_table_with_comments),
+      cmocka_unit_test(test_range_bounds),
+      cmocka_unit_test(test_empty_text_is_an_empty_table),
+      cmocka_unit_test(test_malformed_lines_are_errors_naming_the_line),
+      cmocka_unit_test(test_table_rule_beats_the_model),
+      cmocka_unit_test(test_table_skips_rules_whose_algorithm_is_not_eligible),
+      cmocka_unit_test(test_load_reads_a_file_and_reports_io_errors),
+      cmocka_unit_test(test_explain_lists_every_algorithm_and_the_choice),
+      cmocka_unit_test(test_explain_when_nothing_is_eligible),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
