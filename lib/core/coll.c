@@ -203,8 +203,14 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   RONDO_CHECK(rondo__enter(comm));
   rondo_status_t st = allreduce_args(comm, sendbuf, recvbuf, count, dtype, op, algo, &bytes);
   select_result_t res;
-  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_AUTO) {
+  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_AUTO && comm->last_algo != RONDO_ALGO_AUTO &&
+      comm->last_count == count && comm->last_bytes == bytes) {
+    algo = (rondo_algo_t)comm->last_algo;
+  } else if (st == RONDO_SUCCESS && algo == RONDO_ALGO_AUTO) {
     algo = choose(comm, count, bytes, &res);
+    comm->last_count = count;
+    comm->last_bytes = bytes;
+    comm->last_algo = algo;
     if (algo == RONDO_ALGO_AUTO)
       st = rondo__fail(RONDO_ERR_UNSUPPORTED, "no all-reduce algorithm is eligible: %s",
                        res.reason);

@@ -134,6 +134,10 @@ struct rondo_comm {
   struct topo *topo; /* nodes, cross communicators, hwloc (lib/topo) */
   struct shm_state *shm;      /* the node's shared window, made on first use */
   struct rondo_comm **cross;  /* [topo->slices]: comms over topo->cross[g], or NULL */
+  /* The last AUTO decision: repeated calls of one size (a training loop)
+   * skip the cost model. Knobs and the tuning table are fixed after init. */
+  size_t last_count, last_bytes;
+  int last_algo;     /* rondo_algo_t; RONDO_ALGO_AUTO: none yet */
   struct rondo_comm *next;    /* registry of live comms */
 };
 
