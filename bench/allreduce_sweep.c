@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "rondo.h"
+#include "tools/parse_size.h"
 
 #define MAX_ROUNDS 15
 #define MAX_SIZES 64
@@ -53,19 +54,6 @@ static int pick_algos(rondo_comm_t comm, const char *list)
     N_ALGOS++;
   }
   return N_ALGOS > 0 ? 0 : -1;
-}
-
-static size_t parse_size(const char *s)
-{
-  char *end;
-  double v = strtod(s, &end);
-  switch (*end) {
-  case 'K': case 'k': v *= 1024; break;
-  case 'M': case 'm': v *= 1024 * 1024; break;
-  case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-  default: break;
-  }
-  return (size_t)v;
 }
 
 static int cmp_double(const void *x, const void *y)

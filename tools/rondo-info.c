@@ -15,19 +15,7 @@
 #include <string.h>
 
 #include "rondo.h"
-
-static size_t parse_bytes(const char *s)
-{
-  char *end;
-  double v = strtod(s, &end);
-  switch (*end) {
-  case 'K': case 'k': v *= 1024; break;
-  case 'M': case 'm': v *= 1024.0 * 1024; break;
-  case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-  default: break;
-  }
-  return (size_t)v;
-}
+#include "tools/parse_size.h"
 
 static void print_build(void)
 {
@@ -116,7 +104,7 @@ int main(int argc, char **argv)
   char buf[4096];
   int rc = 0;
   if (explain != NULL) {
-    size_t bytes = parse_bytes(explain);
+    size_t bytes = parse_size(explain);
     if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, buf, sizeof buf) !=
         RONDO_SUCCESS) {
       fprintf(stderr, "rondo-info: %s\n", rondo_last_error());
