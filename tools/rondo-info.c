@@ -32,6 +32,10 @@ static void print_build(void)
   printf("  NCCL     %s\n", rondo_nccl_built() ? "found at configure time" : "no");
   printf("  algorithms:");
   for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_NCCL; a++) {
+    if (a == RONDO_ALGO_SHM && rondo_comm_node_count(rondo_world()) > 1) {
+      printf(" shm (unavailable: the comm spans nodes)");
+      continue;
+    }
     /* Ask the library whether it can run each one on a single element
      * (shm is unavailable on a comm that spans nodes). */
     float x = 1, y;

@@ -15,8 +15,9 @@
  *     copies the result into its slot; then publishes reduced = s,
  *   - copies the reduced pieces out of their owners' slots, and publishes
  *     done = s when it will not read round k's slots again.
- * A slot is rewritten only after every rank's done reached s - SHM_SLOTS, so
- * ranks run up to SHM_SLOTS rounds apart and never meet at a barrier.
+ * A slot is rewritten only after every rank's done reached s - SHM_SLOTS:
+ * the copy-in of the next rounds overlaps the others' reductions and
+ * copy-outs, and ranks never meet at a barrier.
  */
 #ifndef RONDO_SHM_H
 #define RONDO_SHM_H

@@ -54,7 +54,7 @@ static const knob_def_t knob_table[] = {
     {"RONDO_TUNING_FILE", KNOB_STRING, "",
      "a tuning table (written by bench/allreduce_sweep -t) whose rules choose the all-reduce "
      "algorithm before the cost model; empty: the cost model alone",
-     FIELD(tuning_file), NULL, 0, 0, 0},
+     FIELD(tuning_file), NULL, 0, 0, 1},
     {"RONDO_NODE_SIZE", KNOB_INT, "0",
      "0: nodes are the ranks that share memory; k > 0: cut each node into runs "
      "of k consecutive ranks (virtual nodes, to test or tune hierarchical code on "
