@@ -12,7 +12,8 @@
  * call on a communicator of its own, the baseline of the ratio columns
  * (ratio > 1: faster than MPI_Allreduce). Every result is checked: the
  * inputs make the float sum exact in any order. -a picks the algorithms
- * (default: every one this comm can run: shm only within one node).
+ * (default: every one AUTO may pick on this comm: shm within one node,
+ * hierarchical across nodes).
  *
  * Tuning: -t FILE writes a tuning table (docs/tuning.md) with, for this comm
  * size and node count, the fastest forced algorithm of each measured size
@@ -42,7 +43,8 @@ static int pick_algos(rondo_comm_t comm, const char *list)
                                      RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL, RONDO_ALGO_AUTO};
   if (list == NULL) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-      if (all[i] != RONDO_ALGO_SHM || rondo_comm_node_count(comm) == 1)
+      if ((all[i] != RONDO_ALGO_SHM || rondo_comm_node_count(comm) == 1) &&
+          (all[i] != RONDO_ALGO_HIERARCHICAL || rondo_comm_node_count(comm) > 1))
         algos[N_ALGOS++] = all[i];
     return 0;
   }

@@ -39,7 +39,9 @@ static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm
                        .mem = SELECT_MEM_HOST,
                        .available = 1u << RONDO_ALGO_RING | 1u << RONDO_ALGO_RECURSIVE_DOUBLING};
   select_result_t res;
-  if (select_choose(&select_default_params, NULL, RONDO_ALGO_AUTO, &in, &res) ==
+  select_params_t params = select_default_params;
+  params.ring_chunk = rondo__knobs.ring_chunk;
+  if (select_choose(&params, NULL, RONDO_ALGO_AUTO, &in, &res) ==
       RONDO_ALGO_RECURSIVE_DOUBLING)
     return algo_allreduce_rd(&c);
   return algo_allreduce_ring(&c);
