@@ -67,8 +67,8 @@ void topo_hw_describe(const topo_hw_t *hw, char *buf, size_t len);
 int topo_hw_bind_cpuset(hwloc_topology_t topo, hwloc_cpuset_t out);
 
 /* Cpusets as arrays of unsigned long, so the ranks of a node can exchange
- * them with MPI_Allgather(words, nwords, MPI_UNSIGNED_LONG, ...) and OR them
- * together. Word i holds PUs i*B .. i*B+B-1, B the bits of an unsigned long
+ * them with MPI_Allreduce(..., nwords, MPI_UNSIGNED_LONG, MPI_BOR, node)
+ * (topo.c). Word i holds PUs i*B .. i*B+B-1, B the bits of an unsigned long
  * (hwloc_bitmap_to_ulongs's layout). */
 
 /* Words needed for any cpuset of topo (those of its complete cpuset), >= 1.

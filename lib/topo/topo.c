@@ -38,33 +38,54 @@ void topo_shutdown(void)
   pthread_mutex_unlock(&hw_lock);
 }
 
-/* The union of the real node's ranks' cpusets, by MPI_BOR over bitmap words. */
-enum { CPUSET_WORDS = 64 }; /* 4096 PUs */
+/* The union of the real node's ranks' cpusets: MPI_BOR over their bitmap
+ * words, as many as the largest topology on the node needs. */
+static rondo_status_t node_cpuset_words(MPI_Comm real_node, hwloc_topology_t topo,
+                                        unsigned long **out, int *nwords)
+{
+  int mine = topo != NULL ? topo_hw_cpuset_nwords(topo) : 1;
+  MPI_CHECK(MPI_Allreduce(&mine, nwords, 1, MPI_INT, MPI_MAX, real_node));
+  /* [0, n): this rank's words; [n, 2n): the union */
+  unsigned long *words = calloc(2 * (size_t)*nwords, sizeof *words);
+  if (words == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: %d cpuset words", *nwords);
+  hwloc_cpuset_t set = topo != NULL ? hwloc_bitmap_alloc() : NULL;
+  if (set != NULL) {
+    topo_hw_bind_cpuset(topo, set);
+    topo_hw_cpuset_to_ulongs(set, words, *nwords);
+    hwloc_bitmap_free(set);
+  }
+  /* Every rank joins the reduction, even if its hwloc failed. */
+  int rc = MPI_Allreduce(words, words + *nwords, *nwords, MPI_UNSIGNED_LONG, MPI_BOR, real_node);
+  if (rc != MPI_SUCCESS) {
+    free(words);
+    return rondo__mpi_fail(rc, "MPI_Allreduce(cpusets)", __FILE__, __LINE__);
+  }
+  memmove(words, words + *nwords, (size_t)*nwords * sizeof *words);
+  *out = words;
+  return RONDO_SUCCESS;
+}
 
 static rondo_status_t probe_hw(MPI_Comm real_node, topo_t *t)
 {
   hwloc_topology_t topo = hw_get();
-  unsigned long mine[CPUSET_WORDS] = {0}, all[CPUSET_WORDS];
+  unsigned long *all = NULL;
+  int nwords = 0;
   topo_hw_t hw;
-  if (topo != NULL) {
-    hwloc_cpuset_t set = hwloc_bitmap_alloc();
-    if (set == NULL)
-      return rondo__fail(RONDO_ERR_NO_MEMORY, "hwloc bitmap");
-    topo_hw_bind_cpuset(topo, set);
-    topo_hw_cpuset_to_ulongs(set, mine, CPUSET_WORDS);
-    hwloc_bitmap_free(set);
-  }
-  /* Every rank joins the reduction, even if its hwloc failed. */
-  MPI_CHECK(MPI_Allreduce(mine, all, CPUSET_WORDS, MPI_UNSIGNED_LONG, MPI_BOR, real_node));
+  RONDO_CHECK(node_cpuset_words(real_node, topo, &all, &nwords));
   if (topo == NULL) {
+    free(all);
     snprintf(t->hw_summary, sizeof t->hw_summary, "hwloc could not load the topology");
     t->cores = t->avail_cores = 0;
     return RONDO_SUCCESS;
   }
   hwloc_cpuset_t node_set = hwloc_bitmap_alloc();
-  if (node_set == NULL)
+  if (node_set == NULL) {
+    free(all);
     return rondo__fail(RONDO_ERR_NO_MEMORY, "hwloc bitmap");
-  topo_hw_cpuset_from_ulongs(node_set, all, CPUSET_WORDS);
+  }
+  topo_hw_cpuset_from_ulongs(node_set, all, nwords);
+  free(all);
   topo_hw_count(topo, node_set, &hw);
   hwloc_bitmap_free(node_set);
   topo_hw_describe(&hw, t->hw_summary, sizeof t->hw_summary);
