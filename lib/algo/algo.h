@@ -69,7 +69,9 @@ rondo_status_t algo_irecv(rondo_comm_t comm, void *buf, size_t bytes, int peer,
                           MPI_Request *req);
 rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
                              int dest, void *rbuf, size_t rbytes, int src);
-rondo_status_t algo_waitall(int n, MPI_Request *reqs);
+/* Waits for n requests; yields the core between polls when the comm's node
+ * is oversubscribed (comm->yield_waits). */
+rondo_status_t algo_waitall(rondo_comm_t comm, int n, MPI_Request *reqs);
 
 /* dst = lower-ranked data (op) higher-ranked data, so both partners of an
  * exchange compute the same bytes. mine/theirs are element buffers. */

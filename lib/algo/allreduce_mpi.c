@@ -3,7 +3,8 @@
  * datatypes and ops where they give rondo's semantics, user-defined ops
  * over rondo's kernels for float16/bfloat16 and floating MIN/MAX (p2p.c).
  * Counts beyond INT_MAX are reduced in pieces, which works with MPI-3
- * libraries and with user-defined ops.
+ * libraries and with user-defined ops. Nonblocking plus algo_waitall, so
+ * that the wait yields the core on an oversubscribed node (p2p.c).
  */
 #include "algo.h"
 
@@ -21,8 +22,10 @@ rondo_status_t algo_allreduce_mpi(const algo_allreduce_args_t *a)
     size_t n = a->count - done < PIECE ? a->count - done : PIECE;
     const char *src = (const char *)a->sendbuf + done * a->esize;
     char *dst = (char *)a->recvbuf + done * a->esize;
-    MPI_CHECK(MPI_Allreduce(in_place ? MPI_IN_PLACE : src, dst, (int)n, mtype, mop,
-                            a->comm->mpi));
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(in_place ? MPI_IN_PLACE : src, dst, (int)n, mtype, mop,
+                             a->comm->mpi, &req));
+    RONDO_CHECK(algo_waitall(a->comm, 1, &req));
   }
   return RONDO_SUCCESS;
 }

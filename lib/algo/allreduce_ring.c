@@ -85,7 +85,7 @@ static rondo_status_t post_recv(ring_t *r, size_t g)
     dst = r->tmp + (g % WINDOW) * r->slot_bytes;
   } else {
     size_t u = t - (size_t)(r->p - 1);
-    RONDO_CHECK(algo_waitall(1, &r->sreq[u * r->k + j]));
+    RONDO_CHECK(algo_waitall(r->a->comm, 1, &r->sreq[u * r->k + j]));
     dst = (char *)a->recvbuf + off * a->esize;
   }
   return algo_irecv(a->comm, dst, n * a->esize, r->left, &r->rreq[g % WINDOW]);
@@ -126,11 +126,11 @@ static rondo_status_t run(ring_t *r)
   for (size_t j = 0; j < r->k; j++)
     RONDO_CHECK(post_send(r, 0, j, r->a->sendbuf));
   for (size_t g = 0; g < total; g++) {
-    RONDO_CHECK(algo_waitall(1, &r->rreq[g % WINDOW]));
+    RONDO_CHECK(algo_waitall(r->a->comm, 1, &r->rreq[g % WINDOW]));
     RONDO_CHECK(forward(r, g));
     RONDO_CHECK(post_recv(r, g + WINDOW));
   }
-  return algo_waitall((int)total, r->sreq);
+  return algo_waitall(r->a->comm, (int)total, r->sreq);
 }
 
 /* On failure, requests still posted must not outlive the buffers. */
@@ -142,7 +142,7 @@ static void cancel_all(ring_t *r)
       MPI_Wait(&r->rreq[i], MPI_STATUS_IGNORE);
     }
   }
-  algo_waitall((int)(r->steps * r->k), r->sreq);
+  algo_waitall(r->a->comm, (int)(r->steps * r->k), r->sreq);
 }
 
 rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a)

@@ -6,6 +6,7 @@
 
 rondo_status_t algo_barrier(rondo_comm_t comm)
 {
-  MPI_CHECK(MPI_Barrier(comm->mpi));
-  return RONDO_SUCCESS;
+  MPI_Request req;
+  MPI_CHECK(MPI_Ibarrier(comm->mpi, &req));
+  return algo_waitall(comm, 1, &req); /* yields when oversubscribed */
 }

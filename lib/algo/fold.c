@@ -27,11 +27,11 @@ rondo_status_t algo_fold_in(const algo_allreduce_args_t *a, void *buf, void *tmp
   if (rank % 2 == 0) {
     *newrank = -1;
     RONDO_CHECK(algo_isend(a->comm, buf, bytes, rank + 1, &req));
-    return algo_waitall(1, &req);
+    return algo_waitall(a->comm, 1, &req);
   }
   *newrank = rank / 2;
   RONDO_CHECK(algo_irecv(a->comm, tmp, bytes, rank - 1, &req));
-  RONDO_CHECK(algo_waitall(1, &req));
+  RONDO_CHECK(algo_waitall(a->comm, 1, &req));
   algo_reduce_ordered(buf, buf, tmp, a->count, a, rank - 1);
   return RONDO_SUCCESS;
 }
@@ -48,5 +48,5 @@ rondo_status_t algo_fold_out(const algo_allreduce_args_t *a, void *buf, int newr
     RONDO_CHECK(algo_irecv(a->comm, buf, bytes, rank + 1, &req));
   else
     RONDO_CHECK(algo_isend(a->comm, buf, bytes, rank - 1, &req));
-  return algo_waitall(1, &req);
+  return algo_waitall(a->comm, 1, &req);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "reduce/reduce.h"
+#include "topo/topo.h"
 
 /* MPI-4 has large-count (MPI_Count) point-to-point; with MPI-3 one message
  * is limited to INT_MAX bytes. */
@@ -53,11 +54,27 @@ rondo_status_t algo_irecv(rondo_comm_t comm, void *buf, size_t bytes, int peer,
 }
 
 /* A loop of MPI_Wait rather than MPI_Waitall: the same progress, and GCC 12
- * misreads MPICH's MPI_STATUSES_IGNORE as a zero-sized status array. */
-rondo_status_t algo_waitall(int n, MPI_Request *reqs)
+ * misreads MPICH's MPI_STATUSES_IGNORE as a zero-sized status array. On an
+ * oversubscribed node MPI_Wait would spin until the scheduler preempts it
+ * (a whole time slice, 4 ms on a 250 Hz kernel) while the rank it waits for
+ * cannot run; polling with MPI_Test and yielding between polls hands the
+ * core over at once. */
+rondo_status_t algo_waitall(rondo_comm_t comm, int n, MPI_Request *reqs)
 {
-  for (int i = 0; i < n; i++)
-    MPI_CHECK(MPI_Wait(&reqs[i], MPI_STATUS_IGNORE));
+  for (int i = 0; i < n; i++) {
+    if (!comm->yield_waits) {
+      MPI_CHECK(MPI_Wait(&reqs[i], MPI_STATUS_IGNORE));
+      continue;
+    }
+    unsigned polls = 0;
+    for (;;) {
+      int done = 0;
+      MPI_CHECK(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE));
+      if (done)
+        break;
+      topo_yield(polls++);
+    }
+  }
   return RONDO_SUCCESS;
 }
 
@@ -76,7 +93,7 @@ rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
     }
     return st;
   }
-  return algo_waitall(2, req);
+  return algo_waitall(comm, 2, req);
 }
 
 void algo_reduce_ordered(void *dst, const void *mine, const void *theirs, size_t count,

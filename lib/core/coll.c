@@ -102,7 +102,9 @@ rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
     v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
     v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
   }
-  MPI_CHECK(MPI_Allreduce(v, r, n, MPI_INT64_T, MPI_MAX, comm->mpi));
+  MPI_Request req; /* nonblocking: algo_waitall yields when oversubscribed */
+  MPI_CHECK(MPI_Iallreduce(v, r, n, MPI_INT64_T, MPI_MAX, comm->mpi, &req));
+  RONDO_CHECK(algo_waitall(comm, 1, &req));
   if (local != RONDO_SUCCESS)
     return local;
   if (r[0])

@@ -243,7 +243,9 @@ static rondo_status_t find_topology(struct rondo_comm *c)
       continue;
     if ((c->cross[g] = sub_comm(c->topo->cross[g])) == NULL)
       return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comm");
+    c->cross[g]->yield_waits = c->topo->oversubscribed;
   }
+  c->yield_waits = c->topo->oversubscribed;
   if (c->topo->oversubscribed && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
     LOG_WARN("%d ranks share %d available cores on this node: waits yield the core "
              "instead of spinning (%s)",

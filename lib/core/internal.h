@@ -134,6 +134,9 @@ struct rondo_comm {
   struct topo *topo; /* nodes, cross communicators, hwloc (lib/topo) */
   struct shm_state *shm;      /* the node's shared window, made on first use */
   struct rondo_comm **cross;  /* [topo->slices]: comms over topo->cross[g], or NULL */
+  int yield_waits;   /* the node is oversubscribed: point-to-point waits poll
+                        and yield the core (algo_waitall) instead of MPI_Wait,
+                        which spins for a whole time slice */
   /* The last AUTO decision: repeated calls of one size (a training loop)
    * skip the cost model. Knobs and the tuning table are fixed after init. */
   size_t last_count, last_bytes;

@@ -1,7 +1,7 @@
 /*
  * Tuning tables: rules that override the cost model for given message
  * sizes, comm sizes, node counts and memory kinds (RONDO_TUNING_FILE,
- * written by `bench/allreduce_sweep -t (rondo-bench tune later)`). The grammar is in select.h. A malformed
+ * written by tools/rondo-tune). The grammar is in select.h. A malformed
  * line is an error naming the source and the line, never a skipped rule:
  * a tuning file that silently does nothing is worse than none.
  */

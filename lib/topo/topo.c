@@ -198,6 +198,11 @@ void topo_backoff(const topo_t *t, unsigned polls)
 #endif
     return;
   }
+  topo_yield(polls);
+}
+
+void topo_yield(unsigned polls)
+{
   if (polls < 65536) {
     sched_yield();
     return;

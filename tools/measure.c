@@ -1,0 +1,122 @@
+/* Timing all-reduce algorithms side by side; measure.h has the method. */
+#include "tools/measure.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int meas_init(meas_t *m, size_t max_bytes)
+{
+  memset(m, 0, sizeof *m);
+  m->comm = rondo_world();
+  m->max_count = max_bytes / sizeof(float);
+  m->in = malloc(m->max_count * sizeof *m->in + 1);
+  m->out = malloc(m->max_count * sizeof *m->out + 1);
+  int ok = m->in != NULL && m->out != NULL, all_ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok) {
+    if (!ok)
+      fprintf(stderr, "out of memory: two buffers of %zu bytes\n", max_bytes);
+    free(m->in);
+    free(m->out);
+    return -1;
+  }
+  int rank = rondo_comm_rank(m->comm);
+  for (size_t i = 0; i < m->max_count; i++)
+    m->in[i] = (float)((rank + 1) * (int)(i % 17));
+  MPI_Comm_dup(MPI_COMM_WORLD, &m->base);
+  return 0;
+}
+
+void meas_free(meas_t *m)
+{
+  MPI_Comm_free(&m->base);
+  free(m->in);
+  free(m->out);
+}
+
+static void run(meas_t *m, const rondo_algo_t *algos, int a, size_t count, int iters)
+{
+  for (int i = 0; i < iters; i++) {
+    if (a == MEAS_RAW_MPI) {
+      MPI_Allreduce(m->in, m->out, (int)count, MPI_FLOAT, MPI_SUM, m->base);
+    } else if (rondo_allreduce_algo(m->comm, m->in, m->out, count, RONDO_FLOAT32, RONDO_SUM,
+                                    algos[a]) != RONDO_SUCCESS) {
+      fprintf(stderr, "%s: %s\n", rondo_algo_name(algos[a]), rondo_last_error());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+}
+
+static void check(meas_t *m, size_t count)
+{
+  int size = rondo_comm_size(m->comm);
+  for (size_t i = 0; i < count; i++) {
+    float want = (float)((size * (size + 1) / 2) * (int)(i % 17));
+    m->wrong += m->out[i] != want;
+  }
+}
+
+/* The slowest rank's mean seconds per call over iters calls. */
+static double timed(meas_t *m, const rondo_algo_t *algos, int a, size_t count, int iters)
+{
+  memset(m->out, 0xff, count * sizeof *m->out); /* a no-op algorithm fails the check */
+  MPI_Barrier(m->base);
+  double t0 = MPI_Wtime();
+  run(m, algos, a, count, iters);
+  double t = (MPI_Wtime() - t0) / iters, tmax;
+  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, m->base);
+  check(m, count);
+  return tmax;
+}
+
+void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
+                 size_t count, int first, int last, double t[][MEAS_MAX_ROUNDS])
+{
+  int lo = with_mpi ? MEAS_RAW_MPI : 0, n = nalgos - lo;
+  if (first == 0) /* warm up, and size each algorithm's rounds to ~20 ms */
+    for (int a = lo; a < nalgos; a++) {
+      run(m, algos, a, count, 1);
+      double once = timed(m, algos, a, count, 2);
+      double it = MEAS_ROUND_SECONDS / (once > 0 ? once : 1e-9);
+      m->iters[a + 1] = it < 3 ? 3 : it > 2000 ? 2000 : (int)it;
+    }
+  for (int r = first; r < last && r < MEAS_MAX_ROUNDS; r++)
+    for (int k = 0; k < n; k++) {
+      int a = lo + (r + k) % n; /* round r starts with a different algorithm */
+      t[a + 1][r] = timed(m, algos, a, count, m->iters[a + 1]);
+    }
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+double meas_median(const double *v, int n)
+{
+  double s[MEAS_MAX_ROUNDS];
+  if (n < 1)
+    return 0;
+  if (n > MEAS_MAX_ROUNDS)
+    n = MEAS_MAX_ROUNDS;
+  memcpy(s, v, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+int meas_pof2(int p)
+{
+  int q = 1;
+  while (q * 2 <= p)
+    q *= 2;
+  return q;
+}
+
+long meas_wrong_total(const meas_t *m)
+{
+  long all = 0;
+  MPI_Allreduce(&m->wrong, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return all;
+}

@@ -1,0 +1,55 @@
+/*
+ * Timing all-reduce algorithms side by side, shared by bench/allreduce_sweep
+ * and tools/rondo-tune. Not part of the library.
+ *
+ * Method: for one message size, the algorithms (and raw MPI_Allreduce, the
+ * baseline) take turns for r rounds, each round starting with a different
+ * algorithm, so a noisy moment of a shared machine hits all of them alike.
+ * A round runs enough calls for about 20 ms (3 to 2000; the count comes
+ * from a timed warm-up and is the same on every rank), between barriers; the time of a round is the slowest rank's mean per
+ * call. Callers take the median over rounds. Every round's result is
+ * checked: the inputs, (rank + 1) x (i % 17), make the float sum exact in
+ * any order.
+ */
+#ifndef RONDO_TOOLS_MEASURE_H
+#define RONDO_TOOLS_MEASURE_H
+
+#include <stddef.h>
+
+#include "rondo.h"
+
+#define MEAS_MAX_ROUNDS 31
+#define MEAS_RAW_MPI (-1) /* "algorithm" index of raw MPI_Allreduce */
+#define MEAS_ROUND_SECONDS 0.02
+
+typedef struct {
+  rondo_comm_t comm;
+  MPI_Comm base;  /* a dup of MPI_COMM_WORLD for raw MPI_Allreduce */
+  float *in, *out;
+  size_t max_count;
+  long wrong;     /* wrong elements seen on this rank so far */
+  int iters[RONDO_ALGO_COUNT + 1]; /* calls per round, by list index + 1 */
+} meas_t;
+
+/* Collective over MPI_COMM_WORLD (= rondo_world()). Returns 0, or -1 with a
+ * message on stderr when the buffers cannot be allocated. */
+int meas_init(meas_t *m, size_t max_bytes);
+void meas_free(meas_t *m);
+
+/* Runs rounds [first, last) of the size `count` floats: algorithm a of the
+ * list (MEAS_RAW_MPI for raw MPI_Allreduce, included when with_mpi) gets
+ * t[a + 1][r] in seconds. A warm-up precedes round 0. Aborts the job with
+ * rondo's message when a call fails. */
+void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
+                 size_t count, int first, int last, double t[][MEAS_MAX_ROUNDS]);
+
+/* The median of v[0..n) (sorts a copy). */
+double meas_median(const double *v, int n);
+
+/* The largest power of two <= p. */
+int meas_pof2(int p);
+
+/* Wrong elements summed over all ranks; collective. */
+long meas_wrong_total(const meas_t *m);
+
+#endif
