@@ -291,8 +291,8 @@ static rondo_algo_t cheapest(const select_candidate_t cand[RONDO_ALGO_COUNT])
   return best;
 }
 
-/* " (tuning file t line 2: shm not eligible)" when the first matching rule
- * was skipped, else "". */
+/* "; skipped tuning file t line 2: shm not eligible" when the first
+ * matching rule was skipped, else "". */
 static void skipped_rule(const select_table_t *table, const select_input_t *in,
                          const select_candidate_t *cand, char *buf, size_t len)
 {
@@ -300,7 +300,7 @@ static void skipped_rule(const select_table_t *table, const select_input_t *in,
   rondo_algo_t first = select_table_lookup(table, in, &line);
   buf[0] = '\0';
   if (first != RONDO_ALGO_AUTO && cand[first].why_not)
-    snprintf(buf, len, " (tuning file %s line %d: %s not eligible)",
+    snprintf(buf, len, "; skipped tuning file %s line %d: %s not eligible",
              select_table_source(table), line, rondo_algo_name(first));
 }
 

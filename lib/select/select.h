@@ -27,8 +27,11 @@ typedef struct {
   int min_local;       /* fewest ranks on a node */
   int max_local;       /* most ranks on a node */
   select_mem_t mem;
-  unsigned available;  /* bit (1u << algo) for every algorithm built and usable
-                          on this comm (e.g. no shm without a shared window) */
+  unsigned available;  /* bit (1u << algo) for every algorithm built into this
+                          library: today every host algorithm (coll.c), so
+                          only nccl is missing; whether an algorithm suits
+                          the layout (shm on one node...) is decided by the
+                          eligibility rules, not here */
 } select_input_t;
 
 /* One level of the machine: alpha = seconds per message (or per

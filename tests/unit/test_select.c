@@ -487,14 +487,14 @@ static void test_table_skips_rules_whose_algorithm_is_not_eligible(void **state)
   select_result_t res;
   assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_RABENSEIFNER);
   assert_string_equal(res.reason,
-                      "tuning file t.txt line 2 (tuning file t.txt line 1: shm not "
-                      "eligible)");
+                      "tuning file t.txt line 2; skipped tuning file t.txt line 1: shm not "
+                      "eligible");
   /* 3 elements on 4 ranks: rabenseifner is not eligible either */
   in = layout(3, 4, 2, HOST_ALGOS);
   assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_RING);
   assert_string_equal(res.reason,
-                      "tuning file t.txt line 3 (tuning file t.txt line 1: shm not "
-                      "eligible)");
+                      "tuning file t.txt line 3; skipped tuning file t.txt line 1: shm not "
+                      "eligible");
   /* lookup itself ignores eligibility */
   int line;
   assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_SHM);
@@ -507,8 +507,8 @@ static void test_table_skips_rules_whose_algorithm_is_not_eligible(void **state)
   assert_int_equal(choose(&select_default_params, t, &in, &res),
                    RONDO_ALGO_RECURSIVE_DOUBLING);
   assert_string_equal(res.reason,
-                      "lowest predicted time (tuning file t.txt line 1: nccl not "
-                      "eligible)");
+                      "lowest predicted time; skipped tuning file t.txt line 1: nccl not "
+                      "eligible");
   select_table_free(t);
 }
 
