@@ -238,6 +238,82 @@ RONDO_API rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf,
                                         rondo_dtype_t dtype);
 RONDO_API rondo_status_t rondo_barrier(rondo_comm_t comm);
 
+/* ---- asynchronous named collectives (the fusion engine) ---------------------
+ * A request is matched across ranks by its name: every rank submits the same
+ * names, in any order, from any thread. A background thread per comm
+ * negotiates which names every rank has submitted, fuses ready all-reduces
+ * of the same dtype, op and scales into one buffer and runs one selected
+ * all-reduce per buffer (docs/engine.md). Buffers must stay valid and
+ * untouched until the request completes. Every request is released by
+ * rondo_wait(), also when it failed or has a callback.
+ *
+ * Errors reach every rank as a failed request with a message: the same name
+ * with different count, dtype, op, scales or root on some rank
+ * (RONDO_ERR_MISMATCH), a stall past RONDO_STALL_ABORT_SEC
+ * (RONDO_ERR_STALLED), a comm destroyed with requests pending
+ * (RONDO_ERR_SHUT_DOWN). A name already in flight on this rank fails at
+ * submission (RONDO_ERR_DUPLICATE_NAME). Needs MPI_THREAD_MULTIPLE
+ * (rondo_init asks for it). */
+typedef struct rondo_request *rondo_request_t;
+
+/* Runs on the engine thread when a request completes (status is its result);
+ * it must not block or call rondo_wait(). */
+typedef void (*rondo_callback_t)(rondo_request_t req, rondo_status_t status, void *user);
+
+/* Options, extensible: set size to sizeof(rondo_async_opts_t), or start from
+ * RONDO_ASYNC_OPTS_INIT. NULL options mean the defaults. */
+typedef struct {
+  size_t size;
+  double prescale;      /* inputs are multiplied by this before the reduction (1) */
+  double postscale;     /* results are multiplied by this after it (1); AVG adds 1/size */
+  rondo_algo_t algo;    /* RONDO_ALGO_AUTO: the selector picks per fused buffer */
+  rondo_callback_t callback;
+  void *user;           /* passed to the callback */
+  const char *group;    /* requests with the same group name are fused together:
+                           none of them runs before all have been submitted
+                           (NULL: no group) */
+  int group_size;       /* how many requests the group has (>= 1) */
+} rondo_async_opts_t;
+
+#define RONDO_ASYNC_OPTS_INIT {sizeof(rondo_async_opts_t), 1.0, 1.0, RONDO_ALGO_AUTO, NULL, NULL, NULL, 0}
+
+/* recvbuf may equal sendbuf (in place). name: any non-empty string of at
+ * most 255 bytes, copied. */
+RONDO_API rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name,
+                                               const void *sendbuf, void *recvbuf, size_t count,
+                                               rondo_dtype_t dtype, rondo_op_t op,
+                                               const rondo_async_opts_t *opts,
+                                               rondo_request_t *req);
+/* buf: input on root, output elsewhere. Scales and algo of opts are ignored. */
+RONDO_API rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *buf,
+                                               size_t count, rondo_dtype_t dtype, int root,
+                                               const rondo_async_opts_t *opts,
+                                               rondo_request_t *req);
+/* Rank i contributes rows_i rows of row_count elements each (rows may differ
+ * per rank, row_count may not). The result, every rank's rows in rank order,
+ * is allocated by rondo: rondo_request_result() gives it before rondo_wait();
+ * the caller frees it with free(). */
+RONDO_API rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name,
+                                               const void *sendbuf, size_t rows,
+                                               size_t row_count, rondo_dtype_t dtype,
+                                               const rondo_async_opts_t *opts,
+                                               rondo_request_t *req);
+/* *done = 1 once the request completed (successfully or not). */
+RONDO_API rondo_status_t rondo_test(rondo_request_t req, int *done);
+/* Waits for completion, returns the request's status (its message becomes
+ * rondo_last_error() of this thread), releases the request, sets *req = NULL. */
+RONDO_API rondo_status_t rondo_wait(rondo_request_t *req);
+/* A completed allgather's result: *buf (ownership passes to the caller, who
+ * frees it) and its element count. Other requests: *buf = NULL, *count = 0. */
+RONDO_API rondo_status_t rondo_request_result(rondo_request_t req, void **buf, size_t *count);
+/* For uneven data: this rank has no more requests. Until every rank has
+ * joined, it takes part in the all-reduces the others still submit with the
+ * op's identity (zero for SUM and AVG, so AVG divides by the full comm
+ * size), in allgathers with no rows, in broadcasts as a receiver. Blocks
+ * until every rank has joined; *last_rank (may be NULL) gets the rank that
+ * joined last. Requests of this rank must all be complete first. */
+RONDO_API rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank);
+
 /* ---- environment knobs ------------------------------------------------------
  * Every knob is a row in one table (docs/knobs.md); rondo-info prints it. */
 typedef struct {

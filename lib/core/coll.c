@@ -197,38 +197,33 @@ static rondo_status_t allreduce_args(rondo_comm_t comm, const void *sendbuf, voi
   return RONDO_SUCCESS;
 }
 
-rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, rondo_dtype_t dtype, rondo_op_t op,
-                                    rondo_algo_t algo)
+/* AUTO resolved through the per-comm cache of the last decision. */
+static rondo_status_t resolve(rondo_comm_t comm, size_t count, size_t bytes, rondo_algo_t *algo)
 {
-  size_t bytes = 0;
-  RONDO_CHECK(rondo__enter(comm));
-  rondo_status_t st = allreduce_args(comm, sendbuf, recvbuf, count, dtype, op, algo, &bytes);
-  select_result_t res;
-  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_AUTO && comm->last_algo != RONDO_ALGO_AUTO &&
-      comm->last_count == count && comm->last_bytes == bytes) {
-    algo = (rondo_algo_t)comm->last_algo;
-  } else if (st == RONDO_SUCCESS && algo == RONDO_ALGO_AUTO) {
-    algo = choose(comm, count, bytes, &res);
-    comm->last_count = count;
-    comm->last_bytes = bytes;
-    comm->last_algo = algo;
-    if (algo == RONDO_ALGO_AUTO)
-      st = rondo__fail(RONDO_ERR_UNSUPPORTED, "no all-reduce algorithm is eligible: %s",
-                       res.reason);
+  if (*algo != RONDO_ALGO_AUTO)
+    return RONDO_SUCCESS;
+  if (comm->last_algo != RONDO_ALGO_AUTO && comm->last_count == count &&
+      comm->last_bytes == bytes) {
+    *algo = (rondo_algo_t)comm->last_algo;
+    return RONDO_SUCCESS;
   }
-  if (st == RONDO_SUCCESS)
-    st = check_algo(algo); /* RONDO_ALLREDUCE_ALGO may name one not built */
+  select_result_t res;
+  *algo = choose(comm, count, bytes, &res);
+  comm->last_count = count;
+  comm->last_bytes = bytes;
+  comm->last_algo = *algo;
+  if (*algo == RONDO_ALGO_AUTO)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED, "no all-reduce algorithm is eligible: %s",
+                       res.reason);
+  return check_algo(*algo); /* RONDO_ALLREDUCE_ALGO may name one not built */
+}
 
-  rondo__sig_t sig = {.what = "rondo_allreduce"};
-  rondo__sig_add(&sig, "count", (int64_t)count);
-  rondo__sig_add(&sig, "dtype", dtype);
-  rondo__sig_add(&sig, "op", op);
-  rondo__sig_add(&sig, "algorithm", algo);
-  RONDO_CHECK(rondo__agree(comm, st, &sig));
+/* The data movement of one all-reduce whose algorithm is resolved. */
+static rondo_status_t run(rondo_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                          rondo_dtype_t dtype, rondo_op_t op, rondo_algo_t algo)
+{
   if (count == 0)
     return RONDO_SUCCESS;
-
   algo_allreduce_args_t a = {
       .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
       .dtype = dtype, .op = op == RONDO_AVG ? RONDO_SUM : op,
@@ -239,6 +234,34 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   if (op == RONDO_AVG)
     reduce_average(recvbuf, count, dtype, comm->size);
   return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo__allreduce_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                    rondo_algo_t algo)
+{
+  RONDO_CHECK(check_algo(algo));
+  RONDO_CHECK(resolve(comm, count, count * rondo_dtype_size(dtype), &algo));
+  return run(comm, sendbuf, recvbuf, count, dtype, op, algo);
+}
+
+rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                    rondo_algo_t algo)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(rondo__enter(comm));
+  rondo_status_t st = allreduce_args(comm, sendbuf, recvbuf, count, dtype, op, algo, &bytes);
+  if (st == RONDO_SUCCESS)
+    st = resolve(comm, count, bytes, &algo);
+
+  rondo__sig_t sig = {.what = "rondo_allreduce"};
+  rondo__sig_add(&sig, "count", (int64_t)count);
+  rondo__sig_add(&sig, "dtype", dtype);
+  rondo__sig_add(&sig, "op", op);
+  rondo__sig_add(&sig, "algorithm", algo);
+  RONDO_CHECK(rondo__agree(comm, st, &sig));
+  return run(comm, sendbuf, recvbuf, count, dtype, op, algo);
 }
 
 rondo_status_t rondo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,

@@ -12,6 +12,7 @@
 #include "algo/algo.h"
 #include "algo/shm.h"
 #include "select/select.h"
+#include "engine/engine.h"
 #include "topo/topo.h"
 
 #include <pthread.h>
@@ -253,6 +254,52 @@ static rondo_status_t find_topology(struct rondo_comm *c)
   return RONDO_SUCCESS;
 }
 
+/* Everything of a comm but the registry and the engine, over mpi_comm
+ * (duplicated). Collective. */
+static rondo_status_t comm_build(MPI_Comm mpi_comm, struct rondo_comm **out)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  struct rondo_comm *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_comm_create: no memory for the comm");
+  MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_dup);
+  /* rondo reports MPI failures as statuses instead of aborting. */
+  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_setup);
+  MPI_CHECK_GOTO(MPI_Comm_rank(c->mpi, &c->rank), st, fail_setup);
+  MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_setup);
+  c->pof2 = largest_pof2(c->size);
+  c->last_algo = RONDO_ALGO_AUTO;
+  RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
+  RONDO_CHECK_GOTO(find_topology(c), st, fail_setup);
+  *out = c;
+  return RONDO_SUCCESS;
+
+fail_setup:
+  free_topology(c, 1);
+  MPI_Comm_free(&c->mpi);
+fail_dup:
+  free(c);
+  return st;
+}
+
+static void comm_free(struct rondo_comm *c, int mpi_usable)
+{
+  if (c->engine != NULL)
+    engine_destroy(c, mpi_usable);
+  free_topology(c, mpi_usable);
+  if (mpi_usable)
+    MPI_Comm_free(&c->mpi);
+  free(c->scratch);
+  free(c);
+}
+
+rondo_status_t rondo__comm_build(MPI_Comm mpi_comm, rondo_comm_t *out)
+{
+  return comm_build(mpi_comm, out);
+}
+
+void rondo__comm_free(rondo_comm_t comm) { comm_free(comm, 1); }
+
 rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
 {
   rondo_status_t st = RONDO_SUCCESS;
@@ -263,17 +310,15 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
   if (mpi_comm == MPI_COMM_NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: MPI_COMM_NULL");
 
-  struct rondo_comm *c = calloc(1, sizeof *c);
-  if (c == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_comm_create: no memory for the comm");
-  MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_dup);
-  /* rondo reports MPI failures as statuses instead of aborting. */
-  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_setup);
-  MPI_CHECK_GOTO(MPI_Comm_rank(c->mpi, &c->rank), st, fail_setup);
-  MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_setup);
-  c->pof2 = largest_pof2(c->size);
-  RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
-  RONDO_CHECK_GOTO(find_topology(c), st, fail_setup);
+  struct rondo_comm *c = NULL;
+  RONDO_CHECK(comm_build(mpi_comm, &c));
+  /* The engine's communicators are made now, while every rank is here; its
+   * thread starts with the first asynchronous request. */
+  st = engine_create(c);
+  if (st != RONDO_SUCCESS) {
+    comm_free(c, 1);
+    return st;
+  }
 
   pthread_mutex_lock(&lib_lock);
   c->next = live;
@@ -283,13 +328,6 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
             c->rank, c->size, c->local_rank, c->local_size, c->node_count);
   *comm = c;
   return RONDO_SUCCESS;
-
-fail_setup:
-  free_topology(c, 1);
-  MPI_Comm_free(&c->mpi);
-fail_dup:
-  free(c);
-  return st;
 }
 
 /* Takes c out of the registry; returns 0 if it was not there. */
@@ -308,15 +346,6 @@ static int unregister(struct rondo_comm *c)
     world = NULL;
   pthread_mutex_unlock(&lib_lock);
   return found;
-}
-
-static void comm_free(struct rondo_comm *c, int mpi_usable)
-{
-  free_topology(c, mpi_usable);
-  if (mpi_usable)
-    MPI_Comm_free(&c->mpi);
-  free(c->scratch);
-  free(c);
 }
 
 rondo_status_t rondo_comm_destroy(rondo_comm_t *comm)

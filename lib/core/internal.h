@@ -91,14 +91,22 @@ rondo_status_t rondo__mpi_fail(int mpi_rc, const char *call, const char *file,
 /* ---- knobs ----------------------------------------------------------------
  * The parsed values of the knob table (lib/core/knobs.c is the one place
  * that names, defaults and documents them). */
+#define RONDO__KNOB_STRING_MAX 512
+
 typedef struct {
   int log_level;          /* RONDO_LOG */
   int allreduce_algo;     /* RONDO_ALLREDUCE_ALGO (rondo_algo_t) */
   int check_args;         /* RONDO_CHECK_ARGS */
   size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */
-  char tuning_file[512];  /* RONDO_TUNING_FILE ("" for none) */
+  char tuning_file[RONDO__KNOB_STRING_MAX]; /* RONDO_TUNING_FILE ("" for none) */
   int node_size;          /* RONDO_NODE_SIZE (0: real nodes) */
   size_t shm_chunk;       /* RONDO_SHM_CHUNK_BYTES */
+  size_t fusion_threshold; /* RONDO_FUSION_THRESHOLD (0: no fusion) */
+  double cycle_time_ms;   /* RONDO_CYCLE_TIME_MS */
+  int cache_capacity;     /* RONDO_CACHE_CAPACITY (0: no cache) */
+  char timeline[RONDO__KNOB_STRING_MAX]; /* RONDO_TIMELINE ("" for none) */
+  double stall_warn_sec;  /* RONDO_STALL_WARN_SEC (0: no warning) */
+  double stall_abort_sec; /* RONDO_STALL_ABORT_SEC (0: never) */
 } rondo__knobs_t;
 
 extern rondo__knobs_t rondo__knobs;
@@ -134,6 +142,7 @@ struct rondo_comm {
   struct topo *topo; /* nodes, cross communicators, hwloc (lib/topo) */
   struct shm_state *shm;      /* the node's shared window, made on first use */
   struct rondo_comm **cross;  /* [topo->slices]: comms over topo->cross[g], or NULL */
+  struct engine *engine;      /* the asynchronous engine (lib/engine), or NULL */
   int yield_waits;   /* the node is oversubscribed: point-to-point waits poll
                         and yield the core (algo_waitall) instead of MPI_Wait,
                         which spins for a whole time slice */
@@ -151,6 +160,15 @@ int rondo__lib_active(void);
 /* Lazily initializes the library state (knobs, logging) when the application
  * initialized MPI itself and calls rondo_comm_create() without rondo_init(). */
 rondo_status_t rondo__lib_init(void);
+/* A comm for internal use (the engine's): everything rondo_comm_create()
+ * makes but the registry entry and an engine. Collective. */
+rondo_status_t rondo__comm_build(MPI_Comm mpi_comm, rondo_comm_t *out);
+void rondo__comm_free(rondo_comm_t comm);
+/* One all-reduce on comm without the argument check: algo AUTO selects
+ * (cached per comm), op AVG divides by the comm size. For the engine. */
+rondo_status_t rondo__allreduce_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                    rondo_algo_t algo);
 /* Returns a scratch buffer of at least bytes (valid until the next call). */
 rondo_status_t rondo__scratch(rondo_comm_t comm, size_t bytes, void **buf);
 

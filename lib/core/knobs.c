@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_BOOL, KNOB_INT, KNOB_STRING } knob_type_t;
+typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_BOOL, KNOB_INT, KNOB_STRING, KNOB_DOUBLE } knob_type_t;
 
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
 static const char *const algo_choices[] = {"auto", "mpi", "ring", "recursive_doubling",
@@ -28,8 +28,9 @@ typedef struct {
   const char *doc;
   size_t offset;                /* field in rondo__knobs_t */
   const char *const *choices;   /* KNOB_ENUM: value = index */
-  size_t min, max;              /* KNOB_SIZE (bytes) and KNOB_INT bounds */
+  size_t min, max;              /* KNOB_SIZE (bytes), KNOB_INT and KNOB_DOUBLE bounds */
   int same_everywhere;          /* must be equal on every rank of a comm */
+  const char *fallback;         /* read when the knob is unset (Horovod's name) */
 } knob_def_t;
 
 #define FIELD(f) offsetof(rondo__knobs_t, f)
@@ -38,32 +39,56 @@ static const knob_def_t knob_table[] = {
     {"RONDO_LOG", KNOB_ENUM, "warn",
      "log level: off, error, warn, info or debug; lines go to stderr prefixed "
      "with the rank",
-     FIELD(log_level), log_choices, 0, 0, 0},
+     FIELD(log_level), log_choices, 0, 0, 0, NULL},
     {"RONDO_ALLREDUCE_ALGO", KNOB_ENUM, "auto",
      "force the algorithm rondo_allreduce() runs (auto lets rondo choose)",
-     FIELD(allreduce_algo), algo_choices, 0, 0, 1},
+     FIELD(allreduce_algo), algo_choices, 0, 0, 1, NULL},
     {"RONDO_CHECK_ARGS", KNOB_BOOL, "1",
      "1: before each blocking collective, one small all-reduce verifies that "
      "every rank passed valid and matching arguments; 0 skips it (saves one "
      "latency per call)",
-     FIELD(check_args), NULL, 0, 1, 1},
+     FIELD(check_args), NULL, 0, 1, 1, NULL},
     {"RONDO_RING_CHUNK_BYTES", KNOB_SIZE, "256K",
      "ring all-reduce pipeline chunk: each ring step is sent in chunks of this "
      "size so reduction overlaps communication",
-     FIELD(ring_chunk), NULL, 64, (size_t)1 << 30, 1},
+     FIELD(ring_chunk), NULL, 64, (size_t)1 << 30, 1, NULL},
     {"RONDO_TUNING_FILE", KNOB_STRING, "",
      "a tuning table (written by rondo-tune) whose rules choose the all-reduce "
      "algorithm before the cost model; empty: the cost model alone",
-     FIELD(tuning_file), NULL, 0, 0, 1},
+     FIELD(tuning_file), NULL, 0, 0, 1, NULL},
     {"RONDO_NODE_SIZE", KNOB_INT, "0",
      "0: nodes are the ranks that share memory; k > 0: cut each node into runs "
      "of k consecutive ranks (virtual nodes, to test or tune hierarchical code on "
      "one host)",
-     FIELD(node_size), NULL, 0, 1 << 20, 1},
+     FIELD(node_size), NULL, 0, 1 << 20, 1, NULL},
     {"RONDO_SHM_CHUNK_BYTES", KNOB_SIZE, "256K",
      "shared-memory slot per rank and pipeline chunk of the shm and hierarchical "
      "all-reduce (the window holds 4 slots per rank)",
-     FIELD(shm_chunk), NULL, 4096, (size_t)1 << 30, 1},
+     FIELD(shm_chunk), NULL, 4096, (size_t)1 << 30, 1, NULL},
+    {"RONDO_FUSION_THRESHOLD", KNOB_SIZE, "64M",
+     "the engine packs ready all-reduces into fusion buffers of at most this "
+     "many bytes; 0 disables fusion (fallback: HOROVOD_FUSION_THRESHOLD)",
+     FIELD(fusion_threshold), NULL, 0, (size_t)1 << 40, 1, "HOROVOD_FUSION_THRESHOLD"},
+    {"RONDO_CYCLE_TIME_MS", KNOB_DOUBLE, "1",
+     "milliseconds between engine cycles while requests are pending; the idle "
+     "engine sleeps (fallback: HOROVOD_CYCLE_TIME)",
+     FIELD(cycle_time_ms), NULL, 0, 10000, 0, "HOROVOD_CYCLE_TIME"},
+    {"RONDO_CACHE_CAPACITY", KNOB_INT, "1024",
+     "entries of the engine's response cache: requests seen before are agreed "
+     "on by one bit-vector all-reduce; 0 disables the cache",
+     FIELD(cache_capacity), NULL, 0, 1 << 20, 1, NULL},
+    {"RONDO_TIMELINE", KNOB_STRING, "",
+     "path of a Chrome trace (JSON) of the engine's work, written by rank 0; "
+     "empty: none (fallback: HOROVOD_TIMELINE)",
+     FIELD(timeline), NULL, 0, 0, 0, "HOROVOD_TIMELINE"},
+    {"RONDO_STALL_WARN_SEC", KNOB_DOUBLE, "60",
+     "seconds after which rank 0 logs which ranks have not submitted which "
+     "pending names; 0 disables the warning",
+     FIELD(stall_warn_sec), NULL, 0, 1000000, 0, NULL},
+    {"RONDO_STALL_ABORT_SEC", KNOB_DOUBLE, "0",
+     "seconds after which stalled requests fail with RONDO_ERR_STALLED on every "
+     "rank that submitted them; 0: never",
+     FIELD(stall_abort_sec), NULL, 0, 1000000, 0, NULL},
 };
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };
@@ -166,10 +191,25 @@ static rondo_status_t parse_one(const knob_def_t *k, const char *text,
                              "yes, no, on or off", k->name,
                              text);
   case KNOB_STRING:
-    if (strlen(text) >= sizeof(((rondo__knobs_t *)0)->tuning_file))
-      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB, "%s='%s' is too long", k->name, text);
-    snprintf(field, sizeof(((rondo__knobs_t *)0)->tuning_file), "%s", text);
+    if (strlen(text) >= RONDO__KNOB_STRING_MAX)
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB, "%s='%s' is too long (at most %d bytes)",
+                               k->name, text, RONDO__KNOB_STRING_MAX - 1);
+    snprintf(field, RONDO__KNOB_STRING_MAX, "%s", text);
     return RONDO_SUCCESS;
+  case KNOB_DOUBLE: {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    while (isspace((unsigned char)*end))
+      end++;
+    if (errno == ERANGE || end == text || *end != '\0' || !(v >= (double)k->min) ||
+        !(v <= (double)k->max))
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                               "%s='%s' is not valid: expected a number in [%zu, %zu]",
+                               k->name, text, k->min, k->max);
+    *(double *)field = v;
+    return RONDO_SUCCESS;
+  }
   case KNOB_INT: {
     char *end;
     errno = 0;
@@ -219,6 +259,8 @@ rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
   memset(&tmp, 0, sizeof tmp);
   for (int i = 0; i < KNOB_COUNT; i++) {
     const char *env = getenv(knob_table[i].name);
+    if (env == NULL && knob_table[i].fallback != NULL)
+      env = getenv(knob_table[i].fallback);
     rondo_status_t st = parse_one(&knob_table[i], env ? env : knob_table[i].def, &tmp);
     if (st != RONDO_SUCCESS)
       return st;
@@ -234,7 +276,10 @@ uint64_t rondo__knobs_hash(const rondo__knobs_t *k)
     if (!knob_table[i].same_everywhere)
       continue;
     const unsigned char *p = (const unsigned char *)k + knob_table[i].offset;
-    size_t n = knob_table[i].type == KNOB_SIZE ? sizeof(size_t) : sizeof(int);
+    size_t n = knob_table[i].type == KNOB_SIZE     ? sizeof(size_t)
+               : knob_table[i].type == KNOB_STRING ? strlen((const char *)p)
+               : knob_table[i].type == KNOB_DOUBLE ? sizeof(double)
+                                                   : sizeof(int);
     for (size_t b = 0; b < n; b++)
       h = (h ^ p[b]) * 1099511628211ull;
   }
@@ -258,7 +303,7 @@ const char *rondo__knobs_shared_names(void)
 
 /* ---- public introspection ------------------------------------------------- */
 
-static const char *const type_names[] = {"enum", "size", "bool", "int", "string"};
+static const char *const type_names[] = {"enum", "size", "bool", "int", "string", "number"};
 static char current_text[KNOB_COUNT][512];
 
 int rondo_knob_count(void) { return KNOB_COUNT; }
@@ -290,6 +335,9 @@ rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
   case KNOB_SIZE:
     snprintf(current_text[i], sizeof current_text[i], "%zu",
              *(const size_t *)field);
+    break;
+  case KNOB_DOUBLE:
+    snprintf(current_text[i], sizeof current_text[i], "%g", *(const double *)field);
     break;
   }
   info->name = k->name;

@@ -1,0 +1,209 @@
+/*
+ * The asynchronous API: argument checks, then the request goes to the
+ * comm's engine (lib/engine). Errors that need other ranks' arguments
+ * (mismatches, stalls) are found by the engine's negotiation and reach every
+ * rank as failed requests.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+#define NAME_MAX_BYTES 255
+
+static const rondo_async_opts_t default_opts = RONDO_ASYNC_OPTS_INIT;
+
+/* The options in effect: defaults, overlaid with the fields the caller's
+ * struct has (its size says which). */
+static rondo_status_t read_opts(const rondo_async_opts_t *in, rondo_async_opts_t *out)
+{
+  *out = default_opts;
+  if (in == NULL)
+    return RONDO_SUCCESS;
+  if (in->size < offsetof(rondo_async_opts_t, prescale) || in->size > sizeof *in * 4)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "options: size is %zu; set it to sizeof(rondo_async_opts_t) or start "
+                       "from RONDO_ASYNC_OPTS_INIT",
+                       in->size);
+  memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
+  if (!(out->prescale == out->prescale) || !(out->postscale == out->postscale))
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "options: prescale and postscale must not be NaN");
+  if ((unsigned)out->algo >= RONDO_ALGO_COUNT)
+    return rondo__fail(RONDO_ERR_INVALID_ALGO, "options: algorithm %d is not a rondo_algo_t",
+                       (int)out->algo);
+  if (out->group != NULL && (out->group_size < 1 || out->group[0] == '\0'))
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "options: a group needs a non-empty name and group_size >= 1 (got %d)",
+                       out->group_size);
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t check_name(const char *name)
+{
+  if (name == NULL || name[0] == '\0')
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "a request needs a non-empty name");
+  if (strlen(name) > NAME_MAX_BYTES)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "request name '%.40s...' is longer than %d bytes",
+                       name, NAME_MAX_BYTES);
+  return RONDO_SUCCESS;
+}
+
+/* A request from checked arguments, submitted; frees it on failure. */
+static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
+                             const rondo_async_opts_t *o, const void *sendbuf, void *recvbuf,
+                             uint64_t rows, rondo_request_t *out)
+{
+  struct rondo_request *r = calloc(1, sizeof *r);
+  if (r == NULL || (r->name = strdup(name)) == NULL ||
+      (o->group != NULL && (r->group = strdup(o->group)) == NULL)) {
+    if (r != NULL) {
+      free(r->name);
+      free(r);
+    }
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request", name);
+  }
+  r->sig = sig;
+  r->rows = rows;
+  r->sendbuf = sendbuf;
+  r->recvbuf = recvbuf;
+  r->callback = o->callback;
+  r->user = o->user;
+  r->group_size = o->group_size;
+  rondo_status_t st = engine_submit(comm, r);
+  if (st != RONDO_SUCCESS) {
+    free(r->group);
+    free(r->name);
+    free(r);
+    return st;
+  }
+  *out = r;
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const void *sendbuf,
+                                     void *recvbuf, size_t count, rondo_dtype_t dtype,
+                                     rondo_op_t op, const rondo_async_opts_t *opts,
+                                     rondo_request_t *req)
+{
+  size_t bytes;
+  rondo_async_opts_t o;
+  if (req == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allreduce_async: req is NULL");
+  *req = NULL;
+  RONDO_CHECK(rondo__enter(comm));
+  RONDO_CHECK(check_name(name));
+  RONDO_CHECK(read_opts(opts, &o));
+  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(rondo__check_op(op));
+  RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(rondo__check_buffer(sendbuf, count, "sendbuf"));
+  RONDO_CHECK(rondo__check_buffer(recvbuf, count, "recvbuf"));
+  eng_sig_t sig = {.kind = ENG_ALLREDUCE, .dtype = dtype, .op = op, .algo = o.algo,
+                   .root = -1, .count = count, .prescale = o.prescale,
+                   .postscale = o.postscale};
+  return submit(comm, name, sig, &o, sendbuf, recvbuf, 0, req);
+}
+
+rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *buf,
+                                     size_t count, rondo_dtype_t dtype, int root,
+                                     const rondo_async_opts_t *opts, rondo_request_t *req)
+{
+  size_t bytes;
+  rondo_async_opts_t o;
+  if (req == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_broadcast_async: req is NULL");
+  *req = NULL;
+  RONDO_CHECK(rondo__enter(comm));
+  RONDO_CHECK(check_name(name));
+  RONDO_CHECK(read_opts(opts, &o));
+  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(rondo__check_buffer(buf, count, "buf"));
+  if (root < 0 || root >= comm->size)
+    return rondo__fail(RONDO_ERR_INVALID_ROOT, "'%s': root %d is not a rank of this comm (0..%d)",
+                       name, root, comm->size - 1);
+  eng_sig_t sig = {.kind = ENG_BROADCAST, .dtype = dtype, .op = RONDO_SUM,
+                   .algo = RONDO_ALGO_AUTO, .root = root, .count = count, .prescale = 1,
+                   .postscale = 1};
+  return submit(comm, name, sig, &o, buf, buf, 0, req);
+}
+
+rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const void *sendbuf,
+                                     size_t rows, size_t row_count, rondo_dtype_t dtype,
+                                     const rondo_async_opts_t *opts, rondo_request_t *req)
+{
+  size_t elems, bytes;
+  rondo_async_opts_t o;
+  if (req == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allgather_async: req is NULL");
+  *req = NULL;
+  RONDO_CHECK(rondo__enter(comm));
+  RONDO_CHECK(check_name(name));
+  RONDO_CHECK(read_opts(opts, &o));
+  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(rondo__bytes(rows, row_count, &elems));
+  RONDO_CHECK(rondo__bytes(elems, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(rondo__check_buffer(sendbuf, elems, "sendbuf"));
+  eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
+                   .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
+                   .postscale = 1};
+  return submit(comm, name, sig, &o, sendbuf, NULL, rows, req);
+}
+
+rondo_status_t rondo_test(rondo_request_t req, int *done)
+{
+  if (req == NULL || done == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_test: req and done must not be NULL");
+  *done = __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_wait(rondo_request_t *reqp)
+{
+  if (reqp == NULL || *reqp == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_wait: no request (NULL)");
+  struct rondo_request *r = *reqp;
+  if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+    struct engine *e = r->eng;
+    pthread_mutex_lock(&e->lock);
+    e->waiters++;
+    while (!r->done)
+      pthread_cond_wait(&e->done, &e->lock);
+    if (--e->waiters == 0)
+      pthread_cond_broadcast(&e->done);
+    pthread_mutex_unlock(&e->lock);
+  }
+  rondo_status_t st = r->status;
+  if (st != RONDO_SUCCESS)
+    rondo__fail_quiet(st, "%s", r->message != NULL ? r->message : rondo_status_string(st));
+  free(r->result);
+  free(r->message);
+  free(r->group);
+  free(r->name);
+  free(r);
+  *reqp = NULL;
+  return st;
+}
+
+rondo_status_t rondo_request_result(rondo_request_t req, void **buf, size_t *count)
+{
+  if (req == NULL || buf == NULL || count == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_request_result: req, buf and count must not be NULL");
+  if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_request_result: '%s' has not completed",
+                       req->name);
+  *buf = req->result;
+  *count = req->result_count;
+  req->result = NULL;
+  req->result_count = 0;
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank)
+{
+  RONDO_CHECK(rondo__enter(comm));
+  return engine_join(comm, last_rank);
+}

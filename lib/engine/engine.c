@@ -1,0 +1,508 @@
+/*
+ * The engine's thread and its requests (engine.h lists the files).
+ *
+ * Threads: application threads submit and wait; one engine thread per comm
+ * negotiates and runs. They share the in-flight table, the submission queue
+ * and the join/stop flags under e->lock; everything else belongs to the
+ * engine thread.
+ *
+ * The loop: take new submissions, negotiate (every rank, collectively), run
+ * what is ready, complete it. While any rank has requests in flight, cycles
+ * follow each other every RONDO_CYCLE_TIME_MS, so requests submitted
+ * meanwhile are fused together. When no rank has any, the thread sleeps on
+ * a condition variable; a submission wakes it at once, and otherwise it
+ * wakes at growing intervals (up to IDLE_MAX_S) for an empty cycle, since a
+ * rank that has work can only proceed when every rank negotiates. An idle
+ * engine thus costs a few wake-ups per second, not a spinning core.
+ */
+#include "engine/engine.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define IDLE_MAX_S 0.02      /* longest sleep of an idle engine between cycles */
+#define POLL_SPIN 64         /* MPI_Test polls before the first sleep */
+#define POLL_SLEEP_MAX_S 0.002
+
+double eng_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
+{
+  (void)e;
+  double nap = 20e-6;
+  for (unsigned polls = 0;; polls++) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+    if (done)
+      return RONDO_SUCCESS;
+    if (polls < POLL_SPIN) {
+      sched_yield();
+      continue;
+    }
+    sleep_s(nap);
+    nap = nap * 2 < POLL_SLEEP_MAX_S ? nap * 2 : POLL_SLEEP_MAX_S;
+  }
+}
+
+/* ---- the in-flight table (under e->lock) ------------------------------------------ */
+
+static uint64_t hash_name(const char *s)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static struct rondo_request **slot_of(struct engine *e, const char *name)
+{
+  struct rondo_request **p = &e->table[hash_name(name) % e->table_size];
+  while (*p != NULL && strcmp((*p)->name, name) != 0)
+    p = &(*p)->hnext;
+  return p;
+}
+
+static rondo_status_t table_grow(struct engine *e)
+{
+  size_t n = e->table_size ? e->table_size * 2 : 256;
+  struct rondo_request **t = calloc(n, sizeof *t);
+  if (t == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: in-flight table of %zu", n);
+  for (size_t i = 0; i < e->table_size; i++) {
+    struct rondo_request *r = e->table[i];
+    while (r != NULL) {
+      struct rondo_request *next = r->hnext;
+      size_t b = hash_name(r->name) % n;
+      r->hnext = t[b];
+      t[b] = r;
+      r = next;
+    }
+  }
+  free(e->table);
+  e->table = t;
+  e->table_size = n;
+  return RONDO_SUCCESS;
+}
+
+static void table_remove(struct engine *e, struct rondo_request *req)
+{
+  struct rondo_request **p = slot_of(e, req->name);
+  if (*p == req) {
+    *p = req->hnext;
+    req->hnext = NULL;
+    e->in_flight--;
+  }
+}
+
+/* ---- completion ---------------------------------------------------------------- */
+
+void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st,
+                  const char *message)
+{
+  char *copy = message != NULL ? strdup(message) : NULL;
+  /* Off the pending list first: once done is set the caller may free req. */
+  if (req->pidx >= 0 && (size_t)req->pidx < e->npending && e->pending[req->pidx] == req)
+    e->pending[req->pidx] = NULL;
+  req->pidx = -1;
+  pthread_mutex_lock(&e->lock);
+  if (!req->phantom)
+    table_remove(e, req); /* the name may be submitted again from now on */
+  req->status = st;
+  req->message = copy;
+  rondo_callback_t cb = req->callback;
+  void *user = req->user;
+  int phantom = req->phantom;
+  pthread_mutex_unlock(&e->lock);
+  if (cb != NULL && !phantom)
+    cb(req, st, user);
+  pthread_mutex_lock(&e->lock);
+  __atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&e->done);
+  pthread_mutex_unlock(&e->lock);
+  if (phantom) {
+    free(req->name);
+    free(req);
+  }
+}
+
+struct rondo_request *eng_find_pending(struct engine *e, const char *name)
+{
+  /* The in-flight table holds exactly the unfinished requests. */
+  pthread_mutex_lock(&e->lock);
+  struct rondo_request *r = *slot_of(e, name);
+  pthread_mutex_unlock(&e->lock);
+  return r != NULL && r->announced ? r : NULL;
+}
+
+/* Closes the gaps completions left in the pending list (engine thread). */
+static void prune_pending(struct engine *e)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < e->npending; i++)
+    if (e->pending[i] != NULL) {
+      e->pending[k] = e->pending[i];
+      e->pending[k]->pidx = (long)k;
+      k++;
+    }
+  e->npending = k;
+}
+
+/* ---- the thread ------------------------------------------------------------------ */
+
+/* Every rank's engine has started, then the execution comm is built; the
+ * outcome is agreed so that no rank negotiates alone. */
+static rondo_status_t startup(struct engine *e)
+{
+  MPI_Request req;
+  MPI_CHECK(MPI_Ibarrier(e->mpi, &req));
+  RONDO_CHECK(eng_wait(e, &req));
+  rondo_status_t st = rondo__comm_build(e->mpi, &e->exec);
+  if (st == RONDO_SUCCESS)
+    st = eng_cache_init(&e->cache, rondo__knobs.cache_capacity);
+  if (st == RONDO_SUCCESS && rondo__knobs.timeline[0] != '\0' && e->rank == 0 &&
+      (e->timeline = eng_timeline_open(rondo__knobs.timeline, e->rank)) == NULL)
+    LOG_WARN("RONDO_TIMELINE=%s: cannot write the timeline; going on without it",
+             rondo__knobs.timeline);
+  int ok = st == RONDO_SUCCESS, all_ok = 0;
+  MPI_CHECK(MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, e->mpi, &req));
+  RONDO_CHECK(eng_wait(e, &req));
+  if (st == RONDO_SUCCESS && !all_ok)
+    st = rondo__fail(RONDO_ERR_PEER, "engine: another rank could not start its engine");
+  return st;
+}
+
+/* Takes new submissions into the pending list, in submission order. */
+static void take_queue(struct engine *e)
+{
+  pthread_mutex_lock(&e->lock);
+  struct rondo_request *r = e->queue_head;
+  e->queue_head = e->queue_tail = NULL;
+  pthread_mutex_unlock(&e->lock);
+  for (; r != NULL; r = r->qnext) {
+    if (e->npending == e->cap_pending) {
+      size_t n = e->cap_pending ? 2 * e->cap_pending : 64;
+      struct rondo_request **p = realloc(e->pending, n * sizeof *p);
+      if (p == NULL) {
+        eng_complete(e, r, RONDO_ERR_NO_MEMORY, "engine: no memory for the pending list");
+        continue;
+      }
+      e->pending = p;
+      e->cap_pending = n;
+    }
+    r->pidx = (long)e->npending;
+    e->pending[e->npending++] = r;
+  }
+}
+
+/* Requests of a group are announced together, once all of them are here. */
+static void announce(struct engine *e)
+{
+  for (size_t i = 0; i < e->npending; i++) {
+    struct rondo_request *r = e->pending[i];
+    if (r->announced)
+      continue;
+    if (r->group == NULL) {
+      r->announced = 1;
+      continue;
+    }
+    int have = 0;
+    for (size_t j = 0; j < e->npending; j++)
+      have += e->pending[j]->group != NULL && strcmp(e->pending[j]->group, r->group) == 0;
+    if (have >= r->group_size)
+      for (size_t j = 0; j < e->npending; j++)
+        if (e->pending[j]->group != NULL && strcmp(e->pending[j]->group, r->group) == 0)
+          e->pending[j]->announced = 1;
+  }
+}
+
+/* Everyone has joined: agree on the last one and release rondo_join. */
+static rondo_status_t finish_join(struct engine *e)
+{
+  int64_t mine = e->joined ? (int64_t)e->join_cycle * e->size + e->rank : -1, last = -1;
+  MPI_Request req;
+  MPI_CHECK(MPI_Iallreduce(&mine, &last, 1, MPI_INT64_T, MPI_MAX, e->mpi, &req));
+  RONDO_CHECK(eng_wait(e, &req));
+  e->joined = 0;
+  pthread_mutex_lock(&e->lock);
+  e->join_wanted = 0;
+  e->join_done = 1;
+  e->join_last = (int)(last % e->size);
+  pthread_cond_broadcast(&e->done);
+  pthread_mutex_unlock(&e->lock);
+  return RONDO_SUCCESS;
+}
+
+/* The thread stops: whatever is still in flight fails. */
+static void fail_everything(struct engine *e, rondo_status_t st, const char *why)
+{
+  take_queue(e);
+  for (size_t i = 0; i < e->npending; i++)
+    if (e->pending[i] != NULL)
+      eng_complete(e, e->pending[i], st, why);
+  e->npending = 0;
+  pthread_mutex_lock(&e->lock);
+  e->exited = 1;
+  if (e->join_wanted) {
+    e->join_wanted = 0;
+    e->join_done = -1;
+  }
+  pthread_cond_broadcast(&e->done);
+  pthread_mutex_unlock(&e->lock);
+}
+
+static void *engine_main(void *arg)
+{
+  struct engine *e = arg;
+  rondo_status_t st = startup(e);
+  double cycle_s = rondo__knobs.cycle_time_ms * 1e-3, idle = cycle_s;
+  while (st == RONDO_SUCCESS) {
+    double t0 = eng_now();
+    pthread_mutex_lock(&e->lock);
+    int stopping = e->stop;
+    if (e->join_wanted && !e->joined) {
+      e->joined = 1;
+      e->join_cycle = e->cycle;
+    }
+    pthread_mutex_unlock(&e->lock);
+    take_queue(e);
+    announce(e);
+    eng_cycle_t cyc;
+    st = eng_negotiate(e, stopping, &cyc);
+    if (st != RONDO_SUCCESS)
+      break;
+    e->cycle++;
+    if (e->timeline != NULL && cyc.nresp > 0)
+      eng_timeline_mark(e->timeline, "cycle", t0);
+    eng_execute(e, &cyc);
+    prune_pending(e);
+    int busy = cyc.anyone_pending || e->joined;
+    int all_stopping = cyc.all_stopping;
+    if (cyc.all_joined && e->joined)
+      st = finish_join(e);
+    eng_cycle_free(&cyc);
+    if (all_stopping || st != RONDO_SUCCESS)
+      break;
+
+    pthread_mutex_lock(&e->lock);
+    if (busy) {
+      idle = cycle_s;
+      double until = t0 + cycle_s;
+      while (!e->stop && eng_now() < until) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double left = until - eng_now();
+        ts.tv_sec += (time_t)left;
+        ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+          ts.tv_sec++;
+          ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
+          break;
+      }
+    } else if (e->queue_head == NULL && !e->stop && !e->join_wanted) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += (long)(idle * 1e9);
+      ts.tv_sec += ts.tv_nsec / 1000000000L;
+      ts.tv_nsec %= 1000000000L;
+      pthread_cond_timedwait(&e->work, &e->lock, &ts);
+      idle = idle * 2 < IDLE_MAX_S ? idle * 2 : IDLE_MAX_S;
+      if (idle < 1e-4)
+        idle = 1e-4;
+    }
+    pthread_mutex_unlock(&e->lock);
+  }
+  if (st != RONDO_SUCCESS) {
+    LOG_ERROR("engine stopped: %s", rondo_last_error());
+    pthread_mutex_lock(&e->lock);
+    e->fatal = st;
+    pthread_mutex_unlock(&e->lock);
+    fail_everything(e, st, "the engine stopped after an error (see the log)");
+  } else {
+    fail_everything(e, RONDO_ERR_SHUT_DOWN,
+                    "the comm was destroyed (or rondo finalized) before this request completed");
+  }
+  return NULL;
+}
+
+/* Under e->lock. */
+static rondo_status_t start_locked(struct engine *e)
+{
+  if (e->started)
+    return RONDO_SUCCESS;
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED,
+                       "asynchronous requests need MPI_THREAD_MULTIPLE (MPI provides level "
+                       "%d): initialize MPI with MPI_Init_thread, or let rondo_init do it",
+                       provided);
+  if (pthread_create(&e->thread, NULL, engine_main, e) != 0)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: cannot start its thread");
+  e->started = 1;
+  return RONDO_SUCCESS;
+}
+
+/* ---- the comm's side -------------------------------------------------------------- */
+
+rondo_status_t engine_create(rondo_comm_t comm)
+{
+  struct engine *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
+  e->parent = comm;
+  e->rank = comm->rank;
+  e->size = comm->size;
+  int rc = MPI_Comm_dup(comm->mpi, &e->mpi);
+  if (rc != MPI_SUCCESS) {
+    free(e);
+    return rondo__mpi_fail(rc, "MPI_Comm_dup", __FILE__, __LINE__);
+  }
+  MPI_Comm_set_errhandler(e->mpi, MPI_ERRORS_RETURN);
+  pthread_mutex_init(&e->lock, NULL);
+  pthread_cond_init(&e->work, NULL);
+  pthread_cond_init(&e->done, NULL);
+  comm->engine = e;
+  return RONDO_SUCCESS;
+}
+
+void engine_destroy(rondo_comm_t comm, int mpi_usable)
+{
+  struct engine *e = comm->engine;
+  if (e == NULL)
+    return;
+  comm->engine = NULL;
+  if (mpi_usable) {
+    /* Engines negotiate only with each other: if any rank started one, every
+     * rank must take part in the shutdown. */
+    int started = e->started, any = 0;
+    MPI_Allreduce(&started, &any, 1, MPI_INT, MPI_MAX, comm->mpi);
+    pthread_mutex_lock(&e->lock);
+    e->stop = 1;
+    if (any && start_locked(e) != RONDO_SUCCESS)
+      LOG_ERROR("engine: cannot start the thread for the shutdown");
+    pthread_cond_broadcast(&e->work);
+    pthread_mutex_unlock(&e->lock);
+  }
+  if (e->started)
+    pthread_join(e->thread, NULL);
+  /* Requests never seen by the thread (it never ran): fail them too. */
+  for (struct rondo_request *r = e->queue_head; r != NULL;) {
+    struct rondo_request *next = r->qnext;
+    eng_complete(e, r, RONDO_ERR_SHUT_DOWN, "the comm was destroyed before the request ran");
+    r = next;
+  }
+  pthread_mutex_lock(&e->lock);
+  while (e->waiters > 0) /* threads still leaving rondo_wait */
+    pthread_cond_wait(&e->done, &e->lock);
+  pthread_mutex_unlock(&e->lock);
+  if (e->exec != NULL && mpi_usable)
+    rondo__comm_free(e->exec);
+  if (mpi_usable)
+    MPI_Comm_free(&e->mpi);
+  eng_cache_free(&e->cache);
+  if (e->timeline != NULL)
+    eng_timeline_close(e->timeline);
+  free(e->pending);
+  free(e->table);
+  free(e->fusion);
+  free(e->identity);
+  /* Requests not yet waited for are all done: rondo_wait() reads `done`
+   * atomically and then no longer touches e. */
+  pthread_mutex_destroy(&e->lock);
+  pthread_cond_destroy(&e->work);
+  pthread_cond_destroy(&e->done);
+  free(e);
+}
+
+rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req)
+{
+  struct engine *e = comm->engine;
+  if (e == NULL)
+    return rondo__fail(RONDO_ERR_SHUT_DOWN, "this comm has no engine");
+  req->eng = e;
+  req->pidx = -1;
+  req->t_submit = eng_now();
+  rondo_status_t st = RONDO_SUCCESS;
+  pthread_mutex_lock(&e->lock);
+  if (e->stop || e->exited) {
+    st = rondo__fail(RONDO_ERR_SHUT_DOWN, "'%s': the comm's engine has shut down%s", req->name,
+                     e->fatal ? " after an error" : "");
+  } else if (e->join_wanted) {
+    st = rondo__fail(RONDO_ERR_INVALID_ARG,
+                     "'%s': this rank called rondo_join and may not submit until it returns",
+                     req->name);
+  } else if (e->in_flight * 2 >= e->table_size && table_grow(e) != RONDO_SUCCESS) {
+    st = RONDO_ERR_NO_MEMORY;
+  } else if (*slot_of(e, req->name) != NULL) {
+    st = rondo__fail(RONDO_ERR_DUPLICATE_NAME,
+                     "'%s' is already in flight on this rank: wait for it before submitting "
+                     "the name again",
+                     req->name);
+  } else {
+    st = start_locked(e);
+  }
+  if (st == RONDO_SUCCESS) {
+    struct rondo_request **slot = slot_of(e, req->name);
+    *slot = req;
+    e->in_flight++;
+    if (e->queue_tail != NULL)
+      e->queue_tail->qnext = req;
+    else
+      e->queue_head = req;
+    e->queue_tail = req;
+    pthread_cond_signal(&e->work);
+  }
+  pthread_mutex_unlock(&e->lock);
+  return st;
+}
+
+rondo_status_t engine_join(rondo_comm_t comm, int *last_rank)
+{
+  struct engine *e = comm->engine;
+  if (e == NULL)
+    return rondo__fail(RONDO_ERR_SHUT_DOWN, "this comm has no engine");
+  rondo_status_t st = RONDO_SUCCESS;
+  pthread_mutex_lock(&e->lock);
+  if (e->stop || e->exited)
+    st = rondo__fail(RONDO_ERR_SHUT_DOWN, "rondo_join: the comm's engine has shut down");
+  else if (e->join_wanted)
+    st = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_join: another thread is joining already");
+  else if (e->in_flight > 0)
+    st = rondo__fail(RONDO_ERR_INVALID_ARG,
+                     "rondo_join: %zu request(s) of this rank are still in flight; wait for "
+                     "them first",
+                     e->in_flight);
+  else
+    st = start_locked(e);
+  if (st == RONDO_SUCCESS) {
+    e->join_wanted = 1;
+    e->join_done = 0;
+    pthread_cond_signal(&e->work);
+    while (e->join_done == 0)
+      pthread_cond_wait(&e->done, &e->lock);
+    if (e->join_done < 0)
+      st = rondo__fail(RONDO_ERR_SHUT_DOWN, "rondo_join: the engine shut down first");
+    else if (last_rank != NULL)
+      *last_rank = e->join_last;
+    e->join_done = 0;
+  }
+  pthread_mutex_unlock(&e->lock);
+  return st;
+}

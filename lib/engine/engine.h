@@ -1,0 +1,191 @@
+/*
+ * The asynchronous engine: named requests, negotiated across ranks by a
+ * background thread per comm, fused and reduced. Internal (prefix engine_,
+ * and eng_ for the pieces shared by its files). docs/engine.md explains the
+ * design; the files are
+ *   engine.c     the thread, the submission queue, requests, join, shutdown
+ *   negotiate.c  one cycle: the bit-vector fast path, the coordinator's slow
+ *                path, mismatch and stall checks
+ *   cache.c      the response cache (name + signature -> bit)
+ *   fusion.c     running ready requests: fusion buffers, scaling, join's
+ *                identity contributions, broadcast and allgather
+ *   timeline.c   the Chrome trace (RONDO_TIMELINE)
+ */
+#ifndef RONDO_ENGINE_H
+#define RONDO_ENGINE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+
+typedef enum { ENG_ALLREDUCE = 0, ENG_BROADCAST = 1, ENG_ALLGATHER = 2 } eng_kind_t;
+
+/* What must be equal on every rank for a name. */
+typedef struct {
+  int32_t kind, dtype, op, algo, root, pad;
+  uint64_t count;      /* allreduce, broadcast: elements; allgather: elements per row */
+  double prescale, postscale;
+} eng_sig_t;
+
+struct rondo_request {
+  struct engine *eng;
+  char *name;
+  eng_sig_t sig;
+  uint64_t rows;              /* allgather: this rank's rows */
+  const void *sendbuf;
+  void *recvbuf;
+  rondo_callback_t callback;
+  void *user;
+  char *group;                /* NULL, or announced only with its whole group */
+  int group_size;
+  double t_submit;            /* engine clock (s) */
+  int announced;              /* part of the negotiation */
+  int phantom;                /* made for a joined rank: no caller */
+  long pidx;                  /* index in e->pending, or -1 (engine thread) */
+  /* set on completion, under the engine lock */
+  int done;
+  rondo_status_t status;
+  char *message;
+  void *result;               /* allgather output, until rondo_request_result() */
+  size_t result_count;
+  struct rondo_request *hnext; /* in-flight table chain */
+  struct rondo_request *qnext; /* submission queue */
+};
+
+/* A decision of one cycle, identical on every rank. */
+typedef enum { RESP_OK = 0, RESP_ERROR = 1 } eng_resp_type_t;
+typedef struct {
+  int type;                   /* eng_resp_type_t */
+  rondo_status_t status;      /* RESP_ERROR: the failure */
+  int cache_id;               /* RESP_OK: the cache bit, or -1 */
+  eng_sig_t sig;
+  char *name;
+  char *message;              /* RESP_ERROR */
+} eng_resp_t;
+
+/* The response cache: the same on every rank, because every rank applies
+ * the same responses in the same order. */
+typedef struct {
+  int capacity;
+  struct eng_cache_entry *entries; /* [capacity] */
+  int *buckets;                    /* name hash -> entry index chains */
+  int nbuckets;
+  uint64_t clock;                  /* LRU clock (rank 0 picks victims) */
+} eng_cache_t;
+
+typedef struct eng_timeline eng_timeline_t;
+
+struct engine {
+  rondo_comm_t parent;
+  MPI_Comm mpi;               /* negotiation traffic (a dup of the parent's) */
+  MPI_Comm exec_mpi;          /* turned into `exec` by the engine thread */
+  rondo_comm_t exec;          /* the comm fused all-reduces run on */
+  int rank, size;
+  pthread_t thread;
+  int started;                /* the thread exists */
+
+  pthread_mutex_t lock;
+  pthread_cond_t work;        /* submissions, join, stop -> engine thread */
+  pthread_cond_t done;        /* completions -> waiters */
+  /* under lock: */
+  struct rondo_request **table; /* in-flight names: hash chains */
+  size_t table_size, in_flight;
+  struct rondo_request *queue_head, *queue_tail; /* submitted, not yet seen */
+  int stop;                   /* rondo_comm_destroy: shut down */
+  int join_wanted;            /* rondo_join called and not yet done */
+  int join_done, join_last;   /* result for rondo_join */
+  int exited;                 /* the thread finished (shut down or failed) */
+  int waiters;                /* threads inside rondo_wait on this engine */
+  rondo_status_t fatal;       /* why the engine stopped, if it failed */
+
+  /* engine thread only: */
+  struct rondo_request **pending; /* seen, not complete, in submission order */
+  size_t npending, cap_pending;
+  eng_cache_t cache;
+  uint64_t cycle;
+  int joined;                 /* this rank has joined */
+  uint64_t join_cycle;
+  double last_full;           /* time of the last forced slow path */
+  double last_stall_warn;
+  void *fusion;               /* fusion buffer */
+  size_t fusion_bytes;
+  void *identity;             /* join: identity contributions */
+  size_t identity_bytes;
+  eng_timeline_t *timeline;
+};
+
+/* ---- engine.c --------------------------------------------------------------- */
+
+/* At rondo_comm_create: the engine's communicators (collective, cheap); the
+ * thread starts with the first request. */
+rondo_status_t engine_create(rondo_comm_t comm);
+/* At rondo_comm_destroy / rondo_finalize (collective): a running engine
+ * shuts down on every rank, pending requests fail with RONDO_ERR_SHUT_DOWN. */
+void engine_destroy(rondo_comm_t comm, int mpi_usable);
+/* Takes a filled request (name, sig, buffers, callback, group); the engine
+ * owns it until rondo_wait(). */
+rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req);
+rondo_status_t engine_join(rondo_comm_t comm, int *last_rank);
+/* Marks req complete: status, message (copied; NULL for none). Takes the
+ * lock; runs the callback after releasing it. */
+void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st,
+                  const char *message);
+/* The engine's clock: seconds since an arbitrary start. */
+double eng_now(void);
+/* Waits for an MPI request, sleeping between polls (no spinning on an idle
+ * core). */
+rondo_status_t eng_wait(struct engine *e, MPI_Request *req);
+/* The pending request of this rank with this name, or NULL. Engine thread. */
+struct rondo_request *eng_find_pending(struct engine *e, const char *name);
+
+/* ---- negotiate.c -------------------------------------------------------------- */
+
+typedef struct {
+  int anyone_pending;         /* some rank has requests in flight */
+  int all_joined;
+  int all_stopping;
+  eng_resp_t *resp;
+  size_t nresp;
+} eng_cycle_t;
+
+/* One negotiation, collective over e->mpi. */
+rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out);
+void eng_cycle_free(eng_cycle_t *c);
+int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b);
+
+/* ---- cache.c -------------------------------------------------------------------- */
+
+rondo_status_t eng_cache_init(eng_cache_t *c, int capacity);
+void eng_cache_free(eng_cache_t *c);
+/* The entry holding name with this signature, or -1. */
+int eng_cache_find(const eng_cache_t *c, const char *name, const eng_sig_t *sig);
+/* The entry holding name (any signature), or -1. */
+int eng_cache_find_name(const eng_cache_t *c, const char *name);
+/* Rank 0: the entry a new name goes to (a free one, else the least recently
+ * used). */
+int eng_cache_victim(const eng_cache_t *c);
+/* Every rank: entry id now holds name / sig, and was used now. */
+rondo_status_t eng_cache_set(eng_cache_t *c, int id, const char *name, const eng_sig_t *sig);
+void eng_cache_touch(eng_cache_t *c, int id);
+const char *eng_cache_name(const eng_cache_t *c, int id);
+const eng_sig_t *eng_cache_sig(const eng_cache_t *c, int id);
+
+/* ---- fusion.c -------------------------------------------------------------------- */
+
+/* Runs the ready responses of one cycle, in an order that is the same on
+ * every rank, and completes their requests. */
+void eng_execute(struct engine *e, const eng_cycle_t *cycle);
+
+/* ---- timeline.c ------------------------------------------------------------------- */
+
+eng_timeline_t *eng_timeline_open(const char *path, int rank);
+/* A complete span ("X" event) on track `tid` (a name): begin and end in
+ * engine seconds; args may be NULL. Never blocks on I/O. */
+void eng_timeline_span(eng_timeline_t *t, const char *track, const char *what, double begin,
+                       double end, const char *args);
+/* An instant ("i" event). */
+void eng_timeline_mark(eng_timeline_t *t, const char *what, double at);
+void eng_timeline_close(eng_timeline_t *t);
+
+#endif /* RONDO_ENGINE_H */

@@ -1,0 +1,330 @@
+/*
+ * Running what a cycle made ready. Every rank holds the same response list,
+ * so every rank builds the same batches in the same order:
+ *   - errors complete their requests (a rank that does not have the name
+ *     has nothing to fail);
+ *   - all-reduces are grouped by (dtype, op, prescale, postscale, forced
+ *     algorithm), in order of first appearance, and each group is packed
+ *     greedily, in response order, into batches of at most
+ *     RONDO_FUSION_THRESHOLD bytes (0: every request alone). A batch of one
+ *     runs straight from sendbuf to recvbuf; a larger one is copied into the
+ *     fusion buffer (prescaled on the way), reduced in place by one selected
+ *     all-reduce, and copied out (postscaled on the way);
+ *   - broadcasts and allgathers run one by one, in response order.
+ * A rank that has joined has no request for a name: it gets a phantom that
+ * contributes the op's identity (all-reduce), no rows (allgather), or
+ * receives into scratch (broadcast), and discards the result.
+ */
+#include "engine/engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "reduce/reduce.h"
+
+typedef struct {
+  struct rondo_request *req;
+  const eng_resp_t *resp;
+} item_t;
+
+static rondo_status_t grow(void **buf, size_t *have, size_t need)
+{
+  if (*have >= need)
+    return RONDO_SUCCESS;
+  void *p = realloc(*buf, need);
+  if (p == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: %zu-byte buffer", need);
+  *buf = p;
+  *have = need;
+  return RONDO_SUCCESS;
+}
+
+/* The identity of op for dtype, n times. */
+static void fill_identity(void *buf, size_t n, rondo_dtype_t dtype, rondo_op_t op)
+{
+  if (op == RONDO_SUM || op == RONDO_AVG) {
+    memset(buf, 0, n * rondo_dtype_size(dtype));
+    return;
+  }
+  double v = op == RONDO_PROD ? 1.0 : op == RONDO_MIN ? INFINITY : -INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    switch (dtype) {
+    case RONDO_INT8: ((int8_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT8_MAX : INT8_MIN; break;
+    case RONDO_UINT8: ((uint8_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? UINT8_MAX : 0; break;
+    case RONDO_INT32: ((int32_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT32_MAX : INT32_MIN; break;
+    case RONDO_INT64: ((int64_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT64_MAX : INT64_MIN; break;
+    case RONDO_FLOAT16: ((uint16_t *)buf)[i] = reduce_float_to_half((float)v); break;
+    case RONDO_BFLOAT16: ((uint16_t *)buf)[i] = reduce_float_to_bf16((float)v); break;
+    case RONDO_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case RONDO_FLOAT64: ((double *)buf)[i] = v; break;
+    default: break;
+    }
+  }
+}
+
+static void span(struct engine *e, const struct rondo_request *r, const char *what, double t0,
+                 double t1, const char *args)
+{
+  if (e->timeline != NULL && !r->phantom)
+    eng_timeline_span(e->timeline, r->name, what, t0, t1, args);
+}
+
+static void finish(struct engine *e, struct rondo_request *r, rondo_status_t st)
+{
+  eng_complete(e, r, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
+}
+
+/* ---- all-reduce batches ------------------------------------------------------------- */
+
+static void run_batch(struct engine *e, item_t *it, size_t n)
+{
+  const eng_sig_t *s = &it[0].resp->sig;
+  rondo_dtype_t dtype = (rondo_dtype_t)s->dtype;
+  rondo_op_t op = (rondo_op_t)s->op;
+  size_t esize = rondo_dtype_size(dtype), total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += it[i].resp->sig.count;
+  rondo_status_t st = RONDO_SUCCESS;
+  double t0 = eng_now(), t1, t2;
+  void *buf = NULL;
+  const void *src = NULL;
+  if (n == 1 && !it[0].req->phantom) {
+    struct rondo_request *r = it[0].req;
+    buf = r->recvbuf;
+    src = r->sendbuf;
+    if (s->prescale != 1.0 && total > 0) {
+      reduce_scale(buf, src, total, dtype, s->prescale);
+      src = buf;
+    }
+  } else {
+    st = n == 1 ? grow(&e->identity, &e->identity_bytes, total * esize + 1)
+                : grow(&e->fusion, &e->fusion_bytes, total * esize + 1);
+    buf = n == 1 ? e->identity : e->fusion;
+    src = buf;
+    size_t off = 0;
+    for (size_t i = 0; i < n && st == RONDO_SUCCESS; i++) {
+      struct rondo_request *r = it[i].req;
+      size_t cnt = it[i].resp->sig.count;
+      char *dst = (char *)buf + off * esize;
+      if (r->phantom)
+        fill_identity(dst, cnt, dtype, op);
+      else if (s->prescale != 1.0)
+        reduce_scale(dst, r->sendbuf, cnt, dtype, s->prescale);
+      else if (cnt > 0)
+        memcpy(dst, r->sendbuf, cnt * esize);
+      off += cnt;
+    }
+  }
+  t1 = eng_now();
+  if (st == RONDO_SUCCESS)
+    st = rondo__allreduce_run(e->exec, src, buf, total, dtype, op, (rondo_algo_t)s->algo);
+  if (st == RONDO_SUCCESS && s->postscale != 1.0 && total > 0)
+    reduce_scale(buf, buf, total, dtype, s->postscale);
+  t2 = eng_now();
+  if (!(n == 1 && !it[0].req->phantom)) {
+    size_t off = 0;
+    for (size_t i = 0; i < n && st == RONDO_SUCCESS; i++) {
+      struct rondo_request *r = it[i].req;
+      size_t cnt = it[i].resp->sig.count;
+      if (!r->phantom && cnt > 0)
+        memcpy(r->recvbuf, (char *)buf + off * esize, cnt * esize);
+      off += cnt;
+    }
+  }
+  double t3 = eng_now();
+  if (e->timeline != NULL) {
+    char args[160];
+    rondo_algo_t algo = s->algo != RONDO_ALGO_AUTO ? (rondo_algo_t)s->algo
+                                                   : (rondo_algo_t)e->exec->last_algo;
+    snprintf(args, sizeof args, "{\"algorithm\":\"%s\",\"fused\":%zu,\"bytes\":%zu}",
+             rondo_algo_name(algo), n, total * esize);
+    for (size_t i = 0; i < n; i++) {
+      if (n > 1 || s->prescale != 1.0)
+        span(e, it[i].req, "MEMCPY_IN_FUSION_BUFFER", t0, t1, NULL);
+      span(e, it[i].req, "ALLREDUCE", t1, t2, args);
+      if (n > 1)
+        span(e, it[i].req, "MEMCPY_OUT_FUSION_BUFFER", t2, t3, NULL);
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    finish(e, it[i].req, st);
+}
+
+static int same_group(const eng_sig_t *a, const eng_sig_t *b)
+{
+  return a->dtype == b->dtype && a->op == b->op && a->prescale == b->prescale &&
+         a->postscale == b->postscale && a->algo == b->algo;
+}
+
+static void run_allreduces(struct engine *e, item_t *it, size_t n)
+{
+  size_t limit = rondo__knobs.fusion_threshold;
+  char *taken = calloc(n ? n : 1, 1);
+  item_t *batch = malloc((n ? n : 1) * sizeof *batch);
+  if (taken == NULL || batch == NULL) {
+    rondo__fail(RONDO_ERR_NO_MEMORY, "engine: batches");
+    for (size_t i = 0; i < n; i++)
+      finish(e, it[i].req, RONDO_ERR_NO_MEMORY);
+    free(taken);
+    free(batch);
+    return;
+  }
+  for (size_t g = 0; g < n; g++) {
+    if (taken[g])
+      continue;
+    const eng_sig_t *key = &it[g].resp->sig;
+    size_t nb = 0, bytes = 0, esize = rondo_dtype_size((rondo_dtype_t)key->dtype);
+    for (size_t i = g; i < n; i++) {
+      if (taken[i] || !same_group(key, &it[i].resp->sig))
+        continue;
+      size_t b = it[i].resp->sig.count * esize;
+      if (nb > 0 && (limit == 0 || bytes + b > limit)) {
+        run_batch(e, batch, nb);
+        nb = 0;
+        bytes = 0;
+      }
+      batch[nb++] = it[i];
+      bytes += b;
+      taken[i] = 1;
+    }
+    if (nb > 0)
+      run_batch(e, batch, nb);
+  }
+  free(taken);
+  free(batch);
+}
+
+/* ---- broadcast and allgather -------------------------------------------------------- */
+
+static void run_broadcast(struct engine *e, item_t *it)
+{
+  struct rondo_request *r = it->req;
+  const eng_sig_t *s = &it->resp->sig;
+  size_t bytes = s->count * rondo_dtype_size((rondo_dtype_t)s->dtype);
+  double t0 = eng_now();
+  void *buf = r->recvbuf;
+  rondo_status_t st = RONDO_SUCCESS;
+  if (r->phantom) {
+    st = grow(&e->identity, &e->identity_bytes, bytes + 1);
+    buf = e->identity;
+  }
+  if (st == RONDO_SUCCESS && bytes > 0)
+    st = algo_broadcast(e->exec, buf, bytes, s->root);
+  span(e, r, "BROADCAST", t0, eng_now(), NULL);
+  finish(e, r, st);
+}
+
+static void run_allgather(struct engine *e, item_t *it)
+{
+  struct rondo_request *r = it->req;
+  const eng_sig_t *s = &it->resp->sig;
+  size_t esize = rondo_dtype_size((rondo_dtype_t)s->dtype), total = 0;
+  int p = e->size;
+  double t0 = eng_now();
+  uint64_t mine = r->phantom ? 0 : r->rows, *rows = malloc((size_t)p * sizeof *rows);
+  size_t *counts = malloc((size_t)p * sizeof *counts);
+  void *out = NULL;
+  rondo_status_t st = RONDO_SUCCESS;
+  if (rows == NULL || counts == NULL) {
+    /* Cannot even hold p numbers: the other ranks will wait in the
+     * collective below for this one; nothing sensible is left to do. */
+    free(rows);
+    free(counts);
+    LOG_ERROR("engine: out of memory in the allgather '%s'; ranks may now hang", r->name);
+    finish(e, r, rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': allgather counts", r->name));
+    return;
+  }
+  MPI_Request req;
+  int rc = MPI_Iallgather(&mine, 1, MPI_UINT64_T, rows, 1, MPI_UINT64_T, e->exec->mpi, &req);
+  if (rc != MPI_SUCCESS)
+    st = rondo__mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__);
+  else
+    st = eng_wait(e, &req);
+  for (int q = 0; q < p && st == RONDO_SUCCESS; q++)
+    total += (counts[q] = (size_t)rows[q] * s->count);
+  if (st == RONDO_SUCCESS && (out = malloc(total * esize + 1)) == NULL)
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': allgather result of %zu elements", r->name, total);
+  if (st == RONDO_SUCCESS)
+    st = algo_allgatherv(e->exec, r->sendbuf, out, counts, NULL, esize);
+  span(e, r, "ALLGATHER", t0, eng_now(), NULL);
+  if (st == RONDO_SUCCESS && !r->phantom) {
+    r->result = out;
+    r->result_count = total;
+    out = NULL;
+  }
+  free(out);
+  free(rows);
+  free(counts);
+  finish(e, r, st);
+}
+
+/* ---- the cycle's work ------------------------------------------------------------------ */
+
+/* The request of this rank for resp, or a phantom if it has joined. */
+static struct rondo_request *request_for(struct engine *e, const eng_resp_t *resp)
+{
+  struct rondo_request *r = eng_find_pending(e, resp->name);
+  if (r != NULL)
+    return r;
+  if (!e->joined)
+    LOG_ERROR("engine: '%s' is ready but this rank has no such request; taking part with "
+              "the identity to keep the ranks in step (please report this)",
+              resp->name);
+  r = calloc(1, sizeof *r);
+  if (r == NULL || (r->name = strdup(resp->name)) == NULL) {
+    free(r);
+    return NULL;
+  }
+  r->eng = e;
+  r->phantom = 1;
+  r->pidx = -1;
+  r->sig = resp->sig;
+  return r;
+}
+
+void eng_execute(struct engine *e, const eng_cycle_t *c)
+{
+  if (c->nresp == 0)
+    return;
+  double ready = eng_now();
+  item_t *it = malloc(c->nresp * sizeof *it);
+  size_t n = 0;
+  for (size_t i = 0; i < c->nresp; i++) {
+    const eng_resp_t *resp = &c->resp[i];
+    if (resp->type == RESP_ERROR) {
+      struct rondo_request *r = eng_find_pending(e, resp->name);
+      if (r != NULL)
+        eng_complete(e, r, resp->status, resp->message);
+      continue;
+    }
+    struct rondo_request *r = request_for(e, resp);
+    if (r == NULL || it == NULL) {
+      /* Out of memory for a phantom: the collectives would no longer match. */
+      LOG_ERROR("engine: out of memory while running '%s'; ranks may now hang", resp->name);
+      continue;
+    }
+    span(e, r, "NEGOTIATE", r->t_submit, ready, NULL);
+    it[n].req = r;
+    it[n].resp = resp;
+    n++;
+  }
+  /* All-reduces first (fused), then the others, each in response order. */
+  item_t *ar = malloc((n ? n : 1) * sizeof *ar);
+  size_t nar = 0;
+  for (size_t i = 0; ar != NULL && i < n; i++)
+    if (it[i].resp->sig.kind == ENG_ALLREDUCE)
+      ar[nar++] = it[i];
+  if (ar != NULL)
+    run_allreduces(e, ar, nar);
+  for (size_t i = 0; i < n; i++) {
+    if (it[i].resp->sig.kind == ENG_BROADCAST)
+      run_broadcast(e, &it[i]);
+    else if (it[i].resp->sig.kind == ENG_ALLGATHER)
+      run_allgather(e, &it[i]);
+  }
+  free(ar);
+  free(it);
+}

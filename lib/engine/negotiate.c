@@ -1,0 +1,615 @@
+/*
+ * One negotiation cycle: which names every rank has submitted, in one order
+ * that is the same on every rank.
+ *
+ * Every cycle starts with one bitwise-AND all-reduce of a few words: a flag
+ * word (nothing pending, all requests cached, joined, stopping, each coded
+ * so that AND gives "on every rank") and one bit per response-cache entry,
+ * set by a rank that has that name pending with the cached signature
+ * (cache.c). If every rank's pending requests are all cached, the set bits
+ * are the ready names, in cache order: that is the whole negotiation
+ * (the fast path).
+ *
+ * Otherwise (a new name, a changed signature, or a stall check) the slow
+ * path runs: every rank sends all its announced requests (name, signature,
+ * age) to rank 0, which finds the names every rank that has not joined
+ * submitted, checks that their signatures agree, assigns cache entries, and
+ * broadcasts the responses; names that differ become error responses naming
+ * the ranks and values, names stalled past RONDO_STALL_ABORT_SEC become
+ * RONDO_ERR_STALLED responses, and names stalled past RONDO_STALL_WARN_SEC
+ * are logged by rank 0 with the ranks that are missing.
+ */
+#include "engine/engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  F_NO_PENDING = 1,   /* AND: nobody has requests in flight */
+  F_ALL_CACHED = 2,   /* AND: the fast path suffices */
+  F_JOINED = 4,       /* AND: everybody joined */
+  F_STOPPING = 8,     /* AND: everybody is shutting down */
+};
+
+int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b)
+{
+  return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op && a->algo == b->algo &&
+         a->root == b->root && a->count == b->count && a->prescale == b->prescale &&
+         a->postscale == b->postscale;
+}
+
+void eng_cycle_free(eng_cycle_t *c)
+{
+  for (size_t i = 0; i < c->nresp; i++) {
+    free(c->resp[i].name);
+    free(c->resp[i].message);
+  }
+  free(c->resp);
+  memset(c, 0, sizeof *c);
+}
+
+/* ---- byte buffers ------------------------------------------------------------------- */
+
+typedef struct {
+  char *p;
+  size_t len, cap;
+  int failed;
+} buf_t;
+
+static void put(buf_t *b, const void *data, size_t n)
+{
+  if (b->failed)
+    return;
+  if (b->len + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n)
+      cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL) {
+      b->failed = 1;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, data, n);
+  b->len += n;
+}
+
+static void put_str(buf_t *b, const char *s)
+{
+  uint32_t n = s != NULL ? (uint32_t)strlen(s) : 0;
+  put(b, &n, sizeof n);
+  put(b, s, n);
+}
+
+typedef struct {
+  const char *p, *end;
+  int bad;
+} rd_t;
+
+static void get(rd_t *r, void *out, size_t n)
+{
+  if (r->bad || (size_t)(r->end - r->p) < n) {
+    r->bad = 1;
+    memset(out, 0, n);
+    return;
+  }
+  memcpy(out, r->p, n);
+  r->p += n;
+}
+
+/* A NUL-terminated copy (malloc'd), or NULL when the input is bad. */
+static char *get_str(rd_t *r)
+{
+  uint32_t n;
+  get(r, &n, sizeof n);
+  if (r->bad || (size_t)(r->end - r->p) < n) {
+    r->bad = 1;
+    return NULL;
+  }
+  char *s = malloc((size_t)n + 1);
+  if (s == NULL) {
+    r->bad = 1;
+    return NULL;
+  }
+  memcpy(s, r->p, n);
+  s[n] = '\0';
+  r->p += n;
+  return s;
+}
+
+/* ---- responses ---------------------------------------------------------------------- */
+
+static rondo_status_t add_resp(eng_cycle_t *c, size_t *cap, int type, rondo_status_t st,
+                               int cache_id, const eng_sig_t *sig, const char *name,
+                               const char *message)
+{
+  if (c->nresp == *cap) {
+    size_t n = *cap ? 2 * *cap : 16;
+    eng_resp_t *p = realloc(c->resp, n * sizeof *p);
+    if (p == NULL)
+      return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses");
+    c->resp = p;
+    *cap = n;
+  }
+  eng_resp_t *r = &c->resp[c->nresp];
+  memset(r, 0, sizeof *r);
+  r->type = type;
+  r->status = st;
+  r->cache_id = cache_id;
+  r->sig = *sig;
+  r->name = strdup(name);
+  r->message = message != NULL ? strdup(message) : NULL;
+  if (r->name == NULL || (message != NULL && r->message == NULL)) {
+    free(r->name);
+    free(r->message);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses");
+  }
+  c->nresp++;
+  return RONDO_SUCCESS;
+}
+
+/* ---- the coordinator (rank 0, slow path) -------------------------------------------- */
+
+typedef struct {
+  char *name;
+  eng_sig_t *sig;     /* [size]; valid where have[r] */
+  char *have;         /* [size] */
+  double age;         /* the oldest submitter's wait */
+} agg_t;
+
+typedef struct {
+  agg_t *a;
+  size_t n, cap;
+  long *index;        /* open addressing: name -> a[] index, -1 empty */
+  size_t nindex;
+} aggs_t;
+
+static uint64_t hash_str(const char *s)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static void aggs_free(aggs_t *g)
+{
+  for (size_t i = 0; i < g->n; i++) {
+    free(g->a[i].name);
+    free(g->a[i].sig);
+    free(g->a[i].have);
+  }
+  free(g->a);
+  free(g->index);
+}
+
+/* The aggregate for name, created if new; NULL when out of memory. */
+static agg_t *aggs_get(aggs_t *g, const char *name, int size)
+{
+  size_t h = hash_str(name) % g->nindex;
+  while (g->index[h] >= 0) {
+    if (strcmp(g->a[g->index[h]].name, name) == 0)
+      return &g->a[g->index[h]];
+    h = (h + 1) % g->nindex;
+  }
+  if (g->n == g->cap)
+    return NULL; /* sized by the caller to the record count */
+  agg_t *a = &g->a[g->n];
+  a->name = strdup(name);
+  a->sig = calloc((size_t)size, sizeof *a->sig);
+  a->have = calloc((size_t)size, 1);
+  a->age = 0;
+  if (a->name == NULL || a->sig == NULL || a->have == NULL) {
+    free(a->name);
+    free(a->sig);
+    free(a->have);
+    return NULL;
+  }
+  g->index[h] = (long)g->n++;
+  return a;
+}
+
+/* "count: rank 0 has 10, rank 2 has 12" for the first field that differs. */
+static void describe_mismatch(const eng_sig_t *a, int ra, const eng_sig_t *b, int rb, char *buf,
+                              size_t len)
+{
+  static const char *const kinds[] = {"allreduce", "broadcast", "allgather"};
+  if (a->kind != b->kind)
+    snprintf(buf, len, "collective: rank %d submitted %s, rank %d %s", ra, kinds[a->kind], rb,
+             kinds[b->kind]);
+  else if (a->dtype != b->dtype)
+    snprintf(buf, len, "dtype: rank %d has %s, rank %d has %s", ra,
+             rondo_dtype_name((rondo_dtype_t)a->dtype), rb, rondo_dtype_name((rondo_dtype_t)b->dtype));
+  else if (a->count != b->count)
+    snprintf(buf, len, "%s: rank %d has %llu, rank %d has %llu",
+             a->kind == ENG_ALLGATHER ? "elements per row" : "count", ra,
+             (unsigned long long)a->count, rb, (unsigned long long)b->count);
+  else if (a->op != b->op)
+    snprintf(buf, len, "op: rank %d has %s, rank %d has %s", ra, rondo_op_name((rondo_op_t)a->op),
+             rb, rondo_op_name((rondo_op_t)b->op));
+  else if (a->root != b->root)
+    snprintf(buf, len, "root: rank %d has %d, rank %d has %d", ra, a->root, rb, b->root);
+  else if (a->prescale != b->prescale)
+    snprintf(buf, len, "prescale: rank %d has %g, rank %d has %g", ra, a->prescale, rb,
+             b->prescale);
+  else if (a->postscale != b->postscale)
+    snprintf(buf, len, "postscale: rank %d has %g, rank %d has %g", ra, a->postscale, rb,
+             b->postscale);
+  else
+    snprintf(buf, len, "algorithm: rank %d has %s, rank %d has %s", ra,
+             rondo_algo_name((rondo_algo_t)a->algo), rb, rondo_algo_name((rondo_algo_t)b->algo));
+}
+
+/* "1,3,4" (at most a few, then "... (N ranks)"). */
+static void rank_list(const char *missing, int size, char *buf, size_t len)
+{
+  size_t used = 0;
+  int shown = 0, total = 0;
+  buf[0] = '\0';
+  for (int r = 0; r < size; r++) {
+    if (!missing[r])
+      continue;
+    total++;
+    if (shown < 8 && used + 16 < len) {
+      used += (size_t)snprintf(buf + used, len - used, "%s%d", shown ? "," : "", r);
+      shown++;
+    }
+  }
+  if (total > shown && used + 24 < len)
+    snprintf(buf + used, len - used, ",... (%d ranks)", total);
+}
+
+/* Rank 0: the responses of a slow-path cycle from every rank's records. */
+static rondo_status_t coordinate(struct engine *e, const char *all, const int *bytes,
+                                 const int *displs, const int *joined, eng_cycle_t *out,
+                                 size_t *cap)
+{
+  int size = e->size;
+  size_t records = 0;
+  for (int r = 0; r < size; r++) {
+    rd_t rd = {all + displs[r], all + displs[r] + bytes[r], 0};
+    uint32_t n;
+    get(&rd, &n, sizeof n);
+    records += n;
+  }
+  aggs_t g = {0};
+  g.cap = records;
+  g.nindex = 2 * records + 1;
+  g.a = calloc(records ? records : 1, sizeof *g.a);
+  g.index = malloc(g.nindex * sizeof *g.index);
+  rondo_status_t st = RONDO_SUCCESS;
+  if (g.a == NULL || g.index == NULL) {
+    aggs_free(&g);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: coordinator tables");
+  }
+  for (size_t i = 0; i < g.nindex; i++)
+    g.index[i] = -1;
+  for (int r = 0; r < size && st == RONDO_SUCCESS; r++) {
+    rd_t rd = {all + displs[r], all + displs[r] + bytes[r], 0};
+    uint32_t n;
+    get(&rd, &n, sizeof n);
+    for (uint32_t i = 0; i < n && !rd.bad; i++) {
+      char *name = get_str(&rd);
+      eng_sig_t sig;
+      double age;
+      get(&rd, &sig, sizeof sig);
+      get(&rd, &age, sizeof age);
+      if (rd.bad) {
+        free(name);
+        break;
+      }
+      agg_t *a = aggs_get(&g, name, size);
+      free(name);
+      if (a == NULL) {
+        st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: coordinator tables");
+        break;
+      }
+      a->have[r] = 1;
+      a->sig[r] = sig;
+      if (age > a->age)
+        a->age = age;
+    }
+    if (rd.bad && st == RONDO_SUCCESS)
+      st = rondo__fail(RONDO_ERR_INTERNAL, "engine: malformed negotiation message from rank %d", r);
+  }
+
+  double warn = rondo__knobs.stall_warn_sec, abort_after = rondo__knobs.stall_abort_sec;
+  char line[1024], ranks[128];
+  size_t line_used = 0;
+  int stalled = 0;
+  char *missing = calloc((size_t)size, 1);
+  if (missing == NULL && st == RONDO_SUCCESS)
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: coordinator tables");
+  for (size_t i = 0; i < g.n && st == RONDO_SUCCESS; i++) {
+    agg_t *a = &g.a[i];
+    int first = -1, absent = 0;
+    for (int r = 0; r < size; r++) {
+      missing[r] = !a->have[r] && !joined[r];
+      absent += missing[r];
+      if (a->have[r] && first < 0)
+        first = r;
+    }
+    if (absent == 0) {
+      char why[300] = "";
+      for (int r = first + 1; r < size && !why[0]; r++)
+        if (a->have[r] && !eng_sig_equal(&a->sig[first], &a->sig[r]))
+          describe_mismatch(&a->sig[first], first, &a->sig[r], r, why, sizeof why);
+      if (!why[0] && a->sig[first].kind == ENG_BROADCAST && a->sig[first].root >= 0 &&
+          a->sig[first].root < size && joined[a->sig[first].root])
+        snprintf(why, sizeof why, "the root, rank %d, has joined", a->sig[first].root);
+      if (why[0]) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "'%s' differs across ranks: %s", a->name, why);
+        st = add_resp(out, cap, RESP_ERROR, RONDO_ERR_MISMATCH, -1, &a->sig[first], a->name, msg);
+        continue;
+      }
+      int id = -1;
+      if (e->cache.capacity > 0) {
+        id = eng_cache_find_name(&e->cache, a->name);
+        if (id < 0)
+          id = eng_cache_victim(&e->cache);
+        st = eng_cache_set(&e->cache, id, a->name, &a->sig[first]);
+      }
+      if (st == RONDO_SUCCESS)
+        st = add_resp(out, cap, RESP_OK, RONDO_SUCCESS, id, &a->sig[first], a->name, NULL);
+      continue;
+    }
+    if (first < 0)
+      continue;
+    rank_list(missing, size, ranks, sizeof ranks);
+    if (abort_after > 0 && a->age >= abort_after) {
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "'%s' stalled: rank(s) %s did not submit it within %.0f s "
+               "(RONDO_STALL_ABORT_SEC)",
+               a->name, ranks, a->age);
+      st = add_resp(out, cap, RESP_ERROR, RONDO_ERR_STALLED, -1, &a->sig[first], a->name, msg);
+    } else if (warn > 0 && a->age >= warn) {
+      if (stalled < 5 && line_used + 64 < sizeof line)
+        line_used += (size_t)snprintf(line + line_used, sizeof line - line_used,
+                                      "%s'%.60s' (%.0f s; missing on ranks %s)",
+                                      stalled ? ", " : "", a->name, a->age, ranks);
+      stalled++;
+    }
+  }
+  free(missing);
+  double now = eng_now();
+  if (stalled > 0 && now - e->last_stall_warn >= warn) {
+    e->last_stall_warn = now;
+    LOG_WARN("stall: %d request(s) waited more than %.0f s for other ranks: %s%s. "
+             "Every rank must submit the same names; set RONDO_STALL_ABORT_SEC to fail "
+             "them instead of waiting",
+             stalled, warn, line, stalled > 5 ? ", ..." : "");
+  }
+  aggs_free(&g);
+  return st;
+}
+
+static void serialize_resp(buf_t *b, const eng_cycle_t *c)
+{
+  uint32_t n = (uint32_t)c->nresp;
+  put(b, &n, sizeof n);
+  for (size_t i = 0; i < c->nresp; i++) {
+    const eng_resp_t *r = &c->resp[i];
+    int32_t v[3] = {r->type, r->status, r->cache_id};
+    put(b, v, sizeof v);
+    put(b, &r->sig, sizeof r->sig);
+    put_str(b, r->name);
+    put_str(b, r->message);
+  }
+}
+
+static rondo_status_t deserialize_resp(const char *p, size_t len, eng_cycle_t *c, size_t *cap)
+{
+  rd_t rd = {p, p + len, 0};
+  uint32_t n;
+  get(&rd, &n, sizeof n);
+  for (uint32_t i = 0; i < n && !rd.bad; i++) {
+    int32_t v[3];
+    eng_sig_t sig;
+    get(&rd, v, sizeof v);
+    get(&rd, &sig, sizeof sig);
+    char *name = get_str(&rd), *msg = get_str(&rd);
+    if (!rd.bad)
+      RONDO_CHECK(add_resp(c, cap, v[0], (rondo_status_t)v[1], v[2], &sig, name,
+                           msg != NULL && msg[0] ? msg : NULL));
+    free(name);
+    free(msg);
+  }
+  if (rd.bad)
+    return rondo__fail(RONDO_ERR_INTERNAL, "engine: malformed responses from rank 0");
+  return RONDO_SUCCESS;
+}
+
+/* ---- the cycle ------------------------------------------------------------------------ */
+
+/* Should this rank force a slow path so rank 0 can see a possible stall? */
+static int stall_check(struct engine *e, double oldest_age)
+{
+  double warn = rondo__knobs.stall_warn_sec, abort_after = rondo__knobs.stall_abort_sec;
+  double limit = INFINITY;
+  if (warn > 0)
+    limit = warn;
+  if (abort_after > 0 && abort_after < limit)
+    limit = abort_after;
+  double now = eng_now();
+  if (oldest_age < limit || now - e->last_full < (limit < 1.0 ? limit : 1.0))
+    return 0;
+  e->last_full = now;
+  return 1;
+}
+
+static rondo_status_t slow_path(struct engine *e, int joined, eng_cycle_t *out)
+{
+  buf_t mine = {0};
+  uint32_t n = 0;
+  double now = eng_now();
+  put(&mine, &n, sizeof n);
+  for (size_t i = 0; i < e->npending; i++) {
+    struct rondo_request *r = e->pending[i];
+    if (r == NULL || !r->announced)
+      continue;
+    double age = now - r->t_submit;
+    put_str(&mine, r->name);
+    put(&mine, &r->sig, sizeof r->sig);
+    put(&mine, &age, sizeof age);
+    n++;
+  }
+  if (mine.failed) {
+    free(mine.p);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation message");
+  }
+  memcpy(mine.p, &n, sizeof n);
+  int head[2] = {(int)mine.len, joined}, *heads = NULL, *bytes = NULL, *displs = NULL,
+      *joins = NULL;
+  char *all = NULL;
+  rondo_status_t st = RONDO_SUCCESS;
+  if (e->rank == 0) {
+    heads = malloc(2 * (size_t)e->size * sizeof *heads);
+    bytes = malloc((size_t)e->size * sizeof *bytes);
+    displs = malloc((size_t)e->size * sizeof *displs);
+    joins = malloc((size_t)e->size * sizeof *joins);
+    if (!heads || !bytes || !displs || !joins)
+      st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation");
+  }
+  /* The gathers run whatever happened on rank 0, so no rank hangs; a
+   * failure there stops every engine through the response size below. */
+  MPI_Request req;
+  int rc = MPI_Igather(head, 2, MPI_INT, heads, 2, MPI_INT, 0, e->mpi, &req);
+  if (rc == MPI_SUCCESS)
+    eng_wait(e, &req);
+  size_t total = 0;
+  if (e->rank == 0 && st == RONDO_SUCCESS) {
+    for (int r = 0; r < e->size; r++) {
+      bytes[r] = heads[2 * r];
+      joins[r] = heads[2 * r + 1];
+      displs[r] = (int)total;
+      total += (size_t)bytes[r];
+    }
+    if ((all = malloc(total ? total : 1)) == NULL)
+      st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation");
+  }
+  rc = MPI_Igatherv(mine.p, (int)mine.len, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0, e->mpi,
+                    &req);
+  if (rc == MPI_SUCCESS)
+    eng_wait(e, &req);
+  free(mine.p);
+
+  size_t cap = 0;
+  buf_t resp = {0};
+  uint64_t resp_len = 0;
+  if (e->rank == 0) {
+    if (st == RONDO_SUCCESS)
+      st = coordinate(e, all, bytes, displs, joins, out, &cap);
+    if (st == RONDO_SUCCESS)
+      serialize_resp(&resp, out);
+    if (resp.failed && st == RONDO_SUCCESS)
+      st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses");
+    resp_len = st == RONDO_SUCCESS ? resp.len : UINT64_MAX; /* UINT64_MAX: rank 0 failed */
+    eng_cycle_free(out);
+    cap = 0;
+  }
+  free(heads);
+  free(bytes);
+  free(displs);
+  free(joins);
+  free(all);
+  MPI_CHECK(MPI_Ibcast(&resp_len, 1, MPI_UINT64_T, 0, e->mpi, &req));
+  RONDO_CHECK(eng_wait(e, &req));
+  if (resp_len == UINT64_MAX) {
+    free(resp.p);
+    return st != RONDO_SUCCESS ? st
+                               : rondo__fail(RONDO_ERR_PEER, "engine: rank 0 failed to negotiate");
+  }
+  if (e->rank != 0 && (resp.p = malloc(resp_len ? resp_len : 1)) == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses"); /* cannot recover */
+  MPI_CHECK(MPI_Ibcast(resp.p, (int)resp_len, MPI_BYTE, 0, e->mpi, &req));
+  RONDO_CHECK(eng_wait(e, &req));
+  st = deserialize_resp(resp.p, resp_len, out, &cap);
+  free(resp.p);
+  /* Every rank (rank 0 again: idempotent) applies the cache entries. */
+  for (size_t i = 0; i < out->nresp && st == RONDO_SUCCESS; i++)
+    if (out->resp[i].type == RESP_OK && out->resp[i].cache_id >= 0)
+      st = eng_cache_set(&e->cache, out->resp[i].cache_id, out->resp[i].name,
+                         &out->resp[i].sig);
+  return st;
+}
+
+rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
+{
+  memset(out, 0, sizeof *out);
+  int words = 1 + (e->cache.capacity + 63) / 64;
+  uint64_t stack_mine[17], stack_all[17];
+  uint64_t *mine = words <= 17 ? stack_mine : calloc((size_t)words, sizeof *mine);
+  uint64_t *all = words <= 17 ? stack_all : calloc((size_t)words, sizeof *all);
+  if (mine == NULL || all == NULL) {
+    if (words > 17) {
+      free(mine);
+      free(all);
+    }
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
+  }
+  memset(mine, 0, (size_t)words * sizeof *mine);
+  int pending = 0, cached = 1;
+  double now = eng_now(), oldest = 0;
+  for (size_t i = 0; i < e->npending; i++) {
+    struct rondo_request *r = e->pending[i];
+    if (r == NULL)
+      continue;
+    pending = 1;
+    if (!r->announced)
+      continue;
+    if (now - r->t_submit > oldest)
+      oldest = now - r->t_submit;
+    int id = eng_cache_find(&e->cache, r->name, &r->sig);
+    if (id < 0)
+      cached = 0;
+    else
+      mine[1 + id / 64] |= 1ull << (id % 64);
+  }
+  if (e->joined) /* a joined rank takes part in whatever the others run */
+    for (int id = 0; id < e->cache.capacity; id++) {
+      const char *name = eng_cache_name(&e->cache, id);
+      const eng_sig_t *sig = eng_cache_sig(&e->cache, id);
+      if (name != NULL && !(sig->kind == ENG_BROADCAST && sig->root == e->rank))
+        mine[1 + id / 64] |= 1ull << (id % 64);
+    }
+  if (pending && stall_check(e, oldest))
+    cached = 0;
+  mine[0] = (pending ? 0 : F_NO_PENDING) | (cached ? F_ALL_CACHED : 0) |
+            (e->joined ? F_JOINED : 0) | (stopping ? F_STOPPING : 0);
+  MPI_Request req;
+  rondo_status_t st = RONDO_SUCCESS;
+  int rc = MPI_Iallreduce(mine, all, words, MPI_UINT64_T, MPI_BAND, e->mpi, &req);
+  if (rc != MPI_SUCCESS)
+    st = rondo__mpi_fail(rc, "MPI_Iallreduce", __FILE__, __LINE__);
+  else
+    st = eng_wait(e, &req);
+  if (st == RONDO_SUCCESS) {
+    out->anyone_pending = !(all[0] & F_NO_PENDING);
+    out->all_joined = (all[0] & F_JOINED) != 0;
+    out->all_stopping = (all[0] & F_STOPPING) != 0;
+    if (out->all_stopping || out->all_joined || !out->anyone_pending) {
+      /* nothing to run */
+    } else if (all[0] & F_ALL_CACHED) {
+      size_t cap = 0;
+      for (int id = 0; id < e->cache.capacity && st == RONDO_SUCCESS; id++)
+        if (all[1 + id / 64] & (1ull << (id % 64))) {
+          eng_cache_touch(&e->cache, id);
+          st = add_resp(out, &cap, RESP_OK, RONDO_SUCCESS, id, eng_cache_sig(&e->cache, id),
+                        eng_cache_name(&e->cache, id), NULL);
+        }
+    } else {
+      st = slow_path(e, e->joined, out);
+    }
+  }
+  if (words > 17) {
+    free(mine);
+    free(all);
+  }
+  return st;
+}
