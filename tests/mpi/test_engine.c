@@ -1,0 +1,601 @@
+/*
+ * test_engine - the asynchronous engine (lib/engine) at 1-4 ranks.
+ *
+ * Default run (MPITEST_ENGINE unset or "all"):
+ *   - random order: many names of every dtype and op and assorted counts,
+ *     submitted in a different seeded order on every rank, in place and out
+ *     of place, three rounds (the second and third hit the response cache);
+ *     results checked in closed form and hashed across ranks;
+ *   - prescale/postscale, callbacks, groups;
+ *   - broadcast and allgather (a different number of rows per rank);
+ *   - errors: the same name with a different count, dtype, op, root or
+ *     scale on one rank fails on every rank with RONDO_ERR_MISMATCH and a
+ *     message naming the field; a duplicate name fails at submission; bad
+ *     arguments fail at submission;
+ *   - 4 threads submitting at once;
+ *   - join with a different number of steps per rank;
+ *   - shutdown with a request pending (RONDO_ERR_SHUT_DOWN);
+ *   - a soak of small requests whose RSS must not grow.
+ * MPITEST_ENGINE=stall (with RONDO_STALL_WARN_SEC=1 RONDO_STALL_ABORT_SEC=3):
+ *   a name only rank 0 submits: rank 0 logs the stall warning naming the
+ *   missing ranks, then the request fails with RONDO_ERR_STALLED.
+ * MPITEST_ENGINE=basic: the random-order part only (for the timeline test).
+ */
+#include "mpitest.h"
+
+#include <pthread.h>
+
+static const rondo_op_t ops[] = {RONDO_SUM, RONDO_MIN, RONDO_MAX, RONDO_PROD, RONDO_AVG};
+static const size_t counts[] = {0, 1, 2, 3, 7, 31, 100, 1000, 4099};
+
+/* ---- random submission order ------------------------------------------------------ */
+
+typedef struct {
+  char name[48];
+  rondo_dtype_t dt;
+  rondo_op_t op;
+  size_t count;
+  int in_place;
+  void *in, *out, *want;
+  rondo_request_t req;
+} job_t;
+
+static void job_setup(job_t *j, int i, int round, uint64_t first)
+{
+  snprintf(j->name, sizeof j->name, "layer%03d.grad", i);
+  j->dt = (rondo_dtype_t)(i % RONDO_DTYPE_COUNT);
+  j->op = ops[(i / RONDO_DTYPE_COUNT) % 5];
+  j->count = counts[(size_t)(i * 7 + round) % (sizeof counts / sizeof counts[0])];
+  j->count = counts[(size_t)i % (sizeof counts / sizeof counts[0])]; /* same every round */
+  j->in_place = (i + round) % 2;
+  size_t bytes = j->count * mt_dtype_size(j->dt);
+  j->in = mt_alloc(bytes);
+  j->out = j->in_place ? j->in : mt_alloc(bytes);
+  j->want = mt_alloc(bytes);
+  mt_fill_input(j->dt, j->op, first, j->count, j->in);
+  mt_fill_reduced(j->dt, j->op, first, j->count, j->want);
+}
+
+static void job_free(job_t *j)
+{
+  if (!j->in_place)
+    free(j->out);
+  free(j->in);
+  free(j->want);
+}
+
+static void random_order(int n, int rounds)
+{
+  job_t *jobs = mt_alloc((size_t)n * sizeof *jobs);
+  int *order = mt_alloc((size_t)n * sizeof *order);
+  for (int round = 0; round < rounds; round++) {
+    mt.salt = 1000 + (uint64_t)round;
+    for (int i = 0; i < n; i++) {
+      job_setup(&jobs[i], i, round, (uint64_t)i * 5000);
+      order[i] = i;
+    }
+    /* a seeded shuffle that differs per rank and round */
+    for (int i = n - 1; i > 0; i--) {
+      int k = (int)(mt_rand(77, (uint64_t)(mt.rank * 100 + round), (uint64_t)i) % (uint64_t)(i + 1));
+      int t = order[i];
+      order[i] = order[k];
+      order[k] = t;
+    }
+    for (int k = 0; k < n; k++) {
+      job_t *j = &jobs[order[k]];
+      mt_where("random order round %d: submit %s", round, j->name);
+      MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), j->name, j->in, j->out, j->count, j->dt,
+                                         j->op, NULL, &j->req),
+                   RONDO_SUCCESS);
+    }
+    /* wait in yet another order: reversed submission order */
+    for (int k = n - 1; k >= 0; k--) {
+      job_t *j = &jobs[order[k]];
+      mt_where("random order round %d: %s (%s %s x %zu, %s)", round, j->name, mt_dtype_str(j->dt),
+               mt_op_str(j->op), j->count, j->in_place ? "in place" : "out of place");
+      if (j->req != NULL && MT_EQ_STATUS(rondo_wait(&j->req), RONDO_SUCCESS))
+        mt_check_elems(j->name, j->dt, j->out, j->want, j->count);
+    }
+    for (int i = 0; i < n; i++) { /* compared across ranks in one order */
+      mt_where("random order round %d: %s bytes on every rank", round, jobs[i].name);
+      mt_hash_record(jobs[i].out, jobs[i].count * mt_dtype_size(jobs[i].dt));
+      job_free(&jobs[i]);
+    }
+  }
+  free(jobs);
+  free(order);
+}
+
+/* ---- scales, callbacks, groups ------------------------------------------------------ */
+
+static int callbacks_seen;
+static void on_done(rondo_request_t req, rondo_status_t st, void *user)
+{
+  (void)req;
+  if (st == RONDO_SUCCESS)
+    __atomic_add_fetch((int *)user, 1, __ATOMIC_RELAXED);
+}
+
+static void scales_callbacks_groups(void)
+{
+  mt_where("prescale 2, postscale 0.25, float32 sum");
+  float in[5], out[5];
+  for (int i = 0; i < 5; i++)
+    in[i] = (float)(mt.rank + i);
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.prescale = 2.0;
+  o.postscale = 0.25;
+  o.callback = on_done;
+  o.user = &callbacks_seen;
+  rondo_request_t r;
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "scaled", in, out, 5, RONDO_FLOAT32,
+                                         RONDO_SUM, &o, &r),
+                   RONDO_SUCCESS) &&
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+    for (int i = 0; i < 5; i++) {
+      float want = 0.5f * (float)(mt.size * (mt.size - 1) / 2 + mt.size * i);
+      MT_CHECK(out[i] == want, "scaled[%d] = %g, expected %g", i, out[i], want);
+    }
+  MT_EQ_INT(__atomic_load_n(&callbacks_seen, __ATOMIC_RELAXED), 1);
+
+  mt_where("a group of 3, submitted out of order");
+  int32_t g[3][4], gw[3];
+  rondo_request_t gr[3];
+  rondo_async_opts_t go = RONDO_ASYNC_OPTS_INIT;
+  go.group = "optimizer-step";
+  go.group_size = 3;
+  for (int k = 0; k < 3; k++) {
+    int i = (k + mt.rank) % 3;
+    char name[16];
+    snprintf(name, sizeof name, "grp%d", i);
+    for (int e = 0; e < 4; e++)
+      g[i][e] = (mt.rank + 1) * (i + 1);
+    MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), name, g[i], g[i], 4, RONDO_INT32, RONDO_SUM,
+                                       &go, &gr[i]),
+                 RONDO_SUCCESS);
+  }
+  for (int i = 0; i < 3; i++) {
+    gw[i] = (i + 1) * mt.size * (mt.size + 1) / 2;
+    if (gr[i] != NULL && MT_EQ_STATUS(rondo_wait(&gr[i]), RONDO_SUCCESS))
+      MT_EQ_INT(g[i][3], gw[i]);
+  }
+}
+
+/* ---- broadcast and allgather --------------------------------------------------------- */
+
+static void bcast_allgather(void)
+{
+  for (int root = 0; root < mt.size; root++) {
+    mt_where("broadcast_async from root %d", root);
+    int64_t buf[33];
+    for (int i = 0; i < 33; i++)
+      buf[i] = mt.rank == root ? 1000 * root + i : -1;
+    rondo_request_t r;
+    char name[32];
+    snprintf(name, sizeof name, "bcast.%d", root);
+    if (MT_EQ_STATUS(rondo_broadcast_async(rondo_world(), name, buf, 33, RONDO_INT64, root, NULL,
+                                           &r),
+                     RONDO_SUCCESS) &&
+        MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+      for (int i = 0; i < 33; i++)
+        if (!MT_EQ_INT(buf[i], 1000 * root + i))
+          break;
+  }
+  mt_where("allgather_async: rank r gives r + 1 rows of 3");
+  size_t rows = (size_t)mt.rank + 1;
+  float *mine = mt_alloc(rows * 3 * sizeof *mine);
+  for (size_t i = 0; i < rows * 3; i++)
+    mine[i] = (float)(mt.rank * 100 + (int)i);
+  rondo_request_t r;
+  if (MT_EQ_STATUS(rondo_allgather_async(rondo_world(), "gather", mine, rows, 3, RONDO_FLOAT32,
+                                         NULL, &r),
+                   RONDO_SUCCESS)) {
+    rondo_status_t st = RONDO_SUCCESS;
+    int done = 0;
+    while (!done) {
+      st = rondo_test(r, &done);
+      if (st != RONDO_SUCCESS)
+        break;
+    }
+    void *res = NULL;
+    size_t n = 0;
+    MT_EQ_STATUS(rondo_request_result(r, &res, &n), RONDO_SUCCESS);
+    if (MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS) &&
+        MT_EQ_INT(n, 3 * (size_t)mt.size * (size_t)(mt.size + 1) / 2)) {
+      const float *f = res;
+      size_t at = 0;
+      for (int q = 0; q < mt.size; q++)
+        for (size_t i = 0; i < (size_t)(q + 1) * 3; i++, at++)
+          if (!MT_CHECK(f[at] == (float)(q * 100 + (int)i), "row data of rank %d at %zu", q, i))
+            q = mt.size;
+      mt_hash_record(res, n * sizeof(float));
+    }
+    free(res);
+  }
+  free(mine);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+/* Every rank submits name; rank `odd` submits it with a different field.
+ * All must fail with RONDO_ERR_MISMATCH and a message naming `field`. */
+static void expect_mismatch(const char *name, const char *field, rondo_status_t (*submit)(int odd,
+                                                                                       rondo_request_t *))
+{
+  mt_where("mismatch in %s (%s)", field, name);
+  int odd = mt.size - 1;
+  rondo_request_t r = NULL;
+  if (!MT_EQ_STATUS(submit(mt.rank == odd, &r), RONDO_SUCCESS))
+    return;
+  MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_MISMATCH);
+  MT_CHECK(strstr(rondo_last_error(), field) != NULL && strstr(rondo_last_error(), name) != NULL,
+           "the message names '%s' and %s: %s", name, field, rondo_last_error());
+}
+
+static float mm_buf[64];
+static rondo_status_t mm_count(int odd, rondo_request_t *r)
+{
+  return rondo_allreduce_async(rondo_world(), "mm.count", mm_buf, mm_buf, odd ? 9 : 8,
+                               RONDO_FLOAT32, RONDO_SUM, NULL, r);
+}
+static rondo_status_t mm_dtype(int odd, rondo_request_t *r)
+{
+  return rondo_allreduce_async(rondo_world(), "mm.dtype", mm_buf, mm_buf, 8,
+                               odd ? RONDO_INT32 : RONDO_FLOAT32, RONDO_SUM, NULL, r);
+}
+static rondo_status_t mm_op(int odd, rondo_request_t *r)
+{
+  return rondo_allreduce_async(rondo_world(), "mm.op", mm_buf, mm_buf, 8, RONDO_FLOAT32,
+                               odd ? RONDO_MAX : RONDO_SUM, NULL, r);
+}
+static rondo_status_t mm_scale(int odd, rondo_request_t *r)
+{
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.prescale = odd ? 3.0 : 1.0;
+  return rondo_allreduce_async(rondo_world(), "mm.scale", mm_buf, mm_buf, 8, RONDO_FLOAT32,
+                               RONDO_SUM, &o, r);
+}
+static rondo_status_t mm_root(int odd, rondo_request_t *r)
+{
+  return rondo_broadcast_async(rondo_world(), "mm.root", mm_buf, 8, RONDO_FLOAT32, odd ? 1 : 0,
+                               NULL, r);
+}
+static rondo_status_t mm_kind(int odd, rondo_request_t *r)
+{
+  if (odd)
+    return rondo_broadcast_async(rondo_world(), "mm.kind", mm_buf, 8, RONDO_FLOAT32, 0, NULL, r);
+  return rondo_allreduce_async(rondo_world(), "mm.kind", mm_buf, mm_buf, 8, RONDO_FLOAT32,
+                               RONDO_SUM, NULL, r);
+}
+
+static void errors(void)
+{
+  if (mt.size > 1) {
+    expect_mismatch("mm.count", "count", mm_count);
+    expect_mismatch("mm.dtype", "dtype", mm_dtype);
+    expect_mismatch("mm.op", "op", mm_op);
+    expect_mismatch("mm.scale", "prescale", mm_scale);
+    expect_mismatch("mm.root", "root", mm_root);
+    expect_mismatch("mm.kind", "collective", mm_kind);
+  }
+  mt_where("duplicate name in flight");
+  float a[4] = {1, 2, 3, 4}, b[4] = {0}, c = 1;
+  rondo_request_t r1 = NULL, r2 = NULL, r3 = NULL;
+  /* a group of 2 keeps "dup" in flight until its partner comes */
+  rondo_async_opts_t hold = RONDO_ASYNC_OPTS_INIT;
+  hold.group = "hold";
+  hold.group_size = 2;
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "dup", a, a, 4, RONDO_FLOAT32, RONDO_SUM,
+                                     &hold, &r1),
+               RONDO_SUCCESS);
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "dup", b, b, 4, RONDO_FLOAT32, RONDO_SUM,
+                                     NULL, &r2),
+               RONDO_ERR_DUPLICATE_NAME);
+  MT_CHECK(r2 == NULL, "no request for a refused submission");
+  MT_CHECK(strstr(rondo_last_error(), "'dup'") != NULL, "message names it: %s",
+           rondo_last_error());
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "dup.partner", &c, &c, 1, RONDO_FLOAT32,
+                                     RONDO_SUM, &hold, &r3),
+               RONDO_SUCCESS);
+  if (r3 != NULL)
+    MT_EQ_STATUS(rondo_wait(&r3), RONDO_SUCCESS);
+  if (r1 != NULL && MT_EQ_STATUS(rondo_wait(&r1), RONDO_SUCCESS))
+    MT_CHECK(a[3] == 4.0f * (float)mt.size, "dup result %g", a[3]);
+  /* once complete, the name can be used again */
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "dup", b, b, 4, RONDO_FLOAT32, RONDO_SUM,
+                                     NULL, &r2),
+               RONDO_SUCCESS);
+  if (r2 != NULL)
+    MT_EQ_STATUS(rondo_wait(&r2), RONDO_SUCCESS);
+
+  mt_where("bad arguments fail at submission");
+  rondo_request_t r = NULL;
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), NULL, a, a, 4, RONDO_FLOAT32, RONDO_SUM, NULL,
+                                     &r),
+               RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "", a, a, 4, RONDO_FLOAT32, RONDO_SUM, NULL,
+                                     &r),
+               RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "x", NULL, a, 4, RONDO_FLOAT32, RONDO_SUM,
+                                     NULL, &r),
+               RONDO_ERR_NULL_BUFFER);
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "x", a, a, 4, (rondo_dtype_t)99, RONDO_SUM,
+                                     NULL, &r),
+               RONDO_ERR_INVALID_DTYPE);
+  MT_EQ_STATUS(rondo_allreduce_async(NULL, "x", a, a, 4, RONDO_FLOAT32, RONDO_SUM, NULL, &r),
+               RONDO_ERR_INVALID_COMM);
+  MT_EQ_STATUS(rondo_broadcast_async(rondo_world(), "x", a, 4, RONDO_FLOAT32, mt.size, NULL, &r),
+               RONDO_ERR_INVALID_ROOT);
+  rondo_async_opts_t bad = RONDO_ASYNC_OPTS_INIT;
+  bad.size = 3;
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "x", a, a, 4, RONDO_FLOAT32, RONDO_SUM, &bad,
+                                     &r),
+               RONDO_ERR_INVALID_ARG);
+  bad = (rondo_async_opts_t)RONDO_ASYNC_OPTS_INIT;
+  bad.group = "g";
+  bad.group_size = 0;
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "x", a, a, 4, RONDO_FLOAT32, RONDO_SUM, &bad,
+                                     &r),
+               RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_wait(NULL), RONDO_ERR_INVALID_ARG);
+  MT_CHECK(r == NULL, "no request after failed submissions");
+}
+
+/* ---- threads -------------------------------------------------------------------------------- */
+
+enum { THREADS = 4, PER_THREAD = 25 };
+typedef struct {
+  int t;
+  int64_t buf[PER_THREAD][6];
+  rondo_status_t st[PER_THREAD];
+} thread_job_t;
+
+static void *thread_main(void *arg)
+{
+  thread_job_t *j = arg;
+  rondo_request_t r[PER_THREAD];
+  for (int i = 0; i < PER_THREAD; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "thread%d.%d", j->t, i);
+    for (int e = 0; e < 6; e++)
+      j->buf[i][e] = (mt.rank + 1) * (j->t * 1000 + i * 10 + e);
+    j->st[i] = rondo_allreduce_async(rondo_world(), name, j->buf[i], j->buf[i], 6, RONDO_INT64,
+                                     RONDO_SUM, NULL, &r[i]);
+  }
+  for (int i = 0; i < PER_THREAD; i++)
+    if (j->st[i] == RONDO_SUCCESS)
+      j->st[i] = rondo_wait(&r[i]);
+  return NULL;
+}
+
+static void threads(void)
+{
+  mt_where("%d threads submit %d names each at once", THREADS, PER_THREAD);
+  static thread_job_t jobs[THREADS];
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    jobs[t].t = t;
+    pthread_create(&th[t], NULL, thread_main, &jobs[t]);
+  }
+  for (int t = 0; t < THREADS; t++)
+    pthread_join(th[t], NULL);
+  int64_t tri = mt.size * (mt.size + 1) / 2;
+  for (int t = 0; t < THREADS; t++)
+    for (int i = 0; i < PER_THREAD; i++) {
+      if (!MT_EQ_STATUS(jobs[t].st[i], RONDO_SUCCESS))
+        continue;
+      for (int e = 0; e < 6; e++)
+        if (!MT_EQ_INT(jobs[t].buf[i][e], tri * (t * 1000 + i * 10 + e)))
+          break;
+    }
+}
+
+/* ---- join --------------------------------------------------------------------------------- */
+
+static void join(void)
+{
+  int steps = 2 + mt.rank; /* rank r takes 2 + r steps, then joins */
+  mt_where("join: %d steps, then rondo_join", steps);
+  for (int s = 0; s < steps; s++) {
+    int32_t v[5], w[5];
+    double d[3];
+    for (int e = 0; e < 5; e++)
+      v[e] = mt.rank + 1;
+    for (int e = 0; e < 3; e++)
+      d[e] = mt.rank + 1;
+    rondo_request_t r, ra, rm;
+    MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "epoch.sum", v, w, 5, RONDO_INT32, RONDO_SUM,
+                                       NULL, &r),
+                 RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "epoch.avg", d, d, 3, RONDO_FLOAT64,
+                                       RONDO_AVG, NULL, &ra),
+                 RONDO_SUCCESS);
+    int32_t mn = 10 + mt.rank;
+    MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "epoch.min", &mn, &mn, 1, RONDO_INT32,
+                                       RONDO_MIN, NULL, &rm),
+                 RONDO_SUCCESS);
+    /* ranks q with 2 + q > s are still stepping; joined ranks count as 0 */
+    int32_t sum = 0, minv = INT32_MAX;
+    for (int q = 0; q < mt.size; q++)
+      if (2 + q > s) {
+        sum += q + 1;
+        minv = 10 + q < minv ? 10 + q : minv;
+      }
+    if (MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+      MT_EQ_INT(w[4], sum);
+    if (MT_EQ_STATUS(rondo_wait(&ra), RONDO_SUCCESS))
+      MT_CHECK(d[0] == (double)sum * (1.0 / mt.size), "AVG divides by the comm size: %.17g vs %.17g",
+               d[0], (double)sum * (1.0 / mt.size));
+    if (MT_EQ_STATUS(rondo_wait(&rm), RONDO_SUCCESS))
+      MT_EQ_INT(mn, minv);
+  }
+  int last = -1;
+  if (MT_EQ_STATUS(rondo_join(rondo_world(), &last), RONDO_SUCCESS))
+    MT_EQ_INT(last, mt.size - 1);
+  mt_where("after join, the engine works as before");
+  int32_t x = 1;
+  rondo_request_t r;
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "after.join", &x, &x, 1, RONDO_INT32,
+                                         RONDO_SUM, NULL, &r),
+                   RONDO_SUCCESS) &&
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+    MT_EQ_INT(x, mt.size);
+}
+
+/* ---- shutdown -------------------------------------------------------------------------------- */
+
+static void shutdown_pending(void)
+{
+  mt_where("destroy a comm with a request pending on rank 0");
+  rondo_comm_t c = NULL;
+  if (!MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS))
+    return;
+  float v = 1, orphan = 2;
+  rondo_request_t r = NULL, ro = NULL;
+  if (mt.rank == 0 || mt.size == 1)
+    MT_EQ_STATUS(rondo_allreduce_async(c, "orphan", &orphan, &orphan, 1, RONDO_FLOAT32, RONDO_SUM,
+                                       NULL, &ro),
+                 RONDO_SUCCESS);
+  if (mt.size > 1) {
+    MT_EQ_STATUS(rondo_allreduce_async(c, "fine", &v, &v, 1, RONDO_FLOAT32, RONDO_SUM, NULL, &r),
+                 RONDO_SUCCESS);
+    if (r != NULL && MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+      MT_CHECK(v == (float)mt.size, "fine = %g", v);
+  } else if (ro != NULL) {
+    MT_EQ_STATUS(rondo_wait(&ro), RONDO_SUCCESS); /* one rank: nothing is missing */
+  }
+  MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+  if (ro != NULL) {
+    MT_EQ_STATUS(rondo_wait(&ro), RONDO_ERR_SHUT_DOWN);
+    MT_CHECK(strstr(rondo_last_error(), "destroyed") != NULL, "message: %s", rondo_last_error());
+  }
+  float z = 0;
+  MT_EQ_STATUS(rondo_allreduce_async(c, "late", &z, &z, 1, RONDO_FLOAT32, RONDO_SUM, NULL, &r),
+               RONDO_ERR_INVALID_COMM);
+}
+
+/* ---- soak --------------------------------------------------------------------------------------- */
+
+static long rss_kib(void)
+{
+  long pages = 0, rss = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f == NULL)
+    return -1;
+  if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+    rss = -1;
+  fclose(f);
+  return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void soak(int total)
+{
+  enum { BATCH = 100 };
+  mt_where("soak: %d small requests", total);
+  float buf[BATCH][4];
+  rondo_request_t r[BATCH];
+  long before = 0;
+  int wrong = 0;
+  for (int done = 0; done < total; done += BATCH) {
+    if (done == total / 10)
+      before = rss_kib();
+    for (int i = 0; i < BATCH; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "soak.%d", (done / BATCH % 7) * BATCH + i);
+      for (int e = 0; e < 4; e++)
+        buf[i][e] = (float)(mt.rank + e);
+      if (rondo_allreduce_async(rondo_world(), name, buf[i], buf[i], 4, RONDO_FLOAT32, RONDO_SUM,
+                                NULL, &r[i]) != RONDO_SUCCESS)
+        wrong++, r[i] = NULL;
+    }
+    for (int i = 0; i < BATCH; i++) {
+      if (r[i] == NULL || rondo_wait(&r[i]) != RONDO_SUCCESS)
+        wrong++;
+      else if (buf[i][3] != (float)(mt.size * (mt.size - 1) / 2 + 3 * mt.size))
+        wrong++;
+    }
+  }
+  long after = rss_kib();
+  MT_EQ_INT(wrong, 0);
+  MT_CHECK(before > 0 && after - before < 4096,
+           "RSS grew from %ld KiB to %ld KiB over %d requests", before, after, total * 9 / 10);
+  if (mt.rank == 0)
+    printf("soak: %d requests, RSS %ld -> %ld KiB\n", total, before, after);
+}
+
+/* ---- stall ---------------------------------------------------------------------------------------- */
+
+static void stall(void)
+{
+  mt_where("stall: only rank 0 submits 'stuck'");
+  float x = 1;
+  rondo_request_t r;
+  /* every rank's engine runs (it negotiates even with nothing pending) */
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "warmup", &x, &x, 1, RONDO_FLOAT32,
+                                         RONDO_SUM, NULL, &r),
+                   RONDO_SUCCESS))
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS);
+  char log[] = "/tmp/rondo-stall-XXXXXX";
+  int saved = -1, fd = -1;
+  if (mt.rank == 0) {
+    fflush(stderr);
+    fd = mkstemp(log);
+    saved = dup(2);
+    dup2(fd, 2);
+    double t0 = mt_now();
+    if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "stuck", &x, &x, 1, RONDO_FLOAT32,
+                                           RONDO_SUM, NULL, &r),
+                     RONDO_SUCCESS)) {
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_STALLED);
+      MT_CHECK(strstr(rondo_last_error(), "'stuck'") && strstr(rondo_last_error(), "rank(s) 1"),
+               "stall message: %s", rondo_last_error());
+    }
+    double waited = mt_now() - t0;
+    MT_CHECK(waited >= 2.5, "failed after %.1f s, RONDO_STALL_ABORT_SEC=3", waited);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[4096] = "";
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+      fclose(f);
+    close(fd);
+    unlink(log);
+    MT_CHECK(strstr(text, "WARN stall:") && strstr(text, "'stuck'") &&
+                 strstr(text, "missing on ranks 1"),
+             "stall warning in the log: %s", text);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv)
+{
+  if (mt_rondo_start(&argc, &argv, "test_engine"))
+    return 1;
+  const char *mode = getenv("MPITEST_ENGINE");
+  int big = mt.size <= 2 || mt.full;
+  if (mode != NULL && strcmp(mode, "stall") == 0) {
+    if (mt.size < 2) {
+      int rc = mt_skip("the stall test needs 2 ranks");
+      rondo_finalize();
+      return rc;
+    }
+    stall();
+  } else if (mode != NULL && strcmp(mode, "basic") == 0) {
+    random_order(40, 3);
+  } else {
+    random_order(big ? 80 : 24, big ? 3 : 2);
+    scales_callbacks_groups();
+    bcast_allgather();
+    errors();
+    threads();
+    join();
+    shutdown_pending();
+    soak(big ? 20000 : 1000);
+  }
+  int rc = mt_finish();
+  rondo_finalize();
+  return rc;
+}
