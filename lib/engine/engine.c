@@ -175,7 +175,7 @@ static rondo_status_t startup(struct engine *e)
   if (st == RONDO_SUCCESS)
     st = eng_cache_init(&e->cache, rondo__knobs.cache_capacity);
   if (st == RONDO_SUCCESS && rondo__knobs.timeline[0] != '\0' && e->rank == 0 &&
-      (e->timeline = eng_timeline_open(rondo__knobs.timeline, e->rank)) == NULL)
+      (e->timeline = eng_timeline_open(rondo__knobs.timeline, e->rank, e->created)) == NULL)
     LOG_WARN("RONDO_TIMELINE=%s: cannot write the timeline; going on without it",
              rondo__knobs.timeline);
   int ok = st == RONDO_SUCCESS, all_ok = 0;
@@ -367,6 +367,7 @@ rondo_status_t engine_create(rondo_comm_t comm)
   if (e == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
   e->parent = comm;
+  e->created = eng_now();
   e->rank = comm->rank;
   e->size = comm->size;
   int rc = MPI_Comm_dup(comm->mpi, &e->mpi);

@@ -82,6 +82,7 @@ struct engine {
   MPI_Comm exec_mpi;          /* turned into `exec` by the engine thread */
   rondo_comm_t exec;          /* the comm fused all-reduces run on */
   int rank, size;
+  double created;             /* eng_now() at engine_create: the timeline's zero */
   pthread_t thread;
   int started;                /* the thread exists */
 
@@ -179,7 +180,8 @@ void eng_execute(struct engine *e, const eng_cycle_t *cycle);
 
 /* ---- timeline.c ------------------------------------------------------------------- */
 
-eng_timeline_t *eng_timeline_open(const char *path, int rank);
+/* Times in the file count from origin (engine seconds). */
+eng_timeline_t *eng_timeline_open(const char *path, int rank, double origin);
 /* A complete span ("X" event) on track `tid` (a name): begin and end in
  * engine seconds; args may be NULL. Never blocks on I/O. */
 void eng_timeline_span(eng_timeline_t *t, const char *track, const char *what, double begin,

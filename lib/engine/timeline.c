@@ -153,7 +153,7 @@ static void *writer_main(void *arg)
   return NULL;
 }
 
-eng_timeline_t *eng_timeline_open(const char *path, int rank)
+eng_timeline_t *eng_timeline_open(const char *path, int rank, double origin)
 {
   if (rank != 0)
     return NULL;
@@ -171,7 +171,7 @@ eng_timeline_t *eng_timeline_open(const char *path, int rank)
   }
   t->pos = 2;
   t->first = 1;
-  t->origin = eng_now();
+  t->origin = origin;
   pthread_mutex_init(&t->lock, NULL);
   pthread_cond_init(&t->more, NULL);
   if (pthread_create(&t->writer, NULL, writer_main, t) != 0) {

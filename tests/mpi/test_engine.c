@@ -19,7 +19,7 @@
  * MPITEST_ENGINE=stall (with RONDO_STALL_WARN_SEC=1 RONDO_STALL_ABORT_SEC=3):
  *   a name only rank 0 submits: rank 0 logs the stall warning naming the
  *   missing ranks, then the request fails with RONDO_ERR_STALLED.
- * MPITEST_ENGINE=basic: the random-order part only (for the timeline test).
+ * MPITEST_ENGINE=basic: the random-order part only, 80 names (tests/timeline.sh).
  */
 #include "mpitest.h"
 
@@ -584,7 +584,7 @@ int main(int argc, char **argv)
     }
     stall();
   } else if (mode != NULL && strcmp(mode, "basic") == 0) {
-    random_order(40, 3);
+    random_order(80, 2);
   } else {
     random_order(big ? 80 : 24, big ? 3 : 2);
     scales_callbacks_groups();
