@@ -4,6 +4,8 @@
 #                      and passes 'make check': unit + multi-rank tests at 1-4
 #                      ranks + the exported-symbol check)
 #   2. build-asan/   : the same suite built with AddressSanitizer + UBSan
+#   3. build-tsan/   : the threaded parts (the engine's tests and the
+#                      timeline) built with ThreadSanitizer
 # and a closing line with the totals. Any failure fails the command.
 set -eu
 RONDO_TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,16 +31,27 @@ run_logged() {
 }
 
 status=0
-echo "== 1/2 build and make distcheck (build/)"
+echo "== 1/3 build and make distcheck (build/)"
 rondo_build "$RONDO_TOP/build"
 run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" distcheck \
   DISTCHECK_CONFIGURE_FLAGS="CC=$RONDO_CC MPIEXEC=$RONDO_MPIEXEC" || status=1
 tally "$RONDO_TOP/build/distcheck.out"
 
-echo "== 2/2 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
+echo "== 2/3 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 rondo_build "$RONDO_TOP/build-asan" --enable-sanitizers --disable-static
 run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" check || status=1
 tally "$RONDO_TOP/build-asan/check.out"
+
+echo "== 3/3 ThreadSanitizer, threaded tests (build-tsan/)"
+# UCX's memory hooks (libucm, under MPICH's ch4:ucx) crash in TSan's
+# interceptors when a thread exits; rondo does not need them.
+rondo_build "$RONDO_TOP/build-tsan" --enable-sanitizers=thread --disable-static
+tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-np3.mpi
+  tests/mpi/engine-stall-np2.mpi tests/timeline.sh"
+UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+  run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" check \
+  TESTS="$(echo $tsan_tests)" || status=1
+tally "$RONDO_TOP/build-tsan/check.out"
 
 echo "== total: $(( $(date +%s) - start )) s"
 echo "$pass passed, $fail failed, $skip skipped"
