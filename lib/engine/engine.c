@@ -7,13 +7,15 @@
  * engine thread.
  *
  * The loop: take new submissions, negotiate (every rank, collectively), run
- * what is ready, complete it. While any rank has requests in flight, cycles
- * follow each other every RONDO_CYCLE_TIME_MS, so requests submitted
- * meanwhile are fused together. When no rank has any, the thread sleeps on
- * a condition variable; a submission wakes it at once, and otherwise it
- * wakes at growing intervals (up to IDLE_MAX_S) for an empty cycle, since a
- * rank that has work can only proceed when every rank negotiates. An idle
- * engine thus costs a few wake-ups per second, not a spinning core.
+ * what is ready, complete it. Requests submitted while a cycle runs are
+ * taken by the next one, which starts at once: what accumulates during a
+ * cycle is fused. While requests wait for other ranks and nothing new
+ * arrives, cycles repeat every RONDO_CYCLE_TIME_MS. When no rank has any
+ * request, the thread sleeps on a condition variable; a submission wakes it
+ * at once, and otherwise it wakes at growing intervals (up to IDLE_MAX_S)
+ * for an empty cycle, since a rank that has work can only proceed when
+ * every rank negotiates. An idle engine thus costs a few wake-ups per
+ * second, not a spinning core.
  */
 #include "engine/engine.h"
 
@@ -24,9 +26,12 @@
 #include <string.h>
 #include <time.h>
 
-#define IDLE_MAX_S 0.02      /* longest sleep of an idle engine between cycles */
-#define POLL_SPIN 64         /* MPI_Test polls before the first sleep */
+#define IDLE_MAX_S 0.05      /* longest sleep of an idle engine between cycles */
+#define POLL_SPIN 64         /* MPI_Test polls before the first sleep (busy engine) */
 #define POLL_SLEEP_MAX_S 0.002
+#define BUSY_FINE_S 0.002    /* a busy engine polls every 20 us for this long */
+#define IDLE_POLL_S 0.0005   /* an idle engine's first sleep between polls */
+#define IDLE_POLL_MAX_S 0.01
 
 double eng_now(void)
 {
@@ -41,21 +46,66 @@ static void sleep_s(double s)
   nanosleep(&ts, NULL);
 }
 
+/* pthread_cond_timedwait's deadline, s seconds from now. */
+static struct timespec deadline(double s)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)s;
+  ts.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
+/* An idle engine's nap: s seconds, or until something is submitted.
+ * Returns 1 if work arrived (the engine is busy again). */
+static int idle_nap(struct engine *e, double s)
+{
+  struct timespec ts = deadline(s);
+  pthread_mutex_lock(&e->lock);
+  if (e->queue_head == NULL && !e->stop && !e->join_wanted)
+    pthread_cond_timedwait(&e->work, &e->lock, &ts);
+  int woke = e->queue_head != NULL || e->stop || e->join_wanted;
+  pthread_mutex_unlock(&e->lock);
+  return woke;
+}
+
+/* A busy engine expects the others within microseconds: it yields a few
+ * times, then sleeps 20 us at a time for the first 2 ms (a peer that is
+ * running arrives within that), then longer, doubling up to 2 ms. An idle
+ * one (the last cycle found no work anywhere) is waiting for ranks that
+ * sleep too: it sleeps from the start, 0.5 ms doubling up to 10 ms. */
 rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
 {
-  (void)e;
-  double nap = 20e-6;
+  int idle = e->idle;
+  double nap = idle ? IDLE_POLL_S : 20e-6, most = idle ? IDLE_POLL_MAX_S : POLL_SLEEP_MAX_S;
+  double start = 0;
   for (unsigned polls = 0;; polls++) {
     int done = 0;
     MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (done)
       return RONDO_SUCCESS;
-    if (polls < POLL_SPIN) {
+    if (!idle && polls < POLL_SPIN) {
       sched_yield();
       continue;
     }
-    sleep_s(nap);
-    nap = nap * 2 < POLL_SLEEP_MAX_S ? nap * 2 : POLL_SLEEP_MAX_S;
+    if (start == 0)
+      start = eng_now();
+    if (idle && idle_nap(e, nap)) {
+      /* local work arrived: the other ranks are probably busy too */
+      idle = 0;
+      nap = 20e-6;
+      most = POLL_SLEEP_MAX_S;
+      start = eng_now();
+      continue;
+    }
+    if (!idle)
+      sleep_s(nap);
+    if (idle || eng_now() - start > BUSY_FINE_S)
+      nap = nap * 2 < most ? nap * 2 : most;
   }
 }
 
@@ -111,33 +161,50 @@ static void table_remove(struct engine *e, struct rondo_request *req)
 
 /* ---- completion ---------------------------------------------------------------- */
 
+void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
+                       rondo_status_t st, const char *message)
+{
+  int callbacks = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct rondo_request *req = reqs[i];
+    /* Off the pending list first: once done is set the caller may free req. */
+    if (req->pidx >= 0 && (size_t)req->pidx < e->npending && e->pending[req->pidx] == req)
+      e->pending[req->pidx] = NULL;
+    req->pidx = -1;
+    req->status = st;
+    req->message = message != NULL ? strdup(message) : NULL;
+    callbacks |= req->callback != NULL && !req->phantom;
+  }
+  pthread_mutex_lock(&e->lock);
+  for (size_t i = 0; i < n; i++)
+    if (!reqs[i]->phantom)
+      table_remove(e, reqs[i]); /* the name may be submitted again from now on */
+  pthread_mutex_unlock(&e->lock);
+  for (size_t i = 0; callbacks && i < n; i++)
+    if (reqs[i]->callback != NULL && !reqs[i]->phantom)
+      reqs[i]->callback(reqs[i], st, reqs[i]->user);
+  /* Phantoms are ours to free; a real request may be freed by its caller
+   * the moment its done flag is set, so it is not touched after that. */
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i]->phantom) {
+      free(reqs[i]->message);
+      free(reqs[i]->name);
+      free(reqs[i]);
+      reqs[i] = NULL;
+    }
+  /* One lock and one wake-up for the whole batch. */
+  pthread_mutex_lock(&e->lock);
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i] != NULL)
+      __atomic_store_n(&reqs[i]->done, 1, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&e->done);
+  pthread_mutex_unlock(&e->lock);
+}
+
 void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st,
                   const char *message)
 {
-  char *copy = message != NULL ? strdup(message) : NULL;
-  /* Off the pending list first: once done is set the caller may free req. */
-  if (req->pidx >= 0 && (size_t)req->pidx < e->npending && e->pending[req->pidx] == req)
-    e->pending[req->pidx] = NULL;
-  req->pidx = -1;
-  pthread_mutex_lock(&e->lock);
-  if (!req->phantom)
-    table_remove(e, req); /* the name may be submitted again from now on */
-  req->status = st;
-  req->message = copy;
-  rondo_callback_t cb = req->callback;
-  void *user = req->user;
-  int phantom = req->phantom;
-  pthread_mutex_unlock(&e->lock);
-  if (cb != NULL && !phantom)
-    cb(req, st, user);
-  pthread_mutex_lock(&e->lock);
-  __atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&e->done);
-  pthread_mutex_unlock(&e->lock);
-  if (phantom) {
-    free(req->name);
-    free(req);
-  }
+  eng_complete_many(e, &req, 1, st, message);
 }
 
 struct rondo_request *eng_find_pending(struct engine *e, const char *name)
@@ -268,7 +335,9 @@ static void fail_everything(struct engine *e, rondo_status_t st, const char *why
 static void *engine_main(void *arg)
 {
   struct engine *e = arg;
+  e->idle = 1; /* the other ranks' engines may start much later */
   rondo_status_t st = startup(e);
+  e->idle = 0;
   double cycle_s = rondo__knobs.cycle_time_ms * 1e-3, idle = cycle_s;
   while (st == RONDO_SUCCESS) {
     double t0 = eng_now();
@@ -281,13 +350,20 @@ static void *engine_main(void *arg)
     pthread_mutex_unlock(&e->lock);
     take_queue(e);
     announce(e);
+    if (e->npending > 0 || stopping || e->joined)
+      e->idle = 0; /* this rank has work: the others are likely to have it too */
     eng_cycle_t cyc;
     st = eng_negotiate(e, stopping, &cyc);
     if (st != RONDO_SUCCESS)
       break;
     e->cycle++;
-    if (e->timeline != NULL && cyc.nresp > 0)
+    if (e->timeline != NULL && cyc.nresp > 0) {
+      char args[96];
+      snprintf(args, sizeof args, "{\"responses\":%zu,\"slow_path\":%d}", cyc.nresp,
+               cyc.slow_path);
+      eng_timeline_span(e->timeline, "engine", "CYCLE_NEGOTIATION", t0, eng_now(), args);
       eng_timeline_mark(e->timeline, "cycle", t0);
+    }
     eng_execute(e, &cyc);
     prune_pending(e);
     int busy = cyc.anyone_pending || e->joined;
@@ -299,28 +375,19 @@ static void *engine_main(void *arg)
       break;
 
     pthread_mutex_lock(&e->lock);
-    if (busy) {
+    e->idle = !busy;
+    if (e->queue_head != NULL || e->stop || e->join_wanted) {
+      idle = cycle_s; /* new work: negotiate again at once */
+    } else if (busy) {
       idle = cycle_s;
       double until = t0 + cycle_s;
-      while (!e->stop && eng_now() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        double left = until - eng_now();
-        ts.tv_sec += (time_t)left;
-        ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
-        if (ts.tv_nsec >= 1000000000L) {
-          ts.tv_sec++;
-          ts.tv_nsec -= 1000000000L;
-        }
+      while (!e->stop && e->queue_head == NULL && eng_now() < until) {
+        struct timespec ts = deadline(until - eng_now());
         if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
           break;
       }
-    } else if (e->queue_head == NULL && !e->stop && !e->join_wanted) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += (long)(idle * 1e9);
-      ts.tv_sec += ts.tv_nsec / 1000000000L;
-      ts.tv_nsec %= 1000000000L;
+    } else {
+      struct timespec ts = deadline(idle);
       pthread_cond_timedwait(&e->work, &e->lock, &ts);
       idle = idle * 2 < IDLE_MAX_S ? idle * 2 : IDLE_MAX_S;
       if (idle < 1e-4)

@@ -106,6 +106,7 @@ struct engine {
   eng_cache_t cache;
   uint64_t cycle;
   int joined;                 /* this rank has joined */
+  int idle;                   /* the last cycle found no work on any rank */
   uint64_t join_cycle;
   double last_full;           /* time of the last forced slow path */
   double last_stall_warn;
@@ -133,6 +134,9 @@ rondo_status_t engine_join(rondo_comm_t comm, int *last_rank);
 void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st,
                   const char *message);
 /* The engine's clock: seconds since an arbitrary start. */
+/* The same for n requests at once: one lock round and one wake-up. */
+void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
+                       rondo_status_t st, const char *message);
 double eng_now(void);
 /* Waits for an MPI request, sleeping between polls (no spinning on an idle
  * core). */
@@ -146,6 +150,7 @@ typedef struct {
   int anyone_pending;         /* some rank has requests in flight */
   int all_joined;
   int all_stopping;
+  int slow_path;              /* names went to rank 0 this cycle */
   eng_resp_t *resp;
   size_t nresp;
 } eng_cycle_t;

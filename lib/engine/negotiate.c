@@ -60,7 +60,7 @@ typedef struct {
 
 static void put(buf_t *b, const void *data, size_t n)
 {
-  if (b->failed)
+  if (b->failed || n == 0)
     return;
   if (b->len + n > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
@@ -604,6 +604,7 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
                         eng_cache_name(&e->cache, id), NULL);
         }
     } else {
+      out->slow_path = 1;
       st = slow_path(e, e->joined, out);
     }
   }
