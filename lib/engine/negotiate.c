@@ -571,13 +571,10 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
     else
       mine[1 + id / 64] |= 1ull << (id % 64);
   }
-  if (e->joined) /* a joined rank takes part in whatever the others run */
-    for (int id = 0; id < e->cache.capacity; id++) {
-      const char *name = eng_cache_name(&e->cache, id);
-      const eng_sig_t *sig = eng_cache_sig(&e->cache, id);
-      if (name != NULL && !(sig->kind == ENG_BROADCAST && sig->root == e->rank))
-        mine[1 + id / 64] |= 1ull << (id % 64);
-    }
+  /* While a rank has joined, rank 0 decides every cycle (the slow path): it
+   * knows who joined, so a joined broadcast root is an error, not a stall. */
+  if (e->joined)
+    cached = 0;
   if (pending && stall_check(e, oldest))
     cached = 0;
   mine[0] = (pending ? 0 : F_NO_PENDING) | (cached ? F_ALL_CACHED : 0) |
