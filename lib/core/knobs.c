@@ -258,10 +258,17 @@ rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
   rondo__knobs_t tmp;
   memset(&tmp, 0, sizeof tmp);
   for (int i = 0; i < KNOB_COUNT; i++) {
-    const char *env = getenv(knob_table[i].name);
-    if (env == NULL && knob_table[i].fallback != NULL)
-      env = getenv(knob_table[i].fallback);
+    const char *env = getenv(knob_table[i].name), *from = NULL;
+    if (env == NULL && knob_table[i].fallback != NULL && getenv(knob_table[i].fallback))
+      env = getenv(from = knob_table[i].fallback);
     rondo_status_t st = parse_one(&knob_table[i], env ? env : knob_table[i].def, &tmp);
+    if (st != RONDO_SUCCESS && from != NULL) {
+      char text[512];
+      snprintf(text, sizeof text, "%s", rondo_last_error());
+      const char *msg = strchr(text, ' ') ? strchr(text, ' ') + 1 : text; /* after "NAME: " */
+      return rondo__fail_quiet(st, "%s (the value of %s, read because %s is unset)", msg, from,
+                               knob_table[i].name);
+    }
     if (st != RONDO_SUCCESS)
       return st;
   }

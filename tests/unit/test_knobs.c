@@ -158,6 +158,50 @@ static void test_environment_load_reports_bad_value(void **state)
   unsetenv("RONDO_RING_CHUNK_BYTES");
 }
 
+/* The engine's knobs: defaults, the number type, and Horovod's names as
+ * fallbacks that count only when rondo's own knob is unset. */
+static void test_engine_knobs_and_horovod_fallbacks(void **state)
+{
+  (void)state;
+  static const char *const names[] = {"RONDO_FUSION_THRESHOLD", "RONDO_CYCLE_TIME_MS",
+                                      "RONDO_TIMELINE", "HOROVOD_FUSION_THRESHOLD",
+                                      "HOROVOD_CYCLE_TIME", "HOROVOD_TIMELINE"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    unsetenv(names[i]);
+  rondo__knobs_t d;
+  assert_int_equal(rondo__knobs_load(&d), RONDO_SUCCESS);
+  assert_int_equal(d.fusion_threshold, (size_t)64 << 20);
+  assert_true(d.cycle_time_ms == 1.0);
+  assert_int_equal(d.cache_capacity, 1024);
+  assert_string_equal(d.timeline, "");
+  assert_true(d.stall_warn_sec == 60.0 && d.stall_abort_sec == 0.0);
+
+  setenv("HOROVOD_FUSION_THRESHOLD", "1048576", 1);
+  setenv("HOROVOD_CYCLE_TIME", "0.5", 1);
+  setenv("HOROVOD_TIMELINE", "/tmp/hvd.json", 1);
+  assert_int_equal(rondo__knobs_load(&d), RONDO_SUCCESS);
+  assert_int_equal(d.fusion_threshold, 1048576);
+  assert_true(d.cycle_time_ms == 0.5);
+  assert_string_equal(d.timeline, "/tmp/hvd.json");
+
+  setenv("RONDO_FUSION_THRESHOLD", "0", 1); /* rondo's own name wins */
+  setenv("RONDO_CYCLE_TIME_MS", "2.5", 1);
+  assert_int_equal(rondo__knobs_load(&d), RONDO_SUCCESS);
+  assert_int_equal(d.fusion_threshold, 0);
+  assert_true(d.cycle_time_ms == 2.5);
+
+  setenv("HOROVOD_CYCLE_TIME", "soon", 1); /* ignored: rondo's knob is set */
+  assert_int_equal(rondo__knobs_load(&d), RONDO_SUCCESS);
+  unsetenv("RONDO_CYCLE_TIME_MS"); /* now the bad fallback counts, with its own name */
+  assert_int_equal(rondo__knobs_load(&d), RONDO_ERR_INVALID_KNOB);
+  assert_non_null(strstr(rondo_last_error(), "RONDO_CYCLE_TIME_MS='soon'"));
+  assert_int_equal(rondo__knob_parse("RONDO_CYCLE_TIME_MS", "-1", &d), RONDO_ERR_INVALID_KNOB);
+  assert_int_equal(rondo__knob_parse("RONDO_STALL_ABORT_SEC", "1e2", &d), RONDO_SUCCESS);
+  assert_true(d.stall_abort_sec == 100.0);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    unsetenv(names[i]);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -168,6 +212,7 @@ int main(void)
       cmocka_unit_test(test_unknown_knob_name),
       cmocka_unit_test(test_defaults_from_empty_environment),
       cmocka_unit_test(test_environment_load_reports_bad_value),
+      cmocka_unit_test(test_engine_knobs_and_horovod_fallbacks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
