@@ -39,7 +39,7 @@ for e in events:
 tensors = [n for n in names.values() if n.startswith("layer")]
 assert len(tensors) == 80, "expected 80 tensor tracks, got %d" % len(tensors)
 for t in tensors:
-    need = {"NEGOTIATE", "ALLREDUCE"}
+    need = {"QUEUE_WAIT", "NEGOTIATE", "ALLREDUCE"}
     assert need <= spans.get(t, set()), "%s has spans %s" % (t, spans.get(t))
 fused = [e for e in events if e.get("name") == "ALLREDUCE" and e["args"]["fused"] > 1]
 assert fused, "no fused all-reduce in the trace"

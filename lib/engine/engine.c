@@ -260,7 +260,9 @@ static void take_queue(struct engine *e)
   struct rondo_request *r = e->queue_head;
   e->queue_head = e->queue_tail = NULL;
   pthread_mutex_unlock(&e->lock);
+  double now = eng_now();
   for (; r != NULL; r = r->qnext) {
+    r->t_taken = now;
     if (e->npending == e->cap_pending) {
       size_t n = e->cap_pending ? 2 * e->cap_pending : 64;
       struct rondo_request **p = realloc(e->pending, n * sizeof *p);

@@ -40,6 +40,7 @@ struct rondo_request {
   char *group;                /* NULL, or announced only with its whole group */
   int group_size;
   double t_submit;            /* engine clock (s) */
+  double t_taken;             /* when the engine thread took it from the queue */
   int announced;              /* part of the negotiation */
   int phantom;                /* made for a joined rank: no caller */
   long pidx;                  /* index in e->pending, or -1 (engine thread) */

@@ -329,7 +329,8 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
       LOG_ERROR("engine: out of memory while running '%s'; ranks may now hang", resp->name);
       continue;
     }
-    span(e, r, "NEGOTIATE", r->t_submit, ready, NULL);
+    span(e, r, "QUEUE_WAIT", r->t_submit, r->t_taken, NULL);
+    span(e, r, "NEGOTIATE", r->t_taken, ready, NULL);
     it[n].req = r;
     it[n].resp = resp;
     n++;

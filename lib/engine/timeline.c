@@ -1,8 +1,9 @@
 /*
  * The timeline (RONDO_TIMELINE=path): a Chrome trace, one JSON array of
  * events, that chrome://tracing and Perfetto open. Rank 0 writes it; each
- * tensor name is a track (a "thread") with its spans: NEGOTIATE (submission
- * to ready on every rank), MEMCPY_IN_FUSION_BUFFER, ALLREDUCE (with the
+ * tensor name is a track (a "thread") with its spans: QUEUE_WAIT (submission
+ * until the engine thread takes it), NEGOTIATE (until it is ready on every
+ * rank), MEMCPY_IN_FUSION_BUFFER, ALLREDUCE (with the
  * algorithm, the fused count and bytes), MEMCPY_OUT_FUSION_BUFFER,
  * BROADCAST, ALLGATHER; track 0 has a "cycle" mark for every cycle that ran
  * something.
