@@ -201,6 +201,8 @@ void topo_backoff(const topo_t *t, unsigned polls)
   topo_yield(polls);
 }
 
+void topo_set_yield(topo_t *t) { t->oversubscribed = 1; }
+
 void topo_yield(unsigned polls)
 {
   if (polls < 65536) {

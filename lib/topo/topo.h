@@ -56,5 +56,7 @@ void topo_backoff(const topo_t *topo, unsigned polls);
 /* The yielding part of topo_backoff: sched_yield, and after 65536 polls
  * 50 us sleeps. */
 void topo_yield(unsigned polls);
+/* Waits on this topology's flags yield at once, as if oversubscribed. */
+void topo_set_yield(topo_t *t);
 
 #endif /* RONDO_TOPO_H */
