@@ -73,13 +73,7 @@ void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value)
 
 /* A number for the collective's name, so ranks that called different
  * collectives with equal arguments are told apart. */
-static int64_t name_hash(const char *what)
-{
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = what; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return (int64_t)(h >> 1);
-}
+static int64_t name_hash(const char *what) { return (int64_t)(rondo__hash_str(what) >> 1); }
 
 /* One MPI_Allreduce(MAX) over [failed, -lowest failed rank, then for the
  * collective and each field: value, ~value]. The maximum of ~value is ~(the
@@ -358,12 +352,10 @@ rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *rec
  * whether every rank passed the same layout. */
 static int64_t layout_hash(const size_t *counts, const size_t *displs, int n)
 {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = RONDO__FNV_INIT;
   for (int i = 0; i < n; i++) {
     uint64_t v[2] = {counts[i], displs ? displs[i] : 0};
-    const unsigned char *p = (const unsigned char *)v;
-    for (size_t b = 0; b < sizeof v; b++)
-      h = (h ^ p[b]) * 1099511628211ull;
+    h = rondo__fnv(h, v, sizeof v);
   }
   return (int64_t)(h >> 1);
 }

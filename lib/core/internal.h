@@ -14,8 +14,27 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rondo.h"
+
+/* ---- hashing ----------------------------------------------------------------
+ * FNV-1a, 64 bits: names in hash tables, and argument and knob signatures
+ * compared across ranks (so it must be the same function everywhere). */
+#define RONDO__FNV_INIT 1469598103934665603ull
+
+static inline uint64_t rondo__fnv(uint64_t h, const void *data, size_t n)
+{
+  const unsigned char *p = (const unsigned char *)data;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+static inline uint64_t rondo__hash_str(const char *s)
+{
+  return rondo__fnv(RONDO__FNV_INIT, s, strlen(s));
+}
 
 /* ---- logging --------------------------------------------------------------
  * RONDO_LOG=off|error|warn|info|debug. The level test happens before any

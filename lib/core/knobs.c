@@ -278,17 +278,16 @@ rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
 
 uint64_t rondo__knobs_hash(const rondo__knobs_t *k)
 {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = RONDO__FNV_INIT;
   for (int i = 0; i < KNOB_COUNT; i++) {
     if (!knob_table[i].same_everywhere)
       continue;
-    const unsigned char *p = (const unsigned char *)k + knob_table[i].offset;
+    const char *p = (const char *)k + knob_table[i].offset;
     size_t n = knob_table[i].type == KNOB_SIZE     ? sizeof(size_t)
-               : knob_table[i].type == KNOB_STRING ? strlen((const char *)p)
+               : knob_table[i].type == KNOB_STRING ? strlen(p)
                : knob_table[i].type == KNOB_DOUBLE ? sizeof(double)
                                                    : sizeof(int);
-    for (size_t b = 0; b < n; b++)
-      h = (h ^ p[b]) * 1099511628211ull;
+    h = rondo__fnv(h, p, n);
   }
   return h;
 }

@@ -21,10 +21,7 @@ struct eng_cache_entry {
 
 static unsigned bucket_of(const eng_cache_t *c, const char *name)
 {
-  uint64_t h = 1469598103934665603ull;
-  for (; *name; name++)
-    h = (h ^ (unsigned char)*name) * 1099511628211ull;
-  return (unsigned)(h % (uint64_t)c->nbuckets);
+  return (unsigned)(rondo__hash_str(name) % (uint64_t)c->nbuckets);
 }
 
 rondo_status_t eng_cache_init(eng_cache_t *c, int capacity)

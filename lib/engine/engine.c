@@ -113,17 +113,9 @@ rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
 
 /* ---- the in-flight table (under e->lock) ------------------------------------------ */
 
-static uint64_t hash_name(const char *s)
-{
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 static struct rondo_request **slot_of(struct engine *e, const char *name)
 {
-  struct rondo_request **p = &e->table[hash_name(name) % e->table_size];
+  struct rondo_request **p = &e->table[rondo__hash_str(name) % e->table_size];
   while (*p != NULL && strcmp((*p)->name, name) != 0)
     p = &(*p)->hnext;
   return p;
@@ -139,7 +131,7 @@ static rondo_status_t table_grow(struct engine *e)
     struct rondo_request *r = e->table[i];
     while (r != NULL) {
       struct rondo_request *next = r->hnext;
-      size_t b = hash_name(r->name) % n;
+      size_t b = rondo__hash_str(r->name) % n;
       r->hnext = t[b];
       t[b] = r;
       r = next;

@@ -168,14 +168,6 @@ typedef struct {
   size_t nindex;
 } aggs_t;
 
-static uint64_t hash_str(const char *s)
-{
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 static void aggs_free(aggs_t *g)
 {
   for (size_t i = 0; i < g->n; i++) {
@@ -190,7 +182,7 @@ static void aggs_free(aggs_t *g)
 /* The aggregate for name, created if new; NULL when out of memory. */
 static agg_t *aggs_get(aggs_t *g, const char *name, int size)
 {
-  size_t h = hash_str(name) % g->nindex;
+  size_t h = rondo__hash_str(name) % g->nindex;
   while (g->index[h] >= 0) {
     if (strcmp(g->a[g->index[h]].name, name) == 0)
       return &g->a[g->index[h]];
