@@ -29,29 +29,6 @@ enum { MAX_ALGOS = RONDO_ALGO_COUNT };
 static int N_ALGOS;
 static rondo_algo_t algos[MAX_ALGOS];
 
-/* -a list, or every host algorithm the comm can run, then auto. */
-static int pick_algos(rondo_comm_t comm, const char *list)
-{
-  static const rondo_algo_t all[] = {RONDO_ALGO_MPI, RONDO_ALGO_RECURSIVE_DOUBLING,
-                                     RONDO_ALGO_RABENSEIFNER, RONDO_ALGO_RING,
-                                     RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL, RONDO_ALGO_AUTO};
-  if (list == NULL) {
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-      if ((all[i] != RONDO_ALGO_SHM || rondo_comm_node_count(comm) == 1) &&
-          (all[i] != RONDO_ALGO_HIERARCHICAL || rondo_comm_node_count(comm) > 1))
-        algos[N_ALGOS++] = all[i];
-    return 0;
-  }
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", list);
-  for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
-    if (N_ALGOS == MAX_ALGOS || rondo_algo_from_name(tok, &algos[N_ALGOS]) != RONDO_SUCCESS)
-      return -1;
-    N_ALGOS++;
-  }
-  return N_ALGOS > 0 ? 0 : -1;
-}
-
 int main(int argc, char **argv)
 {
   size_t min_bytes = 4, max_bytes = 64u << 20;
@@ -74,7 +51,7 @@ int main(int argc, char **argv)
     else bad = 1;
   }
   if (bad || factor < 2 || rounds < 1 || rounds > MEAS_MAX_ROUNDS || min_bytes < 4 ||
-      max_bytes < min_bytes || pick_algos(rondo_world(), algo_list) != 0) {
+      max_bytes < min_bytes || (N_ALGOS = meas_algos(rondo_world(), algo_list, 1, algos)) < 0) {
     fprintf(stderr, "usage: allreduce_sweep [-b MIN] [-e MAX] [-f FACTOR>=2] [-r 1..%d] "
                     "[-a ALGO,ALGO,...]\n",
             MEAS_MAX_ROUNDS);

@@ -88,6 +88,32 @@ void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
     }
 }
 
+int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t *out)
+{
+  int n = 0;
+  if (list == NULL) {
+    static const rondo_algo_t host[] = {RONDO_ALGO_MPI, RONDO_ALGO_RECURSIVE_DOUBLING,
+                                        RONDO_ALGO_RABENSEIFNER, RONDO_ALGO_RING,
+                                        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL};
+    int one_node = rondo_comm_node_count(comm) == 1;
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+      if (host[i] != (one_node ? RONDO_ALGO_HIERARCHICAL : RONDO_ALGO_SHM))
+        out[n++] = host[i];
+    if (with_auto)
+      out[n++] = RONDO_ALGO_AUTO;
+    return n;
+  }
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+    if (n == RONDO_ALGO_COUNT || rondo_algo_from_name(tok, &out[n]) != RONDO_SUCCESS ||
+        out[n] == RONDO_ALGO_NCCL || (out[n] == RONDO_ALGO_AUTO && !with_auto))
+      return -1;
+    n++;
+  }
+  return n > 0 ? n : -1;
+}
+
 static int cmp_double(const void *x, const void *y)
 {
   double a = *(const double *)x, b = *(const double *)y;

@@ -43,6 +43,13 @@ void meas_free(meas_t *m);
 void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
                  size_t count, int first, int last, double t[][MEAS_MAX_ROUNDS]);
 
+/* The algorithms to measure, into out[RONDO_ALGO_COUNT]: the comma-separated
+ * names of list, or (list NULL) every host algorithm the comm can run (shm
+ * on one node, hierarchical across nodes), followed by auto when with_auto.
+ * auto is accepted in a list only when with_auto; nccl never (not built).
+ * Returns the count, or -1 for a bad list. */
+int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t *out);
+
 /* The median of v[0..n) (sorts a copy). */
 double meas_median(const double *v, int n);
 

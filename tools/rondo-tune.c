@@ -113,33 +113,6 @@ static int parse_options(int argc, char **argv, options_t *o, int rank)
   return 0;
 }
 
-/* The candidates: -a, or every host algorithm the comm can run. */
-static int pick_candidates(const options_t *o, rondo_comm_t comm, rondo_algo_t *algos)
-{
-  int n = 0;
-  if (o->algo_list == NULL) {
-    static const rondo_algo_t host[] = {RONDO_ALGO_MPI, RONDO_ALGO_RING,
-                                        RONDO_ALGO_RECURSIVE_DOUBLING, RONDO_ALGO_RABENSEIFNER,
-                                        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL};
-    int one_node = rondo_comm_node_count(comm) == 1;
-    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
-      if ((host[i] != RONDO_ALGO_SHM || one_node) &&
-          (host[i] != RONDO_ALGO_HIERARCHICAL || !one_node))
-        algos[n++] = host[i];
-    return n;
-  }
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", o->algo_list);
-  for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
-    rondo_algo_t a;
-    if (n == MAX_ALGOS || rondo_algo_from_name(tok, &a) != RONDO_SUCCESS ||
-        a == RONDO_ALGO_AUTO || a == RONDO_ALGO_NCCL)
-      return -1;
-    algos[n++] = a;
-  }
-  return n;
-}
-
 /* Steps 1-3 of the header for one size. */
 static void tune_size(meas_t *m, const options_t *o, const rondo_algo_t *all, int nall,
                       size_t bytes, size_result_t *res)
@@ -274,7 +247,7 @@ int main(int argc, char **argv)
   options_t o;
   rondo_algo_t algos[MAX_ALGOS];
   int rc = parse_options(argc, argv, &o, rank), nalgos = 0;
-  if (rc == 0 && (nalgos = pick_candidates(&o, comm, algos)) <= 0) {
+  if (rc == 0 && (nalgos = meas_algos(comm, o.algo_list, 0, algos)) <= 0) {
     if (rank == 0)
       fprintf(stderr, "rondo-tune: -a: expected host algorithm names separated by commas "
                       "(mpi, ring, recursive_doubling, rabenseifner, shm, hierarchical)\n");
