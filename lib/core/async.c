@@ -82,6 +82,20 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
   return RONDO_SUCCESS;
 }
 
+/* The checks every submission starts with, in this order. */
+static rondo_status_t begin(const char *fn, rondo_comm_t comm, const char *name,
+                            const rondo_async_opts_t *opts, rondo_dtype_t dtype,
+                            rondo_async_opts_t *o, rondo_request_t *req)
+{
+  if (req == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: req is NULL", fn);
+  *req = NULL;
+  RONDO_CHECK(rondo__enter(comm));
+  RONDO_CHECK(check_name(name));
+  RONDO_CHECK(read_opts(opts, o));
+  return rondo__check_dtype(dtype);
+}
+
 rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const void *sendbuf,
                                      void *recvbuf, size_t count, rondo_dtype_t dtype,
                                      rondo_op_t op, const rondo_async_opts_t *opts,
@@ -89,13 +103,7 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
 {
   size_t bytes;
   rondo_async_opts_t o;
-  if (req == NULL)
-    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allreduce_async: req is NULL");
-  *req = NULL;
-  RONDO_CHECK(rondo__enter(comm));
-  RONDO_CHECK(check_name(name));
-  RONDO_CHECK(read_opts(opts, &o));
-  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(begin("rondo_allreduce_async", comm, name, opts, dtype, &o, req));
   RONDO_CHECK(rondo__check_op(op));
   RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(rondo__check_buffer(sendbuf, count, "sendbuf"));
@@ -112,13 +120,7 @@ rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *
 {
   size_t bytes;
   rondo_async_opts_t o;
-  if (req == NULL)
-    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_broadcast_async: req is NULL");
-  *req = NULL;
-  RONDO_CHECK(rondo__enter(comm));
-  RONDO_CHECK(check_name(name));
-  RONDO_CHECK(read_opts(opts, &o));
-  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(begin("rondo_broadcast_async", comm, name, opts, dtype, &o, req));
   RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(rondo__check_buffer(buf, count, "buf"));
   if (root < 0 || root >= comm->size)
@@ -136,13 +138,7 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
 {
   size_t elems, bytes;
   rondo_async_opts_t o;
-  if (req == NULL)
-    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allgather_async: req is NULL");
-  *req = NULL;
-  RONDO_CHECK(rondo__enter(comm));
-  RONDO_CHECK(check_name(name));
-  RONDO_CHECK(read_opts(opts, &o));
-  RONDO_CHECK(rondo__check_dtype(dtype));
+  RONDO_CHECK(begin("rondo_allgather_async", comm, name, opts, dtype, &o, req));
   RONDO_CHECK(rondo__bytes(rows, row_count, &elems));
   RONDO_CHECK(rondo__bytes(elems, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(rondo__check_buffer(sendbuf, elems, "sendbuf"));
