@@ -221,7 +221,7 @@ static void free_topology(struct rondo_comm *c, int mpi_usable)
 }
 
 /* Nodes, cross-node comms and hwloc facts; logs oversubscription once. */
-static rondo_status_t find_topology(struct rondo_comm *c)
+static rondo_status_t find_topology(struct rondo_comm *c, int yield)
 {
   static int warned;
   c->topo = calloc(1, sizeof *c->topo);
@@ -233,6 +233,7 @@ static rondo_status_t find_topology(struct rondo_comm *c)
     c->topo = NULL;
     return st;
   }
+  c->topo->yield |= yield;
   c->local_rank = c->topo->local_rank;
   c->local_size = c->topo->local_size;
   c->node_count = c->topo->node_count;
@@ -244,9 +245,9 @@ static rondo_status_t find_topology(struct rondo_comm *c)
       continue;
     if ((c->cross[g] = sub_comm(c->topo->cross[g])) == NULL)
       return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comm");
-    c->cross[g]->yield_waits = c->topo->oversubscribed;
+    c->cross[g]->yield_waits = c->topo->yield;
   }
-  c->yield_waits = c->topo->oversubscribed;
+  c->yield_waits = c->topo->yield;
   if (c->topo->oversubscribed && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
     LOG_WARN("%d ranks share %d available cores on this node: waits yield the core "
              "instead of spinning (%s)",
@@ -255,8 +256,8 @@ static rondo_status_t find_topology(struct rondo_comm *c)
 }
 
 /* Everything of a comm but the registry and the engine, over mpi_comm
- * (duplicated). Collective. */
-static rondo_status_t comm_build(MPI_Comm mpi_comm, struct rondo_comm **out)
+ * (duplicated); yield: its waits yield at once (topo_t.yield). Collective. */
+static rondo_status_t comm_build(MPI_Comm mpi_comm, int yield, struct rondo_comm **out)
 {
   rondo_status_t st = RONDO_SUCCESS;
   struct rondo_comm *c = calloc(1, sizeof *c);
@@ -270,7 +271,7 @@ static rondo_status_t comm_build(MPI_Comm mpi_comm, struct rondo_comm **out)
   c->pof2 = largest_pof2(c->size);
   c->last_algo = RONDO_ALGO_AUTO;
   RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
-  RONDO_CHECK_GOTO(find_topology(c), st, fail_setup);
+  RONDO_CHECK_GOTO(find_topology(c, yield), st, fail_setup);
   *out = c;
   return RONDO_SUCCESS;
 
@@ -293,9 +294,9 @@ static void comm_free(struct rondo_comm *c, int mpi_usable)
   free(c);
 }
 
-rondo_status_t rondo__comm_build(MPI_Comm mpi_comm, rondo_comm_t *out)
+rondo_status_t rondo__comm_build(MPI_Comm mpi_comm, int yield, rondo_comm_t *out)
 {
-  return comm_build(mpi_comm, out);
+  return comm_build(mpi_comm, yield, out);
 }
 
 void rondo__comm_free(rondo_comm_t comm) { comm_free(comm, 1); }
@@ -311,7 +312,7 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: MPI_COMM_NULL");
 
   struct rondo_comm *c = NULL;
-  RONDO_CHECK(comm_build(mpi_comm, &c));
+  RONDO_CHECK(comm_build(mpi_comm, 0, &c));
   /* The engine's communicators are made now, while every rank is here; its
    * thread starts with the first asynchronous request. */
   st = engine_create(c);

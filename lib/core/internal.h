@@ -180,8 +180,9 @@ int rondo__lib_active(void);
  * initialized MPI itself and calls rondo_comm_create() without rondo_init(). */
 rondo_status_t rondo__lib_init(void);
 /* A comm for internal use (the engine's): everything rondo_comm_create()
- * makes but the registry entry and an engine. Collective. */
-rondo_status_t rondo__comm_build(MPI_Comm mpi_comm, rondo_comm_t *out);
+ * makes but the registry entry and an engine; with yield, its waits yield
+ * the core at once, as on an oversubscribed node. Collective. */
+rondo_status_t rondo__comm_build(MPI_Comm mpi_comm, int yield, rondo_comm_t *out);
 void rondo__comm_free(rondo_comm_t comm);
 /* One all-reduce on comm without the argument check: algo AUTO selects
  * (cached per comm), op AVG divides by the comm size. For the engine. */

@@ -19,8 +19,6 @@
  */
 #include "engine/engine.h"
 
-#include "topo/topo.h"
-
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -201,13 +199,16 @@ void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st
   eng_complete_many(e, &req, 1, st, message);
 }
 
-struct rondo_request *eng_find_pending(struct engine *e, const char *name)
+void eng_find_pending(struct engine *e, const eng_cycle_t *c, struct rondo_request **found)
 {
-  /* The in-flight table holds exactly the unfinished requests. */
+  /* The in-flight table holds exactly the unfinished requests; one lock
+   * round for the whole cycle. */
   pthread_mutex_lock(&e->lock);
-  struct rondo_request *r = *slot_of(e, name);
+  for (size_t i = 0; i < c->nresp; i++) {
+    struct rondo_request *r = *slot_of(e, c->resp[i].name);
+    found[i] = r != NULL && r->announced ? r : NULL;
+  }
   pthread_mutex_unlock(&e->lock);
-  return r != NULL && r->announced ? r : NULL;
 }
 
 /* Closes the gaps completions left in the pending list (engine thread). */
@@ -232,17 +233,14 @@ static rondo_status_t startup(struct engine *e)
   MPI_Request req;
   MPI_CHECK(MPI_Ibarrier(e->mpi, &req));
   RONDO_CHECK(eng_wait(e, &req));
-  rondo_status_t st = rondo__comm_build(e->mpi, &e->exec);
   /* The engine thread shares the cores with the application's threads:
-   * its waits inside collectives yield at once instead of spinning first.
-   * (On this 2-core host the effect on 1000 fused 1 KiB tensors was within
-   * the noise: 0.4-2.3 ms either way.) */
-  if (st == RONDO_SUCCESS) {
-    e->exec->yield_waits = 1;
-    topo_set_yield(e->exec->topo);
-  }
+   * its waits inside collectives yield at once instead of spinning first. */
+  rondo_status_t st = rondo__comm_build(e->mpi, 1, &e->exec);
   if (st == RONDO_SUCCESS)
     st = eng_cache_init(&e->cache, rondo__knobs.cache_capacity);
+  if (st == RONDO_SUCCESS &&
+      (e->bits = calloc(2 * (size_t)eng_bit_words(e), sizeof *e->bits)) == NULL)
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
   if (st == RONDO_SUCCESS && rondo__knobs.timeline[0] != '\0' && e->rank == 0 &&
       (e->timeline = eng_timeline_open(rondo__knobs.timeline, e->rank, e->created)) == NULL)
     LOG_WARN("RONDO_TIMELINE=%s: cannot write the timeline; going on without it",
@@ -437,7 +435,6 @@ rondo_status_t engine_create(rondo_comm_t comm)
   struct engine *e = calloc(1, sizeof *e);
   if (e == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
-  e->parent = comm;
   e->created = eng_now();
   e->rank = comm->rank;
   e->size = comm->size;
@@ -492,6 +489,7 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   if (e->timeline != NULL)
     eng_timeline_close(e->timeline);
   free(e->pending);
+  free(e->bits);
   free(e->table);
   free(e->fusion);
   free(e->identity);

@@ -78,10 +78,8 @@ typedef struct {
 typedef struct eng_timeline eng_timeline_t;
 
 struct engine {
-  rondo_comm_t parent;
-  MPI_Comm mpi;               /* negotiation traffic (a dup of the parent's) */
-  MPI_Comm exec_mpi;          /* turned into `exec` by the engine thread */
-  rondo_comm_t exec;          /* the comm fused all-reduces run on */
+  MPI_Comm mpi;               /* negotiation traffic (a dup of the comm's) */
+  rondo_comm_t exec;          /* the comm the requests run on, built over mpi */
   int rank, size;
   double created;             /* eng_now() at engine_create: the timeline's zero */
   pthread_t thread;
@@ -105,6 +103,8 @@ struct engine {
   struct rondo_request **pending; /* seen, not complete, in submission order */
   size_t npending, cap_pending;
   eng_cache_t cache;
+  uint64_t *bits;             /* 2 x eng_bit_words(): this rank's flags and cache
+                                 bits, and their AND over all ranks */
   uint64_t cycle;
   int joined;                 /* this rank has joined */
   int idle;                   /* the last cycle found no work on any rank */
@@ -142,12 +142,14 @@ double eng_now(void);
 /* Waits for an MPI request, sleeping between polls (no spinning on an idle
  * core). */
 rondo_status_t eng_wait(struct engine *e, MPI_Request *req);
-/* The pending request of this rank with this name, or NULL. Engine thread. */
-struct rondo_request *eng_find_pending(struct engine *e, const char *name);
+/* found[i] = this rank's pending request named by response i of c, or NULL.
+ * Engine thread. */
+struct eng_cycle;
+void eng_find_pending(struct engine *e, const struct eng_cycle *c, struct rondo_request **found);
 
 /* ---- negotiate.c -------------------------------------------------------------- */
 
-typedef struct {
+typedef struct eng_cycle {
   int anyone_pending;         /* some rank has requests in flight */
   int all_joined;
   int all_stopping;
@@ -158,6 +160,8 @@ typedef struct {
 
 /* One negotiation, collective over e->mpi. */
 rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out);
+/* Words of one cycle's bit vector: the flags, then one bit per cache entry. */
+static inline int eng_bit_words(const struct engine *e) { return 1 + (e->cache.capacity + 63) / 64; }
 void eng_cycle_free(eng_cycle_t *c);
 int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b);
 

@@ -169,7 +169,6 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
  * (docs/PERFORMANCE.md): engine/single was 1.46x at 64 KiB, 1.22x at
  * 256 KiB, 2.14x at 1 MiB and 3.62x with no limit. */
 #define FUSE_MAX_TENSOR_BYTES ((size_t)256 << 10)
-static size_t fuse_max(void) { return FUSE_MAX_TENSOR_BYTES; }
 
 static int same_group(const eng_sig_t *a, const eng_sig_t *b)
 {
@@ -199,7 +198,7 @@ static void run_allreduces(struct engine *e, item_t *it, size_t n)
       if (taken[i] || !same_group(key, &it[i].resp->sig))
         continue;
       size_t b = it[i].resp->sig.count * esize;
-      if (b > fuse_max()) { /* big: straight from the caller's buffers */
+      if (b > FUSE_MAX_TENSOR_BYTES) { /* big: straight from the caller's buffers */
         taken[i] = 1;
         run_batch(e, &it[i], 1);
         continue;
@@ -286,10 +285,10 @@ static void run_allgather(struct engine *e, item_t *it)
 
 /* ---- the cycle's work ------------------------------------------------------------------ */
 
-/* The request of this rank for resp, or a phantom if it has joined. */
-static struct rondo_request *request_for(struct engine *e, const eng_resp_t *resp)
+/* r (this rank's request for resp), or a phantom if there is none. */
+static struct rondo_request *request_for(struct engine *e, const eng_resp_t *resp,
+                                         struct rondo_request *r)
 {
-  struct rondo_request *r = eng_find_pending(e, resp->name);
   if (r != NULL)
     return r;
   if (!e->joined)
@@ -314,17 +313,24 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
     return;
   double ready = eng_now();
   item_t *it = malloc(c->nresp * sizeof *it);
+  struct rondo_request **found = malloc(c->nresp * sizeof *found);
+  if (it == NULL || found == NULL) {
+    LOG_ERROR("engine: out of memory for a cycle of %zu responses; ranks may now hang", c->nresp);
+    free(it);
+    free(found);
+    return;
+  }
+  eng_find_pending(e, c, found);
   size_t n = 0;
   for (size_t i = 0; i < c->nresp; i++) {
     const eng_resp_t *resp = &c->resp[i];
     if (resp->type == RESP_ERROR) {
-      struct rondo_request *r = eng_find_pending(e, resp->name);
-      if (r != NULL)
-        eng_complete(e, r, resp->status, resp->message);
+      if (found[i] != NULL)
+        eng_complete(e, found[i], resp->status, resp->message);
       continue;
     }
-    struct rondo_request *r = request_for(e, resp);
-    if (r == NULL || it == NULL) {
+    struct rondo_request *r = request_for(e, resp, found[i]);
+    if (r == NULL) {
       /* Out of memory for a phantom: the collectives would no longer match. */
       LOG_ERROR("engine: out of memory while running '%s'; ranks may now hang", resp->name);
       continue;
@@ -350,5 +356,6 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
       run_allgather(e, &it[i]);
   }
   free(ar);
+  free(found);
   free(it);
 }

@@ -534,17 +534,8 @@ static rondo_status_t slow_path(struct engine *e, int joined, eng_cycle_t *out)
 rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
 {
   memset(out, 0, sizeof *out);
-  int words = 1 + (e->cache.capacity + 63) / 64;
-  uint64_t stack_mine[17], stack_all[17];
-  uint64_t *mine = words <= 17 ? stack_mine : calloc((size_t)words, sizeof *mine);
-  uint64_t *all = words <= 17 ? stack_all : calloc((size_t)words, sizeof *all);
-  if (mine == NULL || all == NULL) {
-    if (words > 17) {
-      free(mine);
-      free(all);
-    }
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
-  }
+  int words = eng_bit_words(e);
+  uint64_t *mine = e->bits, *all = e->bits + words;
   memset(mine, 0, (size_t)words * sizeof *mine);
   int pending = 0, cached = 1;
   double now = eng_now(), oldest = 0;
@@ -596,10 +587,6 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
       out->slow_path = 1;
       st = slow_path(e, e->joined, out);
     }
-  }
-  if (words > 17) {
-    free(mine);
-    free(all);
   }
   return st;
 }

@@ -156,6 +156,7 @@ rondo_status_t topo_create(rondo_comm_t comm, topo_t *t)
   MPI_CHECK_GOTO(MPI_Comm_size(real, &t->real_local_size), st, fail);
   RONDO_CHECK_GOTO(probe_hw(real, t), st, fail);
   t->oversubscribed = t->avail_cores > 0 && t->real_local_size > t->avail_cores;
+  t->yield = t->oversubscribed;
 
   int k = rondo__knobs.node_size;
   if (k > 0) {
@@ -192,7 +193,7 @@ void topo_destroy(topo_t *t)
 
 void topo_backoff(const topo_t *t, unsigned polls)
 {
-  if (!t->oversubscribed && polls < 4096) {
+  if (!t->yield && polls < 4096) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
@@ -200,8 +201,6 @@ void topo_backoff(const topo_t *t, unsigned polls)
   }
   topo_yield(polls);
 }
-
-void topo_set_yield(topo_t *t) { t->oversubscribed = 1; }
 
 void topo_yield(unsigned polls)
 {

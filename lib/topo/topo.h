@@ -33,6 +33,9 @@ typedef struct topo {
   int cores;           /* cores of the machine */
   int avail_cores;     /* cores in the union of the real node's ranks' cpusets */
   int oversubscribed;  /* real_local_size > avail_cores */
+  int yield;           /* waits yield at once: oversubscribed, or the comm's
+                          owner asked for it (the engine's comm, which shares
+                          cores with the application's threads) */
   char hw_summary[160];
 } topo_t;
 
@@ -50,13 +53,11 @@ void topo_slice(size_t count, int slices, int g, size_t *start, size_t *len);
 static inline int topo_owner(int g, int local_size) { return g % local_size; }
 
 /* Waiting on another rank's flag: spins briefly, then yields the core; when
- * the node is oversubscribed it yields at once. Call with the number of
+ * topo->yield is set (an oversubscribed node) it yields at once. Call with the number of
  * unsuccessful polls so far. */
 void topo_backoff(const topo_t *topo, unsigned polls);
 /* The yielding part of topo_backoff: sched_yield, and after 65536 polls
  * 50 us sleeps. */
 void topo_yield(unsigned polls);
-/* Waits on this topology's flags yield at once, as if oversubscribed. */
-void topo_set_yield(topo_t *t);
 
 #endif /* RONDO_TOPO_H */
