@@ -164,8 +164,10 @@ static void choices_list(const char *const *choices, char *buf, size_t len)
   }
 }
 
-static rondo_status_t parse_one(const knob_def_t *k, const char *text,
-                                rondo__knobs_t *out)
+/* Parses text into k's field of out. Returns 0, or -1 with what is wrong
+ * in why ("is not valid: expected ..."), to follow "NAME='text' ". */
+static int parse_one(const knob_def_t *k, const char *text, rondo__knobs_t *out, char *why,
+                     size_t len)
 {
   char *field = (char *)out + k->offset;
   switch (k->type) {
@@ -173,29 +175,27 @@ static rondo_status_t parse_one(const knob_def_t *k, const char *text,
     for (int i = 0; k->choices[i]; i++) {
       if (strcasecmp(text, k->choices[i]) == 0) {
         *(int *)field = i;
-        return RONDO_SUCCESS;
+        return 0;
       }
     }
     {
       char list[256];
       choices_list(k->choices, list, sizeof list);
-      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
-                               "%s='%s' is not valid: expected one of %s",
-                               k->name, text, list);
+      snprintf(why, len, "is not valid: expected one of %s", list);
+      return -1;
     }
   case KNOB_BOOL:
     if (parse_bool(text, (int *)field) == 0)
-      return RONDO_SUCCESS;
-    return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
-                             "%s='%s' is not valid: expected 1, 0, true, false, "
-                             "yes, no, on or off", k->name,
-                             text);
+      return 0;
+    snprintf(why, len, "is not valid: expected 1, 0, true, false, yes, no, on or off");
+    return -1;
   case KNOB_STRING:
-    if (strlen(text) >= RONDO__KNOB_STRING_MAX)
-      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB, "%s='%s' is too long (at most %d bytes)",
-                               k->name, text, RONDO__KNOB_STRING_MAX - 1);
+    if (strlen(text) >= RONDO__KNOB_STRING_MAX) {
+      snprintf(why, len, "is too long (at most %d bytes)", RONDO__KNOB_STRING_MAX - 1);
+      return -1;
+    }
     snprintf(field, RONDO__KNOB_STRING_MAX, "%s", text);
-    return RONDO_SUCCESS;
+    return 0;
   case KNOB_DOUBLE: {
     char *end;
     errno = 0;
@@ -203,12 +203,12 @@ static rondo_status_t parse_one(const knob_def_t *k, const char *text,
     while (isspace((unsigned char)*end))
       end++;
     if (errno == ERANGE || end == text || *end != '\0' || !(v >= (double)k->min) ||
-        !(v <= (double)k->max))
-      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
-                               "%s='%s' is not valid: expected a number in [%zu, %zu]",
-                               k->name, text, k->min, k->max);
+        !(v <= (double)k->max)) {
+      snprintf(why, len, "is not valid: expected a number in [%zu, %zu]", k->min, k->max);
+      return -1;
+    }
     *(double *)field = v;
-    return RONDO_SUCCESS;
+    return 0;
   }
   case KNOB_INT: {
     char *end;
@@ -217,29 +217,44 @@ static rondo_status_t parse_one(const knob_def_t *k, const char *text,
     while (isspace((unsigned char)*end))
       end++;
     if (errno == ERANGE || end == text || *end != '\0' || v < (long)k->min ||
-        (unsigned long)v > k->max)
-      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
-                               "%s='%s' is not valid: expected an integer in [%zu, %zu]",
-                               k->name, text, k->min, k->max);
+        (unsigned long)v > k->max) {
+      snprintf(why, len, "is not valid: expected an integer in [%zu, %zu]", k->min, k->max);
+      return -1;
+    }
     *(int *)field = (int)v;
-    return RONDO_SUCCESS;
+    return 0;
   }
   case KNOB_SIZE: {
     size_t v;
-    if (parse_size(text, &v) != 0)
-      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
-                               "%s='%s' is not valid: expected a byte count "
-                               "such as 4096, 64K, 16M or 1G",
-                               k->name, text);
-    if (v < k->min || v > k->max)
-      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
-                               "%s='%s' is out of range [%zu, %zu] bytes",
-                               k->name, text, k->min, k->max);
+    if (parse_size(text, &v) != 0) {
+      snprintf(why, len, "is not valid: expected a byte count such as 4096, 64K, 16M or 1G");
+      return -1;
+    }
+    if (v < k->min || v > k->max) {
+      snprintf(why, len, "is out of range [%zu, %zu] bytes", k->min, k->max);
+      return -1;
+    }
     *(size_t *)field = v;
+    return 0;
+  }
+  }
+  snprintf(why, len, "has no type (internal error)");
+  return -1;
+}
+
+/* Parses k's value text, which came from the environment variable `from`
+ * when that is not k's own name (a fallback), or is k's default (NULL). */
+static rondo_status_t parse_knob(const knob_def_t *k, const char *text, const char *from,
+                                 rondo__knobs_t *out)
+{
+  char why[320];
+  if (parse_one(k, text, out, why, sizeof why) == 0)
     return RONDO_SUCCESS;
-  }
-  }
-  return rondo__fail_quiet(RONDO_ERR_INTERNAL, "knob %s has no type", k->name);
+  if (from != NULL && strcmp(from, k->name) != 0)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                             "%s='%s' %s (the value of %s, read because %s is unset)", k->name,
+                             text, why, from, k->name);
+  return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB, "%s='%s' %s", k->name, text, why);
 }
 
 rondo_status_t rondo__knob_parse(const char *name, const char *text,
@@ -250,7 +265,7 @@ rondo_status_t rondo__knob_parse(const char *name, const char *text,
     return rondo__fail_quiet(RONDO_ERR_INVALID_ARG, "no knob is named %s", name);
   if (text == NULL)
     text = k->def;
-  return parse_one(k, text, out);
+  return parse_knob(k, text, NULL, out);
 }
 
 rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
@@ -258,17 +273,11 @@ rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
   rondo__knobs_t tmp;
   memset(&tmp, 0, sizeof tmp);
   for (int i = 0; i < KNOB_COUNT; i++) {
-    const char *env = getenv(knob_table[i].name), *from = NULL;
-    if (env == NULL && knob_table[i].fallback != NULL && getenv(knob_table[i].fallback))
+    const char *from = knob_table[i].name, *env = getenv(from);
+    if (env == NULL && knob_table[i].fallback != NULL)
       env = getenv(from = knob_table[i].fallback);
-    rondo_status_t st = parse_one(&knob_table[i], env ? env : knob_table[i].def, &tmp);
-    if (st != RONDO_SUCCESS && from != NULL) {
-      char text[512];
-      snprintf(text, sizeof text, "%s", rondo_last_error());
-      const char *msg = strchr(text, ' ') ? strchr(text, ' ') + 1 : text; /* after "NAME: " */
-      return rondo__fail_quiet(st, "%s (the value of %s, read because %s is unset)", msg, from,
-                               knob_table[i].name);
-    }
+    rondo_status_t st =
+        parse_knob(&knob_table[i], env ? env : knob_table[i].def, env ? from : NULL, &tmp);
     if (st != RONDO_SUCCESS)
       return st;
   }
