@@ -70,8 +70,9 @@ static const knob_def_t knob_table[] = {
      "many bytes; 0 disables fusion (fallback: HOROVOD_FUSION_THRESHOLD)",
      FIELD(fusion_threshold), NULL, 0, (size_t)1 << 40, 1, "HOROVOD_FUSION_THRESHOLD"},
     {"RONDO_CYCLE_TIME_MS", KNOB_DOUBLE, "1",
-     "milliseconds between engine cycles while requests are pending; the idle "
-     "engine sleeps (fallback: HOROVOD_CYCLE_TIME)",
+     "longest pause in milliseconds between engine cycles while requests wait "
+     "for other ranks (it starts at 50 us and doubles); the idle engine sleeps "
+     "(fallback: HOROVOD_CYCLE_TIME)",
      FIELD(cycle_time_ms), NULL, 0, 10000, 0, "HOROVOD_CYCLE_TIME"},
     {"RONDO_CACHE_CAPACITY", KNOB_INT, "1024",
      "entries of the engine's response cache: requests seen before are agreed "

@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #define IDLE_MAX_S 0.05      /* longest sleep of an idle engine between cycles */
 #define POLL_SPIN 64         /* MPI_Test polls before the first sleep (busy engine) */
@@ -32,6 +35,8 @@
 #define BUSY_FINE_S 0.002    /* a busy engine polls every 20 us for this long */
 #define IDLE_POLL_S 0.0005   /* an idle engine's first sleep between polls */
 #define IDLE_POLL_MAX_S 0.01
+#define SETTLE_S 30e-6       /* a burst of submissions has ended after this quiet */
+#define RETRY_MIN_S 50e-6    /* first pause before negotiating again for late ranks */
 
 double eng_now(void)
 {
@@ -205,6 +210,10 @@ void eng_find_pending(struct engine *e, const eng_cycle_t *c, struct rondo_reque
    * round for the whole cycle. */
   pthread_mutex_lock(&e->lock);
   for (size_t i = 0; i < c->nresp; i++) {
+    if (c->resp[i].req != NULL) { /* the fast path knew it already */
+      found[i] = c->resp[i].req;
+      continue;
+    }
     struct rondo_request *r = *slot_of(e, c->resp[i].name);
     found[i] = r != NULL && r->announced ? r : NULL;
   }
@@ -239,7 +248,8 @@ static rondo_status_t startup(struct engine *e)
   if (st == RONDO_SUCCESS)
     st = eng_cache_init(&e->cache, rondo__knobs.cache_capacity);
   if (st == RONDO_SUCCESS &&
-      (e->bits = calloc(2 * (size_t)eng_bit_words(e), sizeof *e->bits)) == NULL)
+      ((e->bits = calloc(2 * (size_t)eng_bit_words(e), sizeof *e->bits)) == NULL ||
+       (e->by_id = calloc((size_t)e->cache.capacity + 1, sizeof *e->by_id)) == NULL))
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
   if (st == RONDO_SUCCESS && rondo__knobs.timeline[0] != '\0' && e->rank == 0 &&
       (e->timeline = eng_timeline_open(rondo__knobs.timeline, e->rank, e->created)) == NULL)
@@ -251,6 +261,27 @@ static rondo_status_t startup(struct engine *e)
   if (st == RONDO_SUCCESS && !all_ok)
     st = rondo__fail(RONDO_ERR_PEER, "engine: another rank could not start its engine");
   return st;
+}
+
+/* While the application is still submitting a burst (more than one request
+ * is queued and the newest is younger than SETTLE_S), waits for it to end,
+ * for at most `most` seconds: one negotiation then covers the whole burst
+ * instead of a cycle for each piece the thread happened to see. A lone
+ * request goes at once. */
+static void settle(struct engine *e, double most)
+{
+  double start = eng_now();
+  for (;;) {
+    pthread_mutex_lock(&e->lock);
+    int burst = e->queue_head != NULL && e->queue_head != e->queue_tail;
+    double newest = burst ? e->queue_tail->t_submit : 0;
+    int go = e->stop || e->join_wanted;
+    pthread_mutex_unlock(&e->lock);
+    double now = eng_now();
+    if (go || now - newest >= SETTLE_S || now - start >= most)
+      return;
+    sleep_s(newest + SETTLE_S - now);
+  }
 }
 
 /* Takes new submissions into the pending list, in submission order. */
@@ -337,10 +368,15 @@ static void fail_everything(struct engine *e, rondo_status_t st, const char *why
 static void *engine_main(void *arg)
 {
   struct engine *e = arg;
+#ifdef PR_SET_TIMERSLACK
+  /* The engine's naps are tens of microseconds; Linux would stretch each by
+   * its default 50 us slack. */
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
   e->idle = 1; /* the other ranks' engines may start much later */
   rondo_status_t st = startup(e);
   e->idle = 0;
-  double cycle_s = rondo__knobs.cycle_time_ms * 1e-3, idle = cycle_s;
+  double cycle_s = rondo__knobs.cycle_time_ms * 1e-3, idle = cycle_s, retry = RETRY_MIN_S;
   while (st == RONDO_SUCCESS) {
     double t0 = eng_now();
     pthread_mutex_lock(&e->lock);
@@ -350,6 +386,7 @@ static void *engine_main(void *arg)
       e->join_cycle = e->cycle;
     }
     pthread_mutex_unlock(&e->lock);
+    settle(e, cycle_s);
     take_queue(e);
     announce(e);
     if (e->npending > 0 || stopping || e->joined)
@@ -368,7 +405,7 @@ static void *engine_main(void *arg)
     }
     eng_execute(e, &cyc);
     prune_pending(e);
-    int busy = cyc.anyone_pending || e->joined;
+    int busy = cyc.anyone_pending || e->joined, cyc_progress = cyc.nresp > 0;
     int all_stopping = cyc.all_stopping;
     if (cyc.all_joined && e->joined)
       st = finish_join(e);
@@ -380,9 +417,16 @@ static void *engine_main(void *arg)
     e->idle = !busy;
     if (e->queue_head != NULL || e->stop || e->join_wanted) {
       idle = cycle_s; /* new work: negotiate again at once */
+      retry = RETRY_MIN_S;
     } else if (busy) {
+      /* Requests wait for other ranks, which are most likely still
+       * submitting the same burst: ask again soon, then less and less
+       * often while nothing becomes ready, up to the cycle time. */
       idle = cycle_s;
-      double until = t0 + cycle_s;
+      retry = cyc_progress ? RETRY_MIN_S : 2 * retry;
+      if (retry > cycle_s)
+        retry = cycle_s;
+      double until = eng_now() + retry;
       while (!e->stop && e->queue_head == NULL && eng_now() < until) {
         struct timespec ts = deadline(until - eng_now());
         if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
@@ -490,6 +534,7 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
     eng_timeline_close(e->timeline);
   free(e->pending);
   free(e->bits);
+  free(e->by_id);
   free(e->table);
   free(e->fusion);
   free(e->identity);

@@ -61,7 +61,9 @@ typedef struct {
   rondo_status_t status;      /* RESP_ERROR: the failure */
   int cache_id;               /* RESP_OK: the cache bit, or -1 */
   eng_sig_t sig;
-  char *name;
+  char *name;                 /* owned, or the cache's (name_borrowed) */
+  int name_borrowed;          /* fast path: the cache entry's name, not freed */
+  struct rondo_request *req;  /* fast path: this rank's request (NULL: look it up) */
   char *message;              /* RESP_ERROR */
 } eng_resp_t;
 
@@ -105,6 +107,8 @@ struct engine {
   eng_cache_t cache;
   uint64_t *bits;             /* 2 x eng_bit_words(): this rank's flags and cache
                                  bits, and their AND over all ranks */
+  struct rondo_request **by_id; /* [cache capacity]: the request behind each of
+                                   this cycle's cache bits */
   uint64_t cycle;
   int joined;                 /* this rank has joined */
   int idle;                   /* the last cycle found no work on any rank */

@@ -43,7 +43,8 @@ int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b)
 void eng_cycle_free(eng_cycle_t *c)
 {
   for (size_t i = 0; i < c->nresp; i++) {
-    free(c->resp[i].name);
+    if (!c->resp[i].name_borrowed)
+      free(c->resp[i].name);
     free(c->resp[i].message);
   }
   free(c->resp);
@@ -123,20 +124,31 @@ static char *get_str(rd_t *r)
 
 /* ---- responses ---------------------------------------------------------------------- */
 
-static rondo_status_t add_resp(eng_cycle_t *c, size_t *cap, int type, rondo_status_t st,
-                               int cache_id, const eng_sig_t *sig, const char *name,
-                               const char *message)
+/* A zeroed response at the end of c (not yet counted), or NULL. */
+static eng_resp_t *new_resp(eng_cycle_t *c, size_t *cap)
 {
   if (c->nresp == *cap) {
     size_t n = *cap ? 2 * *cap : 16;
     eng_resp_t *p = realloc(c->resp, n * sizeof *p);
-    if (p == NULL)
-      return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses");
+    if (p == NULL) {
+      rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses");
+      return NULL;
+    }
     c->resp = p;
     *cap = n;
   }
   eng_resp_t *r = &c->resp[c->nresp];
   memset(r, 0, sizeof *r);
+  return r;
+}
+
+static rondo_status_t add_resp(eng_cycle_t *c, size_t *cap, int type, rondo_status_t st,
+                               int cache_id, const eng_sig_t *sig, const char *name,
+                               const char *message)
+{
+  eng_resp_t *r = new_resp(c, cap);
+  if (r == NULL)
+    return RONDO_ERR_NO_MEMORY;
   r->type = type;
   r->status = st;
   r->cache_id = cache_id;
@@ -549,10 +561,12 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
     if (now - r->t_submit > oldest)
       oldest = now - r->t_submit;
     int id = eng_cache_find(&e->cache, r->name, &r->sig);
-    if (id < 0)
+    if (id < 0) {
       cached = 0;
-    else
+    } else {
       mine[1 + id / 64] |= 1ull << (id % 64);
+      e->by_id[id] = r;
+    }
   }
   /* While a rank has joined, rank 0 decides every cycle (the slow path): it
    * knows who joined, so a joined broadcast root is an error, not a stall. */
@@ -576,12 +590,26 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
     if (out->all_stopping || out->all_joined || !out->anyone_pending) {
       /* nothing to run */
     } else if (all[0] & F_ALL_CACHED) {
+      /* Names and requests come straight from the cache and this cycle's
+       * bits: no copies, no lookups by name. The cache does not change
+       * before the next cycle, which is after these responses are freed. */
       size_t cap = 0;
-      for (int id = 0; id < e->cache.capacity && st == RONDO_SUCCESS; id++)
-        if (all[1 + id / 64] & (1ull << (id % 64))) {
+      for (int w = 1; w < words && st == RONDO_SUCCESS; w++)
+        for (uint64_t b = all[w]; b != 0 && st == RONDO_SUCCESS; b &= b - 1) {
+          int id = (w - 1) * 64 + __builtin_ctzll(b);
+          eng_resp_t *r = new_resp(out, &cap);
+          if (r == NULL) {
+            st = RONDO_ERR_NO_MEMORY;
+            break;
+          }
           eng_cache_touch(&e->cache, id);
-          st = add_resp(out, &cap, RESP_OK, RONDO_SUCCESS, id, eng_cache_sig(&e->cache, id),
-                        eng_cache_name(&e->cache, id), NULL);
+          r->type = RESP_OK;
+          r->cache_id = id;
+          r->sig = *eng_cache_sig(&e->cache, id);
+          r->name = (char *)eng_cache_name(&e->cache, id);
+          r->name_borrowed = 1;
+          r->req = e->by_id[id]; /* set this cycle: the AND has this rank's bit */
+          out->nresp++;
         }
     } else {
       out->slow_path = 1;
