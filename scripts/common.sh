@@ -2,9 +2,10 @@
 # (Debian packages only), then configure and build out of tree.
 # Sourced, not run.
 
-# The Debian packages a build and 'make check' need.
+# The Debian packages a build and 'make check' need (python3-matplotlib:
+# bench/plot.py; the tests run it on a real rondo-bench result).
 RONDO_DEBS="build-essential autoconf automake libtool pkg-config mpich libmpich-dev
-libhwloc-dev libcmocka-dev"
+libhwloc-dev libcmocka-dev python3 python3-matplotlib"
 
 rondo_install_deps() {
   missing=

@@ -1,7 +1,7 @@
 #!/bin/sh
-# rondo-tune end to end: bad options exit 2 with a message; a short 2-rank
-# tune writes a table that covers every size once, and rondo-info, loading
-# it, chooses at each measured size the algorithm the tuner decided.
+# rondo-bench tune end to end: bad options exit 2 with a message; a short
+# 2-rank tune writes a table that covers every size once, and rondo-info,
+# loading it, chooses at each measured size the algorithm the tuner decided.
 set -u
 bindir=${top_builddir:-.}/tools
 mpiexec=${MPIEXEC:-mpiexec}
@@ -11,20 +11,21 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 run() { timeout --kill-after=10 300 "$mpiexec" "$@" </dev/null; } # mpiexec reads stdin
 
-for bad in "-f 1" "-r 0" "-b 1" "-e 2 -b 4" "-m x" "-a nope" "-a auto" "-z" "extra"; do
+for bad in "-f 1" "--rounds 0" "-b 1" "-e 2 -b 4" "--margin x" "-a nope" "-a auto" \
+           "--rounds 5 --max-rounds 3" "-z" "extra" "-n 5"; do
   # shellcheck disable=SC2086 # split the options on purpose
-  run -n 1 "$bindir/rondo-tune" $bad >"$tmp/out" 2>&1
+  run -n 1 "$bindir/rondo-bench" tune $bad >"$tmp/out" 2>&1
   rc=$?
-  [ $rc = 2 ] || { cat "$tmp/out"; fail "rondo-tune $bad: exit $rc, expected 2"; }
-  grep -q '^rondo-tune: ' "$tmp/out" || { cat "$tmp/out"; fail "rondo-tune $bad: no message"; }
+  [ $rc = 2 ] || { cat "$tmp/out"; fail "rondo-bench tune $bad: exit $rc, expected 2"; }
+  grep -q '^rondo-bench: ' "$tmp/out" || { cat "$tmp/out"; fail "rondo-bench tune $bad: no message"; }
 done
-run -n 1 "$bindir/rondo-tune" -h >"$tmp/out" 2>&1 || fail "rondo-tune -h failed"
-grep -q '^usage: ' "$tmp/out" || fail "rondo-tune -h printed no usage"
+run -n 1 "$bindir/rondo-bench" tune -h >"$tmp/out" 2>&1 || fail "rondo-bench tune -h failed"
+grep -q '^usage: ' "$tmp/out" || fail "rondo-bench tune -h printed no usage"
 echo "PASS: bad options exit 2 with a message; -h prints the usage"
 
 table=$tmp/table
-run -n 2 "$bindir/rondo-tune" -b 4 -e 64K -f 16 -r 1 -R 3 -o "$table" >"$tmp/log" 2>&1 ||
-  { cat "$tmp/log"; fail "rondo-tune exited $?"; }
+run -n 2 "$bindir/rondo-bench" tune -b 4 -e 64K -f 16 --rounds 1 --max-rounds 3 \
+  --output "$table" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "rondo-bench tune exited $?"; }
 cat "$tmp/log"
 grep -q '^# 4 sizes, .*wrong results: 0$' "$tmp/log" || fail "expected 4 sizes and no wrong results"
 rules=$(grep -c '^allreduce ' "$table")

@@ -1,0 +1,118 @@
+/*
+ * rondo-bench: the microbenchmark tool (docs/bench.md). Not part of the
+ * library: it uses only the public API (rondo.h) and MPI. The files are
+ *   main.c      subcommand dispatch, exit status
+ *   options.c   the command line, shared by every subcommand
+ *   output.c    the header, the text table, --json, --csv, progress lines
+ *   data.c      input patterns and the expected results (the check)
+ *   sweep.c     allreduce, allgather, broadcast, reduce_scatter, alltoall
+ *   fusion.c    a model's gradient set through the asynchronous engine
+ *   models.c    the shipped gradient sets (also used by bench/engine_bench)
+ *   tune.c      the tuning-table writer (`rondo-bench tune`)
+ *   explain.c   what the selector picks per size, and why
+ */
+#ifndef RONDO_BENCH_H
+#define RONDO_BENCH_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "rondo.h"
+
+typedef enum {
+  CMD_ALLREDUCE = 0,
+  CMD_ALLGATHER,
+  CMD_BROADCAST,
+  CMD_REDUCE_SCATTER,
+  CMD_ALLTOALL,
+  CMD_FUSION,
+  CMD_TUNE,
+  CMD_EXPLAIN,
+  CMD_COUNT
+} bench_cmd_t;
+
+const char *bench_cmd_name(bench_cmd_t cmd);
+
+enum { BENCH_MAX_SIZES = 256 };
+
+typedef struct {
+  bench_cmd_t cmd;
+  size_t minbytes, maxbytes, stepbytes; /* stepbytes > 0: add instead of multiply */
+  size_t factor;
+  int iters, warmup, check, inplace, root, full, quiet, verbose;
+  int ndtypes, nops;
+  rondo_dtype_t dtypes[RONDO_DTYPE_COUNT];
+  rondo_op_t ops[RONDO_OP_COUNT];
+  const char *algo_list;  /* allreduce, tune: names or "all"; NULL = default */
+  const char *json_path, *csv_path;
+  /* fusion */
+  const char *model;      /* resnet50, bert-base, vgg16, all */
+  size_t tensors, tensor_bytes; /* --tensors N --size S instead of a model */
+  /* tune */
+  const char *output;
+  int rounds, max_rounds;
+  double margin;          /* fraction */
+  /* tests only */
+  const char *break_algo; /* corrupt this row's results before the check */
+  int argc;
+  char **argv;
+} bench_opts_t;
+
+/* Parses argv (before MPI starts). Returns 0, 2 after printing a message on
+ * stderr (bad usage), or 3 after printing the help on stdout. print: this
+ * process prints (the first rank only, under mpiexec). */
+int bench_parse(int argc, char **argv, bench_opts_t *o, int print);
+/* The message sizes of the sweep, into sizes[BENCH_MAX_SIZES]; the count. */
+int bench_sizes(const bench_opts_t *o, size_t *sizes);
+
+/* ---- output.c: rank 0 writes; every function is a no-op elsewhere ---------- */
+
+/* The header (stdout) and the files of --json / --csv. Returns 0, or -1 when
+ * a file cannot be opened (message printed). Collective. */
+int out_start(const bench_opts_t *o, rondo_comm_t comm, const char *title);
+/* One record of --json ("rows") and --csv: fields, then out_row_end(). */
+void out_str(const char *key, const char *value);
+void out_num(const char *key, double value); /* NaN: null */
+void out_int(const char *key, long long value);
+void out_row_end(void);
+/* The summary object of --json: out_str/out_num/out_int, then out_finish(). */
+void out_summary_begin(void);
+/* Closes the files; returns 0, or -1 if writing failed (message printed). */
+int out_finish(void);
+/* Progress on stderr after step `done` of `total` (what: "1 MiB"). */
+void out_progress(const bench_opts_t *o, int done, int total, const char *what);
+/* "1 KiB", "32 MiB", "12 B" */
+const char *out_bytes(size_t bytes, char *buf, size_t len);
+
+/* ---- data.c ---------------------------------------------------------------- */
+
+/* Element i of rank `rank`'s input of a reduction with op, as a small
+ * integer; the sum, product, minimum and maximum over any set of ranks are
+ * exact in every dtype (docs/bench.md has the bounds). */
+long long data_reduce_input(int rank, size_t i, rondo_op_t op, int nranks);
+/* Element i of a block sent by rank src to rank dst (allgather, alltoall,
+ * broadcast): 0..99. */
+long long data_move_input(int src, int dst, size_t i);
+/* Stores v in element i of buf. */
+void data_store(void *buf, rondo_dtype_t dtype, size_t i, long long v);
+/* Stores into element j of out the expected result of the reduction with
+ * op over ranks 0..n-1 of input element i, exactly as rondo documents the
+ * result (docs/api.md, "Reduction semantics"). */
+void data_expect_reduce(void *out, size_t j, rondo_dtype_t dtype, rondo_op_t op, size_t i,
+                        int n);
+/* The MPI datatype for dtype (MPI_DATATYPE_NULL: none for reductions), and
+ * the MPI op (MPI_OP_NULL: none, i.e. AVG). */
+MPI_Datatype data_mpi_type(rondo_dtype_t dtype, int for_reduction);
+MPI_Op data_mpi_op(rondo_op_t op);
+
+/* ---- the subcommands: 0 success, 1 wrong results or a failure -------------- */
+
+int sweep_main(const bench_opts_t *o);
+int fusion_main(const bench_opts_t *o);
+int tune_main(const bench_opts_t *o);
+int explain_main(const bench_opts_t *o);
+
+/* Prints "rondo-bench: " + message on stderr and aborts the job. */
+void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

@@ -1,0 +1,396 @@
+/* rondo-bench's command line: one parser for every subcommand. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tools/bench/bench.h"
+#include "tools/parse_size.h"
+
+static const char *const cmd_names[CMD_COUNT] = {
+  "allreduce", "allgather", "broadcast", "reduce_scatter", "alltoall", "fusion", "tune",
+  "explain"};
+
+const char *bench_cmd_name(bench_cmd_t cmd) { return cmd_names[cmd]; }
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "usage: mpiexec -n N rondo-bench [SUBCOMMAND] [OPTIONS]\n"
+    "\n"
+    "subcommands:\n"
+    "  allreduce       every all-reduce algorithm side by side with MPI_Allreduce (default)\n"
+    "  allgather, broadcast, reduce_scatter, alltoall\n"
+    "                  rondo's collective against its MPI counterpart\n"
+    "  fusion          a model's gradients through the fusion engine, against one\n"
+    "                  all-reduce of the same bytes and a loop of MPI_Allreduce\n"
+    "  tune            measure the algorithms, write a tuning table (RONDO_TUNING_FILE)\n"
+    "  explain         what the selector picks at each size, and why\n"
+    "\n"
+    "sizes and repetitions:\n"
+    "  -b, --minbytes SIZE     smallest message, K/M/G suffixes (default 8; tune, explain: 4)\n"
+    "  -e, --maxbytes SIZE     largest message (default 32M; tune, explain: 64M)\n"
+    "  -f, --stepfactor F      multiply the size by F each step (default 2)\n"
+    "  -i, --stepbytes SIZE    add SIZE each step instead\n"
+    "  -n, --iters N           timed iterations per row (default 20; fusion: 10)\n"
+    "  -w, --warmup_iters N    untimed iterations first (default 5; fusion: 2)\n"
+    "data:\n"
+    "  -d, --datatype T        int8 uint8 int32 int64 float16 bfloat16 float32 float64,\n"
+    "                          a comma list, or all (default float32)\n"
+    "  -o, --op OP             sum avg min max prod, a comma list, or all (default sum)\n"
+    "  -c, --check 0|1         check every element of every row (default 1)\n"
+    "      --inplace           in place (sendbuf == recvbuf); default out of place\n"
+    "  -r, --root R            broadcast root (default 0)\n"
+    "  -a, --algo LIST         allreduce, tune: algorithms, comma-separated, or all:\n"
+    "                          auto mpi ring recursive_doubling rabenseifner shm hierarchical\n"
+    "                          MPI_Allreduce (the baseline) (default all)\n"
+    "output:\n"
+    "      --json FILE         every row and the header as JSON (bench/plot.py draws it)\n"
+    "      --csv FILE          every row as CSV\n"
+    "  -F, --full              also the fastest and slowest rank's time\n"
+    "  -q, --quiet             no progress lines on stderr\n"
+    "  -v, --verbose           explain: the whole explanation per size\n"
+    "  -h, --help              this text\n"
+    "fusion:\n"
+    "      --model NAME        resnet50, bert-base, vgg16 or all (default all)\n"
+    "      --tensors N --size SIZE   N tensors of SIZE bytes instead of a model\n"
+    "tune:\n"
+    "      --output FILE       write the table to FILE (default: print only)\n"
+    "      --rounds R          rounds per size (default 7)\n"
+    "      --max-rounds R      rounds at most, for close calls (default 21)\n"
+    "      --margin PCT        keep the cost model's choice unless another algorithm\n"
+    "                          is more than PCT%% faster (default 5)\n"
+    "\n"
+    "Exit status: 0 success, 1 wrong results or a failed call, 2 bad usage.\n"
+    "docs/bench.md explains every column.\n");
+}
+
+static int bad(int print, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(int print, const char *fmt, ...)
+{
+  if (print) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rondo-bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(rondo-bench --help lists the options)\n");
+    va_end(ap);
+  }
+  return 2;
+}
+
+/* A whole number in [lo, hi], or -1. */
+static long parse_int(const char *s, long lo, long hi)
+{
+  char *end;
+  long v = strtol(s, &end, 10);
+  return end != s && *end == '\0' && v >= lo && v <= hi ? v : -1;
+}
+
+/* nccl-tests' and numpy's names as well as rondo's. */
+static int parse_dtype(const char *s, rondo_dtype_t *d)
+{
+  static const struct { const char *alias, *name; } alias[] = {
+    {"float", "float32"}, {"half", "float16"}, {"double", "float64"},
+    {"bf16", "bfloat16"}, {"fp16", "float16"}, {"fp32", "float32"}, {"fp64", "float64"},
+    {"int", "int32"}, {"char", "int8"}};
+  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+    if (strcasecmp(s, alias[i].alias) == 0)
+      s = alias[i].name;
+  return rondo_dtype_from_name(s, d) == RONDO_SUCCESS;
+}
+
+/* "all" or a comma list of names, into out[]; the count, or -1 naming the
+ * bad token in *badtok. */
+static int parse_list(const char *arg, int kind, void *out, int max, char *badtok, size_t len)
+{
+  char buf[256];
+  int n = 0;
+  if (strcmp(arg, "all") == 0) {
+    for (int i = 0; i < max; i++) {
+      if (kind == 0)
+        ((rondo_dtype_t *)out)[i] = (rondo_dtype_t)i;
+      else
+        ((rondo_op_t *)out)[i] = (rondo_op_t)i;
+    }
+    return max;
+  }
+  snprintf(buf, sizeof buf, "%s", arg);
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+    int ok = n < max;
+    if (ok && kind == 0)
+      ok = parse_dtype(tok, &((rondo_dtype_t *)out)[n]);
+    else if (ok)
+      ok = rondo_op_from_name(tok, &((rondo_op_t *)out)[n]) == RONDO_SUCCESS;
+    if (!ok) {
+      snprintf(badtok, len, "%s", tok);
+      return -1;
+    }
+    n++;
+  }
+  if (n == 0)
+    snprintf(badtok, len, "%s", arg);
+  return n > 0 ? n : -1;
+}
+
+/* Each name of an --algo list is a rondo algorithm, MPI_Allreduce or all. */
+static int check_algos(const char *list, char *badtok, size_t len)
+{
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  int n = 0;
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+    rondo_algo_t a;
+    if (strcmp(tok, "all") != 0 && strcasecmp(tok, "MPI_Allreduce") != 0 &&
+        (rondo_algo_from_name(tok, &a) != RONDO_SUCCESS || a == RONDO_ALGO_NCCL)) {
+      snprintf(badtok, len, "%s", tok);
+      return -1;
+    }
+    n++;
+  }
+  if (n == 0)
+    snprintf(badtok, len, "%s", list);
+  return n > 0 ? 0 : -1;
+}
+
+enum {
+  OPT_INPLACE = 256, OPT_JSON, OPT_CSV, OPT_MODEL, OPT_TENSORS, OPT_SIZE, OPT_OUTPUT,
+  OPT_ROUNDS, OPT_MAX_ROUNDS, OPT_MARGIN, OPT_BREAK
+};
+
+static const struct option long_opts[] = {
+  {"minbytes", required_argument, NULL, 'b'},
+  {"maxbytes", required_argument, NULL, 'e'},
+  {"stepfactor", required_argument, NULL, 'f'},
+  {"stepbytes", required_argument, NULL, 'i'},
+  {"iters", required_argument, NULL, 'n'},
+  {"warmup_iters", required_argument, NULL, 'w'},
+  {"datatype", required_argument, NULL, 'd'},
+  {"op", required_argument, NULL, 'o'},
+  {"check", required_argument, NULL, 'c'},
+  {"root", required_argument, NULL, 'r'},
+  {"algo", required_argument, NULL, 'a'},
+  {"full", no_argument, NULL, 'F'},
+  {"quiet", no_argument, NULL, 'q'},
+  {"verbose", no_argument, NULL, 'v'},
+  {"help", no_argument, NULL, 'h'},
+  {"inplace", no_argument, NULL, OPT_INPLACE},
+  {"json", required_argument, NULL, OPT_JSON},
+  {"csv", required_argument, NULL, OPT_CSV},
+  {"model", required_argument, NULL, OPT_MODEL},
+  {"tensors", required_argument, NULL, OPT_TENSORS},
+  {"size", required_argument, NULL, OPT_SIZE},
+  {"output", required_argument, NULL, OPT_OUTPUT},
+  {"rounds", required_argument, NULL, OPT_ROUNDS},
+  {"max-rounds", required_argument, NULL, OPT_MAX_ROUNDS},
+  {"margin", required_argument, NULL, OPT_MARGIN},
+  {"break-algo", required_argument, NULL, OPT_BREAK}, /* tests only */
+  {NULL, 0, NULL, 0}};
+
+/* What each subcommand accepts besides -b -e -f -i -q -h (1 = yes). */
+static int allowed(bench_cmd_t cmd, int opt)
+{
+  int coll = cmd <= CMD_ALLTOALL, reduces = cmd == CMD_ALLREDUCE || cmd == CMD_REDUCE_SCATTER;
+  switch (opt) {
+  case 'n': case 'w': return coll || cmd == CMD_FUSION;
+  case 'c': case OPT_JSON: case OPT_CSV: case 'F': case OPT_BREAK: return coll || cmd == CMD_FUSION;
+  case 'd': return coll || cmd == CMD_EXPLAIN;
+  case 'o': return reduces || cmd == CMD_EXPLAIN;
+  case OPT_INPLACE: return cmd == CMD_ALLREDUCE;
+  case 'r': return cmd == CMD_BROADCAST;
+  case 'a': return cmd == CMD_ALLREDUCE || cmd == CMD_TUNE;
+  case 'v': return cmd == CMD_EXPLAIN;
+  case OPT_MODEL: case OPT_TENSORS: case OPT_SIZE: return cmd == CMD_FUSION;
+  case OPT_OUTPUT: case OPT_ROUNDS: case OPT_MAX_ROUNDS: case OPT_MARGIN: return cmd == CMD_TUNE;
+  default: return 1;
+  }
+}
+
+static const char *opt_text(int c, char *buf, size_t len)
+{
+  for (const struct option *l = long_opts; l->name != NULL; l++)
+    if (l->val == c) {
+      if (c < 256)
+        snprintf(buf, len, "-%c/--%s", c, l->name);
+      else
+        snprintf(buf, len, "--%s", l->name);
+      return buf;
+    }
+  snprintf(buf, len, "-%c", c);
+  return buf;
+}
+
+int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
+{
+  memset(o, 0, sizeof *o);
+  o->argc = argc;
+  o->argv = argv;
+  o->cmd = CMD_ALLREDUCE;
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') {
+    int found = -1;
+    for (int c = 0; c < CMD_COUNT; c++)
+      if (strcmp(argv[1], cmd_names[c]) == 0)
+        found = c;
+    if (found < 0)
+      return bad(print, "unknown subcommand '%s' (allreduce, allgather, broadcast, "
+                 "reduce_scatter, alltoall, fusion, tune, explain)", argv[1]);
+    o->cmd = (bench_cmd_t)found;
+    first = 2;
+  }
+  int tune_like = o->cmd == CMD_TUNE || o->cmd == CMD_EXPLAIN;
+  o->minbytes = tune_like ? 4 : 8;
+  o->maxbytes = tune_like ? (size_t)64 << 20 : (size_t)32 << 20;
+  o->factor = 2;
+  o->iters = o->cmd == CMD_FUSION ? 10 : 20;
+  o->warmup = o->cmd == CMD_FUSION ? 2 : 5;
+  o->check = 1;
+  o->ndtypes = 1;
+  o->dtypes[0] = RONDO_FLOAT32;
+  o->nops = 1;
+  o->ops[0] = RONDO_SUM;
+  o->model = "all";
+  o->rounds = 7;
+  o->max_rounds = 21;
+  o->margin = 0.05;
+  int have_f = 0, have_i = 0, have_size = 0;
+
+  char badtok[64], name[48];
+  long v;
+  char *end;
+  optind = first;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:d:o:c:r:a:Fqvh", long_opts, NULL)) != -1) {
+    if (c == '?') {
+      if (optopt != 0)
+        return bad(print, "unknown option or missing value: -%c", optopt);
+      return bad(print, "unknown option or missing value: %s", argv[optind - 1]);
+    }
+    if (!allowed(o->cmd, c))
+      return bad(print, "%s does not apply to '%s'", opt_text(c, name, sizeof name),
+                 cmd_names[o->cmd]);
+    switch (c) {
+    case 'b':
+    case 'e':
+    case 'i':
+    case OPT_SIZE: {
+      size_t s = parse_size(optarg);
+      if (s == 0)
+        return bad(print, "%s: expected a byte count such as 4096, 64K or 1M, got '%s'",
+                   opt_text(c, name, sizeof name), optarg);
+      if (c == 'b') o->minbytes = s;
+      else if (c == 'e') o->maxbytes = s;
+      else if (c == 'i') { o->stepbytes = s; have_i = 1; }
+      else { o->tensor_bytes = s; have_size = 1; }
+      break;
+    }
+    case 'f':
+      if ((v = parse_int(optarg, 2, 1 << 20)) < 0)
+        return bad(print, "-f: expected a whole factor >= 2, got '%s'", optarg);
+      o->factor = (size_t)v;
+      have_f = 1;
+      break;
+    case 'n':
+    case 'w':
+    case 'r':
+    case OPT_TENSORS:
+    case OPT_ROUNDS:
+    case OPT_MAX_ROUNDS: {
+      long lo = c == 'n' || c == OPT_TENSORS || c == OPT_ROUNDS || c == OPT_MAX_ROUNDS ? 1 : 0;
+      long hi = c == OPT_TENSORS ? 100000 : c == OPT_ROUNDS || c == OPT_MAX_ROUNDS ? 31 : 1000000;
+      if ((v = parse_int(optarg, lo, hi)) < 0)
+        return bad(print, "%s: expected a whole number from %ld to %ld, got '%s'",
+                   opt_text(c, name, sizeof name), lo, hi, optarg);
+      if (c == 'n') o->iters = (int)v;
+      else if (c == 'w') o->warmup = (int)v;
+      else if (c == 'r') o->root = (int)v;
+      else if (c == OPT_TENSORS) o->tensors = (size_t)v;
+      else if (c == OPT_ROUNDS) o->rounds = (int)v;
+      else o->max_rounds = (int)v;
+      break;
+    }
+    case 'c':
+      if ((v = parse_int(optarg, 0, 1)) < 0)
+        return bad(print, "-c: expected 0 or 1, got '%s'", optarg);
+      o->check = (int)v;
+      break;
+    case 'd':
+      if ((o->ndtypes = parse_list(optarg, 0, o->dtypes, RONDO_DTYPE_COUNT, badtok,
+                                   sizeof badtok)) < 0)
+        return bad(print, "-d: unknown datatype '%s' (int8 uint8 int32 int64 float16 "
+                   "bfloat16 float32 float64, or all)", badtok);
+      break;
+    case 'o':
+      if ((o->nops = parse_list(optarg, 1, o->ops, RONDO_OP_COUNT, badtok, sizeof badtok)) < 0)
+        return bad(print, "-o: unknown op '%s' (sum avg min max prod, or all)", badtok);
+      break;
+    case 'a':
+      if (check_algos(optarg, badtok, sizeof badtok) < 0)
+        return bad(print, "-a: unknown algorithm '%s' (auto mpi ring recursive_doubling "
+                   "rabenseifner shm hierarchical MPI_Allreduce, or all)", badtok);
+      o->algo_list = optarg;
+      break;
+    case 'F': o->full = 1; break;
+    case 'q': o->quiet = 1; break;
+    case 'v': o->verbose = 1; break;
+    case 'h': if (print) usage(stdout); return 3;
+    case OPT_INPLACE: o->inplace = 1; break;
+    case OPT_JSON: o->json_path = optarg; break;
+    case OPT_CSV: o->csv_path = optarg; break;
+    case OPT_OUTPUT: o->output = optarg; break;
+    case OPT_BREAK: o->break_algo = optarg; break;
+    case OPT_MODEL:
+      if (strcmp(optarg, "resnet50") != 0 && strcmp(optarg, "bert-base") != 0 &&
+          strcmp(optarg, "vgg16") != 0 && strcmp(optarg, "all") != 0)
+        return bad(print, "--model: unknown model '%s' (resnet50, bert-base, vgg16, all)",
+                   optarg);
+      o->model = optarg;
+      break;
+    case OPT_MARGIN:
+      o->margin = strtod(optarg, &end) / 100;
+      if (end == optarg || *end != '\0' || !(o->margin >= 0 && o->margin <= 1))
+        return bad(print, "--margin: expected a percentage from 0 to 100, got '%s'", optarg);
+      break;
+    default:
+      return bad(print, "unhandled option -%c", c);
+    }
+  }
+  if (optind < argc) {
+    int is_cmd = 0;
+    for (int k = 0; k < CMD_COUNT; k++)
+      is_cmd |= strcmp(argv[optind], cmd_names[k]) == 0;
+    return bad(print, "unexpected argument '%s'%s", argv[optind],
+               is_cmd ? " (the subcommand must come first)" : "");
+  }
+  if (o->maxbytes < o->minbytes)
+    return bad(print, "-e (%zu bytes) is smaller than -b (%zu bytes)", o->maxbytes, o->minbytes);
+  if (have_f && have_i)
+    return bad(print, "-f and -i exclude each other: multiply or add, not both");
+  if (o->cmd == CMD_TUNE && o->max_rounds < o->rounds)
+    return bad(print, "--max-rounds (%d) is smaller than --rounds (%d)", o->max_rounds,
+               o->rounds);
+  if (o->cmd == CMD_TUNE && o->minbytes < 4)
+    return bad(print, "tune: -b must be at least 4 bytes (one float32)");
+  if ((o->tensors > 0) != have_size)
+    return bad(print, "--tensors and --size go together");
+  size_t sizes[BENCH_MAX_SIZES];
+  if (o->cmd != CMD_FUSION && bench_sizes(o, sizes) >= BENCH_MAX_SIZES)
+    return bad(print, "-b/-e/-%c give more than %d sizes", have_i ? 'i' : 'f',
+               BENCH_MAX_SIZES - 1);
+  return 0;
+}
+
+int bench_sizes(const bench_opts_t *o, size_t *sizes)
+{
+  int n = 0;
+  for (size_t s = o->minbytes; s <= o->maxbytes && n < BENCH_MAX_SIZES;) {
+    sizes[n++] = s;
+    size_t next = o->stepbytes ? s + o->stepbytes : s * o->factor;
+    if (next <= s) /* overflow */
+      break;
+    s = next;
+  }
+  return n;
+}

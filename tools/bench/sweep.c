@@ -1,0 +1,534 @@
+/*
+ * The size sweeps of rondo-bench: allreduce (every algorithm and
+ * MPI_Allreduce), allgather, broadcast, reduce_scatter and alltoall (rondo
+ * and the MPI counterpart).
+ *
+ * Per size, per dtype and op:
+ *   1. the inputs are written and every variant (algorithm) runs its
+ *      warm-up iterations;
+ *   2. the timed iterations are split into up to 5 rounds; each round starts
+ *      with a barrier, then every variant runs its share, each round in a
+ *      different order, so a noisy moment of a shared machine hits every
+ *      variant alike. Each call is timed on its own, on every rank;
+ *   3. a row's time is the mean over its calls, averaged over the ranks
+ *      (min and max: the fastest and slowest rank's mean); the median is
+ *      per rank, averaged likewise;
+ *   4. with -c 1 every variant runs once more on fresh inputs and every
+ *      element is compared with the expected result (data.c).
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/bench/bench.h"
+#include "tools/measure.h"
+
+#define MAX_VARIANTS (RONDO_ALGO_COUNT + 1)
+#define MAX_ROUNDS 5
+#define POISON 0xA5
+
+typedef struct {
+  char label[32];
+  rondo_algo_t algo;
+  int mpi;            /* the MPI baseline */
+} variant_t;
+
+typedef struct {
+  const bench_opts_t *o;
+  rondo_comm_t comm;
+  MPI_Comm mpi;       /* the baseline's communicator (a dup of the world's) */
+  int rank, size;
+  char *send, *recv, *expect;
+  size_t cap;         /* bytes of each buffer */
+  variant_t v[MAX_VARIANTS];
+  int nv;
+  double *t;          /* [nv][iters] seconds */
+  /* the current case */
+  rondo_dtype_t dtype;
+  rondo_op_t op;
+  size_t esize, count; /* count: elements per call argument (see geometry()) */
+  size_t sendn, recvn; /* elements in the send and receive buffers */
+  size_t bytes;        /* the reported size */
+  /* totals */
+  long wrong_total, rows_wrong, rows;
+  double busbw_sum, busbw_by[MAX_VARIANTS];
+  int busbw_n[MAX_VARIANTS];
+  char failed[6][64];  /* the first distinct "algorithm type op" with wrong rows */
+  int nfailed;
+} sweep_t;
+
+static const char *coll_mpi_name(bench_cmd_t cmd)
+{
+  static const char *const n[] = {"MPI_Allreduce", "MPI_Allgather", "MPI_Bcast",
+                                  "MPI_Reduce_scatter_block", "MPI_Alltoall"};
+  return n[cmd];
+}
+
+/* nccl-tests' bus bandwidth factors: what each rank's links carry. */
+static double bus_factor(bench_cmd_t cmd, int n)
+{
+  switch (cmd) {
+  case CMD_ALLREDUCE: return 2.0 * (n - 1) / n;
+  case CMD_BROADCAST: return 1.0;
+  default: return (double)(n - 1) / n;
+  }
+}
+
+static int reduces(bench_cmd_t cmd) { return cmd == CMD_ALLREDUCE || cmd == CMD_REDUCE_SCATTER; }
+
+/* The case for a requested size: counts rounded down to whole elements (and
+ * whole blocks per rank). Returns 0 when nothing is left. */
+static int geometry(sweep_t *s, size_t want)
+{
+  size_t n = (size_t)s->size, e = s->esize;
+  switch (s->o->cmd) {
+  case CMD_ALLREDUCE:
+  case CMD_BROADCAST:
+    s->count = want / e;
+    s->sendn = s->recvn = s->count;
+    break;
+  case CMD_ALLGATHER:
+    s->count = want / (e * n);
+    s->sendn = s->count;
+    s->recvn = n * s->count;
+    break;
+  case CMD_REDUCE_SCATTER:
+    s->count = want / (e * n);
+    s->sendn = n * s->count;
+    s->recvn = s->count;
+    break;
+  default: /* alltoall */
+    s->count = want / (e * n);
+    s->sendn = s->recvn = n * s->count;
+    break;
+  }
+  s->bytes = (s->sendn > s->recvn ? s->sendn : s->recvn) * e;
+  return s->count > 0;
+}
+
+static int mpi_usable(const sweep_t *s)
+{
+  if (s->count > INT_MAX)
+    return 0;
+  if (!reduces(s->o->cmd))
+    return 1;
+  return data_mpi_type(s->dtype, 1) != MPI_DATATYPE_NULL && data_mpi_op(s->op) != MPI_OP_NULL;
+}
+
+static void *sendbuf(const sweep_t *s) { return s->o->inplace ? s->recv : s->send; }
+
+/* One call of variant k. */
+static void call(sweep_t *s, int k)
+{
+  const variant_t *v = &s->v[k];
+  rondo_status_t st = RONDO_SUCCESS;
+  int rc = MPI_SUCCESS, c = (int)s->count;
+  MPI_Datatype t = data_mpi_type(s->dtype, reduces(s->o->cmd));
+  void *sb = sendbuf(s);
+  switch (s->o->cmd) {
+  case CMD_ALLREDUCE:
+    if (v->mpi)
+      rc = MPI_Allreduce(s->o->inplace ? MPI_IN_PLACE : sb, s->recv, c, t, data_mpi_op(s->op),
+                         s->mpi);
+    else
+      st = rondo_allreduce_algo(s->comm, sb, s->recv, s->count, s->dtype, s->op, v->algo);
+    break;
+  case CMD_ALLGATHER:
+    if (v->mpi)
+      rc = MPI_Allgather(sb, c, t, s->recv, c, t, s->mpi);
+    else
+      st = rondo_allgather(s->comm, sb, s->recv, s->count, s->dtype);
+    break;
+  case CMD_BROADCAST:
+    if (v->mpi)
+      rc = MPI_Bcast(s->recv, c, t, s->o->root, s->mpi);
+    else
+      st = rondo_broadcast(s->comm, s->recv, s->count, s->dtype, s->o->root);
+    break;
+  case CMD_REDUCE_SCATTER:
+    if (v->mpi)
+      rc = MPI_Reduce_scatter_block(sb, s->recv, c, t, data_mpi_op(s->op), s->mpi);
+    else
+      st = rondo_reduce_scatter(s->comm, sb, s->recv, s->count, s->dtype, s->op);
+    break;
+  default:
+    if (v->mpi)
+      rc = MPI_Alltoall(sb, c, t, s->recv, c, t, s->mpi);
+    else
+      st = rondo_alltoall(s->comm, sb, s->recv, s->count, s->dtype);
+    break;
+  }
+  if (st != RONDO_SUCCESS)
+    bench_die("%s %s, %zu elements of %s: %s", bench_cmd_name(s->o->cmd), v->label, s->count,
+              rondo_dtype_name(s->dtype), rondo_last_error());
+  if (rc != MPI_SUCCESS)
+    bench_die("%s failed (MPI error %d)", coll_mpi_name(s->o->cmd), rc);
+}
+
+/* Writes this rank's inputs (and, for broadcast, poisons the receivers). */
+static void fill(sweep_t *s)
+{
+  char *in = sendbuf(s);
+  size_t n = (size_t)s->size, cnt = s->count;
+  switch (s->o->cmd) {
+  case CMD_ALLREDUCE:
+  case CMD_REDUCE_SCATTER:
+    for (size_t i = 0; i < s->sendn; i++)
+      data_store(in, s->dtype, i, data_reduce_input(s->rank, i, s->op, s->size));
+    break;
+  case CMD_ALLGATHER:
+    for (size_t i = 0; i < cnt; i++)
+      data_store(in, s->dtype, i, data_move_input(s->rank, 0, i));
+    break;
+  case CMD_BROADCAST:
+    if (s->rank == s->o->root)
+      for (size_t i = 0; i < cnt; i++)
+        data_store(s->recv, s->dtype, i, data_move_input(s->o->root, 0, i));
+    else
+      memset(s->recv, POISON, cnt * s->esize);
+    break;
+  default:
+    for (size_t b = 0; b < n; b++)
+      for (size_t i = 0; i < cnt; i++)
+        data_store(in, s->dtype, b * cnt + i, data_move_input(s->rank, (int)b, i));
+    break;
+  }
+}
+
+/* The expected receive buffer of this rank, into s->expect. */
+static void expected(sweep_t *s)
+{
+  size_t n = (size_t)s->size, cnt = s->count;
+  switch (s->o->cmd) {
+  case CMD_ALLREDUCE:
+    for (size_t i = 0; i < cnt; i++)
+      data_expect_reduce(s->expect, i, s->dtype, s->op, i, s->size);
+    break;
+  case CMD_REDUCE_SCATTER:
+    for (size_t i = 0; i < cnt; i++)
+      data_expect_reduce(s->expect, i, s->dtype, s->op, (size_t)s->rank * cnt + i, s->size);
+    break;
+  case CMD_ALLGATHER:
+    for (size_t q = 0; q < n; q++)
+      for (size_t i = 0; i < cnt; i++)
+        data_store(s->expect, s->dtype, q * cnt + i, data_move_input((int)q, 0, i));
+    break;
+  case CMD_BROADCAST:
+    for (size_t i = 0; i < cnt; i++)
+      data_store(s->expect, s->dtype, i, data_move_input(s->o->root, 0, i));
+    break;
+  default:
+    for (size_t q = 0; q < n; q++)
+      for (size_t i = 0; i < cnt; i++)
+        data_store(s->expect, s->dtype, q * cnt + i, data_move_input((int)q, s->rank, i));
+    break;
+  }
+}
+
+/* Wrong elements of variant k on this rank: fresh inputs, one call, every
+ * element compared. */
+static long check(sweep_t *s, int k)
+{
+  if (s->o->cmd != CMD_BROADCAST)
+    memset(s->recv, POISON, s->recvn * s->esize);
+  fill(s);
+  call(s, k);
+  if (s->o->break_algo != NULL && strcmp(s->o->break_algo, s->v[k].label) == 0 &&
+      s->rank == s->size - 1) /* --break-algo: this variant pretends to be broken */
+    s->recv[(s->recvn / 2) * s->esize] ^= 0x5a;
+  long wrong = 0;
+  for (size_t i = 0; i < s->recvn; i++)
+    wrong += memcmp(s->recv + i * s->esize, s->expect + i * s->esize, s->esize) != 0;
+  return wrong;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Steps 1-2 of the header: t[k][0..iters) for every usable variant. */
+static void timed_rounds(sweep_t *s, const int *use)
+{
+  int iters = s->o->iters, rounds = iters < MAX_ROUNDS ? iters : MAX_ROUNDS;
+  fill(s);
+  MPI_Barrier(s->mpi);
+  for (int k = 0; k < s->nv; k++)
+    for (int i = 0; use[k] && i < s->o->warmup; i++)
+      call(s, k);
+  int done[MAX_VARIANTS] = {0};
+  for (int r = 0; r < rounds; r++) {
+    int share = iters / rounds + (r < iters % rounds);
+    MPI_Barrier(s->mpi);
+    for (int j = 0; j < s->nv; j++) {
+      int k = (r + j) % s->nv;
+      if (!use[k])
+        continue;
+      double *t = s->t + (size_t)k * (size_t)iters;
+      for (int i = 0; i < share; i++) {
+        double t0 = MPI_Wtime();
+        call(s, k);
+        t[done[k]++] = MPI_Wtime() - t0;
+      }
+    }
+  }
+}
+
+static void print_columns(const bench_opts_t *o)
+{
+  printf("#\n# %12s %12s %9s %6s %-24s %9s %9s", "size", "count", "type", "redop", "algorithm",
+         "time", "median");
+  if (o->full)
+    printf(" %9s %9s", "min", "max");
+  printf(" %8s %8s %7s %7s\n", "algbw", "busbw", "#wrong", "vs MPI");
+  printf("# %12s %12s %9s %6s %-24s %9s %9s", "(B)", "(elements)", "", "", "", "(us)", "(us)");
+  if (o->full)
+    printf(" %9s %9s", "(us)", "(us)");
+  printf(" %8s %8s %7s %7s\n", "(GB/s)", "(GB/s)", "", "(x)");
+}
+
+/* Steps 3-4 for one case, and its rows. */
+static void run_case(sweep_t *s)
+{
+  const bench_opts_t *o = s->o;
+  int use[MAX_VARIANTS], iters = o->iters, mpi_at = -1;
+  for (int k = 0; k < s->nv; k++) {
+    use[k] = !s->v[k].mpi || mpi_usable(s);
+    if (s->v[k].mpi && use[k])
+      mpi_at = k;
+  }
+  timed_rounds(s, use);
+  if (o->check)
+    expected(s);
+  double mean[MAX_VARIANTS], med[MAX_VARIANTS], lo[MAX_VARIANTS], hi[MAX_VARIANTS];
+  long wrong[MAX_VARIANTS];
+  for (int k = 0; k < s->nv; k++) {
+    if (!use[k])
+      continue;
+    double *t = s->t + (size_t)k * (size_t)iters, sum = 0;
+    for (int i = 0; i < iters; i++)
+      sum += t[i];
+    double mine[2] = {sum / iters, median(t, iters)}, tot[2], mx, mn;
+    MPI_Reduce(mine, tot, 2, MPI_DOUBLE, MPI_SUM, 0, s->mpi);
+    MPI_Reduce(&mine[0], &mx, 1, MPI_DOUBLE, MPI_MAX, 0, s->mpi);
+    MPI_Reduce(&mine[0], &mn, 1, MPI_DOUBLE, MPI_MIN, 0, s->mpi);
+    mean[k] = tot[0] / s->size;
+    med[k] = tot[1] / s->size;
+    lo[k] = mn;
+    hi[k] = mx;
+    long w = o->check ? check(s, k) : 0;
+    MPI_Reduce(&w, &wrong[k], 1, MPI_LONG, MPI_SUM, 0, s->mpi);
+  }
+  if (s->rank != 0)
+    return;
+  for (int k = 0; k < s->nv; k++) {
+    if (!use[k])
+      continue;
+    double algbw = (double)s->bytes / mean[k] / 1e9, busbw = algbw * bus_factor(o->cmd, s->size);
+    double speedup = mpi_at >= 0 ? mean[mpi_at] / mean[k] : NAN;
+    const char *opname = reduces(o->cmd) ? rondo_op_name(s->op) : "-";
+    printf("  %12zu %12zu %9s %6s %-24s %9.2f %9.2f", s->bytes, s->count,
+           rondo_dtype_name(s->dtype), opname, s->v[k].label, mean[k] * 1e6, med[k] * 1e6);
+    if (o->full)
+      printf(" %9.2f %9.2f", lo[k] * 1e6, hi[k] * 1e6);
+    printf(" %8.3f %8.3f %7ld", algbw, busbw, wrong[k]);
+    if (isnan(speedup))
+      printf(" %7s\n", "-");
+    else
+      printf(" %7.2f\n", speedup);
+    out_int("size", (long long)s->bytes);
+    out_int("count", (long long)s->count);
+    out_str("type", rondo_dtype_name(s->dtype));
+    out_str("op", opname);
+    out_str("algo", s->v[k].label);
+    out_int("inplace", o->inplace);
+    if (o->cmd == CMD_BROADCAST)
+      out_int("root", o->root);
+    out_num("time_us", mean[k] * 1e6);
+    out_num("median_us", med[k] * 1e6);
+    out_num("min_us", lo[k] * 1e6);
+    out_num("max_us", hi[k] * 1e6);
+    out_num("algbw_gbps", algbw);
+    out_num("busbw_gbps", busbw);
+    out_int("wrong", wrong[k]);
+    out_num("speedup_vs_mpi", speedup);
+    out_row_end();
+    s->rows++;
+    if (wrong[k] != 0) {
+      char what[64];
+      snprintf(what, sizeof what, "%s %s %s", s->v[k].label, rondo_dtype_name(s->dtype), opname);
+      int seen = 0;
+      for (int i = 0; i < s->nfailed; i++)
+        seen |= strcmp(s->failed[i], what) == 0;
+      if (!seen && s->nfailed < 6)
+        snprintf(s->failed[s->nfailed++], sizeof s->failed[0], "%s", what);
+    }
+    s->wrong_total += wrong[k];
+    s->rows_wrong += wrong[k] != 0;
+    s->busbw_sum += busbw;
+    s->busbw_by[k] += busbw;
+    s->busbw_n[k]++;
+  }
+  fflush(stdout);
+}
+
+/* The rows of an allreduce run: --algo's names in order, or for "all" auto,
+ * every host algorithm this comm can run, and MPI_Allreduce. */
+static int allreduce_variants(sweep_t *s)
+{
+  const char *list = s->o->algo_list;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list != NULL ? list : "all");
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+    rondo_algo_t a[RONDO_ALGO_COUNT];
+    int na = 0, with_mpi = 0;
+    if (strcmp(tok, "all") == 0) {
+      a[na++] = RONDO_ALGO_AUTO;
+      na += meas_algos(s->comm, NULL, 0, a + na);
+      with_mpi = 1;
+    } else if (strcasecmp(tok, "MPI_Allreduce") == 0) {
+      with_mpi = 1;
+    } else {
+      rondo_algo_from_name(tok, &a[na++]); /* checked by the parser */
+    }
+    for (int i = 0; i < na + with_mpi && s->nv < MAX_VARIANTS; i++) {
+      variant_t v = {{0}, RONDO_ALGO_AUTO, i == na};
+      snprintf(v.label, sizeof v.label, "%s", i == na ? "MPI_Allreduce" : rondo_algo_name(a[i]));
+      int dup = 0;
+      for (int k = 0; k < s->nv; k++)
+        dup |= strcmp(s->v[k].label, v.label) == 0;
+      if (!dup) {
+        v.algo = i < na ? a[i] : RONDO_ALGO_AUTO;
+        s->v[s->nv++] = v;
+      }
+    }
+  }
+  return s->nv;
+}
+
+int sweep_main(const bench_opts_t *o)
+{
+  sweep_t s;
+  memset(&s, 0, sizeof s);
+  s.o = o;
+  s.comm = rondo_world();
+  s.rank = rondo_comm_rank(s.comm);
+  s.size = rondo_comm_size(s.comm);
+  if (o->cmd == CMD_BROADCAST && o->root >= s.size) {
+    if (s.rank == 0)
+      fprintf(stderr, "rondo-bench: -r %d: the root must be below the rank count (%d)\n", o->root,
+              s.size);
+    return 2;
+  }
+  if (o->cmd == CMD_ALLREDUCE) {
+    allreduce_variants(&s);
+  } else {
+    s.v[0] = (variant_t){"rondo", RONDO_ALGO_AUTO, 0};
+    s.v[1] = (variant_t){"", RONDO_ALGO_AUTO, 1};
+    snprintf(s.v[1].label, sizeof s.v[1].label, "%s", coll_mpi_name(o->cmd));
+    s.nv = 2;
+  }
+  size_t sizes[BENCH_MAX_SIZES];
+  int nsizes = bench_sizes(o, sizes);
+  s.cap = o->maxbytes + 64;
+  s.send = malloc(s.cap);
+  s.recv = malloc(s.cap);
+  s.expect = malloc(s.cap);
+  s.t = malloc((size_t)s.nv * (size_t)o->iters * sizeof *s.t);
+  int ok = s.send && s.recv && s.expect && s.t, all_ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok) {
+    if (!ok)
+      fprintf(stderr, "rondo-bench: out of memory: three buffers of %zu bytes\n", s.cap);
+    free(s.send);
+    free(s.recv);
+    free(s.expect);
+    free(s.t);
+    return 1;
+  }
+  MPI_Comm_dup(MPI_COMM_WORLD, &s.mpi);
+
+  char title[160];
+  snprintf(title, sizeof title, "%s, %s, %d iterations after %d warm-up, check %s",
+           bench_cmd_name(o->cmd), o->inplace ? "in place" : "out of place", o->iters, o->warmup,
+           o->check ? "on" : "off");
+  if (o->cmd == CMD_BROADCAST)
+    snprintf(title + strlen(title), sizeof title - strlen(title), ", root %d", o->root);
+  if (out_start(o, s.comm, title) != 0) {
+    MPI_Comm_free(&s.mpi);
+    free(s.send);
+    free(s.recv);
+    free(s.expect);
+    free(s.t);
+    return 1;
+  }
+  if (s.rank == 0)
+    print_columns(o);
+  int nops = reduces(o->cmd) ? o->nops : 1;
+  int total = o->ndtypes * nops * nsizes, step = 0;
+  for (int d = 0; d < o->ndtypes; d++)
+    for (int p = 0; p < nops; p++) {
+      s.dtype = o->dtypes[d];
+      s.op = o->ops[p];
+      s.esize = rondo_dtype_size(s.dtype);
+      size_t last = 0;
+      for (int z = 0; z < nsizes; z++) {
+        char what[48];
+        step++;
+        if (geometry(&s, sizes[z]) && s.bytes != last) {
+          run_case(&s);
+          last = s.bytes;
+        }
+        out_progress(o, step, total, out_bytes(sizes[z], what, sizeof what));
+      }
+    }
+
+  long wrong = 0;
+  MPI_Allreduce(&s.wrong_total, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (s.rank == 0) {
+    if (wrong == 0)
+      printf("# wrong results: 0 (OK)%s\n", o->check ? "" : " -- not checked (-c 0)");
+    else {
+      printf("# wrong results: %ld elements in %ld of %ld rows (FAILED), in:", wrong, s.rows_wrong,
+             s.rows);
+      for (int i = 0; i < s.nfailed; i++)
+        printf("%s %s", i ? "," : "", s.failed[i]);
+      printf("\n");
+    }
+    printf("# average bus bandwidth: %.3f GB/s over %ld rows; by algorithm:",
+           s.rows ? s.busbw_sum / (double)s.rows : 0.0, s.rows);
+    for (int k = 0; k < s.nv; k++)
+      if (s.busbw_n[k] > 0)
+        printf(" %s %.3f", s.v[k].label, s.busbw_by[k] / s.busbw_n[k]);
+    printf("\n");
+    fflush(stdout);
+  }
+  out_summary_begin();
+  out_num("avg_busbw_gbps", s.rows ? s.busbw_sum / (double)s.rows : 0.0);
+  for (int k = 0; k < s.nv; k++)
+    if (s.busbw_n[k] > 0) {
+      static char keys[MAX_VARIANTS][40];
+      snprintf(keys[k], sizeof keys[k], "avg_busbw_gbps_%s", s.v[k].label);
+      out_num(keys[k], s.busbw_by[k] / s.busbw_n[k]);
+    }
+  out_int("rows", s.rows);
+  out_int("wrong", wrong);
+  int rc = out_finish() != 0 || wrong != 0;
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Comm_free(&s.mpi);
+  free(s.send);
+  free(s.recv);
+  free(s.expect);
+  free(s.t);
+  return rc;
+}
