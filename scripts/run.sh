@@ -11,5 +11,5 @@ build=$RONDO_TOP/build
 rondo_build "$build"
 echo "== demo: 2 ranks"
 "$RONDO_MPIEXEC" -n 2 "$build/examples/demo"
-echo "== benchmark: 2 ranks, float32 sum (full sweep: see docs/PERFORMANCE.md)"
-"$RONDO_MPIEXEC" -n 2 "$build/bench/allreduce_sweep" -b 4 -e 16M -f 16 -r 3
+echo "== benchmark: 2 ranks, float32 sum, every algorithm vs MPI_Allreduce (docs/bench.md)"
+"$RONDO_MPIEXEC" -n 2 "$build/tools/rondo-bench" -b 4 -e 16M -f 16 -n 10 -w 2 -q

@@ -53,7 +53,7 @@ static const knob_def_t knob_table[] = {
      "size so reduction overlaps communication",
      FIELD(ring_chunk), NULL, 64, (size_t)1 << 30, 1, NULL},
     {"RONDO_TUNING_FILE", KNOB_STRING, "",
-     "a tuning table (written by rondo-tune) whose rules choose the all-reduce "
+     "a tuning table (written by rondo-bench tune) whose rules choose the all-reduce "
      "algorithm before the cost model; empty: the cost model alone",
      FIELD(tuning_file), NULL, 0, 0, 1, NULL},
     {"RONDO_NODE_SIZE", KNOB_INT, "0",
