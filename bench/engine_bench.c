@@ -17,18 +17,7 @@
 #include <unistd.h>
 
 #include "rondo.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "tools/measure.h"
 
 static double slowest(double t)
 {
@@ -73,7 +62,7 @@ static void latency(int reps)
       t[i - 50] = slowest(MPI_Wtime() - t0);
     check(&x, 1, rondo_comm_size(w));
   }
-  double med = median(t, n), mpi[N];
+  double med = meas_median(t, n), mpi[N];
   for (int i = 0; i < n; i++) {
     x = 1.0f;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -84,9 +73,9 @@ static void latency(int reps)
   if (rondo_comm_rank(w) == 0)
     printf("latency   one 4-byte request, submission to completion: median %.1f us, p90 %.1f us "
            "(%d requests; RONDO_CYCLE_TIME_MS=%s); MPI_Allreduce of 4 bytes: %.1f us\n",
-           med * 1e6, t[n * 9 / 10] * 1e6, n,
+           med * 1e6, meas_percentile(t, n, 90) * 1e6, n,
            getenv("RONDO_CYCLE_TIME_MS") ? getenv("RONDO_CYCLE_TIME_MS") : "1 (default)",
-           median(mpi, n) * 1e6);
+           meas_median(mpi, n) * 1e6);
 }
 
 static double cpu_seconds(void)

@@ -120,16 +120,31 @@ static int cmp_double(const void *x, const void *y)
   return (a > b) - (a < b);
 }
 
-double meas_median(const double *v, int n)
+/* The value of rank k (0-based) in v[0..n) sorted, and with mid the mean of
+ * ranks k-1 and k; sorts a copy. */
+static double sorted_at(const double *v, int n, int k, int mid)
 {
-  double s[MEAS_MAX_ROUNDS];
-  if (n < 1)
-    return 0;
-  if (n > MEAS_MAX_ROUNDS)
-    n = MEAS_MAX_ROUNDS;
+  double small[MEAS_MAX_ROUNDS], *s = n <= MEAS_MAX_ROUNDS ? small : malloc((size_t)n * sizeof *s);
+  if (s == NULL) {
+    fprintf(stderr, "out of memory for sorting %d values\n", n);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   memcpy(s, v, (size_t)n * sizeof *s);
   qsort(s, (size_t)n, sizeof *s, cmp_double);
-  return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  double x = mid ? (s[k - 1] + s[k]) / 2 : s[k];
+  if (s != small)
+    free(s);
+  return x;
+}
+
+double meas_median(const double *v, int n)
+{
+  return n < 1 ? 0 : sorted_at(v, n, n / 2, n % 2 == 0);
+}
+
+double meas_percentile(const double *v, int n, int p)
+{
+  return n < 1 ? 0 : sorted_at(v, n, n * p / 100 < n ? n * p / 100 : n - 1, 0);
 }
 
 int meas_pof2(int p)

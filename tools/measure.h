@@ -50,8 +50,11 @@ void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
  * Returns the count, or -1 for a bad list. */
 int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t *out);
 
-/* The median of v[0..n) (sorts a copy). */
+/* The median of v[0..n) (sorts a copy; v is left as it is). */
 double meas_median(const double *v, int n);
+/* The value below which p percent of v[0..n) lie (index n * p / 100 of a
+ * sorted copy). */
+double meas_percentile(const double *v, int n, int p);
 
 /* The largest power of two <= p. */
 int meas_pof2(int p);

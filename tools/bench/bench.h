@@ -52,6 +52,8 @@ typedef struct {
   const char *output;
   int rounds, max_rounds;
   double margin;          /* fraction */
+  int ignored_table;      /* tune: RONDO_TUNING_FILE / RONDO_ALLREDUCE_ALGO were set
+                             and are ignored (main.c) */
   /* tests only */
   const char *break_algo; /* corrupt this row's results before the check */
   int argc;
@@ -70,7 +72,8 @@ int bench_sizes(const bench_opts_t *o, size_t *sizes);
 /* The header (stdout) and the files of --json / --csv. Returns 0, or -1 when
  * a file cannot be opened (message printed). Collective. */
 int out_start(const bench_opts_t *o, rondo_comm_t comm, const char *title);
-/* One record of --json ("rows") and --csv: fields, then out_row_end(). */
+/* One record of --json ("rows") and --csv: fields (key and value are
+ * copied), then out_row_end(). */
 void out_str(const char *key, const char *value);
 void out_num(const char *key, double value); /* NaN: null */
 void out_int(const char *key, long long value);

@@ -17,6 +17,7 @@
 
 #include "tools/bench/bench.h"
 #include "tools/bench/models.h"
+#include "tools/measure.h"
 
 enum { ENGINE, SINGLE, LOOP, WAYS };
 static const char *const way_name[WAYS] = {"engine", "single", "loop"};
@@ -82,12 +83,6 @@ static long check(fusion_t *f, int way)
   return wrong;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Returns the wrong elements over all ranks (rank 0; 0 elsewhere). */
 static long run_model(fusion_t *f)
 {
@@ -113,9 +108,7 @@ static long run_model(fusion_t *f)
     double sum = 0;
     for (int r = 0; r < reps; r++)
       sum += t[w * reps + r];
-    qsort(t + w * reps, (size_t)reps, sizeof *t, cmp_double);
-    double mine[2] = {sum / reps, reps % 2 ? t[w * reps + reps / 2]
-                                           : (t[w * reps + reps / 2 - 1] + t[w * reps + reps / 2]) / 2};
+    double mine[2] = {sum / reps, meas_median(t + w * reps, reps)};
     double tot[2];
     MPI_Allreduce(mine, tot, 2, MPI_DOUBLE, MPI_SUM, f->mpi);
     mean[w] = tot[0] / f->size;

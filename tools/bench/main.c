@@ -54,8 +54,7 @@ int main(int argc, char **argv)
    * an older table's or a forced one. */
   setenv("RONDO_CHECK_ARGS", "0", 0);
   if (o.cmd == CMD_TUNE) {
-    if (getenv("RONDO_TUNING_FILE") != NULL || getenv("RONDO_ALLREDUCE_ALGO") != NULL)
-      setenv("RONDO_BENCH_HAD_TABLE", "1", 1);
+    o.ignored_table = getenv("RONDO_TUNING_FILE") != NULL || getenv("RONDO_ALLREDUCE_ALGO") != NULL;
     unsetenv("RONDO_TUNING_FILE");
     unsetenv("RONDO_ALLREDUCE_ALGO");
   }

@@ -6,23 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Appends a tensor; out of memory marks the model (cap = -1) and
+ * model_build fails. */
 static void add(model_t *m, const char *name, size_t count)
 {
+  if (m->cap < 0)
+    return;
   if (m->n == m->cap) {
     int cap = m->cap ? 2 * m->cap : 256;
     size_t *c = realloc(m->count, (size_t)cap * sizeof *c);
-    char(*nm)[64] = c != NULL ? realloc(m->name, (size_t)cap * sizeof *nm) : NULL;
     if (c != NULL)
       m->count = c;
-    if (nm == NULL) {
-      m->cap = -1; /* out of memory: model_build fails */
+    char(*nm)[64] = realloc(m->name, (size_t)cap * sizeof *nm);
+    if (nm != NULL)
+      m->name = nm;
+    if (c == NULL || nm == NULL) {
+      m->cap = -1;
       return;
     }
-    m->name = nm;
     m->cap = cap;
   }
-  if (m->cap < 0)
-    return;
   snprintf(m->name[m->n], sizeof m->name[0], "%.63s", name);
   m->count[m->n++] = count;
   m->total += count;

@@ -12,7 +12,7 @@
 enum { MAX_FIELDS = 40 };
 
 typedef struct {
-  const char *key;
+  char key[48];
   int is_str;
   double num;
   char str[128];
@@ -215,7 +215,7 @@ static field_t *next_field(const char *key)
     return NULL;
   field_t *f = &out.f[out.nf++];
   memset(f, 0, sizeof *f);
-  f->key = key;
+  snprintf(f->key, sizeof f->key, "%s", key);
   return f;
 }
 

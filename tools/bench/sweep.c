@@ -245,18 +245,6 @@ static long check(sweep_t *s, int k)
   return wrong;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Steps 1-2 of the header: t[k][0..iters) for every usable variant. */
 static void timed_rounds(sweep_t *s, const int *use)
 {
@@ -318,7 +306,7 @@ static void run_case(sweep_t *s)
     double *t = s->t + (size_t)k * (size_t)iters, sum = 0;
     for (int i = 0; i < iters; i++)
       sum += t[i];
-    double mine[2] = {sum / iters, median(t, iters)}, tot[2], mx, mn;
+    double mine[2] = {sum / iters, meas_median(t, iters)}, tot[2], mx, mn;
     MPI_Reduce(mine, tot, 2, MPI_DOUBLE, MPI_SUM, 0, s->mpi);
     MPI_Reduce(&mine[0], &mx, 1, MPI_DOUBLE, MPI_MAX, 0, s->mpi);
     MPI_Reduce(&mine[0], &mn, 1, MPI_DOUBLE, MPI_MIN, 0, s->mpi);
@@ -517,9 +505,9 @@ int sweep_main(const bench_opts_t *o)
   out_num("avg_busbw_gbps", s.rows ? s.busbw_sum / (double)s.rows : 0.0);
   for (int k = 0; k < s.nv; k++)
     if (s.busbw_n[k] > 0) {
-      static char keys[MAX_VARIANTS][40];
-      snprintf(keys[k], sizeof keys[k], "avg_busbw_gbps_%s", s.v[k].label);
-      out_num(keys[k], s.busbw_by[k] / s.busbw_n[k]);
+      char key[48];
+      snprintf(key, sizeof key, "avg_busbw_gbps_%s", s.v[k].label);
+      out_num(key, s.busbw_by[k] / s.busbw_n[k]);
     }
   out_int("rows", s.rows);
   out_int("wrong", wrong);

@@ -179,7 +179,7 @@ int tune_main(const bench_opts_t *o)
     char topo[256];
     rondo_comm_topology(comm, topo, sizeof topo);
     printf("# rondo-bench tune: %s\n", topo);
-    if (getenv("RONDO_BENCH_HAD_TABLE") != NULL)
+    if (o->ignored_table)
       printf("# ignoring RONDO_TUNING_FILE / RONDO_ALLREDUCE_ALGO: measuring the cost model\n");
     printf("# %10s %-18s %-18s %6s  %s\n", "bytes", "model", "decision", "rounds",
            "medians (us) and why");
