@@ -3,9 +3,11 @@
 # Sourced, not run.
 
 # The Debian packages a build and 'make check' need (python3-matplotlib:
-# bench/plot.py; the tests run it on a real rondo-bench result).
+# bench/plot.py, which the tests run on a real rondo-bench result;
+# libopenblas-dev, zlib1g-dev and dataset-fashion-mnist: rondo-train).
 RONDO_DEBS="build-essential autoconf automake libtool pkg-config mpich libmpich-dev
-libhwloc-dev libcmocka-dev python3 python3-matplotlib"
+libhwloc-dev libcmocka-dev python3 python3-matplotlib libopenblas-dev zlib1g-dev
+dataset-fashion-mnist"
 
 rondo_install_deps() {
   missing=

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tools/bench/bench.h"
+#include "tools/launch_env.h"
 
 void bench_die(const char *fmt, ...)
 {
@@ -29,24 +30,10 @@ void bench_die(const char *fmt, ...)
   exit(1);
 }
 
-/* Before MPI_Init: is this the first process of the job? Launchers say so
- * in the environment; a process started alone is. */
-static int first_process(void)
-{
-  static const char *const vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK",
-                                     "MPI_LOCALRANKID"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    if (v != NULL)
-      return atoi(v) == 0;
-  }
-  return 1;
-}
-
 int main(int argc, char **argv)
 {
   bench_opts_t o;
-  int rc = bench_parse(argc, argv, &o, first_process());
+  int rc = bench_parse(argc, argv, &o, launch_first_process());
   if (rc != 0)
     return rc == 3 ? 0 : rc;
   /* Time the algorithms, not the argument check (unless asked: the header

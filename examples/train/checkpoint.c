@@ -1,0 +1,317 @@
+/*
+ * Checkpoints and the weight file (docs/train.md has both layouts).
+ *
+ * A checkpoint is one little-endian image: a header (magic, format version,
+ * sizes, the model shape, step, epoch, position in the epoch, seed, batch,
+ * dataset, hyperparameters), every variable, the momentum buffers, and a
+ * CRC-32 of everything before it. Rank 0 writes it to a temporary file in the
+ * same directory, fsyncs it, renames it over the old one and fsyncs the
+ * directory, so a crash at any moment leaves either the old checkpoint or the
+ * new one, never a mix. Reading checks the size, the magic, the version and
+ * the checksum before anything is used.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "examples/train/train.h"
+
+#define CKPT_MAGIC "RONDOCKP"
+enum { CKPT_VERSION = 1 };
+
+#define fail train_error
+
+/* ---- little-endian encoding ------------------------------------------------------ */
+
+typedef struct {
+  unsigned char *p;
+  size_t pos, len;
+} buf_t;
+
+static void put(buf_t *b, uint64_t v, int bytes)
+{
+  for (int i = 0; i < bytes; i++)
+    b->p[b->pos++] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_f64(buf_t *b, double d)
+{
+  uint64_t v;
+  memcpy(&v, &d, sizeof v);
+  put(b, v, 8);
+}
+
+static void put_floats(buf_t *b, const float *f, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v;
+    memcpy(&v, &f[i], sizeof v);
+    put(b, v, 4);
+  }
+}
+
+static uint64_t get(buf_t *b, int bytes)
+{
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; i++)
+    v |= (uint64_t)b->p[b->pos++] << (8 * i);
+  return v;
+}
+
+static double get_f64(buf_t *b)
+{
+  uint64_t v = get(b, 8);
+  double d;
+  memcpy(&d, &v, sizeof d);
+  return d;
+}
+
+static void get_floats(buf_t *b, float *f, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v = (uint32_t)get(b, 4);
+    memcpy(&f[i], &v, sizeof v);
+  }
+}
+
+/* magic, version, header bytes, total bytes, nsizes */
+enum { FIXED_HEAD = 8 + 4 + 4 + 8 + 4 };
+
+static size_t header_bytes(int nsizes)
+{
+  return FIXED_HEAD + 4 * (size_t)nsizes + 8 * 6 + 16 + 8 * 3;
+}
+
+/* ---- atomic writes ------------------------------------------------------------------ */
+
+/* Writes len bytes to path through a temporary file, fsync and rename. */
+static int write_atomic(const char *path, const unsigned char *data, size_t len, char *err,
+                        size_t errlen)
+{
+  char tmp[4096], dir[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    return fail(err, errlen, "%s: path too long", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    return fail(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+  size_t done = 0;
+  while (done < len) {
+    ssize_t w = write(fd, data + done, len - done);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      fail(err, errlen, "%s: write failed: %s", tmp, w < 0 ? strerror(errno) : "no space");
+      close(fd);
+      unlink(tmp);
+      return -1;
+    }
+    done += (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    fail(err, errlen, "%s: fsync/close failed: %s", tmp, strerror(errno));
+    unlink(tmp);
+    return -1;
+  }
+  if (rename(tmp, path) != 0) {
+    fail(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    unlink(tmp);
+    return -1;
+  }
+  /* The rename is durable once the directory is. */
+  snprintf(dir, sizeof dir, "%s", path);
+  int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+  if (dfd < 0 || fsync(dfd) != 0) {
+    fail(err, errlen, "%s: cannot fsync its directory: %s", path, strerror(errno));
+    if (dfd >= 0)
+      close(dfd);
+    return -1;
+  }
+  close(dfd);
+  return 0;
+}
+
+/* ---- checkpoints ----------------------------------------------------------------- */
+
+static size_t params_of(const size_t *sizes, int nsizes)
+{
+  size_t n = 0;
+  for (int l = 1; l < nsizes; l++)
+    n += sizes[l] * sizes[l - 1] + sizes[l];
+  return n;
+}
+
+int ckpt_save(const char *path, const ckpt_header_t *h, const float *params,
+              const float *velocity, size_t nparams, char *err, size_t errlen)
+{
+  size_t head = header_bytes(h->nsizes), total = head + 8 * nparams + 4;
+  buf_t b = {malloc(total), 0, total};
+  if (b.p == NULL)
+    return fail(err, errlen, "%s: no memory for a %zu-byte checkpoint", path, total);
+  memcpy(b.p, CKPT_MAGIC, 8);
+  b.pos = 8;
+  put(&b, CKPT_VERSION, 4);
+  put(&b, head, 4);
+  put(&b, total, 8);
+  put(&b, (uint64_t)h->nsizes, 4);
+  for (int i = 0; i < h->nsizes; i++)
+    put(&b, h->sizes[i], 4);
+  put(&b, (uint64_t)h->step, 8);
+  put(&b, (uint64_t)h->epoch, 8);
+  put(&b, h->offset, 8);
+  put(&b, h->seed, 8);
+  put(&b, h->batch, 8);
+  put(&b, h->train_samples, 8);
+  memset(b.p + b.pos, 0, 16);
+  memcpy(b.p + b.pos, h->dataset, strnlen(h->dataset, 15));
+  b.pos += 16;
+  put_f64(&b, h->lr);
+  put_f64(&b, h->momentum);
+  put_f64(&b, h->weight_decay);
+  put_floats(&b, params, nparams);
+  put_floats(&b, velocity, nparams);
+  put(&b, crc32_z(0L, b.p, b.pos), 4);
+  int rc = write_atomic(path, b.p, total, err, errlen);
+  free(b.p);
+  return rc;
+}
+
+/* Reads the whole file; *len gets its size. */
+static unsigned char *slurp(const char *path, size_t *len, char *err, size_t errlen)
+{
+  int fd = open(path, O_RDONLY);
+  struct stat st;
+  if (fd < 0) {
+    fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    fail(err, errlen, "%s: not a regular file", path);
+    close(fd);
+    return NULL;
+  }
+  unsigned char *p = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
+  size_t got = 0;
+  while (p != NULL && got < (size_t)st.st_size) {
+    ssize_t r = read(fd, p + got, (size_t)st.st_size - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  close(fd);
+  if (p == NULL || got != (size_t)st.st_size) {
+    fail(err, errlen, "%s: cannot read it: %s", path, p == NULL ? "no memory" : strerror(errno));
+    free(p);
+    return NULL;
+  }
+  *len = got;
+  return p;
+}
+
+int ckpt_load(const char *path, ckpt_header_t *h, float **params, float **velocity, char *err,
+              size_t errlen)
+{
+  size_t len;
+  unsigned char *p = slurp(path, &len, err, errlen);
+  if (p == NULL)
+    return -1;
+  buf_t b = {p, 0, len};
+  int rc = -1;
+  memset(h, 0, sizeof *h);
+  if (len < 8 || memcmp(p, CKPT_MAGIC, 8) != 0) {
+    fail(err, errlen, "%s: not a rondo-train checkpoint (no RONDOCKP magic)", path);
+    goto out;
+  }
+  if (len < FIXED_HEAD) {
+    fail(err, errlen, "%s: truncated: %zu bytes, not even a header", path, len);
+    goto out;
+  }
+  b.pos = 8;
+  uint32_t version = (uint32_t)get(&b, 4);
+  size_t head = (size_t)get(&b, 4), total = (size_t)get(&b, 8);
+  h->nsizes = (int)get(&b, 4);
+  if (version != CKPT_VERSION) {
+    fail(err, errlen, "%s: checkpoint format version %u; this rondo-train reads version %d",
+         path, version, CKPT_VERSION);
+    goto out;
+  }
+  if (total < FIXED_HEAD + 4) {
+    fail(err, errlen, "%s: corrupted: its header gives a size of %zu bytes", path, total);
+    goto out;
+  }
+  if (len < total) {
+    fail(err, errlen, "%s: truncated: %zu of its %zu bytes", path, len, total);
+    goto out;
+  }
+  if (len > total) {
+    fail(err, errlen, "%s: %zu bytes after the end of the checkpoint", path, len - total);
+    goto out;
+  }
+  b.pos = total - 4;
+  uint32_t want = (uint32_t)get(&b, 4), have = (uint32_t)crc32_z(0L, p, total - 4);
+  if (want != have) {
+    fail(err, errlen, "%s: corrupted: checksum 0x%08x, the file says 0x%08x", path, have, want);
+    goto out;
+  }
+  /* The checksum holds, so the fields are what was written; still check the
+   * sizes agree with each other before using them. */
+  if (h->nsizes < 2 || h->nsizes > TRAIN_MAX_LAYERS + 1 || head != header_bytes(h->nsizes)) {
+    fail(err, errlen, "%s: inconsistent header (%d layer sizes)", path, h->nsizes);
+    goto out;
+  }
+  b.pos = FIXED_HEAD;
+  for (int i = 0; i < h->nsizes; i++)
+    h->sizes[i] = (size_t)get(&b, 4);
+  size_t nparams = params_of(h->sizes, h->nsizes);
+  if (total != head + 8 * nparams + 4) {
+    fail(err, errlen, "%s: inconsistent header (%zu bytes for %zu variables)", path, total,
+         nparams);
+    goto out;
+  }
+  h->step = (long long)get(&b, 8);
+  h->epoch = (long long)get(&b, 8);
+  h->offset = (size_t)get(&b, 8);
+  h->seed = get(&b, 8);
+  h->batch = (size_t)get(&b, 8);
+  h->train_samples = (size_t)get(&b, 8);
+  memcpy(h->dataset, b.p + b.pos, 15);
+  h->dataset[15] = '\0';
+  b.pos += 16;
+  h->lr = get_f64(&b);
+  h->momentum = get_f64(&b);
+  h->weight_decay = get_f64(&b);
+  if (params != NULL) {
+    *params = malloc(nparams * sizeof(float));
+    *velocity = malloc(nparams * sizeof(float));
+    if (*params == NULL || *velocity == NULL) {
+      free(*params);
+      free(*velocity);
+      *params = *velocity = NULL;
+      fail(err, errlen, "%s: no memory for %zu variables", path, nparams);
+      goto out;
+    }
+    get_floats(&b, *params, nparams);
+    get_floats(&b, *velocity, nparams);
+  }
+  rc = 0;
+out:
+  free(p);
+  return rc;
+}
+
+int weights_save(const char *path, const float *params, size_t nparams, char *err, size_t errlen)
+{
+  buf_t b = {malloc(nparams * 4 + 1), 0, nparams * 4};
+  if (b.p == NULL)
+    return fail(err, errlen, "%s: no memory", path);
+  put_floats(&b, params, nparams);
+  int rc = write_atomic(path, b.p, b.len, err, errlen);
+  free(b.p);
+  return rc;
+}

@@ -1,0 +1,42 @@
+/*
+ * SGD with momentum and weight decay (PyTorch's formulation, dampening 0),
+ * and the learning-rate schedule. The schedule is a function of how many
+ * epochs of data have been seen, not of the step count, so it does not
+ * depend on the batch size, the rank count or --max-steps: a run cut short
+ * or resumed follows the same curve as an uninterrupted one.
+ */
+#include <math.h>
+
+#include "examples/train/train.h"
+
+double optim_lr(const train_opts_t *o, double e)
+{
+  if (e < o->warmup_epochs)
+    return o->lr * e / o->warmup_epochs;
+  switch (o->schedule) {
+  case SCHEDULE_COSINE: {
+    double span = (double)o->epochs - o->warmup_epochs;
+    double t = span > 0 ? (e - o->warmup_epochs) / span : 1;
+    return 0.5 * o->lr * (1 + cos(M_PI * (t < 1 ? t : 1)));
+  }
+  case SCHEDULE_STEP:
+    return o->lr * pow(o->gamma, floor((e - o->warmup_epochs) / o->step_epochs));
+  default:
+    return o->lr;
+  }
+}
+
+void optim_step(mlp_t *m, float lr, float momentum, float weight_decay)
+{
+  for (int i = 0; i < mlp_var_count(m); i++) {
+    var_t v;
+    mlp_var(m, i, &v);
+    float *w = m->params + v.offset, *g = m->grads + v.offset, *vel = m->velocity + v.offset;
+    float wd = v.is_weight ? weight_decay : 0.0f;
+    for (size_t k = 0; k < v.count; k++) {
+      float grad = g[k] + wd * w[k];
+      vel[k] = momentum * vel[k] + grad;
+      w[k] -= lr * vel[k];
+    }
+  }
+}

@@ -1,0 +1,204 @@
+/*
+ * What rondo-train prints: the header, one line per epoch, a progress bar
+ * while an epoch runs (when a terminal shows it), the final line, and the
+ * same numbers as JSON lines with --json. Only rank 0 writes.
+ *
+ * Under mpiexec a rank's stdout is a pipe to the launcher even when the
+ * launcher writes to a terminal, so "auto" also looks at the stdout of the
+ * process's parents (the launcher and its proxy, on Linux).
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "examples/train/train.h"
+
+struct report {
+  int writer, quiet, bar, bar_shown;
+  double last_bar;
+  FILE *json;
+};
+
+double train_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int train_error(char *err, size_t len, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, len, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* The parent of pid, from /proc (0 if unknown). */
+static long parent_of(long pid)
+{
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* "pid (comm) state ppid ...": comm may hold spaces, so start after ')' */
+  char *p = strrchr(buf, ')');
+  long ppid = 0;
+  if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+    return 0;
+  return ppid;
+}
+
+static int fd1_is_terminal(long pid)
+{
+  char path[64], target[256];
+  snprintf(path, sizeof path, "/proc/%ld/fd/1", pid);
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n <= 0)
+    return 0;
+  target[n] = '\0';
+  return strncmp(target, "/dev/pts/", 9) == 0 || strncmp(target, "/dev/tty", 8) == 0;
+}
+
+static int terminal_shows_output(void)
+{
+  if (isatty(STDOUT_FILENO))
+    return 1;
+  /* rank -> hydra_pmi_proxy -> mpiexec (two hops with MPICH, one with
+   * others); three is enough and stops before a login shell's parent. */
+  long pid = (long)getppid();
+  for (int hop = 0; hop < 3 && pid > 1; hop++, pid = parent_of(pid))
+    if (fd1_is_terminal(pid))
+      return 1;
+  return 0;
+}
+
+int report_create(const train_opts_t *o, int writer, report_t **out, char *err, size_t errlen)
+{
+  report_t *r = calloc(1, sizeof *r);
+  if (r == NULL) {
+    snprintf(err, errlen, "no memory");
+    return -1;
+  }
+  r->writer = writer;
+  r->quiet = o->quiet;
+  r->bar = writer && !o->quiet &&
+           (o->progress == PROGRESS_BAR ||
+            (o->progress == PROGRESS_AUTO && terminal_shows_output()));
+  if (writer && o->json != NULL && (r->json = fopen(o->json, "w")) == NULL) {
+    snprintf(err, errlen, "--json %s: cannot open it for writing", o->json);
+    free(r);
+    return -1;
+  }
+  *out = r;
+  return 0;
+}
+
+static void clear_bar(report_t *r)
+{
+  if (r->bar_shown) {
+    fputs("\r\033[K", stdout);
+    r->bar_shown = 0;
+  }
+}
+
+void report_header(report_t *r, const char *fmt, ...)
+{
+  if (!r->writer || r->quiet)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+void report_progress(report_t *r, long long epoch, size_t done, size_t total, double loss)
+{
+  if (!r->bar)
+    return;
+  double now = train_now();
+  if (done < total && now - r->last_bar < 0.1)
+    return;
+  r->last_bar = now;
+  enum { WIDTH = 30 };
+  int fill = total > 0 ? (int)(done * WIDTH / total) : WIDTH;
+  printf("\repoch %3lld [%.*s%*s] %zu/%zu steps  loss %.4f\033[K", epoch, fill,
+         "==============================", WIDTH - fill, "", done, total, loss);
+  fflush(stdout);
+  r->bar_shown = 1;
+}
+
+void report_epoch(report_t *r, const epoch_stats_t *s)
+{
+  if (!r->writer)
+    return;
+  double rate = s->seconds > 0 ? s->samples / s->seconds : 0;
+  if (!r->quiet) {
+    clear_bar(r);
+    printf("epoch %3lld/%d%s  loss %.4f  train %6.2f%%  test %6.2f%%  %7.0f samples/s (%.0f/rank)"
+           "  comm wait %4.1f%%  input wait %4.1f%%  lr %.5f  %.2f s\n",
+           s->epoch, s->epochs, s->partial ? "*" : "", s->loss, 100 * s->train_acc, 100 * s->test_acc,
+           rate, rate / s->size, 100 * s->comm_wait, 100 * s->input_wait, s->lr, s->seconds);
+    fflush(stdout);
+  }
+  if (r->json != NULL) {
+    fprintf(r->json,
+            "{\"type\":\"epoch\",\"epoch\":%lld,\"epochs\":%d,\"partial\":%s,\"step\":%lld,"
+            "\"steps\":%zu,\"steps_per_epoch\":%zu,\"loss\":%.6f,\"train_acc\":%.6f,"
+            "\"test_acc\":%.6f,\"test_loss\":%.6f,\"samples\":%.0f,\"seconds\":%.6f,"
+            "\"samples_per_s\":%.3f,\"samples_per_s_per_rank\":%.3f,"
+            "\"comm_wait_share\":%.6f,\"comm_hidden_share\":%.6f,\"input_wait_share\":%.6f,"
+            "\"input_wait_ms_per_step\":%.6f,\"input_prep_ms_per_step\":%.6f,\"lr\":%.8g,"
+            "\"ranks\":%d}\n",
+            s->epoch, s->epochs, s->partial ? "true" : "false", s->step, s->steps_done, s->steps_in_epoch,
+            s->loss, s->train_acc, s->test_acc, s->test_loss, s->samples, s->seconds, rate,
+            rate / s->size, s->comm_wait, s->comm_hidden, s->input_wait, s->input_wait_ms, s->input_prep_ms,
+            s->lr, s->size);
+    fflush(r->json);
+  }
+}
+
+void report_final(report_t *r, const epoch_stats_t *run, const char *config_json)
+{
+  if (!r->writer)
+    return;
+  double rate = run->seconds > 0 ? run->samples / run->seconds : 0;
+  clear_bar(r);
+  printf("final: %lld steps in %.2f s, %.0f samples/s (%.0f/rank); test accuracy %.2f%% "
+         "(loss %.4f)\n"
+         "       comm wait %.1f%% of step time, %.0f%% of all-reduce time hidden behind "
+         "backward; input %.3f ms/step to prepare, %.3f ms/step waited for\n",
+         run->step, run->seconds, rate, rate / run->size, 100 * run->test_acc, run->test_loss,
+         100 * run->comm_wait, 100 * run->comm_hidden, run->input_prep_ms, run->input_wait_ms);
+  fflush(stdout);
+  if (r->json != NULL) {
+    fprintf(r->json,
+            "{\"type\":\"final\",\"step\":%lld,\"steps\":%zu,\"test_acc\":%.6f,"
+            "\"test_loss\":%.6f,\"samples\":%.0f,\"seconds\":%.6f,\"samples_per_s\":%.3f,"
+            "\"samples_per_s_per_rank\":%.3f,\"comm_wait_share\":%.6f,"
+            "\"comm_hidden_share\":%.6f,\"input_wait_share\":%.6f,"
+            "\"input_wait_ms_per_step\":%.6f,\"input_prep_ms_per_step\":%.6f,"
+            "\"ranks\":%d,\"config\":%s}\n",
+            run->step, run->steps_done, run->test_acc, run->test_loss, run->samples,
+            run->seconds, rate, rate / run->size, run->comm_wait, run->comm_hidden,
+            run->input_wait, run->input_wait_ms, run->input_prep_ms, run->size, config_json);
+    fflush(r->json);
+  }
+}
+
+void report_destroy(report_t *r)
+{
+  if (r == NULL)
+    return;
+  if (r->json != NULL)
+    fclose(r->json);
+  free(r);
+}
