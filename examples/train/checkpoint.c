@@ -81,10 +81,18 @@ static void get_floats(buf_t *b, float *f, size_t n)
 
 /* magic, version, header bytes, total bytes, nsizes */
 enum { FIXED_HEAD = 8 + 4 + 4 + 8 + 4 };
+/* After the sizes: step, epoch, offset, seed, batch, train samples (8 each),
+ * the dataset name (16), epochs and schedule (4 each), lr, momentum, weight
+ * decay, warm-up epochs, step epochs, gamma (8 each). docs/train.md has the
+ * table. */
+enum { TAIL_HEAD = 8 * 6 + 16 + 4 * 2 + 8 * 6 };
+/* A layer size is at most 2^20 (--hidden, --features) and the classes
+ * 65535: the variable count of a valid file cannot overflow. */
+enum { MAX_SIZE = 1 << 20 };
 
 static size_t header_bytes(int nsizes)
 {
-  return FIXED_HEAD + 4 * (size_t)nsizes + 8 * 6 + 16 + 8 * 3;
+  return FIXED_HEAD + 4 * (size_t)nsizes + TAIL_HEAD;
 }
 
 /* ---- atomic writes ------------------------------------------------------------------ */
@@ -112,8 +120,11 @@ static int write_atomic(const char *path, const unsigned char *data, size_t len,
     }
     done += (size_t)w;
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    fail(err, errlen, "%s: fsync/close failed: %s", tmp, strerror(errno));
+  int synced = fsync(fd) == 0 ? 0 : errno;
+  int closed = close(fd) == 0 ? 0 : errno;
+  if (synced != 0 || closed != 0) {
+    fail(err, errlen, "%s: %s failed: %s", tmp, synced ? "fsync" : "close",
+         strerror(synced ? synced : closed));
     unlink(tmp);
     return -1;
   }
@@ -169,9 +180,14 @@ int ckpt_save(const char *path, const ckpt_header_t *h, const float *params,
   memset(b.p + b.pos, 0, 16);
   memcpy(b.p + b.pos, h->dataset, strnlen(h->dataset, 15));
   b.pos += 16;
+  put(&b, (uint64_t)h->epochs, 4);
+  put(&b, (uint64_t)h->schedule, 4);
   put_f64(&b, h->lr);
   put_f64(&b, h->momentum);
   put_f64(&b, h->weight_decay);
+  put_f64(&b, h->warmup_epochs);
+  put_f64(&b, h->step_epochs);
+  put_f64(&b, h->gamma);
   put_floats(&b, params, nparams);
   put_floats(&b, velocity, nparams);
   put(&b, crc32_z(0L, b.p, b.pos), 4);
@@ -261,15 +277,21 @@ int ckpt_load(const char *path, ckpt_header_t *h, float **params, float **veloci
   }
   /* The checksum holds, so the fields are what was written; still check the
    * sizes agree with each other before using them. */
-  if (h->nsizes < 2 || h->nsizes > TRAIN_MAX_LAYERS + 1 || head != header_bytes(h->nsizes)) {
+  if (h->nsizes < 2 || h->nsizes > TRAIN_MAX_LAYERS + 1 || head != header_bytes(h->nsizes) ||
+      total < head + 4) {
     fail(err, errlen, "%s: inconsistent header (%d layer sizes)", path, h->nsizes);
     goto out;
   }
   b.pos = FIXED_HEAD;
-  for (int i = 0; i < h->nsizes; i++)
+  for (int i = 0; i < h->nsizes; i++) {
     h->sizes[i] = (size_t)get(&b, 4);
-  size_t nparams = params_of(h->sizes, h->nsizes);
-  if (total != head + 8 * nparams + 4) {
+    if (h->sizes[i] == 0 || h->sizes[i] > MAX_SIZE) {
+      fail(err, errlen, "%s: inconsistent header (layer size %zu)", path, h->sizes[i]);
+      goto out;
+    }
+  }
+  size_t nparams = params_of(h->sizes, h->nsizes); /* < 9 x 2^41: no overflow */
+  if (nparams > (total - head - 4) / 8 || total != head + 8 * nparams + 4) {
     fail(err, errlen, "%s: inconsistent header (%zu bytes for %zu variables)", path, total,
          nparams);
     goto out;
@@ -283,9 +305,26 @@ int ckpt_load(const char *path, ckpt_header_t *h, float **params, float **veloci
   memcpy(h->dataset, b.p + b.pos, 15);
   h->dataset[15] = '\0';
   b.pos += 16;
+  uint64_t epochs = get(&b, 4), schedule = get(&b, 4);
+  h->epochs = (int)(epochs <= 1000000 ? epochs : 0);
+  h->schedule = (schedule_t)(schedule <= SCHEDULE_CONSTANT ? schedule : 0);
   h->lr = get_f64(&b);
   h->momentum = get_f64(&b);
   h->weight_decay = get_f64(&b);
+  h->warmup_epochs = get_f64(&b);
+  h->step_epochs = get_f64(&b);
+  h->gamma = get_f64(&b);
+  /* The same ranges as the command line's (the comparisons are false for NaN). */
+  int ok = schedule <= SCHEDULE_CONSTANT && h->epochs >= 1 && h->batch >= 1 &&
+           h->batch <= (1u << 24) && h->train_samples >= 1 && h->offset < h->train_samples &&
+           h->step >= 0 && h->epoch >= 0 && h->lr > 0 && h->lr <= 1e6 && h->momentum >= 0 &&
+           h->momentum < 1 && h->weight_decay >= 0 && h->weight_decay <= 1 &&
+           h->warmup_epochs >= 0 && h->warmup_epochs <= 1e6 && h->step_epochs > 0 &&
+           h->step_epochs <= 1e6 && h->gamma > 0 && h->gamma <= 1;
+  if (!ok) {
+    fail(err, errlen, "%s: inconsistent header (position or training configuration)", path);
+    goto out;
+  }
   if (params != NULL) {
     *params = malloc(nparams * sizeof(float));
     *velocity = malloc(nparams * sizeof(float));

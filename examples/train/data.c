@@ -214,17 +214,24 @@ static int read_idx(const char *path, int ndims, uint32_t *dims, uint8_t **data,
   }
   if (read_exact(f, path, head + 4, 4 * (size_t)ndims, "the dimensions", err, len) != 0)
     goto close;
+  /* At most 2^31 samples of at most 2^20 bytes, and 16 GiB in all: checked
+   * before each product, so nothing wraps. */
   size_t total = 1;
   for (int i = 0; i < ndims; i++) {
     dims[i] = be32(head + 4 + 4 * i);
-    if (dims[i] == 0 || dims[i] > (1u << 28)) {
-      fail(err, len, "%s: dimension %d is %u", path, i, dims[i]);
+    if (dims[i] == 0 || dims[i] > (i == 0 ? (1u << 31) : (1u << 20)) ||
+        (i == 2 && (size_t)dims[1] * dims[2] > (1u << 20))) {
+      fail(err, len, "%s: dimension %d is %u, outside what rondo-train reads", path, i, dims[i]);
+      goto close;
+    }
+    if (total > ((size_t)1 << 34) / dims[i]) {
+      fail(err, len, "%s: more than 16 GiB of data: too large", path);
       goto close;
     }
     total *= dims[i];
   }
-  if (total > ((size_t)1 << 34) || (*data = malloc(total)) == NULL) {
-    fail(err, len, "%s: %zu bytes of data: too large", path, total);
+  if ((*data = malloc(total)) == NULL) {
+    fail(err, len, "%s: no memory for %zu bytes of data", path, total);
     goto close;
   }
   if (read_exact(f, path, *data, total, "data its header announces", err, len) != 0)

@@ -13,27 +13,20 @@
  * therefore train like one rank with the global batch, up to the order of
  * float32 sums (docs/train.md states the bound the tests assert).
  *
+ * This file is the loop; setup.c is everything before the first step.
  * Failures are collective: a rank that cannot load a file or write a
- * checkpoint tells the others (agree()), and every rank stops with the same
- * message. A bad command line exits with status 2 before MPI starts.
+ * checkpoint tells the others (trainer_agree()), and every rank stops with
+ * the same message. A bad command line exits with status 2 before MPI
+ * starts.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
-#include "config.h"
-#include "examples/train/train.h"
+#include "examples/train/trainer.h"
 #include "tools/launch_env.h"
-
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-#include <cblas.h>
-#endif
-
-enum { EVAL_ROWS = 256, NAME_LEN = 32 };
 
 /* Sums over an epoch (or the run), per rank until reduced. */
 typedef struct {
@@ -42,39 +35,8 @@ typedef struct {
   double steps;
 } acc_t;
 
-typedef struct {
-  rondo_comm_t comm;
-  int rank, size;
-  train_opts_t o;
-  rondo_algo_t algo;
-  dataset_t data;
-  mlp_t m;
-  int nvars;
-  var_t vars[2 * TRAIN_MAX_LAYERS];
-  report_t *rep;
-  loader_t *loader;
-  /* the step in flight */
-  rondo_async_opts_t ropts;
-  rondo_request_t req[2 * TRAIN_MAX_LAYERS];
-  double done_at[2 * TRAIN_MAX_LAYERS];
-  double first_submit;
-  int nreq;
-  /* evaluation buffers */
-  float *ex;
-  uint16_t *ey;
-  uint32_t *eidx;
-  /* where training is: steps done, and the next batch's (epoch, offset) */
-  long long step, epoch;
-  size_t offset;
-  epoch_stats_t last;
-  double seen_wait, seen_prep; /* the loader's running totals at the last epoch end */
-  double train_seconds;        /* the epochs' step time, without evaluation */
-  long long checked_at, saved_at; /* the step of the last mirror check and checkpoint */
-} trainer_t;
 
-/* An error this rank cannot share with the others: end the whole job. */
-static void die(const trainer_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void die(const trainer_t *t, const char *fmt, ...)
+void trainer_die(const trainer_t *t, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -87,21 +49,13 @@ static void die(const trainer_t *t, const char *fmt, ...)
   exit(TRAIN_EXIT_ERROR);
 }
 
-#define CHECK(t, call)                                                                     \
-  do {                                                                                     \
-    if ((call) != RONDO_SUCCESS)                                                           \
-      die(t, "%s failed: %s", #call, rondo_last_error());                                  \
-  } while (0)
-
-/* Every rank says whether its part worked. If any failed, every rank gets
- * the message of the lowest failing rank in msg, prints it and returns -1. */
-static int agree(trainer_t *t, int ok, char *msg, size_t len)
+int trainer_agree(trainer_t *t, int ok, char *msg, size_t len)
 {
   int32_t mine = ok ? t->size : t->rank, first;
-  CHECK(t, rondo_allreduce(t->comm, &mine, &first, 1, RONDO_INT32, RONDO_MIN));
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, &mine, &first, 1, RONDO_INT32, RONDO_MIN));
   if (first == t->size)
     return 0;
-  CHECK(t, rondo_broadcast(t->comm, msg, len, RONDO_INT8, first));
+  TRAINER_CHECK(t, rondo_broadcast(t->comm, msg, len, RONDO_INT8, first));
   msg[len - 1] = '\0';
   if (first == t->rank)
     fprintf(stderr, "rondo-train: rank %d: %s\n", t->rank, msg);
@@ -138,7 +92,7 @@ static void on_grad_ready(int layer, void *user)
     t->ropts.user = &t->done_at[t->nreq];
     if (rondo_allreduce_async(t->comm, v->name, g, g, v->count, RONDO_FLOAT32, RONDO_SUM,
                               &t->ropts, &t->req[t->nreq]) != RONDO_SUCCESS)
-      die(t, "submitting %s: %s", v->name, rondo_last_error());
+      trainer_die(t, "submitting %s: %s", v->name, rondo_last_error());
     t->nreq++;
   }
 }
@@ -212,11 +166,11 @@ static int mirror_check(trainer_t *t)
 {
   int32_t mine[2 * TRAIN_MAX_LAYERS], *all = malloc(sizeof mine * (size_t)t->size);
   if (all == NULL)
-    die(t, "no memory for the mirror check");
+    trainer_die(t, "no memory for the mirror check");
   for (int i = 0; i < t->nvars; i++)
     mine[i] = (int32_t)crc32_z(0L, (const Bytef *)(t->m.params + t->vars[i].offset),
                                t->vars[i].count * sizeof(float));
-  CHECK(t, rondo_allgather(t->comm, mine, all, (size_t)t->nvars, RONDO_INT32));
+  TRAINER_CHECK(t, rondo_allgather(t->comm, mine, all, (size_t)t->nvars, RONDO_INT32));
   t->checked_at = t->step;
   char msg[1024] = "";
   size_t used = 0;
@@ -280,16 +234,21 @@ static int save_checkpoint(trainer_t *t)
     h.batch = t->o.batch;
     snprintf(h.dataset, sizeof h.dataset, "%s", t->data.name);
     h.train_samples = t->data.train.n;
+    h.epochs = t->o.epochs;
+    h.schedule = t->o.schedule;
     h.lr = t->o.lr;
     h.momentum = t->o.momentum;
     h.weight_decay = t->o.weight_decay;
+    h.warmup_epochs = t->o.warmup_epochs;
+    h.step_epochs = t->o.step_epochs;
+    h.gamma = t->o.gamma;
     h.nsizes = t->m.nlayers + 1;
     memcpy(h.sizes, t->m.sizes, sizeof h.sizes);
     ok = ckpt_save(t->o.checkpoint, &h, t->m.params, t->m.velocity, t->m.nparams, err,
                    sizeof err) == 0;
   }
   t->saved_at = t->step;
-  return agree(t, ok, err, sizeof err);
+  return trainer_agree(t, ok, err, sizeof err);
 }
 
 /* ---- epochs ---------------------------------------------------------------------- */
@@ -301,8 +260,8 @@ static void reduce_epoch(trainer_t *t, acc_t *acc, double seconds, int partial, 
   evaluate(t, &tc, &tl, &tn);
   double v[] = {acc->loss, acc->correct, acc->samples, acc->step_time, acc->comm_wait,
                 acc->comm_window, acc->input_wait, acc->input_prep, acc->steps, tc, tl, tn};
-  CHECK(t, rondo_allreduce(t->comm, v, v, sizeof v / sizeof v[0], RONDO_FLOAT64, RONDO_SUM));
-  CHECK(t, rondo_allreduce(t->comm, &seconds, &seconds, 1, RONDO_FLOAT64, RONDO_MAX));
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, v, v, sizeof v / sizeof v[0], RONDO_FLOAT64, RONDO_SUM));
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, &seconds, &seconds, 1, RONDO_FLOAT64, RONDO_MAX));
   size_t n = t->data.train.n, B = t->o.batch;
   double steps = v[8] / t->size, lr = t->last.lr; /* every rank counted every step */
   memset(s, 0, sizeof *s);
@@ -342,251 +301,6 @@ static void acc_add(acc_t *to, const acc_t *from)
 }
 
 /* ---- setup ---------------------------------------------------------------------- */
-
-static rondo_algo_t resolve_algo(const trainer_t *t, const char **why)
-{
-  if (!t->o.algo_deterministic) {
-    *why = "as asked (--allreduce)";
-    return t->o.algo;
-  }
-  /* Sums of two values are the same in either order, so at 1-2 ranks every
-   * algorithm gives the same bits. At more, the algorithm must reduce every
-   * element in the same order wherever the engine's fusion puts it. */
-  if (t->size <= 2) {
-    *why = "deterministic: at 1-2 ranks every algorithm sums in the same order";
-    return RONDO_ALGO_AUTO;
-  }
-  if (rondo_comm_node_count(t->comm) == 1) {
-    *why = "deterministic: shm reduces every element in rank order";
-    return RONDO_ALGO_SHM;
-  }
-  *why = "deterministic: recursive doubling sums every element in the same order";
-  return RONDO_ALGO_RECURSIVE_DOUBLING;
-}
-
-static int check_resume(trainer_t *t, const ckpt_header_t *h, char *err, size_t len)
-{
-  char have[128], want[128];
-  mlp_shape(h->sizes, h->nsizes, have, sizeof have);
-  mlp_shape(t->m.sizes, t->m.nlayers + 1, want, sizeof want);
-  if (strcmp(have, want) != 0) {
-    snprintf(err, len,
-             "cannot resume from %s: its model is %s, this run's is %s (check --hidden and "
-             "--dataset)",
-             t->o.resume, have, want);
-    return -1;
-  }
-  if (strcmp(h->dataset, t->data.name) != 0 || h->train_samples != t->data.train.n) {
-    snprintf(err, len,
-             "cannot resume from %s: it was trained on %s (%zu samples), this run uses %s "
-             "(%zu samples)",
-             t->o.resume, h->dataset, h->train_samples, t->data.name, t->data.train.n);
-    return -1;
-  }
-  if (h->seed != t->o.seed) {
-    snprintf(err, len,
-             "cannot resume from %s: it was trained with --seed %llu, this run has --seed %llu "
-             "(the seed fixes the data order and the synthetic data: pass --seed %llu)",
-             t->o.resume, (unsigned long long)h->seed, (unsigned long long)t->o.seed,
-             (unsigned long long)h->seed);
-    return -1;
-  }
-  if (h->offset >= h->train_samples || h->step < 0 || h->epoch < 0) {
-    snprintf(err, len, "cannot resume from %s: position (epoch %lld, sample %zu) is invalid",
-             t->o.resume, h->epoch, h->offset);
-    return -1;
-  }
-  return 0;
-}
-
-/* Rank 0 reads and checks the checkpoint; every rank gets its state or its
- * error, before any training. */
-static int resume(trainer_t *t)
-{
-  char err[1024] = "";
-  ckpt_header_t h;
-  float *params = NULL, *velocity = NULL;
-  int ok = 1;
-  if (t->rank == 0)
-    ok = ckpt_load(t->o.resume, &h, &params, &velocity, err, sizeof err) == 0 &&
-         check_resume(t, &h, err, sizeof err) == 0;
-  if (agree(t, ok, err, sizeof err) != 0) {
-    free(params);
-    free(velocity);
-    return -1;
-  }
-  int64_t pos[3] = {0};
-  if (t->rank == 0) {
-    pos[0] = h.step;
-    pos[1] = h.epoch;
-    pos[2] = (int64_t)h.offset;
-    memcpy(t->m.params, params, t->m.nparams * sizeof(float));
-    memcpy(t->m.velocity, velocity, t->m.nparams * sizeof(float));
-    if (h.batch != t->o.batch || h.lr != t->o.lr || h.momentum != t->o.momentum ||
-        h.weight_decay != t->o.weight_decay)
-      fprintf(stderr,
-              "rondo-train: note: %s was written with --batch %zu --lr %g --momentum %g "
-              "--weight-decay %g; this run continues with --batch %zu --lr %g --momentum %g "
-              "--weight-decay %g and will not match an uninterrupted run\n",
-              t->o.resume, h.batch, h.lr, h.momentum, h.weight_decay, t->o.batch, t->o.lr,
-              t->o.momentum, t->o.weight_decay);
-  }
-  free(params);
-  free(velocity);
-  CHECK(t, rondo_broadcast(t->comm, pos, 3, RONDO_INT64, 0));
-  CHECK(t, rondo_broadcast(t->comm, t->m.params, t->m.nparams, RONDO_FLOAT32, 0));
-  CHECK(t, rondo_broadcast(t->comm, t->m.velocity, t->m.nparams, RONDO_FLOAT32, 0));
-  t->step = pos[0];
-  t->epoch = pos[1];
-  t->offset = (size_t)pos[2];
-  t->checked_at = t->saved_at = -1;
-  return 0;
-}
-
-/* --prefetch auto: a prefetch thread pays when it has a core to run on. With
- * every core busy training it only takes turns with the training thread
- * (measured: 5-15% slower on Fashion-MNIST, 2 ranks on 2 cores). */
-static const char *resolve_prefetch(trainer_t *t)
-{
-  if (t->o.prefetch != PREFETCH_AUTO)
-    return t->o.prefetch == PREFETCH_ON ? "prefetched on a second thread (--prefetch on)"
-                                        : "prepared on the training thread (--prefetch off)";
-  cpu_set_t set;
-  int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  int ranks = rondo_comm_local_size(t->comm);
-  t->o.prefetch = cores >= 2 * ranks ? PREFETCH_ON : PREFETCH_OFF;
-  return t->o.prefetch == PREFETCH_ON
-             ? "prefetched on a second thread (auto: a spare core per rank)"
-             : "prepared on the training thread (auto: no spare core per rank on this node)";
-}
-
-static const char *blas_setup(void)
-{
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-  /* One BLAS thread per rank: the ranks already fill the cores. */
-  openblas_set_num_threads(1);
-  return openblas_get_config();
-#else
-  return "CBLAS (single-threaded)";
-#endif
-}
-
-static void config_json(const trainer_t *t, char *buf, size_t len)
-{
-  char hidden[256] = "", shape[128];
-  size_t used = 0;
-  for (int i = 0; i < t->o.nhidden; i++)
-    used += (size_t)snprintf(hidden + used, sizeof hidden - used, "%s%zu", i ? "," : "",
-                             t->o.hidden[i]);
-  mlp_shape(t->m.sizes, t->m.nlayers + 1, shape, sizeof shape);
-  snprintf(buf, len,
-           "{\"dataset\":\"%s\",\"train_samples\":%zu,\"test_samples\":%zu,\"features\":%zu,"
-           "\"classes\":%zu,\"hidden\":[%s],\"shape\":\"%s\",\"variables\":%zu,\"seed\":%llu,"
-           "\"epochs\":%d,\"batch\":%zu,\"lr\":%g,\"momentum\":%g,\"weight_decay\":%g,"
-           "\"schedule\":\"%s\",\"warmup_epochs\":%g,\"step_epochs\":%g,\"gamma\":%g,"
-           "\"max_steps\":%lld,\"allreduce\":\"%s\",\"deterministic\":%s,\"overlap\":%s,"
-           "\"prefetch\":%s,"
-           "\"ranks\":%d,\"nodes\":%d,\"resumed\":%s}",
-           t->data.name, t->data.train.n, t->data.test.n, t->data.features, t->data.classes,
-           hidden, shape, t->m.nparams, (unsigned long long)t->o.seed, t->o.epochs, t->o.batch,
-           t->o.lr, t->o.momentum, t->o.weight_decay, train_schedule_name(t->o.schedule),
-           t->o.warmup_epochs, t->o.step_epochs, t->o.gamma, t->o.max_steps,
-           rondo_algo_name(t->algo), t->o.algo_deterministic ? "true" : "false",
-           t->o.overlap ? "true" : "false", t->o.prefetch == PREFETCH_ON ? "true" : "false", t->size, rondo_comm_node_count(t->comm),
-           t->o.resume != NULL ? "true" : "false");
-}
-
-static void print_header(trainer_t *t, const char *algo_why, const char *input,
-                         const char *blas)
-{
-  const train_opts_t *o = &t->o;
-  size_t n = t->data.train.n, B = o->batch, first, mine, tail = n % B;
-  char shape[128], topo[512], last[64] = "";
-  mlp_shape(t->m.sizes, t->m.nlayers + 1, shape, sizeof shape);
-  if (tail != 0 && n > B)
-    snprintf(last, sizeof last, ", the last with %zu samples", tail);
-  loader_split(B < n ? B : n, 0, t->size, &first, &mine);
-  if (rondo_comm_topology(t->comm, topo, sizeof topo) != RONDO_SUCCESS)
-    snprintf(topo, sizeof topo, "?");
-  char allreduce[256];
-  if (t->size == 1)
-    snprintf(allreduce, sizeof allreduce, "none: one rank (the gradient sums are local)");
-  else
-    snprintf(allreduce, sizeof allreduce,
-             "one request per variable %s, through the engine; algorithm %s (%s)",
-             o->overlap ? "as backward produces it" : "after backward (--no-overlap)",
-             rondo_algo_name(t->algo), algo_why);
-  report_header(t->rep,
-                "rondo-train %s on %s\n"
-                "data       %s: %zu training and %zu test samples, %zu features, %zu classes "
-                "(%s)\n"
-                "model      MLP %s, ReLU, softmax cross-entropy: %zu variables in %d tensors, "
-                "seed %llu\n"
-                "batch      %zu global, rank 0 takes %zu; %zu steps per epoch%s\n",
-                rondo_version_string(), topo, t->data.name,
-                n, t->data.test.n, t->data.features, t->data.classes, t->data.source, shape,
-                t->m.nparams, t->nvars, (unsigned long long)o->seed, B, mine, (n + B - 1) / B,
-                last);
-  report_header(t->rep,
-                "optimizer  SGD, lr %g (%s, %g warm-up epochs), momentum %g, weight decay %g, "
-                "%d epochs%s\n"
-                "all-reduce %s\n"
-                "input      %s; BLAS %s, 1 thread\n",
-                o->lr, train_schedule_name(o->schedule), o->warmup_epochs, o->momentum, o->weight_decay,
-                o->epochs, o->max_steps ? ", stopping at --max-steps" : "", allreduce,
-                input, blas);
-  if (o->resume != NULL)
-    report_header(t->rep, "resumed    from %s at step %lld (epoch %lld, sample %zu)\n",
-                  o->resume, t->step, t->epoch + 1, t->offset);
-  if (o->checkpoint != NULL)
-    report_header(t->rep, "checkpoint %s, every %s\n", o->checkpoint,
-                  o->checkpoint_every ? "--checkpoint-every steps" : "epoch");
-}
-
-static int setup(trainer_t *t)
-{
-  char err[1024] = "";
-  int ok = data_load(&t->o, &t->data, err, sizeof err) == 0;
-  if (agree(t, ok, err, sizeof err) != 0)
-    return -1;
-  size_t sizes[TRAIN_MAX_LAYERS + 1];
-  int nsizes = 0;
-  sizes[nsizes++] = t->data.features;
-  for (int i = 0; i < t->o.nhidden; i++)
-    sizes[nsizes++] = t->o.hidden[i];
-  sizes[nsizes++] = t->data.classes;
-  size_t rows = (t->o.batch + (size_t)t->size - 1) / (size_t)t->size;
-  rows = rows > EVAL_ROWS ? rows : EVAL_ROWS;
-  ok = mlp_create(&t->m, sizes, nsizes, rows, t->o.seed) == 0;
-  t->ex = malloc(rows * t->data.features * sizeof *t->ex);
-  t->ey = malloc(rows * sizeof *t->ey);
-  t->eidx = malloc(rows * sizeof *t->eidx);
-  if (!ok || t->ex == NULL || t->ey == NULL || t->eidx == NULL) {
-    ok = 0;
-    snprintf(err, sizeof err, "no memory for a %zu-row model of %d layers", rows, nsizes - 1);
-  }
-  if (ok && report_create(&t->o, t->rank == 0, &t->rep, err, sizeof err) != 0)
-    ok = 0;
-  if (agree(t, ok, err, sizeof err) != 0)
-    return -1;
-  t->nvars = mlp_var_count(&t->m);
-  for (int i = 0; i < t->nvars; i++)
-    mlp_var(&t->m, i, &t->vars[i]);
-  /* Mirrored variables start as rank 0's. */
-  CHECK(t, rondo_broadcast(t->comm, t->m.params, t->m.nparams, RONDO_FLOAT32, 0));
-  if (t->o.resume != NULL && resume(t) != 0)
-    return -1;
-  rondo_async_opts_t ro = RONDO_ASYNC_OPTS_INIT;
-  t->ropts = ro;
-  t->ropts.callback = on_done;
-  const char *why;
-  t->algo = t->ropts.algo = resolve_algo(t, &why);
-  const char *input = resolve_prefetch(t);
-  print_header(t, why, input, blas_setup());
-  ok = loader_create(&t->data, &t->o, t->rank, t->size, t->epoch, t->offset, &t->loader) == 0;
-  snprintf(err, sizeof err, "cannot start the input pipeline (no memory or no thread)");
-  return agree(t, ok, err, sizeof err);
-}
 
 /* ---- the loop ------------------------------------------------------------------ */
 
@@ -661,7 +375,7 @@ static int finish(trainer_t *t, acc_t *total)
     char err[1024] = "";
     int ok = t->rank != 0 ||
              weights_save(t->o.save_weights, t->m.params, t->m.nparams, err, sizeof err) == 0;
-    if (agree(t, ok, err, sizeof err) != 0)
+    if (trainer_agree(t, ok, err, sizeof err) != 0)
       rc = TRAIN_EXIT_ERROR;
   }
   if (rc != 0)
@@ -670,7 +384,7 @@ static int finish(trainer_t *t, acc_t *total)
   reduce_epoch(t, total, t->train_seconds, 0, 0, &run);
   run.step = t->step;
   char config[2048];
-  config_json(t, config, sizeof config);
+  trainer_config_json(t, config, sizeof config);
   report_final(t->rep, &run, config);
   return 0;
 }
@@ -678,7 +392,11 @@ static int finish(trainer_t *t, acc_t *total)
 static int train(trainer_t *t)
 {
   acc_t total = {0};
-  int rc = setup(t) != 0 ? TRAIN_EXIT_ERROR : 0;
+  int rc = trainer_setup(t) != 0 ? TRAIN_EXIT_ERROR : 0;
+  rondo_async_opts_t ro = RONDO_ASYNC_OPTS_INIT;
+  t->ropts = ro;
+  t->ropts.callback = on_done;
+  t->ropts.algo = t->algo;
   if (rc == 0)
     rc = train_loop(t, &total);
   if (rc == 0)

@@ -254,7 +254,9 @@ static const struct option long_opts[] = {
 /* Checks that need several flags at once. */
 static int check_combination(const train_opts_t *o, int synthetic_flags, int print)
 {
-  if (synthetic_flags && strcmp(o->dataset, "synthetic") != 0)
+  /* (Resuming a synthetic run takes --dataset from the checkpoint.) */
+  if (synthetic_flags && strcmp(o->dataset, "synthetic") != 0 &&
+      (o->resume == NULL || (o->set & SET_DATASET)))
     return bad(print, "--samples, --features and --classes are for --dataset synthetic");
   if (o->checkpoint_every > 0 && o->checkpoint == NULL)
     return bad(print, "--checkpoint-every needs --checkpoint FILE");
@@ -273,30 +275,35 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
     const char *arg = optarg;
     switch (c) {
     case OPT_DATASET:
+      o->set |= SET_DATASET;
       if (parse_word(arg, datasets, 3) < 0)
         return bad(print, "--dataset: '%s' is not digits, fashion-mnist or synthetic", arg);
       strcpy(o->dataset, arg);
       break;
     case OPT_DATA_DIR: o->data_dir = arg; break;
     case OPT_SAMPLES:
+      o->set |= SET_SAMPLES;
       if (parse_int(arg, 1, 1LL << 31, &v) != 0)
         return bad(print, "--samples: '%s' is not a count from 1 to 2^31", arg);
       o->samples = (size_t)v;
       synthetic_flags = 1;
       break;
     case OPT_FEATURES:
+      o->set |= SET_FEATURES;
       if (parse_int(arg, 1, 1 << 20, &v) != 0)
         return bad(print, "--features: '%s' is not a count from 1 to 2^20", arg);
       o->features = (size_t)v;
       synthetic_flags = 1;
       break;
     case OPT_CLASSES:
+      o->set |= SET_CLASSES;
       if (parse_int(arg, 2, 65535, &v) != 0)
         return bad(print, "--classes: '%s' is not a count from 2 to 65535", arg);
       o->classes = (size_t)v;
       synthetic_flags = 1;
       break;
     case OPT_HIDDEN:
+      o->set |= SET_HIDDEN;
       if (parse_hidden(arg, o) != 0)
         return bad(print,
                    "--hidden: '%s' is not a comma-separated list of 1 to %d widths "
@@ -304,51 +311,61 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
                    arg, TRAIN_MAX_HIDDEN);
       break;
     case OPT_SEED:
+      o->set |= SET_SEED;
       if (parse_int(arg, 0, INT64_MAX, &v) != 0)
         return bad(print, "--seed: '%s' is not a non-negative integer", arg);
       o->seed = (uint64_t)v;
       break;
     case OPT_EPOCHS:
+      o->set |= SET_EPOCHS;
       if (parse_int(arg, 1, 1000000, &v) != 0)
         return bad(print, "--epochs: '%s' is not a count from 1 to 1000000", arg);
       o->epochs = (int)v;
       break;
     case OPT_BATCH:
+      o->set |= SET_BATCH;
       if (parse_int(arg, 1, 1 << 24, &v) != 0)
         return bad(print, "--batch: '%s' is not a count from 1 to 2^24", arg);
       o->batch = (size_t)v;
       break;
     case OPT_LR:
+      o->set |= SET_LR;
       if (parse_real(arg, 0, 1e6, &d) != 0 || d <= 0)
         return bad(print, "--lr: '%s' is not a positive number", arg);
       o->lr = d;
       break;
     case OPT_MOMENTUM:
+      o->set |= SET_MOMENTUM;
       if (parse_real(arg, 0, 1, &d) != 0 || d >= 1)
         return bad(print, "--momentum: '%s' is not a number in [0, 1)", arg);
       o->momentum = d;
       break;
     case OPT_WD:
+      o->set |= SET_WEIGHT_DECAY;
       if (parse_real(arg, 0, 1, &d) != 0)
         return bad(print, "--weight-decay: '%s' is not a number in [0, 1]", arg);
       o->weight_decay = d;
       break;
     case OPT_SCHEDULE:
+      o->set |= SET_SCHEDULE;
       if ((w = parse_word(arg, schedules, 3)) < 0)
         return bad(print, "--schedule: '%s' is not cosine, step or constant", arg);
       o->schedule = (schedule_t)w;
       break;
     case OPT_WARMUP:
+      o->set |= SET_WARMUP;
       if (parse_real(arg, 0, 1e6, &d) != 0)
         return bad(print, "--warmup-epochs: '%s' is not a non-negative number", arg);
       o->warmup_epochs = d;
       break;
     case OPT_STEP_EPOCHS:
+      o->set |= SET_STEP_EPOCHS;
       if (parse_real(arg, 0, 1e6, &d) != 0 || d <= 0)
         return bad(print, "--step-epochs: '%s' is not a positive number", arg);
       o->step_epochs = d;
       break;
     case OPT_GAMMA:
+      o->set |= SET_GAMMA;
       if (parse_real(arg, 0, 1, &d) != 0 || d <= 0)
         return bad(print, "--gamma: '%s' is not a number in (0, 1]", arg);
       o->gamma = d;

@@ -36,7 +36,17 @@ typedef enum { SCHEDULE_COSINE, SCHEDULE_STEP, SCHEDULE_CONSTANT } schedule_t;
 typedef enum { PROGRESS_AUTO, PROGRESS_BAR, PROGRESS_NONE } progress_t;
 enum { PREFETCH_OFF, PREFETCH_ON, PREFETCH_AUTO };
 
+/* Which options the command line set (train_opts_t.set): --resume takes the
+ * others from the checkpoint. */
+enum {
+  SET_DATASET = 1 << 0, SET_SAMPLES = 1 << 1, SET_FEATURES = 1 << 2, SET_CLASSES = 1 << 3,
+  SET_HIDDEN = 1 << 4, SET_SEED = 1 << 5, SET_EPOCHS = 1 << 6, SET_BATCH = 1 << 7,
+  SET_LR = 1 << 8, SET_MOMENTUM = 1 << 9, SET_WEIGHT_DECAY = 1 << 10, SET_SCHEDULE = 1 << 11,
+  SET_WARMUP = 1 << 12, SET_STEP_EPOCHS = 1 << 13, SET_GAMMA = 1 << 14,
+};
+
 typedef struct {
+  unsigned set;               /* SET_ bits */
   /* data */
   char dataset[16];           /* "digits", "fashion-mnist", "synthetic" */
   const char *data_dir;       /* NULL: the dataset's default place */
@@ -183,21 +193,25 @@ typedef struct {
   long long epoch;     /* epoch in progress */
   size_t offset;       /* samples of that epoch already used */
   uint64_t seed;       /* the RNG: shuffles are derived from (seed, epoch) */
-  size_t batch;
   char dataset[16];
   size_t train_samples;
-  double lr, momentum, weight_decay;
   int nsizes;
   size_t sizes[TRAIN_MAX_LAYERS + 1];
+  /* the training configuration: --resume takes what the command line does
+   * not set from here */
+  size_t batch;
+  int epochs;
+  schedule_t schedule;
+  double lr, momentum, weight_decay, warmup_epochs, step_epochs, gamma;
 } ckpt_header_t;
 
 /* Writes header + params + velocity to path atomically (a temporary file in
  * the same directory, fsync, rename, fsync of the directory). */
 int ckpt_save(const char *path, const ckpt_header_t *h, const float *params,
               const float *velocity, size_t nparams, char *err, size_t errlen);
-/* Reads and validates path (size, magic, version, checksum). With
- * params/velocity NULL only the header is read (but still validated).
- * nparams is the count the caller expects; 0 skips that check. */
+/* Reads and validates path (size, magic, version, checksum, sizes that agree
+ * with each other). With params/velocity NULL only the header is returned;
+ * otherwise they get malloc'ed copies of the variables and momentum. */
 int ckpt_load(const char *path, ckpt_header_t *h, float **params, float **velocity,
               char *err, size_t errlen);
 /* The variables as little-endian float32, layer by layer, W then b. */

@@ -6,9 +6,13 @@
 #     differently from run to run; the default reduction order does not care);
 #   - a 2-rank checkpoint resumed on 1 and 4 ranks ends within the parity
 #     bound of the 2-rank run;
+#   - resuming with nothing but --resume takes the model and the training
+#     configuration from the checkpoint, and ends with the bytes of the
+#     uninterrupted run; an option that changes the run is noted;
 #   - a missing, truncated, corrupted, shape-mismatched, other-dataset or
-#     other-seed checkpoint is refused on every rank with a message, before
-#     any training.
+#     other-seed checkpoint, and one whose valid checksum covers sizes that
+#     would overflow, is refused on every rank with a message, before any
+#     training.
 . "${top_srcdir:-.}/tests/train/common.sh"
 bound=3.8e-6 # as parity.sh
 # --epochs fixes the learning-rate schedule; 200 epochs keep the job going
@@ -70,6 +74,31 @@ for n in 1 4; do
   pass "a 2-rank checkpoint of step 25 resumed on $n ranks to step 65: within $bound of the 2-rank run"
 done
 
+# The configuration comes back from the checkpoint.
+cfg="--dataset synthetic --samples 300 --features 20 --classes 4 --hidden 24,12 --seed 7
+  --batch 16 --epochs 9 --lr 0.2 --momentum 0.8 --weight-decay 0.001 --schedule step
+  --step-epochs 3 --gamma 0.5 --warmup-epochs 2"
+# shellcheck disable=SC2086
+run 2 $cfg --max-steps 30 --checkpoint "$tmp/cfg.bin" || { show; fail "a configured run"; }
+# shellcheck disable=SC2086
+run 2 $cfg --max-steps 70 --save-weights "$tmp/cfg-straight.bin" || { show; fail "70 steps"; }
+run 3 --resume "$tmp/cfg.bin" --max-steps 70 --save-weights "$tmp/cfg-resumed.bin" ||
+  { show; fail "--resume alone"; }
+grep -q '^model      MLP 20-24-12-4' "$tmp/out" && grep -q 'seed 7$' "$tmp/out" &&
+  grep -q '^optimizer  SGD, lr 0.2 (step, 2 warm-up epochs), momentum 0.8, weight decay 0.001, 9 epochs' "$tmp/out" ||
+  { show; fail "the configuration was not restored"; }
+weights close "$tmp/cfg-straight.bin" "$tmp/cfg-resumed.bin" "$bound" 0 ||
+  fail "resumed with --resume alone (on 3 ranks) is outside the parity bound"
+pass "--resume alone restores the model, data and schedule (synthetic, step schedule, seed 7)"
+run 2 --resume "$tmp/cfg.bin" --max-steps 31 --batch 32 --lr 0.1
+grep -q 'note: resuming with --batch 32 (was 16) --lr 0.1 (was 0.2): the run will not match' "$tmp/err" ||
+  { show; fail "no note for the changed options"; }
+# shellcheck disable=SC2086
+run 1 $cfg --epochs 1 --checkpoint "$tmp/cfg-end.bin" || { show; fail "one epoch"; }
+run 1 --resume "$tmp/cfg-end.bin" || { show; fail "resuming a finished run"; }
+grep -q 'ends epoch 1 of 1: nothing is left to train' "$tmp/err" || { show; fail "no note for a finished run"; }
+pass "a changed option and a finished run are noted"
+
 # Refusals: every rank exits with status 1 and the reason, and nothing trains.
 refused() { # WHAT PATTERN ARGS...
   what=$1 pattern=$2; shift 2
@@ -93,9 +122,21 @@ refused "corrupted byte" "corrupted: checksum" --resume "$tmp/corrupt.bin"
 refused "not a checkpoint" "not a rondo-train checkpoint" --resume "$tmp/garbage.bin"
 refused "other hidden layers" "its model is 64-256-128-10, this run's is 64-32-10" \
   --resume "$ck" --hidden 32
-refused "other dataset" "its model is 64-256-128-10, this run's is 20-256-128-10" \
-  --resume "$ck" --dataset synthetic --features 20 --classes 10
+refused "other dataset" "it was trained on digits, not synthetic" \
+  --resume "$ck" --dataset synthetic --features 64 --classes 10
 refused "other seed" "it was trained with --seed 1, this run has --seed 2" --resume "$ck" --seed 2
+# Headers with a valid checksum whose sizes would overflow or disagree.
+for sizes in "2147483647 2147483648 0" "1048576 1048576 1048576"; do
+  "$py" - "$tmp/crafted.bin" $sizes <<'PY' || fail "crafting a checkpoint"
+import struct, sys, zlib
+sizes = [int(x) for x in sys.argv[2:]]
+head = 28 + 4 * len(sizes) + 120
+body = b"RONDOCKP" + struct.pack("<IIQI", 1, head, head + 4, len(sizes))
+body += b"".join(struct.pack("<I", x & 0xffffffff) for x in sizes) + bytes(120)
+open(sys.argv[1], "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+  refused "sizes $sizes" "inconsistent header" --resume "$tmp/crafted.bin"
+done
 "$train" --inspect "$tmp/corrupt.bin" >"$tmp/out" 2>&1 && fail "--inspect accepted a corrupted file"
 grep -q "corrupted" "$tmp/out" || fail "--inspect did not say why"
 pass "--inspect refuses a corrupted checkpoint with the reason"

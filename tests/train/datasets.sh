@@ -7,7 +7,8 @@
 #     images, a label out of range, a missing file) and broken digits files
 #     (a bad line, missing samples) stop both ranks with a message that names
 #     the file and what is wrong;
-#   - a file missing on one rank only stops the other rank too;
+#   - a file missing on one rank only stops the other rank too, and so do
+#     data that differ between ranks;
 #   - synthetic data has the asked shape.
 . "${top_srcdir:-.}/tests/train/common.sh"
 fashion=/usr/share/datasets/fashion-mnist
@@ -113,7 +114,18 @@ timeout --kill-after=10 300 "$mpiexec" -n 1 "$train" : -n 1 "$train" --data-dir 
   { show; fail "a file missing on rank 1 only"; }
 pass "a dataset missing on rank 1 only stops rank 0 too, with rank 1's reason"
 
-run 2 --dataset synthetic --samples 500 --features 33 --classes 7 --hidden 8 --epochs 2
+# Same shape, other contents on rank 1: one value of one sample differs.
+mkdir -p "$tmp/digits-other"
+gzip -dc "$srcdir/examples/train/data/optdigits.tra.gz" | sed '7s/,16,/,15,/' | gzip >"$tmp/digits-other/optdigits.tra.gz"
+cp "$srcdir/examples/train/data/optdigits.tes.gz" "$tmp/digits-other/"
+timeout --kill-after=10 300 "$mpiexec" -n 1 "$train" : -n 1 "$train" --data-dir "$tmp/digits-other" \
+  </dev/null >"$tmp/out" 2>"$tmp/err"
+[ $? = 1 ] && grep -q "^rondo-train: rank 1: .*the ranks loaded different digits data" "$tmp/err" ||
+  { show; fail "different data on rank 1"; }
+pass "ranks that loaded different data (one value of one sample) stop before training"
+
+run 2 --dataset synthetic --samples 500 --features 33 --classes 7 --hidden 8 --epochs 2 ||
+  { show; fail "synthetic"; }
 grep -q '^data       synthetic: 500 training and 100 test samples, 33 features, 7 classes' "$tmp/out" ||
   { show; fail "synthetic shape"; }
 pass "synthetic: 500 + 100 samples of 33 features in 7 classes"

@@ -9,7 +9,8 @@
 # step (--check-every 1): all ranks hold identical bytes. The 2- and 4-rank
 # runs prepare batches on the prefetch thread, the others inline.
 # A control run with another global batch must fall outside the bound, so the
-# bound is tight enough to catch a wrong division or a lost sample.
+# bound is tight enough to tell a different batch. (A mistake every rank count
+# makes alike, such as a wrong divisor, is reference.sh's to catch.)
 . "${top_srcdir:-.}/tests/train/common.sh"
 bound=3.8e-6 # |w_N - w_1| after 40 steps: 32 ulps of 1.0 (docs/train.md)
 digits="--batch 10 --max-steps 40 --lr 0.1"

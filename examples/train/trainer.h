@@ -1,0 +1,64 @@
+/*
+ * The trainer's state, shared by setup.c (everything before the first step:
+ * data, model, checkpoint, configuration) and main.c (the loop). train.h
+ * declares the building blocks both use.
+ */
+#ifndef RONDO_TRAINER_H
+#define RONDO_TRAINER_H
+
+#include "examples/train/train.h"
+
+typedef struct {
+  rondo_comm_t comm;
+  int rank, size;
+  train_opts_t o;
+  rondo_algo_t algo;
+  const char *algo_why, *input_why; /* for the header */
+  dataset_t data;
+  mlp_t m;
+  int nvars;
+  var_t vars[2 * TRAIN_MAX_LAYERS];
+  report_t *rep;
+  loader_t *loader;
+  /* the step in flight */
+  rondo_async_opts_t ropts;
+  rondo_request_t req[2 * TRAIN_MAX_LAYERS];
+  double done_at[2 * TRAIN_MAX_LAYERS];
+  double first_submit;
+  int nreq;
+  /* evaluation buffers */
+  float *ex;
+  uint16_t *ey;
+  uint32_t *eidx;
+  /* where training is: steps done, and the next batch's (epoch, offset) */
+  long long step, epoch;
+  size_t offset;
+  epoch_stats_t last;
+  double seen_wait, seen_prep; /* the loader's running totals at the last epoch end */
+  double train_seconds;        /* the epochs' step time, without evaluation */
+  long long checked_at, saved_at; /* the step of the last mirror check and checkpoint */
+} trainer_t;
+
+/* An error this rank cannot share with the others: ends the whole job. */
+void trainer_die(const trainer_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+#define TRAINER_CHECK(t, call)                                                             \
+  do {                                                                                     \
+    if ((call) != RONDO_SUCCESS)                                                           \
+      trainer_die(t, "%s failed: %s", #call, rondo_last_error());                          \
+  } while (0)
+
+/* Every rank says whether its part worked (ok). If any failed, every rank
+ * gets the message of the lowest failing rank in msg, prints it and returns
+ * -1; otherwise 0. */
+int trainer_agree(trainer_t *t, int ok, char *msg, size_t len);
+
+/* setup.c: loads the data, builds and mirrors the model, resumes from a
+ * checkpoint, prints the header and starts the input pipeline. 0, or -1
+ * after every rank printed why. */
+int trainer_setup(trainer_t *t);
+/* The configuration as a JSON object's text. */
+void trainer_config_json(const trainer_t *t, char *buf, size_t len);
+
+#endif
