@@ -28,7 +28,9 @@ bench=$bindir/rondo-bench
 for bad in "nope" "-b 1x" "-b 0" "-e 2 -b 4" "-f 1" "-f 2 -i 8" "-n 0" "-w -1" "-d float128" \
            "-o mean" "-c 2" "-a nccl" "-a sideways" "--bogus" "-n" "allgather -o sum" \
            "broadcast --inplace" "allgather -a ring" "fusion --model lenet" "fusion --tensors 5" \
-           "tune --margin 200" "-b 8 allgather" "explain --json x" "-b 1 -e 1G -i 1"; do
+           "tune --margin 200" "-b 8 allgather" "explain --json x" "-b 1 -e 1G -i 1" \
+           "-d float32,,int8" "-d ,float32" "-o sum," "-a ring,,shm" "--break-algo nope" \
+           "fusion --break-algo ring" "allgather --break-algo ring"; do
   # shellcheck disable=SC2086 # split the options on purpose
   "$bench" $bad >"$tmp/out" 2>&1
   rc=$?
@@ -37,7 +39,7 @@ for bad in "nope" "-b 1x" "-b 0" "-e 2 -b 4" "-f 1" "-f 2 -i 8" "-n 0" "-w -1" "
 done
 "$bench" --help >"$tmp/out" 2>&1 || fail "rondo-bench --help failed"
 grep -q '^usage: ' "$tmp/out" || fail "--help printed no usage"
-echo "PASS: 24 bad command lines exit 2 with a message; --help prints the usage"
+echo "PASS: 31 bad command lines exit 2 with a message; --help prints the usage"
 
 # ---- a 2-rank sweep, JSON and CSV --------------------------------------------------
 run -n 2 "$bench" -b 8 -e 64K -f 8 -n 3 -w 1 --json "$tmp/ar.json" --csv "$tmp/ar.csv" \

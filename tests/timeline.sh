@@ -51,3 +51,13 @@ assert any(e.get("ph") == "i" and e["name"] == "cycle" for e in events), "no cyc
 print("PASS: %d events, %d tensor tracks, %d fused all-reduces, algorithms %s"
       % (len(events), len(tensors), len(fused), sorted(algos)))
 PY
+# A timeline path rank 0 cannot write is a bad knob: every rank's rondo_init
+# fails with the reason (before, the engine went on without a trace).
+RONDO_TIMELINE=/nonexistent/dir/trace.json timeout --kill-after=10 300 \
+  "$mpiexec" -n 2 "${top_builddir:-.}/tests/mpi/test_engine" </dev/null >"$tmp/log" 2>&1
+rc=$?
+[ $rc = 1 ] || { cat "$tmp/log"; echo "FAIL: an unwritable RONDO_TIMELINE: exit $rc, expected 1"; exit 1; }
+grep -q "rondo_init failed: RONDO_ERR_IO: .*RONDO_TIMELINE=/nonexistent/dir/trace.json: cannot write it" "$tmp/log" &&
+  grep -q "rondo_init failed: RONDO_ERR_PEER: .*rank 0 could not set up rondo" "$tmp/log" ||
+  { cat "$tmp/log"; echo "FAIL: the messages of an unwritable RONDO_TIMELINE"; exit 1; }
+echo "PASS: an unwritable RONDO_TIMELINE fails rondo_init on every rank with the reason"

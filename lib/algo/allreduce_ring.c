@@ -138,11 +138,11 @@ static void cancel_all(ring_t *r)
 {
   for (int i = 0; i < WINDOW; i++) {
     if (r->rreq[i] != MPI_REQUEST_NULL) {
-      MPI_Cancel(&r->rreq[i]);
-      MPI_Wait(&r->rreq[i], MPI_STATUS_IGNORE);
+      MPI_CHECK_LOG(MPI_Cancel(&r->rreq[i]));
+      MPI_CHECK_LOG(MPI_Wait(&r->rreq[i], MPI_STATUS_IGNORE));
     }
   }
-  algo_waitall(r->a->comm, (int)(r->steps * r->k), r->sreq);
+  (void)algo_waitall(r->a->comm, (int)(r->steps * r->k), r->sreq); /* already failing */
 }
 
 rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a)

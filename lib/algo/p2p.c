@@ -88,8 +88,8 @@ rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
   if (st != RONDO_SUCCESS) {
     /* A posted receive must not outlive this frame. */
     if (req[0] != MPI_REQUEST_NULL) {
-      MPI_Cancel(&req[0]);
-      MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+      MPI_CHECK_LOG(MPI_Cancel(&req[0]));
+      MPI_CHECK_LOG(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
     }
     return st;
   }
@@ -170,11 +170,11 @@ void algo_mpi_op_free(void)
 {
   if (half_type == MPI_DATATYPE_NULL)
     return;
-  MPI_Type_free(&half_type);
-  MPI_Type_free(&bf16_type);
+  MPI_CHECK_LOG(MPI_Type_free(&half_type));
+  MPI_CHECK_LOG(MPI_Type_free(&bf16_type));
   for (int op = 0; op < RONDO_OP_COUNT; op++)
     if (user_ops[op] != MPI_OP_NULL)
-      MPI_Op_free(&user_ops[op]);
+      MPI_CHECK_LOG(MPI_Op_free(&user_ops[op]));
 }
 
 rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mtype,

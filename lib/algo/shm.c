@@ -70,17 +70,16 @@ static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
     free(s);
     return rondo__fail(RONDO_ERR_NO_MEMORY, "shm: %d segments", topo->local_size);
   }
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  MPI_Info info = MPI_INFO_NULL;
   char *mine = NULL;
   MPI_Aint bytes = (MPI_Aint)(FLAGS_BYTES + SHM_SLOTS * s->slot_bytes);
-  int rc = MPI_Win_allocate_shared(bytes, 1, info, topo->node, &mine, &s->win);
-  MPI_Info_free(&info);
-  if (rc != MPI_SUCCESS) {
-    st = rondo__mpi_fail(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
-    goto fail_win;
-  }
+  MPI_CHECK_GOTO(MPI_Info_create(&info), st, fail_win);
+  MPI_CHECK_GOTO(MPI_Info_set(info, "alloc_shared_noncontig", "true"), st, fail_info);
+  MPI_CHECK_GOTO(MPI_Win_allocate_shared(bytes, 1, info, topo->node, &mine, &s->win), st,
+                 fail_info);
+  MPI_CHECK_LOG(MPI_Info_free(&info));
+  /* Window errors come back as statuses, as on rondo's communicators. */
+  MPI_CHECK_GOTO(MPI_Win_set_errhandler(s->win, MPI_ERRORS_RETURN), st, fail);
   memset(mine, 0, FLAGS_BYTES);
   for (int q = 0; q < s->size; q++) {
     MPI_Aint qbytes;
@@ -95,7 +94,10 @@ static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
   return RONDO_SUCCESS;
 
 fail:
-  MPI_Win_free(&s->win);
+  MPI_CHECK_LOG(MPI_Win_free(&s->win));
+  goto fail_win;
+fail_info:
+  MPI_CHECK_LOG(MPI_Info_free(&info));
 fail_win:
   free(s->seg);
   free(s);
@@ -107,7 +109,7 @@ void shm_free(rondo_comm_t comm)
   struct shm_state *s = comm->shm;
   if (s == NULL)
     return;
-  MPI_Win_free(&s->win);
+  MPI_CHECK_LOG(MPI_Win_free(&s->win));
   free(s->seg);
   free(s);
   comm->shm = NULL;

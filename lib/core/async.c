@@ -71,14 +71,16 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
   r->callback = o->callback;
   r->user = o->user;
   r->group_size = o->group_size;
-  rondo_status_t st = engine_submit(comm, r);
+  rondo_status_t st = eng_request_register(r);
+  if (st == RONDO_SUCCESS && (st = engine_submit(comm, r)) != RONDO_SUCCESS)
+    eng_request_forget(r);
   if (st != RONDO_SUCCESS) {
     free(r->group);
     free(r->name);
     free(r);
     return st;
   }
-  *out = r;
+  *out = r->handle;
   return RONDO_SUCCESS;
 }
 
@@ -152,34 +154,17 @@ rondo_status_t rondo_test(rondo_request_t req, int *done)
 {
   if (req == NULL || done == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_test: req and done must not be NULL");
-  *done = __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
-  return RONDO_SUCCESS;
+  return eng_request_test(req, done);
 }
 
 rondo_status_t rondo_wait(rondo_request_t *reqp)
 {
   if (reqp == NULL || *reqp == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_wait: no request (NULL)");
-  struct rondo_request *r = *reqp;
-  if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
-    struct engine *e = r->eng;
-    pthread_mutex_lock(&e->lock);
-    e->waiters++;
-    while (!r->done)
-      pthread_cond_wait(&e->done, &e->lock);
-    if (--e->waiters == 0)
-      pthread_cond_broadcast(&e->done);
-    pthread_mutex_unlock(&e->lock);
-  }
-  rondo_status_t st = r->status;
-  if (st != RONDO_SUCCESS)
-    rondo__fail_quiet(st, "%s", r->message != NULL ? r->message : rondo_status_string(st));
-  free(r->result);
-  free(r->message);
-  free(r->group);
-  free(r->name);
-  free(r);
-  *reqp = NULL;
+  int freed = 0;
+  rondo_status_t st = eng_request_wait(*reqp, &freed);
+  if (freed)
+    *reqp = NULL;
   return st;
 }
 
@@ -188,14 +173,7 @@ rondo_status_t rondo_request_result(rondo_request_t req, void **buf, size_t *cou
   if (req == NULL || buf == NULL || count == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG,
                        "rondo_request_result: req, buf and count must not be NULL");
-  if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
-    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_request_result: '%s' has not completed",
-                       req->name);
-  *buf = req->result;
-  *count = req->result_count;
-  req->result = NULL;
-  req->result_count = 0;
-  return RONDO_SUCCESS;
+  return eng_request_result(req, buf, count);
 }
 
 rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank)

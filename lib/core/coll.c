@@ -52,6 +52,17 @@ rondo_status_t rondo__bytes(size_t count, size_t esize, size_t *bytes)
   return RONDO_SUCCESS;
 }
 
+/* The bytes of all ranks' blocks (allgather, reduce_scatter, alltoall). */
+static rondo_status_t all_blocks(const char *fn, rondo_comm_t comm, size_t bytes, size_t *total)
+{
+  if (bytes > SIZE_MAX / (size_t)comm->size)
+    return rondo__fail(RONDO_ERR_COUNT_OVERFLOW,
+                       "%s: %zu bytes per rank x %d ranks overflows size_t", fn, bytes,
+                       comm->size);
+  *total = bytes * (size_t)comm->size;
+  return RONDO_SUCCESS;
+}
+
 static rondo_status_t check_root(rondo_comm_t comm, int root)
 {
   if (root < 0 || root >= comm->size)
@@ -336,7 +347,7 @@ rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *rec
   if (st == RONDO_SUCCESS)
     st = rondo__bytes(count, rondo_dtype_size(dtype), &bytes);
   if (st == RONDO_SUCCESS)
-    st = rondo__bytes(bytes, (size_t)comm->size, &total);
+    st = all_blocks("rondo_allgather", comm, bytes, &total);
   if (st == RONDO_SUCCESS)
     st = rondo__check_buffer(sendbuf, count, "sendbuf");
   if (st == RONDO_SUCCESS)
@@ -413,7 +424,7 @@ rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void
   if (st == RONDO_SUCCESS)
     st = rondo__bytes(recvcount, rondo_dtype_size(dtype), &bytes);
   if (st == RONDO_SUCCESS)
-    st = rondo__bytes(bytes, (size_t)comm->size, &total);
+    st = all_blocks("rondo_reduce_scatter", comm, bytes, &total);
   if (st == RONDO_SUCCESS)
     st = rondo__check_buffer(sendbuf, recvcount, "sendbuf");
   if (st == RONDO_SUCCESS)
@@ -444,7 +455,7 @@ rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recv
   if (st == RONDO_SUCCESS)
     st = rondo__bytes(count, rondo_dtype_size(dtype), &bytes);
   if (st == RONDO_SUCCESS)
-    st = rondo__bytes(bytes, (size_t)comm->size, &total);
+    st = all_blocks("rondo_alltoall", comm, bytes, &total);
   if (st == RONDO_SUCCESS)
     st = rondo__check_buffer(sendbuf, count, "sendbuf");
   if (st == RONDO_SUCCESS)

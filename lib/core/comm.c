@@ -15,9 +15,12 @@
 #include "engine/engine.h"
 #include "topo/topo.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { LIB_UNINIT = 0, LIB_ACTIVE, LIB_FINALIZED };
 
@@ -25,6 +28,8 @@ static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes rondo_init */
 static int lib_state = LIB_UNINIT;
 static int lib_owns_mpi;          /* rondo_init() called MPI_Init_thread */
+static int lib_finalized_by_mpi;  /* MPI_Finalize came first (on_mpi_finalize) */
+static int on_mpi_finalize(MPI_Comm comm, int keyval, void *value, void *extra);
 static rondo_comm_t world;
 static struct rondo_comm *live;   /* registry of live comms */
 struct select_table *rondo__tuning;
@@ -68,11 +73,11 @@ static rondo_status_t lib_init_locked(void)
   if (lib_state == LIB_FINALIZED)
     return RONDO_ERR_FINALIZED;
   int inited = 0, rank = -1;
-  MPI_Initialized(&inited);
+  MPI_CHECK(MPI_Initialized(&inited));
   if (!inited)
     return rondo__fail(RONDO_ERR_NOT_INITIALIZED,
                        "MPI is not initialized: call rondo_init() or MPI_Init() first");
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   rondo__log_set_rank(rank);
   rondo_status_t st = rondo__knobs_load(&rondo__knobs);
   if (st != RONDO_SUCCESS) {
@@ -80,6 +85,16 @@ static rondo_status_t lib_init_locked(void)
     return st;
   }
   rondo__log_level = rondo__knobs.log_level;
+  /* Rank 0 writes the timeline: a path it cannot write is a bad knob. */
+  if (rank == 0 && rondo__knobs.timeline[0] != '\0') {
+    int fd = open(rondo__knobs.timeline, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      st = rondo__fail(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write it: %s",
+                       rondo__knobs.timeline, strerror(errno));
+      return st;
+    }
+    close(fd);
+  }
   if (rondo__knobs.tuning_file[0] != '\0') {
     st = select_table_load(rondo__knobs.tuning_file, &rondo__tuning);
     if (st != RONDO_SUCCESS) {
@@ -89,6 +104,11 @@ static rondo_status_t lib_init_locked(void)
     LOG_INFO("tuning table %s: %zu rules", rondo__knobs.tuning_file,
              select_table_rules(rondo__tuning));
   }
+  int keyval;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_mpi_finalize, &keyval, NULL) !=
+          MPI_SUCCESS ||
+      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL) != MPI_SUCCESS)
+    LOG_WARN("cannot hook MPI_Finalize: call rondo_finalize() before MPI_Finalize()");
   lib_state = LIB_ACTIVE;
   LOG_DEBUG("rondo %s active", RONDO_VERSION_STRING);
   return RONDO_SUCCESS;
@@ -124,11 +144,11 @@ static rondo_status_t init_locked(int *argc, char ***argv)
   if (have_world)
     return RONDO_SUCCESS;
 
-  MPI_Finalized(&finalized);
+  MPI_CHECK(MPI_Finalized(&finalized));
   if (finalized)
     return rondo__fail(RONDO_ERR_NOT_INITIALIZED,
                        "MPI was already finalized; rondo cannot start");
-  MPI_Initialized(&inited);
+  MPI_CHECK(MPI_Initialized(&inited));
   if (!inited) {
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     pthread_mutex_lock(&lib_lock);
@@ -137,7 +157,8 @@ static rondo_status_t init_locked(int *argc, char ***argv)
   } else {
     MPI_CHECK(MPI_Query_thread(&provided));
   }
-  RONDO_CHECK(rondo__lib_init());
+  /* The library's setup (knobs, tuning table) happens in rondo_comm_create,
+   * which agrees on its outcome with every rank. */
   if (provided < MPI_THREAD_MULTIPLE)
     LOG_INFO("MPI provides thread level %d, not MPI_THREAD_MULTIPLE", provided);
   rondo_comm_t w = NULL;
@@ -172,6 +193,26 @@ static int largest_pof2(int n)
   return p;
 }
 
+/* A local failure during comm creation (a malformed knob, a missing tuning
+ * file) must reach every rank, or the others would wait in the next
+ * collective forever: all learn the lowest failing rank, and its message.
+ * Collective over c. */
+static rondo_status_t agree_status(struct rondo_comm *c, rondo_status_t local)
+{
+  int mine = local == RONDO_SUCCESS ? c->size : c->rank, first = c->size;
+  MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->mpi));
+  if (first == c->size)
+    return RONDO_SUCCESS;
+  char msg[RONDO__KNOB_STRING_MAX + 256] = "";
+  if (first == c->rank)
+    snprintf(msg, sizeof msg, "%s", rondo_last_error());
+  MPI_CHECK(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, c->mpi));
+  if (first == c->rank)
+    return local;
+  msg[sizeof msg - 1] = '\0';
+  return rondo__fail(RONDO_ERR_PEER, "rank %d could not set up rondo: %s", first, msg);
+}
+
 /* Knobs that shape messages must be equal on every rank, or collectives
  * would mismatch sizes or hang: checked once per comm, MAX of [h, ~h]. */
 static rondo_status_t check_knobs_agree(struct rondo_comm *c)
@@ -188,17 +229,22 @@ static rondo_status_t check_knobs_agree(struct rondo_comm *c)
 
 /* A comm over an MPI communicator owned by someone else (the topology's
  * cross-node communicators): enough for the point-to-point algorithms. */
-static struct rondo_comm *sub_comm(MPI_Comm mpi)
+static rondo_status_t sub_comm(MPI_Comm mpi, struct rondo_comm **out)
 {
+  rondo_status_t st = RONDO_SUCCESS;
   struct rondo_comm *c = calloc(1, sizeof *c);
   if (c == NULL)
-    return NULL;
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comm");
   c->mpi = mpi;
-  MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(mpi, &c->rank);
-  MPI_Comm_size(mpi, &c->size);
+  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), st, fail);
+  MPI_CHECK_GOTO(MPI_Comm_rank(mpi, &c->rank), st, fail);
+  MPI_CHECK_GOTO(MPI_Comm_size(mpi, &c->size), st, fail);
   c->pof2 = largest_pof2(c->size);
-  return c;
+  *out = c;
+  return RONDO_SUCCESS;
+fail:
+  free(c);
+  return st;
 }
 
 static void free_topology(struct rondo_comm *c, int mpi_usable)
@@ -243,8 +289,7 @@ static rondo_status_t find_topology(struct rondo_comm *c, int yield)
   for (int g = 0; g < c->topo->slices; g++) {
     if (c->topo->cross[g] == MPI_COMM_NULL)
       continue;
-    if ((c->cross[g] = sub_comm(c->topo->cross[g])) == NULL)
-      return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comm");
+    RONDO_CHECK(sub_comm(c->topo->cross[g], &c->cross[g]));
     c->cross[g]->yield_waits = c->topo->yield;
   }
   c->yield_waits = c->topo->yield;
@@ -256,8 +301,10 @@ static rondo_status_t find_topology(struct rondo_comm *c, int yield)
 }
 
 /* Everything of a comm but the registry and the engine, over mpi_comm
- * (duplicated); yield: its waits yield at once (topo_t.yield). Collective. */
-static rondo_status_t comm_build(MPI_Comm mpi_comm, int yield, struct rondo_comm **out)
+ * (duplicated); yield: its waits yield at once (topo_t.yield); local: this
+ * rank's library setup, agreed first. Collective. */
+static rondo_status_t comm_build(MPI_Comm mpi_comm, int yield, rondo_status_t local,
+                                 struct rondo_comm **out)
 {
   rondo_status_t st = RONDO_SUCCESS;
   struct rondo_comm *c = calloc(1, sizeof *c);
@@ -270,6 +317,7 @@ static rondo_status_t comm_build(MPI_Comm mpi_comm, int yield, struct rondo_comm
   MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_setup);
   c->pof2 = largest_pof2(c->size);
   c->last_algo = RONDO_ALGO_AUTO;
+  RONDO_CHECK_GOTO(agree_status(c, local), st, fail_setup);
   RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
   RONDO_CHECK_GOTO(find_topology(c, yield), st, fail_setup);
   *out = c;
@@ -277,7 +325,7 @@ static rondo_status_t comm_build(MPI_Comm mpi_comm, int yield, struct rondo_comm
 
 fail_setup:
   free_topology(c, 1);
-  MPI_Comm_free(&c->mpi);
+  MPI_CHECK_LOG(MPI_Comm_free(&c->mpi));
 fail_dup:
   free(c);
   return st;
@@ -289,14 +337,14 @@ static void comm_free(struct rondo_comm *c, int mpi_usable)
     engine_destroy(c, mpi_usable);
   free_topology(c, mpi_usable);
   if (mpi_usable)
-    MPI_Comm_free(&c->mpi);
+    MPI_CHECK_LOG(MPI_Comm_free(&c->mpi));
   free(c->scratch);
   free(c);
 }
 
 rondo_status_t rondo__comm_build(MPI_Comm mpi_comm, int yield, rondo_comm_t *out)
 {
-  return comm_build(mpi_comm, yield, out);
+  return comm_build(mpi_comm, yield, RONDO_SUCCESS, out);
 }
 
 void rondo__comm_free(rondo_comm_t comm) { comm_free(comm, 1); }
@@ -307,12 +355,16 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
   if (comm == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: comm pointer is NULL");
   *comm = NULL;
-  RONDO_CHECK(rondo__lib_init());
+  /* A setup failure that MPI can still report (a bad knob on this rank) is
+   * agreed with the other ranks by comm_build, so none of them waits. */
+  rondo_status_t init = rondo__lib_init();
+  if (init == RONDO_ERR_FINALIZED || init == RONDO_ERR_NOT_INITIALIZED)
+    return init;
   if (mpi_comm == MPI_COMM_NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: MPI_COMM_NULL");
 
   struct rondo_comm *c = NULL;
-  RONDO_CHECK(comm_build(mpi_comm, 0, &c));
+  RONDO_CHECK(comm_build(mpi_comm, 0, init, &c));
   /* The engine's communicators are made now, while every rank is here; its
    * thread starts with the first asynchronous request. */
   st = engine_create(c);
@@ -361,14 +413,18 @@ rondo_status_t rondo_comm_destroy(rondo_comm_t *comm)
   return RONDO_SUCCESS;
 }
 
-rondo_status_t rondo_finalize(void)
+/* Tears the library down. by_mpi: called from inside MPI_Finalize (the
+ * application finalized MPI first): MPI still works, and is not finalized
+ * again here. */
+static rondo_status_t finalize(int by_mpi)
 {
   pthread_mutex_lock(&lib_lock);
   int state = lib_state;
-  int owns_mpi = lib_owns_mpi;
+  int owns_mpi = lib_owns_mpi && !by_mpi;
   struct rondo_comm *list = live;
   if (state == LIB_ACTIVE) {
     lib_state = LIB_FINALIZED;
+    lib_finalized_by_mpi = by_mpi;
     live = NULL;
     world = NULL;
   }
@@ -381,13 +437,16 @@ rondo_status_t rondo_finalize(void)
       lib_owns_mpi = 0;
       lib_state = LIB_FINALIZED;
       pthread_mutex_unlock(&lib_lock);
-      MPI_Finalize();
+      PMPI_Finalize();
       return RONDO_SUCCESS;
     }
-    return state_error(state);
+    /* MPI_Finalize already did it (see on_mpi_finalize). */
+    if (state == LIB_FINALIZED && lib_finalized_by_mpi && !by_mpi)
+      return RONDO_SUCCESS;
+    return by_mpi ? RONDO_SUCCESS : state_error(state);
   }
   int mpi_finalized = 0;
-  MPI_Finalized(&mpi_finalized);
+  MPI_CHECK_LOG(MPI_Finalized(&mpi_finalized));
   while (list != NULL) {
     struct rondo_comm *next = list->next;
     comm_free(list, !mpi_finalized);
@@ -399,8 +458,41 @@ rondo_status_t rondo_finalize(void)
   select_table_free(rondo__tuning);
   rondo__tuning = NULL;
   if (owns_mpi && !mpi_finalized)
-    MPI_CHECK(MPI_Finalize());
+    MPI_CHECK(PMPI_Finalize());
   return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_finalize(void) { return finalize(0); }
+
+/* MPI_Finalize through the MPI profiling interface: an application that
+ * finalizes MPI before rondo (embedded use) gets rondo shut down first, while
+ * MPI still serves every thread. MPI requires that no other thread be inside
+ * MPI when MPI_Finalize starts; rondo's engine threads would be, and some MPI
+ * libraries then fail (MPICH asserts on a mutex left locked). A tool that
+ * defines MPI_Finalize itself and is loaded first takes precedence: then the
+ * MPI_COMM_SELF hook below still shuts rondo down, inside MPI_Finalize. */
+RONDO_API int MPI_Finalize(void)
+{
+  finalize(1);
+  return PMPI_Finalize();
+}
+
+/* MPI deletes the attributes of MPI_COMM_SELF first thing in MPI_Finalize,
+ * while MPI still works: an application that finalizes MPI before rondo
+ * gets rondo shut down there (its engine threads stopped, its comms freed)
+ * instead of engine threads calling into a finalized MPI. */
+static int on_mpi_finalize(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+  (void)comm;
+  (void)keyval;
+  (void)value;
+  (void)extra;
+  if (rondo__lib_active())
+    LOG_WARN("MPI_Finalize was called before rondo_finalize, and rondo's own MPI_Finalize "
+             "was bypassed: rondo shuts down inside MPI_Finalize, where MPI may no longer "
+             "serve its engine threads. Call rondo_finalize() first");
+  finalize(1);
+  return MPI_SUCCESS;
 }
 
 /* ---- queries ---------------------------------------------------------------- */

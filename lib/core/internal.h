@@ -50,8 +50,11 @@ typedef enum {
 extern int rondo__log_level;
 void rondo__log_write(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Sets the rank shown in the prefix of every log line. */
+/* Sets the rank shown in the prefix of every log line (and in MPI and
+ * pthread failure messages). */
 void rondo__log_set_rank(int rank);
+/* That rank, or -1 before it is known. */
+int rondo__log_rank(void);
 
 #define RONDO__LOG(level, ...)                                                 \
   do {                                                                         \
@@ -77,8 +80,17 @@ void rondo__clear_error(void);
  * string, the rank and the source location. */
 rondo_status_t rondo__mpi_fail(int mpi_rc, const char *call, const char *file,
                                int line);
+/* The same for a pthread call that returned errno value err:
+ * RONDO_ERR_INTERNAL (RONDO_ERR_NO_MEMORY for EAGAIN/ENOMEM). */
+rondo_status_t rondo__pthread_fail(int err, const char *call, const char *file, int line);
 
-/* Every MPI call goes through these: on failure set st and jump to label. */
+/* The check macros: every MPI call goes through MPI_CHECK (return the
+ * failure), MPI_CHECK_GOTO (set st and jump to label) or, where a failure
+ * cannot be returned (freeing in teardown), MPI_CHECK_LOG (log it).
+ * PT_CHECK and PT_CHECK_GOTO do the same for the pthread calls that can fail
+ * in a correct program (create, init, join); locking and signalling a
+ * mutex or condition made by pthread_*_init with default attributes cannot,
+ * and are not checked. */
 #define MPI_CHECK_GOTO(call, st, label)                                        \
   do {                                                                         \
     int mpi_rc_ = (call);                                                      \
@@ -92,6 +104,32 @@ rondo_status_t rondo__mpi_fail(int mpi_rc, const char *call, const char *file,
     int mpi_rc_ = (call);                                                      \
     if (mpi_rc_ != MPI_SUCCESS)                                                \
       return rondo__mpi_fail(mpi_rc_, #call, __FILE__, __LINE__);              \
+  } while (0)
+#define MPI_CHECK_LOG(call)                                                    \
+  do {                                                                         \
+    int mpi_rc_ = (call);                                                      \
+    if (mpi_rc_ != MPI_SUCCESS)                                                \
+      (void)rondo__mpi_fail(mpi_rc_, #call, __FILE__, __LINE__);               \
+  } while (0)
+#define PT_CHECK(call)                                                         \
+  do {                                                                         \
+    int pt_rc_ = (call);                                                       \
+    if (pt_rc_ != 0)                                                           \
+      return rondo__pthread_fail(pt_rc_, #call, __FILE__, __LINE__);           \
+  } while (0)
+#define PT_CHECK_LOG(call)                                                     \
+  do {                                                                         \
+    int pt_rc_ = (call);                                                       \
+    if (pt_rc_ != 0)                                                           \
+      (void)rondo__pthread_fail(pt_rc_, #call, __FILE__, __LINE__);            \
+  } while (0)
+#define PT_CHECK_GOTO(call, st, label)                                         \
+  do {                                                                         \
+    int pt_rc_ = (call);                                                       \
+    if (pt_rc_ != 0) {                                                         \
+      (st) = rondo__pthread_fail(pt_rc_, #call, __FILE__, __LINE__);           \
+      goto label;                                                              \
+    }                                                                          \
   } while (0)
 /* For rondo calls: propagate a failure. */
 #define RONDO_CHECK(call)                                                      \

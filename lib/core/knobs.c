@@ -200,12 +200,14 @@ static int parse_one(const knob_def_t *k, const char *text, rondo__knobs_t *out,
   case KNOB_DOUBLE: {
     char *end;
     errno = 0;
+    /* Decimal only: strtod would also take hex ("0x10"), infinities and NaNs. */
+    int decimal = strpbrk(text, "xXnNiI") == NULL;
     double v = strtod(text, &end);
     while (isspace((unsigned char)*end))
       end++;
-    if (errno == ERANGE || end == text || *end != '\0' || !(v >= (double)k->min) ||
+    if (!decimal || errno == ERANGE || end == text || *end != '\0' || !(v >= (double)k->min) ||
         !(v <= (double)k->max)) {
-      snprintf(why, len, "is not valid: expected a number in [%zu, %zu]", k->min, k->max);
+      snprintf(why, len, "is not valid: expected a decimal number in [%zu, %zu]", k->min, k->max);
       return -1;
     }
     *(double *)field = v;

@@ -13,6 +13,7 @@ static int log_rank = -1;
 static const char *const level_names[] = {"", "ERROR", "WARN", "INFO", "DEBUG"};
 
 void rondo__log_set_rank(int rank) { log_rank = rank; }
+int rondo__log_rank(void) { return log_rank; }
 
 void rondo__log_write(int level, const char *fmt, ...)
 {

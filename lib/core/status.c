@@ -5,6 +5,8 @@
  */
 #include "internal.h"
 
+#include <errno.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -76,8 +78,15 @@ rondo_status_t rondo__mpi_fail(int mpi_rc, const char *call, const char *file,
   int len = 0;
   if (MPI_Error_string(mpi_rc, msg, &len) != MPI_SUCCESS)
     snprintf(msg, sizeof msg, "MPI error %d", mpi_rc);
-  return rondo__fail(RONDO_ERR_MPI, "%s failed at %s:%d: %s", call, file, line,
-                     msg);
+  return rondo__fail(RONDO_ERR_MPI, "rank %d: %s failed at %s:%d: %s", rondo__log_rank(), call,
+                     file, line, msg);
+}
+
+rondo_status_t rondo__pthread_fail(int err, const char *call, const char *file, int line)
+{
+  rondo_status_t st = err == EAGAIN || err == ENOMEM ? RONDO_ERR_NO_MEMORY : RONDO_ERR_INTERNAL;
+  return rondo__fail(st, "rank %d: %s failed at %s:%d: %s", rondo__log_rank(), call, file, line,
+                     strerror(err));
 }
 
 /* ---- names ---------------------------------------------------------------- */

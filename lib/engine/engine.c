@@ -164,7 +164,6 @@ void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
   int callbacks = 0;
   for (size_t i = 0; i < n; i++) {
     struct rondo_request *req = reqs[i];
-    /* Off the pending list first: once done is set the caller may free req. */
     if (req->pidx >= 0 && (size_t)req->pidx < e->npending && e->pending[req->pidx] == req)
       e->pending[req->pidx] = NULL;
     req->pidx = -1;
@@ -177,11 +176,13 @@ void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
     if (!reqs[i]->phantom)
       table_remove(e, reqs[i]); /* the name may be submitted again from now on */
   pthread_mutex_unlock(&e->lock);
+  /* Callbacks see their request done and can take its result. */
+  eng_request_mark_done(reqs, n);
   for (size_t i = 0; callbacks && i < n; i++)
     if (reqs[i]->callback != NULL && !reqs[i]->phantom)
-      reqs[i]->callback(reqs[i], st, reqs[i]->user);
+      reqs[i]->callback(reqs[i]->handle, st, reqs[i]->user);
   /* Phantoms are ours to free; a real request may be freed by its caller
-   * the moment its done flag is set, so it is not touched after that. */
+   * the moment it is released, so it is not touched after that. */
   for (size_t i = 0; i < n; i++)
     if (reqs[i]->phantom) {
       free(reqs[i]->message);
@@ -189,13 +190,7 @@ void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
       free(reqs[i]);
       reqs[i] = NULL;
     }
-  /* One lock and one wake-up for the whole batch. */
-  pthread_mutex_lock(&e->lock);
-  for (size_t i = 0; i < n; i++)
-    if (reqs[i] != NULL)
-      __atomic_store_n(&reqs[i]->done, 1, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&e->done);
-  pthread_mutex_unlock(&e->lock);
+  eng_request_release(reqs, n);
 }
 
 void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st,
@@ -235,13 +230,118 @@ static void prune_pending(struct engine *e)
 
 /* ---- the thread ------------------------------------------------------------------ */
 
-/* Every rank's engine has started, then the execution comm is built; the
- * outcome is agreed so that no rank negotiates alone. */
+static void take_queue(struct engine *e);
+
+/* ---- the rendezvous: every rank's engine, before the first negotiation -------------- */
+
+enum { TAG_HELLO = 1 };
+
+/* Waiting for the rendezvous on the engine thread: requests keep arriving and
+ * age. Past RONDO_STALL_WARN_SEC rank 0 names the ranks it has not heard
+ * from; past RONDO_STALL_ABORT_SEC every rank fails its waiting requests
+ * with RONDO_ERR_STALLED. The rendezvous itself goes on: the missing ranks
+ * join it when they first use the engine or destroy the comm. */
+static void rendezvous_stall(struct engine *e, const char *arrived)
+{
+  double warn = rondo__knobs.stall_warn_sec, abort_after = rondo__knobs.stall_abort_sec;
+  double now = eng_now(), oldest = 0;
+  for (size_t i = 0; i < e->npending; i++)
+    if (e->pending[i] != NULL && now - e->pending[i]->t_submit > oldest)
+      oldest = now - e->pending[i]->t_submit;
+  char missing[128] = "the other ranks";
+  if (arrived != NULL) {
+    size_t used = (size_t)snprintf(missing, sizeof missing, "rank(s) ");
+    for (int r = 1, shown = 0; r < e->size && used + 16 < sizeof missing; r++)
+      if (!arrived[r])
+        used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d",
+                                 shown++ ? "," : "", r);
+  }
+  if (abort_after > 0 && oldest >= abort_after) {
+    char msg[512];
+    for (size_t i = 0; i < e->npending; i++) {
+      struct rondo_request *r = e->pending[i];
+      if (r == NULL || now - r->t_submit < abort_after)
+        continue;
+      snprintf(msg, sizeof msg,
+               "'%s' stalled: %s did not start this comm's engine (no request, no join) "
+               "within %.0f s (RONDO_STALL_ABORT_SEC)",
+               r->name, missing, now - r->t_submit);
+      eng_complete(e, r, RONDO_ERR_STALLED, msg);
+    }
+  } else if (warn > 0 && oldest >= warn && e->rank == 0 && now - e->last_stall_warn >= warn) {
+    e->last_stall_warn = now;
+    LOG_WARN("stall: request(s) waited %.0f s: %s did not start this comm's engine (they "
+             "submitted no request and did not join). Every rank must submit the same names; "
+             "set RONDO_STALL_ABORT_SEC to fail them instead of waiting",
+             oldest, missing);
+  }
+}
+
+/* The first exchange on e->mpi, made by the engine thread when it starts or
+ * by a rank that destroys the comm without ever having started its engine:
+ * every rank says hello to rank 0 (so that rank 0 can name the missing
+ * ones), and all learn whether any rank started its engine for work
+ * (*anyone). on_thread: waiting requests may stall (rendezvous_stall). */
+static rondo_status_t rendezvous(struct engine *e, int working, int on_thread, int *anyone)
+{
+  int n = e->rank == 0 ? e->size : 2; /* rank 0: the hellos + the reduction */
+  MPI_Request *reqs = malloc((size_t)n * sizeof *reqs);
+  char *arrived = e->rank == 0 ? calloc((size_t)e->size, 1) : NULL;
+  if (reqs == NULL || (e->rank == 0 && arrived == NULL)) {
+    free(reqs);
+    free(arrived);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: rendezvous");
+  }
+  for (int i = 0; i < n; i++)
+    reqs[i] = MPI_REQUEST_NULL;
+  rondo_status_t st = RONDO_SUCCESS;
+  if (e->rank == 0)
+    for (int r = 1; r < e->size && st == RONDO_SUCCESS; r++)
+      MPI_CHECK_GOTO(MPI_Irecv(NULL, 0, MPI_BYTE, r, TAG_HELLO, e->mpi, &reqs[r - 1]), st, out);
+  else
+    MPI_CHECK_GOTO(MPI_Isend(NULL, 0, MPI_BYTE, 0, TAG_HELLO, e->mpi, &reqs[0]), st, out);
+  MPI_CHECK_GOTO(MPI_Iallreduce(&working, anyone, 1, MPI_INT, MPI_MAX, e->mpi, &reqs[n - 1]), st,
+                 out);
+  double nap = 20e-6;
+  for (;;) {
+    int all = 1;
+    for (int i = 0; i < n; i++) {
+      int done = 0;
+      MPI_CHECK_GOTO(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE), st, out);
+      if (done && arrived != NULL && i < n - 1)
+        arrived[i + 1] = 1;
+      all &= done;
+    }
+    if (all)
+      break;
+    if (on_thread) {
+      take_queue(e);
+      rendezvous_stall(e, arrived);
+      prune_pending(e);
+      idle_nap(e, nap);
+    } else {
+      sleep_s(nap);
+    }
+    nap = nap * 2 < IDLE_POLL_MAX_S ? nap * 2 : IDLE_POLL_MAX_S;
+  }
+out:
+  if (st != RONDO_SUCCESS)
+    for (int i = 0; i < n; i++)
+      if (reqs[i] != MPI_REQUEST_NULL)
+        MPI_CHECK_LOG(MPI_Request_free(&reqs[i]));
+  free(reqs);
+  free(arrived);
+  return st;
+}
+
+/* After the rendezvous the execution comm is built; the outcome is agreed so
+ * that no rank negotiates alone. */
 static rondo_status_t startup(struct engine *e)
 {
-  MPI_Request req;
-  MPI_CHECK(MPI_Ibarrier(e->mpi, &req));
-  RONDO_CHECK(eng_wait(e, &req));
+  int anyone = 1;
+  if (!e->met)
+    RONDO_CHECK(rendezvous(e, 1, 1, &anyone));
+  e->met = 1;
   /* The engine thread shares the cores with the application's threads:
    * its waits inside collectives yield at once instead of spinning first. */
   rondo_status_t st = rondo__comm_build(e->mpi, 1, &e->exec);
@@ -251,11 +351,13 @@ static rondo_status_t startup(struct engine *e)
       ((e->bits = calloc(2 * (size_t)eng_bit_words(e), sizeof *e->bits)) == NULL ||
        (e->by_id = calloc((size_t)e->cache.capacity + 1, sizeof *e->by_id)) == NULL))
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
+  /* (The library's setup checked that rank 0 can write the file.) */
   if (st == RONDO_SUCCESS && rondo__knobs.timeline[0] != '\0' && e->rank == 0 &&
       (e->timeline = eng_timeline_open(rondo__knobs.timeline, e->rank, e->created)) == NULL)
-    LOG_WARN("RONDO_TIMELINE=%s: cannot write the timeline; going on without it",
-             rondo__knobs.timeline);
+    st = rondo__fail(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write the timeline",
+                     rondo__knobs.timeline);
   int ok = st == RONDO_SUCCESS, all_ok = 0;
+  MPI_Request req;
   MPI_CHECK(MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, e->mpi, &req));
   RONDO_CHECK(eng_wait(e, &req));
   if (st == RONDO_SUCCESS && !all_ok)
@@ -460,14 +562,13 @@ static rondo_status_t start_locked(struct engine *e)
   if (e->started)
     return RONDO_SUCCESS;
   int provided = 0;
-  MPI_Query_thread(&provided);
+  MPI_CHECK(MPI_Query_thread(&provided));
   if (provided < MPI_THREAD_MULTIPLE)
     return rondo__fail(RONDO_ERR_UNSUPPORTED,
                        "asynchronous requests need MPI_THREAD_MULTIPLE (MPI provides level "
                        "%d): initialize MPI with MPI_Init_thread, or let rondo_init do it",
                        provided);
-  if (pthread_create(&e->thread, NULL, engine_main, e) != 0)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: cannot start its thread");
+  PT_CHECK(pthread_create(&e->thread, NULL, engine_main, e));
   e->started = 1;
   return RONDO_SUCCESS;
 }
@@ -476,23 +577,34 @@ static rondo_status_t start_locked(struct engine *e)
 
 rondo_status_t engine_create(rondo_comm_t comm)
 {
+  rondo_status_t st = RONDO_SUCCESS;
   struct engine *e = calloc(1, sizeof *e);
   if (e == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
   e->created = eng_now();
   e->rank = comm->rank;
   e->size = comm->size;
-  int rc = MPI_Comm_dup(comm->mpi, &e->mpi);
-  if (rc != MPI_SUCCESS) {
-    free(e);
-    return rondo__mpi_fail(rc, "MPI_Comm_dup", __FILE__, __LINE__);
-  }
-  MPI_Comm_set_errhandler(e->mpi, MPI_ERRORS_RETURN);
-  pthread_mutex_init(&e->lock, NULL);
-  pthread_cond_init(&e->work, NULL);
-  pthread_cond_init(&e->done, NULL);
+  MPI_CHECK_GOTO(MPI_Comm_dup(comm->mpi, &e->mpi), st, fail_dup);
+  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(e->mpi, MPI_ERRORS_RETURN), st, fail_table);
+  /* The in-flight table exists from the start: a rank that joins before it
+   * ever submitted still looks names up in it. */
+  RONDO_CHECK_GOTO(table_grow(e), st, fail_table);
+  PT_CHECK_GOTO(pthread_mutex_init(&e->lock, NULL), st, fail_table);
+  PT_CHECK_GOTO(pthread_cond_init(&e->work, NULL), st, fail_work);
+  PT_CHECK_GOTO(pthread_cond_init(&e->done, NULL), st, fail_done);
   comm->engine = e;
   return RONDO_SUCCESS;
+
+fail_done:
+  pthread_cond_destroy(&e->work);
+fail_work:
+  pthread_mutex_destroy(&e->lock);
+fail_table:
+  free(e->table);
+  MPI_CHECK_LOG(MPI_Comm_free(&e->mpi));
+fail_dup:
+  free(e);
+  return st;
 }
 
 void engine_destroy(rondo_comm_t comm, int mpi_usable)
@@ -502,33 +614,37 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
     return;
   comm->engine = NULL;
   if (mpi_usable) {
-    /* Engines negotiate only with each other: if any rank started one, every
-     * rank must take part in the shutdown. */
-    int started = e->started, any = 0;
-    MPI_Allreduce(&started, &any, 1, MPI_INT, MPI_MAX, comm->mpi);
+    /* Engines negotiate only with each other: a rank that never started its
+     * engine meets the others' at the rendezvous, and if any rank has one,
+     * starts its own to take part in the shutdown. */
     pthread_mutex_lock(&e->lock);
     e->stop = 1;
-    if (any && start_locked(e) != RONDO_SUCCESS)
-      LOG_ERROR("engine: cannot start the thread for the shutdown");
+    int started = e->started;
     pthread_cond_broadcast(&e->work);
+    pthread_mutex_unlock(&e->lock);
+    int anyone = 0;
+    if (!started) {
+      if (rendezvous(e, 0, 0, &anyone) != RONDO_SUCCESS)
+        LOG_ERROR("engine: shutdown: %s", rondo_last_error());
+      e->met = 1;
+    }
+    pthread_mutex_lock(&e->lock);
+    if (anyone && start_locked(e) != RONDO_SUCCESS)
+      LOG_ERROR("engine: cannot start the thread for the shutdown");
     pthread_mutex_unlock(&e->lock);
   }
   if (e->started)
-    pthread_join(e->thread, NULL);
+    PT_CHECK_LOG(pthread_join(e->thread, NULL));
   /* Requests never seen by the thread (it never ran): fail them too. */
   for (struct rondo_request *r = e->queue_head; r != NULL;) {
     struct rondo_request *next = r->qnext;
     eng_complete(e, r, RONDO_ERR_SHUT_DOWN, "the comm was destroyed before the request ran");
     r = next;
   }
-  pthread_mutex_lock(&e->lock);
-  while (e->waiters > 0) /* threads still leaving rondo_wait */
-    pthread_cond_wait(&e->done, &e->lock);
-  pthread_mutex_unlock(&e->lock);
   if (e->exec != NULL && mpi_usable)
     rondo__comm_free(e->exec);
   if (mpi_usable)
-    MPI_Comm_free(&e->mpi);
+    MPI_CHECK_LOG(MPI_Comm_free(&e->mpi));
   eng_cache_free(&e->cache);
   if (e->timeline != NULL)
     eng_timeline_close(e->timeline);
@@ -538,8 +654,8 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   free(e->table);
   free(e->fusion);
   free(e->identity);
-  /* Requests not yet waited for are all done: rondo_wait() reads `done`
-   * atomically and then no longer touches e. */
+  /* Requests not yet waited for are all released: rondo_wait() does not
+   * touch e (request.c). */
   pthread_mutex_destroy(&e->lock);
   pthread_cond_destroy(&e->work);
   pthread_cond_destroy(&e->done);

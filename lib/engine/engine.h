@@ -30,6 +30,7 @@ typedef struct {
 
 struct rondo_request {
   struct engine *eng;
+  rondo_request_t handle;     /* what the caller holds (request.c) */
   char *name;
   eng_sig_t sig;
   uint64_t rows;              /* allgather: this rank's rows */
@@ -44,8 +45,9 @@ struct rondo_request {
   int announced;              /* part of the negotiation */
   int phantom;                /* made for a joined rank: no caller */
   long pidx;                  /* index in e->pending, or -1 (engine thread) */
-  /* set on completion, under the engine lock */
-  int done;
+  /* completion (request.c's lock): done = result final, released = the engine
+   * is finished with it; waiting = a thread is in rondo_wait */
+  int done, released, waiting;
   rondo_status_t status;
   char *message;
   void *result;               /* allgather output, until rondo_request_result() */
@@ -86,10 +88,11 @@ struct engine {
   double created;             /* eng_now() at engine_create: the timeline's zero */
   pthread_t thread;
   int started;                /* the thread exists */
+  int met;                    /* the rendezvous is done (engine.c) */
 
   pthread_mutex_t lock;
   pthread_cond_t work;        /* submissions, join, stop -> engine thread */
-  pthread_cond_t done;        /* completions -> waiters */
+  pthread_cond_t done;        /* join finished -> rondo_join */
   /* under lock: */
   struct rondo_request **table; /* in-flight names: hash chains */
   size_t table_size, in_flight;
@@ -98,7 +101,6 @@ struct engine {
   int join_wanted;            /* rondo_join called and not yet done */
   int join_done, join_last;   /* result for rondo_join */
   int exited;                 /* the thread finished (shut down or failed) */
-  int waiters;                /* threads inside rondo_wait on this engine */
   rondo_status_t fatal;       /* why the engine stopped, if it failed */
 
   /* engine thread only: */
@@ -150,6 +152,21 @@ rondo_status_t eng_wait(struct engine *e, MPI_Request *req);
  * Engine thread. */
 struct eng_cycle;
 void eng_find_pending(struct engine *e, const struct eng_cycle *c, struct rondo_request **found);
+
+/* ---- request.c ---------------------------------------------------------------- */
+
+/* Gives r a handle (r->handle). */
+rondo_status_t eng_request_register(struct rondo_request *r);
+/* Takes back the handle of a request that was never submitted. */
+void eng_request_forget(struct rondo_request *r);
+/* Completion, in two steps around the callbacks (phantoms and NULLs are
+ * skipped): the results are final; the engine is finished with them. */
+void eng_request_mark_done(struct rondo_request **reqs, size_t n);
+void eng_request_release(struct rondo_request **reqs, size_t n);
+/* rondo_test, rondo_wait (frees the request) and rondo_request_result. */
+rondo_status_t eng_request_test(rondo_request_t h, int *done);
+rondo_status_t eng_request_wait(rondo_request_t h, int *freed);
+rondo_status_t eng_request_result(rondo_request_t h, void **buf, size_t *count);
 
 /* ---- negotiate.c -------------------------------------------------------------- */
 

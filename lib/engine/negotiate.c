@@ -269,8 +269,8 @@ static void rank_list(const char *missing, int size, char *buf, size_t len)
 
 /* Rank 0: the responses of a slow-path cycle from every rank's records. */
 static rondo_status_t coordinate(struct engine *e, const char *all, const int *bytes,
-                                 const int *displs, const int *joined, eng_cycle_t *out,
-                                 size_t *cap)
+                                 const int *displs, const int *joined, const int *stopping,
+                                 eng_cycle_t *out, size_t *cap)
 {
   int size = e->size;
   size_t records = 0;
@@ -364,6 +364,21 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
     }
     if (first < 0)
       continue;
+    /* A rank that is shutting down will never submit it. */
+    int gone = 0;
+    for (int r = 0; r < size; r++)
+      gone |= missing[r] && stopping[r];
+    if (gone) {
+      for (int r = 0; r < size; r++)
+        missing[r] = missing[r] && stopping[r];
+      rank_list(missing, size, ranks, sizeof ranks);
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "'%s': rank(s) %s destroyed the comm (or finalized rondo) without submitting it",
+               a->name, ranks);
+      st = add_resp(out, cap, RESP_ERROR, RONDO_ERR_SHUT_DOWN, -1, &a->sig[first], a->name, msg);
+      continue;
+    }
     rank_list(missing, size, ranks, sizeof ranks);
     if (abort_after > 0 && a->age >= abort_after) {
       char msg[512];
@@ -447,7 +462,7 @@ static int stall_check(struct engine *e, double oldest_age)
   return 1;
 }
 
-static rondo_status_t slow_path(struct engine *e, int joined, eng_cycle_t *out)
+static rondo_status_t slow_path(struct engine *e, int joined, int stopping, eng_cycle_t *out)
 {
   buf_t mine = {0};
   uint32_t n = 0;
@@ -468,47 +483,51 @@ static rondo_status_t slow_path(struct engine *e, int joined, eng_cycle_t *out)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation message");
   }
   memcpy(mine.p, &n, sizeof n);
-  int head[2] = {(int)mine.len, joined}, *heads = NULL, *bytes = NULL, *displs = NULL,
-      *joins = NULL;
+  int head[3] = {(int)mine.len, joined, stopping}, *heads = NULL, *bytes = NULL, *displs = NULL,
+      *joins = NULL, *stops = NULL;
   char *all = NULL;
   rondo_status_t st = RONDO_SUCCESS;
   if (e->rank == 0) {
-    heads = malloc(2 * (size_t)e->size * sizeof *heads);
+    heads = malloc(3 * (size_t)e->size * sizeof *heads);
     bytes = malloc((size_t)e->size * sizeof *bytes);
     displs = malloc((size_t)e->size * sizeof *displs);
     joins = malloc((size_t)e->size * sizeof *joins);
-    if (!heads || !bytes || !displs || !joins)
+    stops = malloc((size_t)e->size * sizeof *stops);
+    if (!heads || !bytes || !displs || !joins || !stops)
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation");
   }
   /* The gathers run whatever happened on rank 0, so no rank hangs; a
    * failure there stops every engine through the response size below. */
   MPI_Request req;
-  int rc = MPI_Igather(head, 2, MPI_INT, heads, 2, MPI_INT, 0, e->mpi, &req);
-  if (rc == MPI_SUCCESS)
-    eng_wait(e, &req);
+  rondo_status_t mst = RONDO_SUCCESS; /* MPI failures: this engine cannot go on */
+  MPI_CHECK_GOTO(MPI_Igather(head, 3, MPI_INT, heads, 3, MPI_INT, 0, e->mpi, &req), mst,
+                 mpi_failed);
+  RONDO_CHECK_GOTO(eng_wait(e, &req), mst, mpi_failed);
   size_t total = 0;
   if (e->rank == 0 && st == RONDO_SUCCESS) {
     for (int r = 0; r < e->size; r++) {
-      bytes[r] = heads[2 * r];
-      joins[r] = heads[2 * r + 1];
+      bytes[r] = heads[3 * r];
+      joins[r] = heads[3 * r + 1];
+      stops[r] = heads[3 * r + 2];
       displs[r] = (int)total;
       total += (size_t)bytes[r];
     }
     if ((all = malloc(total ? total : 1)) == NULL)
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation");
   }
-  rc = MPI_Igatherv(mine.p, (int)mine.len, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0, e->mpi,
-                    &req);
-  if (rc == MPI_SUCCESS)
-    eng_wait(e, &req);
+  MPI_CHECK_GOTO(MPI_Igatherv(mine.p, (int)mine.len, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0,
+                              e->mpi, &req),
+                 mst, mpi_failed);
+  RONDO_CHECK_GOTO(eng_wait(e, &req), mst, mpi_failed);
   free(mine.p);
+  mine.p = NULL;
 
   size_t cap = 0;
   buf_t resp = {0};
   uint64_t resp_len = 0;
   if (e->rank == 0) {
     if (st == RONDO_SUCCESS)
-      st = coordinate(e, all, bytes, displs, joins, out, &cap);
+      st = coordinate(e, all, bytes, displs, joins, stops, out, &cap);
     if (st == RONDO_SUCCESS)
       serialize_resp(&resp, out);
     if (resp.failed && st == RONDO_SUCCESS)
@@ -521,6 +540,7 @@ static rondo_status_t slow_path(struct engine *e, int joined, eng_cycle_t *out)
   free(bytes);
   free(displs);
   free(joins);
+  free(stops);
   free(all);
   MPI_CHECK(MPI_Ibcast(&resp_len, 1, MPI_UINT64_T, 0, e->mpi, &req));
   RONDO_CHECK(eng_wait(e, &req));
@@ -541,6 +561,16 @@ static rondo_status_t slow_path(struct engine *e, int joined, eng_cycle_t *out)
       st = eng_cache_set(&e->cache, out->resp[i].cache_id, out->resp[i].name,
                          &out->resp[i].sig);
   return st;
+
+mpi_failed:
+  free(mine.p);
+  free(heads);
+  free(bytes);
+  free(displs);
+  free(joins);
+  free(stops);
+  free(all);
+  return mst;
 }
 
 rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
@@ -570,8 +600,8 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
   }
   /* While a rank has joined, rank 0 decides every cycle (the slow path): it
    * knows who joined, so a joined broadcast root is an error, not a stall. */
-  if (e->joined)
-    cached = 0;
+  if (e->joined || stopping)
+    cached = 0; /* a stopping rank: rank 0 must see it to fail what it lacks */
   if (pending && stall_check(e, oldest))
     cached = 0;
   mine[0] = (pending ? 0 : F_NO_PENDING) | (cached ? F_ALL_CACHED : 0) |
@@ -613,7 +643,7 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
         }
     } else {
       out->slow_path = 1;
-      st = slow_path(e, e->joined, out);
+      st = slow_path(e, e->joined, stopping, out);
     }
   }
   return st;

@@ -173,9 +173,15 @@ eng_timeline_t *eng_timeline_open(const char *path, int rank, double origin)
   t->pos = 2;
   t->first = 1;
   t->origin = origin;
-  pthread_mutex_init(&t->lock, NULL);
-  pthread_cond_init(&t->more, NULL);
-  if (pthread_create(&t->writer, NULL, writer_main, t) != 0) {
+  int rc = pthread_mutex_init(&t->lock, NULL);
+  if (rc == 0 && (rc = pthread_cond_init(&t->more, NULL)) != 0)
+    pthread_mutex_destroy(&t->lock);
+  if (rc == 0 && (rc = pthread_create(&t->writer, NULL, writer_main, t)) != 0) {
+    pthread_cond_destroy(&t->more);
+    pthread_mutex_destroy(&t->lock);
+  }
+  if (rc != 0) {
+    (void)rondo__pthread_fail(rc, "the timeline's writer thread", __FILE__, __LINE__);
     close(t->fd);
     free(t->q);
     free(t);
@@ -221,7 +227,7 @@ void eng_timeline_close(eng_timeline_t *t)
   t->closing = 1;
   pthread_cond_signal(&t->more);
   pthread_mutex_unlock(&t->lock);
-  pthread_join(t->writer, NULL);
+  PT_CHECK_LOG(pthread_join(t->writer, NULL));
   close(t->fd);
   for (size_t i = 0; i < t->ntracks; i++)
     free(t->tracks[i]);

@@ -111,9 +111,12 @@ static rondo_status_t number_nodes(rondo_comm_t comm, topo_t *t)
   MPI_Comm leaders;
   MPI_CHECK(MPI_Comm_split(comm->mpi, leader ? 0 : MPI_UNDEFINED, comm->rank, &leaders));
   if (leader) {
-    MPI_Comm_rank(leaders, &t->node_id);
-    MPI_Comm_size(leaders, &t->node_count);
-    MPI_Comm_free(&leaders);
+    rondo_status_t st = RONDO_SUCCESS;
+    MPI_CHECK_GOTO(MPI_Comm_rank(leaders, &t->node_id), st, free_leaders);
+    MPI_CHECK_GOTO(MPI_Comm_size(leaders, &t->node_count), st, free_leaders);
+  free_leaders:
+    MPI_CHECK_LOG(MPI_Comm_free(&leaders));
+    RONDO_CHECK(st);
   }
   int ids[2] = {t->node_id, t->node_count};
   MPI_CHECK(MPI_Bcast(ids, 2, MPI_INT, 0, t->node));
@@ -168,12 +171,12 @@ rondo_status_t topo_create(rondo_comm_t comm, topo_t *t)
   MPI_CHECK_GOTO(MPI_Comm_size(t->node, &t->local_size), st, fail);
   RONDO_CHECK_GOTO(number_nodes(comm, t), st, fail);
   RONDO_CHECK_GOTO(make_cross(comm, t), st, fail);
-  MPI_Comm_free(&real);
+  MPI_CHECK_LOG(MPI_Comm_free(&real));
   return RONDO_SUCCESS;
 
 fail:
   if (real != MPI_COMM_NULL)
-    MPI_Comm_free(&real);
+    MPI_CHECK_LOG(MPI_Comm_free(&real));
   topo_destroy(t);
   return st;
 }
@@ -182,11 +185,11 @@ void topo_destroy(topo_t *t)
 {
   for (int g = 0; t->cross != NULL && g < t->slices; g++)
     if (t->cross[g] != MPI_COMM_NULL)
-      MPI_Comm_free(&t->cross[g]);
+      MPI_CHECK_LOG(MPI_Comm_free(&t->cross[g]));
   free(t->cross);
   t->cross = NULL;
   if (t->node != MPI_COMM_NULL)
-    MPI_Comm_free(&t->node);
+    MPI_CHECK_LOG(MPI_Comm_free(&t->node));
 }
 
 /* ---- waiting -------------------------------------------------------------------- */

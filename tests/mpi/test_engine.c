@@ -13,12 +13,20 @@
  *     message naming the field; a duplicate name fails at submission; bad
  *     arguments fail at submission;
  *   - 4 threads submitting at once;
- *   - join with a different number of steps per rank;
+ *   - join with a different number of steps per rank, and before any
+ *     submission (rank 0 joins at once);
+ *   - request handles: a callback sees its request done and reads an
+ *     allgather's result, and cannot wait for it; a stale copy of a handle
+ *     (also once its slot holds a new request) is refused;
  *   - shutdown with a request pending (RONDO_ERR_SHUT_DOWN);
  *   - a soak of small requests whose RSS must not grow.
  * MPITEST_ENGINE=stall (with RONDO_STALL_WARN_SEC=1 RONDO_STALL_ABORT_SEC=3):
  *   a name only rank 0 submits: rank 0 logs the stall warning naming the
  *   missing ranks, then the request fails with RONDO_ERR_STALLED.
+ * MPITEST_ENGINE=unstarted (with RONDO_STALL_WARN_SEC=1 RONDO_STALL_ABORT_SEC=2):
+ *   rank 0 submits on a comm where the other ranks never start their
+ *   engines: a warning naming them, then RONDO_ERR_STALLED; and when they
+ *   destroy the comm instead, RONDO_ERR_SHUT_DOWN naming them.
  * MPITEST_ENGINE=basic: the random-order part only, 80 names (tests/timeline.sh).
  */
 #include "mpitest.h"
@@ -442,6 +450,103 @@ static void join(void)
     MT_EQ_INT(x, mt.size);
 }
 
+/* ---- join before the first request (a rank with no data at all) ----------------------- */
+
+static void join_first(void)
+{
+  mt_where("join before any submission: rank 0 joins at once, the others submit");
+  rondo_comm_t c = NULL;
+  if (!MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS))
+    return;
+  int last = -1;
+  if (mt.rank != 0) {
+    float x = (float)mt.rank;
+    rondo_request_t r;
+    if (MT_EQ_STATUS(rondo_allreduce_async(c, "only.others", &x, &x, 1, RONDO_FLOAT32,
+                                           RONDO_SUM, NULL, &r),
+                     RONDO_SUCCESS) &&
+        MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+      MT_CHECK(x == (float)(mt.size * (mt.size - 1) / 2), "joined rank 0 adds 0: %g", x);
+  }
+  /* Rank 0 joined in an earlier cycle than the others, so it is not last. */
+  if (MT_EQ_STATUS(rondo_join(c, &last), RONDO_SUCCESS))
+    MT_CHECK(mt.size == 1 ? last == 0 : last >= 1 && last < mt.size, "last to join: %d", last);
+  MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+}
+
+/* ---- request handles: the callback sees its request done, stale handles -------------- */
+
+typedef struct {
+  int done_inside;           /* rondo_test in the callback */
+  rondo_status_t result_st;  /* rondo_request_result in the callback */
+  rondo_status_t wait_st;    /* rondo_wait in the callback (must refuse) */
+  size_t rows;
+  int32_t first;
+} cb_seen_t;
+
+static void on_gathered(rondo_request_t req, rondo_status_t st, void *user)
+{
+  cb_seen_t *seen = user;
+  void *buf = NULL;
+  size_t count = 0;
+  (void)st;
+  rondo_test(req, &seen->done_inside);
+  seen->result_st = rondo_request_result(req, &buf, &count);
+  seen->rows = count;
+  seen->first = buf != NULL && count > 0 ? ((int32_t *)buf)[0] : -1;
+  free(buf);
+  rondo_request_t copy = req;
+  seen->wait_st = rondo_wait(&copy);
+}
+
+static void request_handles(void)
+{
+  mt_where("an allgather callback reads its result");
+  cb_seen_t seen = {0};
+  int32_t mine[2] = {100 + mt.rank, 100 + mt.rank};
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.callback = on_gathered;
+  o.user = &seen;
+  rondo_request_t r = NULL;
+  if (MT_EQ_STATUS(rondo_allgather_async(rondo_world(), "cb.gather", mine, 1, 2, RONDO_INT32,
+                                         &o, &r),
+                   RONDO_SUCCESS) &&
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS)) {
+    MT_EQ_INT(seen.done_inside, 1);
+    MT_EQ_STATUS(seen.result_st, RONDO_SUCCESS);
+    MT_EQ_INT((long long)seen.rows, 2LL * mt.size);
+    MT_EQ_INT(seen.first, 100);
+    MT_EQ_STATUS(seen.wait_st, RONDO_ERR_INVALID_ARG);
+    MT_CHECK(r == NULL, "rondo_wait sets the handle to NULL");
+  }
+
+  mt_where("a stale copy of a handle is refused, also after the slot is reused");
+  float v = 1;
+  rondo_request_t a = NULL, stale_copy, b = NULL;
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "stale.a", &v, &v, 1, RONDO_FLOAT32,
+                                     RONDO_SUM, NULL, &a),
+               RONDO_SUCCESS);
+  stale_copy = a;
+  MT_EQ_STATUS(rondo_wait(&a), RONDO_SUCCESS);
+  int done = 7;
+  MT_EQ_STATUS(rondo_test(stale_copy, &done), RONDO_ERR_INVALID_ARG);
+  MT_EQ_INT(done, 7);
+  void *buf;
+  size_t count;
+  MT_EQ_STATUS(rondo_request_result(stale_copy, &buf, &count), RONDO_ERR_INVALID_ARG);
+  /* The next request likely takes the same slot: the old handle stays stale. */
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "stale.b", &v, &v, 1, RONDO_FLOAT32,
+                                     RONDO_SUM, NULL, &b),
+               RONDO_SUCCESS);
+  rondo_request_t again = stale_copy;
+  MT_EQ_STATUS(rondo_wait(&again), RONDO_ERR_INVALID_ARG);
+  MT_CHECK(strstr(rondo_last_error(), "not a live request") != NULL, "message: %s",
+           rondo_last_error());
+  MT_EQ_STATUS(rondo_wait(&b), RONDO_SUCCESS);
+  rondo_request_t made_up = (rondo_request_t)(uintptr_t)0x12345;
+  MT_EQ_STATUS(rondo_test(made_up, &done), RONDO_ERR_INVALID_ARG);
+}
+
 /* ---- shutdown -------------------------------------------------------------------------------- */
 
 static void shutdown_pending(void)
@@ -530,6 +635,42 @@ static void soak(int total)
 
 /* ---- stall ---------------------------------------------------------------------------------------- */
 
+/* Rank 0's stderr goes to a file while fn runs; *text gets what was written. */
+static void capture_stderr(void (*fn)(void), char *text, size_t len)
+{
+  char log[] = "/tmp/rondo-stall-XXXXXX";
+  fflush(stderr);
+  int fd = mkstemp(log), saved = dup(2);
+  dup2(fd, 2);
+  fn();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  FILE *f = fopen(log, "r");
+  size_t n = f ? fread(text, 1, len - 1, f) : 0;
+  text[n] = '\0';
+  if (f)
+    fclose(f);
+  close(fd);
+  unlink(log);
+}
+
+static void stuck(void)
+{
+  float x = 1;
+  rondo_request_t r;
+  double t0 = mt_now();
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "stuck", &x, &x, 1, RONDO_FLOAT32,
+                                         RONDO_SUM, NULL, &r),
+                   RONDO_SUCCESS)) {
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_STALLED);
+    MT_CHECK(strstr(rondo_last_error(), "'stuck'") && strstr(rondo_last_error(), "rank(s) 1"),
+             "stall message: %s", rondo_last_error());
+  }
+  double waited = mt_now() - t0;
+  MT_CHECK(waited >= 2.5, "failed after %.1f s, RONDO_STALL_ABORT_SEC=3", waited);
+}
+
 static void stall(void)
 {
   mt_where("stall: only rank 0 submits 'stuck'");
@@ -540,39 +681,71 @@ static void stall(void)
                                          RONDO_SUM, NULL, &r),
                    RONDO_SUCCESS))
     MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS);
-  char log[] = "/tmp/rondo-stall-XXXXXX";
-  int saved = -1, fd = -1;
   if (mt.rank == 0) {
-    fflush(stderr);
-    fd = mkstemp(log);
-    saved = dup(2);
-    dup2(fd, 2);
-    double t0 = mt_now();
-    if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "stuck", &x, &x, 1, RONDO_FLOAT32,
-                                           RONDO_SUM, NULL, &r),
-                     RONDO_SUCCESS)) {
-      MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_STALLED);
-      MT_CHECK(strstr(rondo_last_error(), "'stuck'") && strstr(rondo_last_error(), "rank(s) 1"),
-               "stall message: %s", rondo_last_error());
-    }
-    double waited = mt_now() - t0;
-    MT_CHECK(waited >= 2.5, "failed after %.1f s, RONDO_STALL_ABORT_SEC=3", waited);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    char text[4096] = "";
-    FILE *f = fopen(log, "r");
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    text[n] = '\0';
-    if (f)
-      fclose(f);
-    close(fd);
-    unlink(log);
+    char text[4096];
+    capture_stderr(stuck, text, sizeof text);
     MT_CHECK(strstr(text, "WARN stall:") && strstr(text, "'stuck'") &&
                  strstr(text, "missing on ranks 1"),
              "stall warning in the log: %s", text);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* ---- engines that never started ----------------------------------------------------- */
+
+static rondo_comm_t lonely_comm;
+
+static void lonely(void)
+{
+  float x = 1;
+  rondo_request_t r;
+  if (MT_EQ_STATUS(rondo_allreduce_async(lonely_comm, "lonely", &x, &x, 1, RONDO_FLOAT32,
+                                         RONDO_SUM, NULL, &r),
+                   RONDO_SUCCESS)) {
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_STALLED);
+    MT_CHECK(strstr(rondo_last_error(), "'lonely'") &&
+                 strstr(rondo_last_error(), "did not start this comm's engine"),
+             "stall message: %s", rondo_last_error());
+  }
+}
+
+/* Rank 0 submits on comms where the other ranks never start their engines:
+ * with RONDO_STALL_WARN_SEC=1 RONDO_STALL_ABORT_SEC=2 rank 0 warns, naming
+ * the ranks, and its request fails with RONDO_ERR_STALLED while the others
+ * are busy elsewhere; when they destroy the comm without having submitted,
+ * rank 0's request fails with RONDO_ERR_SHUT_DOWN naming them. Neither hangs. */
+static void unstarted(void)
+{
+  mt_where("stall against ranks whose engine never started");
+  if (!MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &lonely_comm), RONDO_SUCCESS))
+    return;
+  if (mt.rank == 0) {
+    char text[4096], want[64];
+    capture_stderr(lonely, text, sizeof text);
+    snprintf(want, sizeof want, "rank(s) 1%s did not start", mt.size > 2 ? ",2" : "");
+    MT_CHECK(strstr(text, "WARN stall:") && strstr(text, want), "stall warning: %s", text);
+  } else {
+    sleep(3); /* busy elsewhere past the abort time */
+  }
+  MT_EQ_STATUS(rondo_comm_destroy(&lonely_comm), RONDO_SUCCESS);
+
+  mt_where("ranks that never started their engine destroy the comm");
+  rondo_comm_t c = NULL;
+  if (!MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS))
+    return;
+  if (mt.rank == 0) {
+    float x = 1;
+    rondo_request_t r;
+    if (MT_EQ_STATUS(rondo_allreduce_async(c, "gone", &x, &x, 1, RONDO_FLOAT32, RONDO_SUM, NULL,
+                                           &r),
+                     RONDO_SUCCESS)) {
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_SHUT_DOWN);
+      MT_CHECK(strstr(rondo_last_error(), "'gone'") &&
+                   strstr(rondo_last_error(), "destroyed the comm"),
+               "shutdown message: %s", rondo_last_error());
+    }
+  }
+  MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
 }
 
 int main(int argc, char **argv)
@@ -581,13 +754,16 @@ int main(int argc, char **argv)
     return 1;
   const char *mode = getenv("MPITEST_ENGINE");
   int big = mt.size <= 2 || mt.full;
-  if (mode != NULL && strcmp(mode, "stall") == 0) {
+  if (mode != NULL && (strcmp(mode, "stall") == 0 || strcmp(mode, "unstarted") == 0)) {
     if (mt.size < 2) {
-      int rc = mt_skip("the stall test needs 2 ranks");
+      int rc = mt_skip("the stall tests need 2 ranks");
       rondo_finalize();
       return rc;
     }
-    stall();
+    if (strcmp(mode, "stall") == 0)
+      stall();
+    else
+      unstarted();
   } else if (mode != NULL && strcmp(mode, "basic") == 0) {
     random_order(80, 2);
   } else {
@@ -597,6 +773,8 @@ int main(int argc, char **argv)
     errors();
     threads();
     join();
+    join_first();
+    request_handles();
     shutdown_pending();
     soak(big ? 20000 : 1000);
   }

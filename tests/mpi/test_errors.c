@@ -199,6 +199,13 @@ static void total_overflow_errors(rondo_comm_t w)
     mt_where("%s: count SIZE_MAX/4 float32 on %d ranks (total overflows)", coll_names[c.coll],
              mt.size);
     EXPECT(&c, RONDO_ERR_COUNT_OVERFLOW);
+    if (colls[k] != ALLGATHERV && mt.size > 1) {
+      char want[96];
+      snprintf(want, sizeof want, "%zu bytes per rank x %d ranks overflows", q * 4, mt.size);
+      MT_EQ_STATUS(run(&c), RONDO_ERR_COUNT_OVERFLOW);
+      MT_CHECK(strstr(rondo_last_error(), want) != NULL, "the message says what overflows: %s",
+               rondo_last_error());
+    }
   }
   free(counts_quarter);
 }

@@ -11,6 +11,13 @@
  *   4 ranks: 64K vs 65536 (equal once parsed) and RONDO_LOG warn vs error
  *            (allowed to differ)                  -> success, and a ring
  *            all-reduce on the comm is correct
+ * MPITEST_KNOBS=bad (or bad-tuning): a setup failure on the last rank only -
+ * a malformed RONDO_LOG (a RONDO_TUNING_FILE that does not exist) - fails
+ * rondo_comm_create on every rank (RONDO_ERR_PEER naming the rank and the
+ * knob on the others) instead of leaving them waiting; with the knob fixed,
+ * creation works.
+ * MPITEST_KNOBS=bad-init: the same through rondo_init, which initializes
+ * MPI: it fails on every rank, and succeeds once the knob is fixed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +25,60 @@
 
 #include "mpitest.h"
 
+/* rondo_comm_create (or rondo_init) with `knob` set to `value` on the last
+ * rank: fails everywhere, naming the knob; then with it unset, works. */
+static void bad_on_last_rank(const char *knob, const char *value, rondo_status_t last_status,
+                             int via_init, int *argc, char ***argv)
+{
+  int last = mt.rank == mt.size - 1;
+  mt_where("%s=%s on rank %d only", knob, value, mt.size - 1);
+  if (last)
+    setenv(knob, value, 1);
+  rondo_comm_t c = NULL;
+  rondo_status_t st =
+      via_init ? rondo_init(argc, argv) : rondo_comm_create(MPI_COMM_WORLD, &c);
+  MT_EQ_STATUS(st, last ? last_status : mt.size == 1 ? last_status : RONDO_ERR_PEER);
+  MT_CHECK(c == NULL && (!via_init || rondo_world() == NULL), "nothing was created");
+  char want[64];
+  snprintf(want, sizeof want, "rank %d could not set up rondo", mt.size - 1);
+  MT_CHECK(strstr(rondo_last_error(), knob) != NULL &&
+               (last || strstr(rondo_last_error(), want) != NULL),
+           "message: %s", rondo_last_error());
+  unsetenv(knob);
+  mt_where("%s fixed: creation works", knob);
+  st = via_init ? rondo_init(argc, argv) : rondo_comm_create(MPI_COMM_WORLD, &c);
+  if (MT_EQ_STATUS(st, RONDO_SUCCESS) && !via_init)
+    MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
+  const char *mode = getenv("MPITEST_KNOBS");
+  if (mode != NULL && strcmp(mode, "bad-init") == 0) {
+    /* rondo_init initializes MPI; the harness needs MPI first to know the
+     * rank, so it reads it from the launcher. */
+    const char *r = getenv("PMI_RANK"), *n = getenv("PMI_SIZE");
+    mt.rank = r ? atoi(r) : 0;
+    mt.size = n ? atoi(n) : 1;
+    bad_on_last_rank("RONDO_LOG", "bogus", RONDO_ERR_INVALID_KNOB, 1, &argc, &argv);
+    mt_start("test_knobs");
+    int rc = mt_finish();
+    rondo_finalize();
+    return rc;
+  }
   MPI_Init(&argc, &argv);
+  if (mode != NULL && strncmp(mode, "bad", 3) == 0) {
+    mt_start("test_knobs");
+    if (strcmp(mode, "bad-tuning") == 0)
+      bad_on_last_rank("RONDO_TUNING_FILE", "/nonexistent/rondo.tune", RONDO_ERR_IO, 0, &argc,
+                       &argv);
+    else
+      bad_on_last_rank("RONDO_LOG", "bogus", RONDO_ERR_INVALID_KNOB, 0, &argc, &argv);
+    rondo_finalize();
+    int rc = mt_finish();
+    MPI_Finalize();
+    return rc;
+  }
   mt_start("test_knobs");
   int last = mt.rank == mt.size - 1;
   const char *knob = NULL;

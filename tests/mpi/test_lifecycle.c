@@ -252,8 +252,49 @@ static void check_after_finalize(rondo_comm_t stale_world, rondo_comm_t alive)
   MT_CHECK(!finalized, "rondo_finalize left MPI (initialized by the application) running");
 }
 
+/* MPITEST_LIFECYCLE=mpi-first: the application finalizes MPI while rondo's
+ * engine thread runs (an asynchronous request completed, the engine keeps
+ * negotiating idle cycles), and calls rondo_finalize afterwards, or never.
+ * rondo shuts itself down inside MPI_Finalize: no crash, and the later
+ * rondo_finalize succeeds. The checks are summed before MPI_Finalize; what
+ * happens after it shows in the exit status. */
+static int mpi_first(int *argc, char ***argv)
+{
+  int provided;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  mt_start("test_lifecycle");
+  mt_where("an asynchronous request, then MPI_Finalize before rondo_finalize");
+  rondo_comm_t c = NULL;
+  if (MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS)) {
+    float x = 1;
+    rondo_request_t r;
+    if (MT_EQ_STATUS(rondo_allreduce_async(c, "before.finalize", &x, &x, 1, RONDO_FLOAT32,
+                                           RONDO_SUM, NULL, &r),
+                     RONDO_SUCCESS) &&
+        MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+      MT_CHECK(x == (float)mt.size, "x = %g", x);
+  }
+  int rc = mt_finish();
+  MPI_Finalize();
+  rondo_status_t st = rondo_finalize();
+  if (st != RONDO_SUCCESS) {
+    fprintf(stderr, "rank %d: rondo_finalize after MPI_Finalize: %s\n", mt.rank,
+            rondo_last_error());
+    rc = 1;
+  }
+  int32_t one = 1;
+  if (rondo_allreduce(c, &one, &one, 1, RONDO_INT32, RONDO_SUM) != RONDO_ERR_FINALIZED) {
+    fprintf(stderr, "rank %d: a call after the shutdown is not RONDO_ERR_FINALIZED\n", mt.rank);
+    rc = 1;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
+  const char *mode = getenv("MPITEST_LIFECYCLE");
+  if (mode != NULL && strcmp(mode, "mpi-first") == 0)
+    return mpi_first(&argc, &argv);
   /* Before MPI and rondo exist: nothing may crash, NULL comms are refused. */
   pre_init_t before_mpi = calls_before_rondo_init();
 

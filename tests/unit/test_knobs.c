@@ -198,6 +198,10 @@ static void test_engine_knobs_and_horovod_fallbacks(void **state)
   assert_int_equal(rondo__knob_parse("RONDO_CYCLE_TIME_MS", "-1", &d), RONDO_ERR_INVALID_KNOB);
   assert_int_equal(rondo__knob_parse("RONDO_STALL_ABORT_SEC", "1e2", &d), RONDO_SUCCESS);
   assert_true(d.stall_abort_sec == 100.0);
+  /* decimal only, as documented: no hex, no infinity, no NaN */
+  assert_int_equal(rondo__knob_parse("RONDO_CYCLE_TIME_MS", "0x10", &d), RONDO_ERR_INVALID_KNOB);
+  assert_int_equal(rondo__knob_parse("RONDO_CYCLE_TIME_MS", "inf", &d), RONDO_ERR_INVALID_KNOB);
+  assert_int_equal(rondo__knob_parse("RONDO_STALL_WARN_SEC", "nan", &d), RONDO_ERR_INVALID_KNOB);
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     unsetenv(names[i]);
 }

@@ -101,12 +101,25 @@ static int parse_dtype(const char *s, rondo_dtype_t *d)
   return rondo_dtype_from_name(s, d) == RONDO_SUCCESS;
 }
 
+/* An empty name in a comma list ("a,,b", ",a", "a,"), which strtok would
+ * skip: 1 and *badtok says so. */
+static int empty_token(const char *list, char *badtok, size_t len)
+{
+  size_t n = strlen(list);
+  if (n > 0 && list[0] != ',' && list[n - 1] != ',' && strstr(list, ",,") == NULL)
+    return 0;
+  snprintf(badtok, len, "an empty name in '%s'", list);
+  return 1;
+}
+
 /* "all" or a comma list of names, into out[]; the count, or -1 naming the
  * bad token in *badtok. */
 static int parse_list(const char *arg, int kind, void *out, int max, char *badtok, size_t len)
 {
   char buf[256];
   int n = 0;
+  if (empty_token(arg, badtok, len))
+    return -1;
   if (strcmp(arg, "all") == 0) {
     for (int i = 0; i < max; i++) {
       if (kind == 0)
@@ -138,6 +151,8 @@ static int parse_list(const char *arg, int kind, void *out, int max, char *badto
 static int check_algos(const char *list, char *badtok, size_t len)
 {
   char buf[256];
+  if (empty_token(list, badtok, len))
+    return -1;
   snprintf(buf, sizeof buf, "%s", list);
   int n = 0;
   for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
@@ -219,6 +234,19 @@ static const char *opt_text(int c, char *buf, size_t len)
     }
   snprintf(buf, len, "-%c", c);
   return buf;
+}
+
+/* --break-algo names a row the run has (tests only). */
+static int breakable(const bench_opts_t *o)
+{
+  const char *b = o->break_algo;
+  rondo_algo_t a;
+  if (o->cmd == CMD_FUSION)
+    return strcmp(b, "engine") == 0 || strcmp(b, "single") == 0 || strcmp(b, "loop") == 0;
+  if (o->cmd == CMD_ALLREDUCE)
+    return strcmp(b, "MPI_Allreduce") == 0 ||
+           (rondo_algo_from_name(b, &a) == RONDO_SUCCESS && a != RONDO_ALGO_NCCL);
+  return strcmp(b, "rondo") == 0;
 }
 
 int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
@@ -375,6 +403,10 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     return bad(print, "tune: -b must be at least 4 bytes (one float32)");
   if ((o->tensors > 0) != have_size)
     return bad(print, "--tensors and --size go together");
+  if (o->break_algo != NULL && !breakable(o))
+    return bad(print, "--break-algo: '%s' is not a row of %s (fusion: engine, single, loop; "
+               "allreduce: an algorithm or MPI_Allreduce; the others: rondo)",
+               o->break_algo, cmd_names[o->cmd]);
   size_t sizes[BENCH_MAX_SIZES];
   if (o->cmd != CMD_FUSION && bench_sizes(o, sizes) >= BENCH_MAX_SIZES)
     return bad(print, "-b/-e/-%c give more than %d sizes", have_i ? 'i' : 'f',

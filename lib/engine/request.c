@@ -1,0 +1,196 @@
+/*
+ * Request handles and their completion.
+ *
+ * A rondo_request_t is not a pointer to the request but a handle: a slot of
+ * one process-wide table and the slot's generation, packed into the
+ * pointer-sized public type. rondo_wait() frees the slot and bumps its
+ * generation, so a stale copy of a handle (waited for already, or never a
+ * request) is recognized and refused with RONDO_ERR_INVALID_ARG instead of
+ * reading freed memory, even after the slot holds another request.
+ *
+ * Completion has two steps, both under the table's lock, with the
+ * request's callback in between:
+ *   done      the status and result are final: rondo_test() says done and
+ *             rondo_request_result() hands the result over, also from
+ *             inside the callback;
+ *   released  the engine will not touch the request again: rondo_wait()
+ *             may free it.
+ * rondo_wait() sleeps on the table's condition variable, never on the
+ * engine's, so it does not depend on the comm still existing.
+ */
+#include "engine/engine.h"
+
+#include <stdlib.h>
+
+typedef struct {
+  struct rondo_request *req; /* NULL: free */
+  uint32_t gen;              /* bumped when the slot is freed */
+  uint32_t next_free;        /* free list, 1-based (0: end) */
+} slot_t;
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t released;   /* a request was released */
+  slot_t *slots;
+  uint32_t used, cap, free_head;
+} tab = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0};
+
+/* Handles are (generation << 32 | slot + 1): never 0, so never NULL. */
+static rondo_request_t pack(uint32_t index, uint32_t gen)
+{
+  return (rondo_request_t)(uintptr_t)((uint64_t)gen << 32 | (uint64_t)(index + 1));
+}
+
+/* The live request behind h, or NULL. Under tab.lock. */
+static struct rondo_request *lookup(rondo_request_t h)
+{
+  uint64_t v = (uint64_t)(uintptr_t)h;
+  uint32_t index = (uint32_t)(v & 0xffffffffu), gen = (uint32_t)(v >> 32);
+  if (index == 0 || index > tab.used || tab.slots[index - 1].req == NULL ||
+      tab.slots[index - 1].gen != gen)
+    return NULL;
+  return tab.slots[index - 1].req;
+}
+
+static rondo_status_t stale(const char *fn)
+{
+  return rondo__fail(RONDO_ERR_INVALID_ARG,
+                     "%s: not a live request (rondo_wait() released it already, or the handle "
+                     "was never a request)",
+                     fn);
+}
+
+rondo_status_t eng_request_register(struct rondo_request *r)
+{
+  _Static_assert(sizeof(uintptr_t) >= 8, "request handles need 64-bit pointers");
+  pthread_mutex_lock(&tab.lock);
+  uint32_t index;
+  if (tab.free_head != 0) {
+    index = tab.free_head - 1;
+    tab.free_head = tab.slots[index].next_free;
+  } else {
+    if (tab.used == tab.cap) {
+      uint32_t cap = tab.cap ? 2 * tab.cap : 256;
+      slot_t *s = cap > tab.cap ? realloc(tab.slots, cap * sizeof *s) : NULL;
+      if (s == NULL) {
+        pthread_mutex_unlock(&tab.lock);
+        return rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request table", r->name);
+      }
+      tab.slots = s;
+      tab.cap = cap;
+    }
+    index = tab.used++;
+    tab.slots[index].gen = 1;
+  }
+  tab.slots[index].req = r;
+  tab.slots[index].next_free = 0;
+  r->handle = pack(index, tab.slots[index].gen);
+  pthread_mutex_unlock(&tab.lock);
+  return RONDO_SUCCESS;
+}
+
+/* Frees r's slot. Under tab.lock. */
+static void unregister(struct rondo_request *r)
+{
+  uint32_t index = (uint32_t)((uint64_t)(uintptr_t)r->handle & 0xffffffffu) - 1;
+  tab.slots[index].req = NULL;
+  tab.slots[index].gen++;
+  tab.slots[index].next_free = tab.free_head;
+  tab.free_head = index + 1;
+}
+
+void eng_request_forget(struct rondo_request *r)
+{
+  pthread_mutex_lock(&tab.lock);
+  unregister(r);
+  pthread_mutex_unlock(&tab.lock);
+}
+
+void eng_request_mark_done(struct rondo_request **reqs, size_t n)
+{
+  pthread_mutex_lock(&tab.lock);
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i] != NULL && !reqs[i]->phantom)
+      reqs[i]->done = 1;
+  pthread_mutex_unlock(&tab.lock);
+}
+
+void eng_request_release(struct rondo_request **reqs, size_t n)
+{
+  pthread_mutex_lock(&tab.lock);
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i] != NULL && !reqs[i]->phantom)
+      reqs[i]->released = 1;
+  pthread_cond_broadcast(&tab.released);
+  pthread_mutex_unlock(&tab.lock);
+}
+
+/* ---- the public calls ------------------------------------------------------------- */
+
+rondo_status_t eng_request_test(rondo_request_t h, int *done)
+{
+  pthread_mutex_lock(&tab.lock);
+  struct rondo_request *r = lookup(h);
+  if (r != NULL)
+    *done = r->done;
+  pthread_mutex_unlock(&tab.lock);
+  return r != NULL ? RONDO_SUCCESS : stale("rondo_test");
+}
+
+rondo_status_t eng_request_wait(rondo_request_t h, int *freed)
+{
+  *freed = 0;
+  pthread_mutex_lock(&tab.lock);
+  struct rondo_request *r = lookup(h);
+  if (r == NULL) {
+    pthread_mutex_unlock(&tab.lock);
+    return stale("rondo_wait");
+  }
+  if (r->waiting) {
+    pthread_mutex_unlock(&tab.lock);
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_wait: another thread is already waiting for '%s'", r->name);
+  }
+  if (!r->released && r->eng->started && pthread_equal(r->eng->thread, pthread_self())) {
+    pthread_mutex_unlock(&tab.lock);
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_wait: '%s' waited for inside a completion callback, which would "
+                       "never return (wait from another thread)",
+                       r->name);
+  }
+  r->waiting = 1;
+  while (!r->released)
+    pthread_cond_wait(&tab.released, &tab.lock);
+  unregister(r);
+  pthread_mutex_unlock(&tab.lock);
+  *freed = 1;
+  rondo_status_t st = r->status;
+  if (st != RONDO_SUCCESS)
+    rondo__fail_quiet(st, "%s", r->message != NULL ? r->message : rondo_status_string(st));
+  free(r->result);
+  free(r->message);
+  free(r->group);
+  free(r->name);
+  free(r);
+  return st;
+}
+
+rondo_status_t eng_request_result(rondo_request_t h, void **buf, size_t *count)
+{
+  pthread_mutex_lock(&tab.lock);
+  struct rondo_request *r = lookup(h);
+  rondo_status_t st = RONDO_SUCCESS;
+  if (r == NULL) {
+    st = stale("rondo_request_result");
+  } else if (!r->done) {
+    st = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_request_result: '%s' has not completed",
+                     r->name);
+  } else {
+    *buf = r->result;
+    *count = r->result_count;
+    r->result = NULL;
+    r->result_count = 0;
+  }
+  pthread_mutex_unlock(&tab.lock);
+  return st;
+}
