@@ -462,47 +462,53 @@ static int stall_check(struct engine *e, double oldest_age)
   return 1;
 }
 
-static rondo_status_t slow_path(struct engine *e, int joined, int stopping, eng_cycle_t *out)
+/* This rank's announced requests (name, signature, age), for rank 0. */
+static rondo_status_t my_records(struct engine *e, buf_t *mine)
 {
-  buf_t mine = {0};
   uint32_t n = 0;
   double now = eng_now();
-  put(&mine, &n, sizeof n);
+  put(mine, &n, sizeof n);
   for (size_t i = 0; i < e->npending; i++) {
     struct rondo_request *r = e->pending[i];
     if (r == NULL || !r->announced)
       continue;
     double age = now - r->t_submit;
-    put_str(&mine, r->name);
-    put(&mine, &r->sig, sizeof r->sig);
-    put(&mine, &age, sizeof age);
+    put_str(mine, r->name);
+    put(mine, &r->sig, sizeof r->sig);
+    put(mine, &age, sizeof age);
     n++;
   }
-  if (mine.failed) {
-    free(mine.p);
+  if (mine->failed)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation message");
-  }
-  memcpy(mine.p, &n, sizeof n);
-  int head[3] = {(int)mine.len, joined, stopping}, *heads = NULL, *bytes = NULL, *displs = NULL,
-      *joins = NULL, *stops = NULL;
+  memcpy(mine->p, &n, sizeof n);
+  return RONDO_SUCCESS;
+}
+
+/* Every rank's records go to rank 0, which decides the responses and
+ * serializes them into *resp. *decided: rank 0's outcome (its own failures
+ * reach the others through the response size). A returned failure is
+ * MPI's: this engine cannot go on. */
+static rondo_status_t gather_decide(struct engine *e, int joined, int stopping,
+                                    eng_cycle_t *out, buf_t *resp, rondo_status_t *decided)
+{
+  buf_t mine = {0};
+  rondo_status_t st = my_records(e, &mine), mst = RONDO_SUCCESS;
+  int head[3] = {(int)mine.len, joined, stopping}, *heads = NULL, *bytes = NULL,
+      *displs = NULL, *joins = NULL, *stops = NULL;
   char *all = NULL;
-  rondo_status_t st = RONDO_SUCCESS;
   if (e->rank == 0) {
     heads = malloc(3 * (size_t)e->size * sizeof *heads);
     bytes = malloc((size_t)e->size * sizeof *bytes);
     displs = malloc((size_t)e->size * sizeof *displs);
     joins = malloc((size_t)e->size * sizeof *joins);
     stops = malloc((size_t)e->size * sizeof *stops);
-    if (!heads || !bytes || !displs || !joins || !stops)
+    if (st == RONDO_SUCCESS && (!heads || !bytes || !displs || !joins || !stops))
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation");
   }
-  /* The gathers run whatever happened on rank 0, so no rank hangs; a
-   * failure there stops every engine through the response size below. */
+  /* The gathers run whatever happened on rank 0, so no rank hangs. */
   MPI_Request req;
-  rondo_status_t mst = RONDO_SUCCESS; /* MPI failures: this engine cannot go on */
-  MPI_CHECK_GOTO(MPI_Igather(head, 3, MPI_INT, heads, 3, MPI_INT, 0, e->mpi, &req), mst,
-                 mpi_failed);
-  RONDO_CHECK_GOTO(eng_wait(e, &req), mst, mpi_failed);
+  MPI_CHECK_GOTO(MPI_Igather(head, 3, MPI_INT, heads, 3, MPI_INT, 0, e->mpi, &req), mst, out);
+  RONDO_CHECK_GOTO(eng_wait(e, &req), mst, out);
   size_t total = 0;
   if (e->rank == 0 && st == RONDO_SUCCESS) {
     for (int r = 0; r < e->size; r++) {
@@ -517,52 +523,20 @@ static rondo_status_t slow_path(struct engine *e, int joined, int stopping, eng_
   }
   MPI_CHECK_GOTO(MPI_Igatherv(mine.p, (int)mine.len, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0,
                               e->mpi, &req),
-                 mst, mpi_failed);
-  RONDO_CHECK_GOTO(eng_wait(e, &req), mst, mpi_failed);
-  free(mine.p);
-  mine.p = NULL;
-
-  size_t cap = 0;
-  buf_t resp = {0};
-  uint64_t resp_len = 0;
+                 mst, out);
+  RONDO_CHECK_GOTO(eng_wait(e, &req), mst, out);
   if (e->rank == 0) {
+    size_t cap = 0;
     if (st == RONDO_SUCCESS)
       st = coordinate(e, all, bytes, displs, joins, stops, out, &cap);
     if (st == RONDO_SUCCESS)
-      serialize_resp(&resp, out);
-    if (resp.failed && st == RONDO_SUCCESS)
+      serialize_resp(resp, out);
+    if (resp->failed && st == RONDO_SUCCESS)
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses");
-    resp_len = st == RONDO_SUCCESS ? resp.len : UINT64_MAX; /* UINT64_MAX: rank 0 failed */
     eng_cycle_free(out);
-    cap = 0;
   }
-  free(heads);
-  free(bytes);
-  free(displs);
-  free(joins);
-  free(stops);
-  free(all);
-  MPI_CHECK(MPI_Ibcast(&resp_len, 1, MPI_UINT64_T, 0, e->mpi, &req));
-  RONDO_CHECK(eng_wait(e, &req));
-  if (resp_len == UINT64_MAX) {
-    free(resp.p);
-    return st != RONDO_SUCCESS ? st
-                               : rondo__fail(RONDO_ERR_PEER, "engine: rank 0 failed to negotiate");
-  }
-  if (e->rank != 0 && (resp.p = malloc(resp_len ? resp_len : 1)) == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses"); /* cannot recover */
-  MPI_CHECK(MPI_Ibcast(resp.p, (int)resp_len, MPI_BYTE, 0, e->mpi, &req));
-  RONDO_CHECK(eng_wait(e, &req));
-  st = deserialize_resp(resp.p, resp_len, out, &cap);
-  free(resp.p);
-  /* Every rank (rank 0 again: idempotent) applies the cache entries. */
-  for (size_t i = 0; i < out->nresp && st == RONDO_SUCCESS; i++)
-    if (out->resp[i].type == RESP_OK && out->resp[i].cache_id >= 0)
-      st = eng_cache_set(&e->cache, out->resp[i].cache_id, out->resp[i].name,
-                         &out->resp[i].sig);
-  return st;
-
-mpi_failed:
+out:
+  *decided = st;
   free(mine.p);
   free(heads);
   free(bytes);
@@ -571,6 +545,42 @@ mpi_failed:
   free(stops);
   free(all);
   return mst;
+}
+
+static rondo_status_t slow_path(struct engine *e, int joined, int stopping, eng_cycle_t *out)
+{
+  buf_t resp = {0};
+  rondo_status_t decided;
+  rondo_status_t st = gather_decide(e, joined, stopping, out, &resp, &decided);
+  /* UINT64_MAX: rank 0 failed to decide */
+  uint64_t resp_len = decided == RONDO_SUCCESS ? resp.len : UINT64_MAX;
+  MPI_Request req;
+  if (st == RONDO_SUCCESS)
+    MPI_CHECK_GOTO(MPI_Ibcast(&resp_len, 1, MPI_UINT64_T, 0, e->mpi, &req), st, out);
+  if (st == RONDO_SUCCESS)
+    RONDO_CHECK_GOTO(eng_wait(e, &req), st, out);
+  if (st != RONDO_SUCCESS)
+    goto out;
+  if (resp_len == UINT64_MAX) {
+    st = e->rank == 0 ? decided : rondo__fail(RONDO_ERR_PEER, "engine: rank 0 failed to negotiate");
+    goto out;
+  }
+  if (e->rank != 0 && (resp.p = malloc(resp_len ? resp_len : 1)) == NULL) {
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses"); /* cannot recover */
+    goto out;
+  }
+  MPI_CHECK_GOTO(MPI_Ibcast(resp.p, (int)resp_len, MPI_BYTE, 0, e->mpi, &req), st, out);
+  RONDO_CHECK_GOTO(eng_wait(e, &req), st, out);
+  size_t cap = 0;
+  st = deserialize_resp(resp.p, resp_len, out, &cap);
+  /* Every rank (rank 0 again: idempotent) applies the cache entries. */
+  for (size_t i = 0; i < out->nresp && st == RONDO_SUCCESS; i++)
+    if (out->resp[i].type == RESP_OK && out->resp[i].cache_id >= 0)
+      st = eng_cache_set(&e->cache, out->resp[i].cache_id, out->resp[i].name,
+                         &out->resp[i].sig);
+out:
+  free(resp.p);
+  return st;
 }
 
 rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
