@@ -34,9 +34,6 @@ int main(int argc, char **argv)
   size_t min_bytes = 4, max_bytes = 64u << 20;
   int factor = 4, rounds = 5, auto_ok = 0, auto_sizes = 0;
   const char *algo_list = NULL;
-  /* Measure the algorithms, not the argument check (RONDO_CHECK_ARGS=1 adds
-   * one small all-reduce per call); the user's setting wins. */
-  setenv("RONDO_CHECK_ARGS", "0", 0);
   if (rondo_init(&argc, &argv) != RONDO_SUCCESS) {
     fprintf(stderr, "allreduce_sweep: %s\n", rondo_last_error());
     return 1;
@@ -69,9 +66,8 @@ int main(int argc, char **argv)
     int len;
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, "\n")] = '\0';
-    printf("# rondo %s, %d ranks on %d node(s), float32 sum, median of %d rounds, RONDO_CHECK_ARGS=%s\n",
-           rondo_version_string(), size, rondo_comm_node_count(comm), rounds,
-           getenv("RONDO_CHECK_ARGS"));
+    printf("# rondo %s, %d ranks on %d node(s), float32 sum, median of %d rounds\n",
+           rondo_version_string(), size, rondo_comm_node_count(comm), rounds);
     printf("# %s\n", lib);
     const char *table = getenv("RONDO_TUNING_FILE");
     printf("# tuning table: %s\n", table && *table ? table : "none (cost model)");

@@ -111,7 +111,6 @@ int main(int argc, char **argv)
 {
   const char *which = "all";
   int reps = 5, idle_s = 10;
-  setenv("RONDO_CHECK_ARGS", "0", 0); /* the blocking baseline without the argument check */
   if (rondo_init(&argc, &argv) != RONDO_SUCCESS)
     die("rondo_init");
   for (int i = 1; i + 1 < argc; i += 2) {

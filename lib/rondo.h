@@ -7,10 +7,10 @@
  *    is a pure query. On failure, rondo_last_error() holds a one-line message
  *    for the calling thread that says what went wrong and what to do.
  *  - Collectives are collective: every rank of the comm calls them with the
- *    same count, dtype, op, algorithm and root. With RONDO_CHECK_ARGS=1 (the
- *    default) rondo verifies this before moving data and fails the call on
- *    every rank with RONDO_ERR_MISMATCH, or with the local argument error on
- *    the rank that passed bad arguments (RONDO_ERR_PEER on the others).
+ *    same count, dtype, op, algorithm and root. rondo verifies this at every
+ *    call before moving data and fails the call on every rank with
+ *    RONDO_ERR_MISMATCH, or with the local argument error on the rank that
+ *    passed bad arguments (RONDO_ERR_PEER on the others).
  *  - Ownership: rondo never keeps a pointer to a caller's buffer after a
  *    blocking call returns, and never frees one.
  *  - A comm is used by one thread at a time for blocking collectives, as an
@@ -318,7 +318,7 @@ RONDO_API rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank);
  * Every knob is a row in one table (docs/knobs.md); rondo-info prints it. */
 typedef struct {
   const char *name;       /* "RONDO_LOG" */
-  const char *type;       /* "enum", "size", "int", "bool", "string" */
+  const char *type;       /* "enum", "size", "int", "string", "number" */
   const char *default_value;
   const char *current;    /* the value in effect (parsed, normalized) */
   const char *doc;        /* one line */

@@ -3,7 +3,8 @@
  * they share. Internal to librondo (prefix algo_).
  *
  * Contract for every all-reduce algorithm:
- *  - The arguments were validated and agreed on by every rank (lib/core).
+ *  - The arguments were validated and agreed on by every rank (lib/core),
+ *    but for shm, which agrees in its first round (agree below).
  *  - op is SUM, MIN, MAX or PROD; AVG arrives as SUM and the caller finishes.
  *  - Any count >= 1 (count 0 never reaches an algorithm), any comm size,
  *    sendbuf == recvbuf for in place.
@@ -26,6 +27,10 @@ typedef struct {
   rondo_dtype_t dtype;
   rondo_op_t op;       /* SUM, MIN, MAX or PROD */
   size_t esize;        /* bytes per element */
+  /* shm only: the call's signature, not yet agreed on; the first round
+   * posts it to the comm's argument board with its data (shm.c). NULL:
+   * agreed before the call. */
+  const rondo__sig_t *agree;
 } algo_allreduce_args_t;
 
 rondo_status_t algo_allreduce_mpi(const algo_allreduce_args_t *a);

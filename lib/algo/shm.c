@@ -154,13 +154,19 @@ static void reduce_piece(const run_t *r, uint64_t seq, int g, size_t n, void *ds
     reduce_apply(dst, dst, AT(slot(r->s, q, seq), at), n, a->dtype, a->op);
 }
 
-static void round_run(const run_t *r, shm_mode_t mode, size_t k)
+/* One round. With a->agree, the first round also agrees on the call: this
+ * rank posts its signature to the argument board once its data is in its
+ * slot, so the board's wait for every rank is the wait for every rank's data
+ * as well, and the check costs no extra exchange. On a mismatch no flag is
+ * published and the sequence number is not used. */
+static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
 {
   const algo_allreduce_args_t *a = r->a;
   struct shm_state *s = r->s;
   size_t esize = a->esize, off, n;
-  uint64_t seq = ++s->seq;
+  uint64_t seq = s->seq + 1;
   char *mine = slot(s, s->rank, seq);
+  int agreeing = k == 0 && a->agree != NULL;
 
   if (seq > SHM_SLOTS)
     wait_all(s, r->topo, DONE, seq - SHM_SLOTS); /* my slot is free again */
@@ -172,10 +178,16 @@ static void round_run(const run_t *r, shm_mode_t mode, size_t k)
     const void *src = mode == SHM_ALLGATHER ? a->recvbuf : a->sendbuf;
     memcpy(AT(mine, (size_t)g * r->piece), AT(src, off), n * esize);
   }
+  if (agreeing) {
+    rondo__agree_post(a->comm, RONDO_SUCCESS, a->agree);
+    RONDO_CHECK(rondo__agree_finish(a->comm, RONDO_SUCCESS, a->agree));
+  }
+  s->seq = seq;
   publish(s, POSTED, seq);
 
   if (mode != SHM_ALLGATHER) {
-    wait_all(s, r->topo, POSTED, seq);
+    if (!agreeing) /* the board waited for everyone's data already */
+      wait_all(s, r->topo, POSTED, seq);
     for (int g = 0; g < r->g; g++) {
       piece_of(r, g, k, &off, &n);
       if (!owns(r, g) || n == 0)
@@ -201,6 +213,7 @@ static void round_run(const run_t *r, shm_mode_t mode, size_t k)
     }
   }
   publish(s, DONE, seq);
+  return RONDO_SUCCESS;
 }
 
 rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode)
@@ -210,15 +223,21 @@ rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode)
     RONDO_CHECK(shm_create(comm, &comm->shm));
   run_t r = {.a = a, .s = comm->shm, .topo = comm->topo, .g = comm->topo->slices};
   r.piece = r.s->slot_bytes / ((size_t)r.g * a->esize);
-  if (r.piece == 0)
-    return rondo__fail(RONDO_ERR_UNSUPPORTED,
-                       "shm: RONDO_SHM_CHUNK_BYTES=%zu is too small for %d slices of %zu-byte "
-                       "elements",
-                       r.s->slot_bytes, r.g, a->esize);
+  if (r.piece == 0) {
+    rondo_status_t st = rondo__fail(RONDO_ERR_UNSUPPORTED,
+                                    "shm: RONDO_SHM_CHUNK_BYTES=%zu is too small for %d slices of "
+                                    "%zu-byte elements",
+                                    r.s->slot_bytes, r.g, a->esize);
+    if (a->agree != NULL) { /* the others wait on the board for this rank */
+      rondo__agree_post(comm, st, a->agree);
+      return rondo__agree_finish(comm, st, a->agree);
+    }
+    return st;
+  }
   size_t start, longest;
   topo_slice(a->count, r.g, 0, &start, &longest); /* slice 0 is the longest */
   size_t rounds = (longest + r.piece - 1) / r.piece;
   for (size_t k = 0; k < rounds; k++)
-    round_run(&r, mode, k);
+    RONDO_CHECK(round_run(&r, mode, k));
   return RONDO_SUCCESS;
 }

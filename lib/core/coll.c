@@ -1,7 +1,7 @@
 /*
  * The blocking collective entry points: validate arguments, agree on them
- * across ranks (RONDO_CHECK_ARGS), choose the algorithm and run it on the
- * caller's thread.
+ * across ranks (agree.c), choose the algorithm and run it on the caller's
+ * thread.
  *
  * Validation order is fixed so every rank reports the same kind of error for
  * the same mistake: library state, comm, dtype, op, algorithm, root, count
@@ -68,68 +68,6 @@ static rondo_status_t check_root(rondo_comm_t comm, int root)
   if (root < 0 || root >= comm->size)
     return rondo__fail(RONDO_ERR_INVALID_ROOT, "root %d is not a rank of this comm (0..%d)",
                        root, comm->size - 1);
-  return RONDO_SUCCESS;
-}
-
-/* ---- agreement across ranks ---------------------------------------------------- */
-
-void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value)
-{
-  if (sig->n < RONDO__SIG_MAX) {
-    sig->field[sig->n] = field;
-    sig->value[sig->n] = value;
-    sig->n++;
-  }
-}
-
-/* A number for the collective's name, so ranks that called different
- * collectives with equal arguments are told apart. */
-static int64_t name_hash(const char *what) { return (int64_t)(rondo__hash_str(what) >> 1); }
-
-/* One MPI_Allreduce(MAX) over [failed, -lowest failed rank, then for the
- * collective and each field: value, ~value]. The maximum of ~value is ~(the
- * minimum), so one reduction tells whether any rank failed and whether every
- * field is equal everywhere (~ never overflows, unlike negation). */
-rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
-                            const rondo__sig_t *sig)
-{
-  if (!rondo__knobs.check_args || comm->size == 1)
-    return local;
-  /* Always the full length: ranks in different collectives must still
-   * reduce matching buffers for the mismatch to be reported. */
-  enum { N = 2 + 2 * (RONDO__SIG_MAX + 1) };
-  int64_t v[N], r[N];
-  int fields = RONDO__SIG_MAX + 1, n = N;
-  v[0] = local != RONDO_SUCCESS;
-  v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
-  for (int i = 0; i < fields; i++) {
-    int64_t x = i == 0 ? name_hash(sig->what) : i <= sig->n ? sig->value[i - 1] : 0;
-    v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
-    v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
-  }
-  MPI_Request req; /* nonblocking: algo_waitall yields when oversubscribed */
-  MPI_CHECK(MPI_Iallreduce(v, r, n, MPI_INT64_T, MPI_MAX, comm->mpi, &req));
-  RONDO_CHECK(algo_waitall(comm, 1, &req));
-  if (local != RONDO_SUCCESS)
-    return local;
-  if (r[0])
-    return rondo__fail(RONDO_ERR_PEER,
-                       "%s: rank %lld of this comm passed invalid arguments (see its "
-                       "log line or rondo_last_error())",
-                       sig->what, (long long)-r[1]);
-  if (r[2] != ~r[3])
-    return rondo__fail(RONDO_ERR_MISMATCH,
-                       "ranks called different collectives at the same time (this rank: %s)",
-                       sig->what);
-  for (int i = 1; i <= sig->n; i++) {
-    long long hi = r[2 + 2 * i], lo = ~r[3 + 2 * i];
-    if (hi != lo)
-      return rondo__fail(RONDO_ERR_MISMATCH,
-                         "%s: ranks passed different %s (values from %lld to %lld; "
-                         "this rank: %lld)",
-                         sig->what, sig->field[i - 1], lo, hi,
-                         (long long)sig->value[i - 1]);
-  }
   return RONDO_SUCCESS;
 }
 
@@ -223,16 +161,18 @@ static rondo_status_t resolve(rondo_comm_t comm, size_t count, size_t bytes, ron
   return check_algo(*algo); /* RONDO_ALLREDUCE_ALGO may name one not built */
 }
 
-/* The data movement of one all-reduce whose algorithm is resolved. */
+/* The data movement of one all-reduce whose algorithm is resolved. agree:
+ * the signature shm is to agree on in its first round, or NULL. */
 static rondo_status_t run(rondo_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
-                          rondo_dtype_t dtype, rondo_op_t op, rondo_algo_t algo)
+                          rondo_dtype_t dtype, rondo_op_t op, rondo_algo_t algo,
+                          const rondo__sig_t *agree)
 {
   if (count == 0)
     return RONDO_SUCCESS;
   algo_allreduce_args_t a = {
       .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
       .dtype = dtype, .op = op == RONDO_AVG ? RONDO_SUM : op,
-      .esize = rondo_dtype_size(dtype)};
+      .esize = rondo_dtype_size(dtype), .agree = agree};
   LOG_DEBUG("allreduce %zu x %s %s: %s", count, rondo_dtype_name(dtype), rondo_op_name(op),
             rondo_algo_name(algo));
   RONDO_CHECK(algorithm(algo)(&a));
@@ -247,7 +187,7 @@ rondo_status_t rondo__allreduce_run(rondo_comm_t comm, const void *sendbuf, void
 {
   RONDO_CHECK(check_algo(algo));
   RONDO_CHECK(resolve(comm, count, count * rondo_dtype_size(dtype), &algo));
-  return run(comm, sendbuf, recvbuf, count, dtype, op, algo);
+  return run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
 }
 
 rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
@@ -265,8 +205,14 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   rondo__sig_add(&sig, "dtype", dtype);
   rondo__sig_add(&sig, "op", op);
   rondo__sig_add(&sig, "algorithm", algo);
+  /* shm agrees in its first round, with the data (free); the others first.
+   * (The first shm call makes the shared window, a collective step: it
+   * agrees first too.) */
+  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_SHM && count > 0 && rondo__board_active(comm) &&
+      comm->shm != NULL && !rondo__agree_skip)
+    return run(comm, sendbuf, recvbuf, count, dtype, op, algo, &sig);
   RONDO_CHECK(rondo__agree(comm, st, &sig));
-  return run(comm, sendbuf, recvbuf, count, dtype, op, algo);
+  return run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
 }
 
 rondo_status_t rondo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
@@ -473,5 +419,8 @@ rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recv
 rondo_status_t rondo_barrier(rondo_comm_t comm)
 {
   RONDO_CHECK(rondo__enter(comm));
-  return algo_barrier(comm);
+  rondo__sig_t sig = {.what = "rondo_barrier"};
+  /* On one node the argument board is itself a barrier. */
+  RONDO_CHECK(rondo__agree(comm, RONDO_SUCCESS, &sig));
+  return rondo__board_active(comm) ? RONDO_SUCCESS : algo_barrier(comm);
 }

@@ -335,6 +335,7 @@ static void comm_free(struct rondo_comm *c, int mpi_usable)
 {
   if (c->engine != NULL)
     engine_destroy(c, mpi_usable);
+  rondo__board_free(c, mpi_usable);
   free_topology(c, mpi_usable);
   if (mpi_usable)
     MPI_CHECK_LOG(MPI_Comm_free(&c->mpi));
@@ -365,6 +366,11 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
 
   struct rondo_comm *c = NULL;
   RONDO_CHECK(comm_build(mpi_comm, 0, init, &c));
+  st = rondo__board_create(c);
+  if (st != RONDO_SUCCESS) {
+    comm_free(c, 1);
+    return st;
+  }
   /* The engine's communicators are made now, while every rank is here; its
    * thread starts with the first asynchronous request. */
   st = engine_create(c);

@@ -153,7 +153,6 @@ rondo_status_t rondo__pthread_fail(int err, const char *call, const char *file, 
 typedef struct {
   int log_level;          /* RONDO_LOG */
   int allreduce_algo;     /* RONDO_ALLREDUCE_ALGO (rondo_algo_t) */
-  int check_args;         /* RONDO_CHECK_ARGS */
   size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */
   char tuning_file[RONDO__KNOB_STRING_MAX]; /* RONDO_TUNING_FILE ("" for none) */
   int node_size;          /* RONDO_NODE_SIZE (0: real nodes) */
@@ -200,6 +199,7 @@ struct rondo_comm {
   struct shm_state *shm;      /* the node's shared window, made on first use */
   struct rondo_comm **cross;  /* [topo->slices]: comms over topo->cross[g], or NULL */
   struct engine *engine;      /* the asynchronous engine (lib/engine), or NULL */
+  struct rondo__board *board; /* argument board of a one-node user comm, or NULL */
   int yield_waits;   /* the node is oversubscribed: point-to-point waits poll
                         and yield the core (algo_waitall) instead of MPI_Wait,
                         which spins for a whole time slice */
@@ -230,10 +230,11 @@ rondo_status_t rondo__allreduce_run(rondo_comm_t comm, const void *sendbuf, void
 /* Returns a scratch buffer of at least bytes (valid until the next call). */
 rondo_status_t rondo__scratch(rondo_comm_t comm, size_t bytes, void **buf);
 
-/* ---- collective argument agreement ----------------------------------------
+/* ---- collective argument agreement (agree.c) ---------------------------------
  * Every collective entry point fills a signature of the arguments that must
- * be equal on every rank; with RONDO_CHECK_ARGS=1 one small MPI_Allreduce
- * checks local validity and equality on all ranks before any data moves. */
+ * be equal on every rank; rondo__agree() checks local validity and equality
+ * on all ranks before any data moves: in shared memory on a one-node comm,
+ * with one small MPI all-reduce across nodes. */
 #define RONDO__SIG_MAX 6
 typedef struct {
   const char *what;                 /* "rondo_allreduce"; compared too */
@@ -245,9 +246,23 @@ typedef struct {
 void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value);
 /* local: this rank's argument check result. Returns local if it failed,
  * RONDO_ERR_PEER if another rank's failed, RONDO_ERR_MISMATCH if a field
- * differs across ranks, else RONDO_SUCCESS. */
+ * differs across ranks, else RONDO_SUCCESS. Collective. */
 rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
                             const rondo__sig_t *sig);
+/* The shared-memory board of a one-node comm (none elsewhere): made when a
+ * user comm is created, freed with it. */
+rondo_status_t rondo__board_create(rondo_comm_t comm);
+void rondo__board_free(rondo_comm_t comm, int mpi_usable);
+int rondo__board_active(rondo_comm_t comm);
+/* rondo__agree in two halves, on a comm with a board: post this rank's
+ * signature, then wait for every rank's and compare. The shm all-reduce
+ * posts after copying its first round in, so the board's wait is also the
+ * wait for everyone's data (shm.c). */
+void rondo__agree_post(rondo_comm_t comm, rondo_status_t local, const rondo__sig_t *sig);
+/* bench/agree_cost only: 1 skips the agreement, to time a call without it. */
+extern int rondo__agree_skip;
+rondo_status_t rondo__agree_finish(rondo_comm_t comm, rondo_status_t local,
+                                   const rondo__sig_t *sig);
 
 /* Local argument checks shared by the entry points. */
 rondo_status_t rondo__check_dtype(rondo_dtype_t dtype);

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_BOOL, KNOB_INT, KNOB_STRING, KNOB_DOUBLE } knob_type_t;
+typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_INT, KNOB_STRING, KNOB_DOUBLE } knob_type_t;
 
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
 static const char *const algo_choices[] = {"auto", "mpi", "ring", "recursive_doubling",
@@ -43,11 +43,6 @@ static const knob_def_t knob_table[] = {
     {"RONDO_ALLREDUCE_ALGO", KNOB_ENUM, "auto",
      "force the algorithm rondo_allreduce() runs (auto lets rondo choose)",
      FIELD(allreduce_algo), algo_choices, 0, 0, 1, NULL},
-    {"RONDO_CHECK_ARGS", KNOB_BOOL, "1",
-     "1: before each blocking collective, one small all-reduce verifies that "
-     "every rank passed valid and matching arguments; 0 skips it (saves one "
-     "latency per call)",
-     FIELD(check_args), NULL, 0, 1, 1, NULL},
     {"RONDO_RING_CHUNK_BYTES", KNOB_SIZE, "256K",
      "ring all-reduce pipeline chunk: each ring step is sent in chunks of this "
      "size so reduction overlaps communication",
@@ -143,19 +138,6 @@ static int parse_size(const char *text, size_t *out)
   return 0;
 }
 
-static int parse_bool(const char *text, int *out)
-{
-  static const char *const yes[] = {"1", "true", "yes", "on", NULL};
-  static const char *const no[] = {"0", "false", "no", "off", NULL};
-  for (int i = 0; yes[i]; i++)
-    if (strcasecmp(text, yes[i]) == 0)
-      return *out = 1, 0;
-  for (int i = 0; no[i]; i++)
-    if (strcasecmp(text, no[i]) == 0)
-      return *out = 0, 0;
-  return -1;
-}
-
 static void choices_list(const char *const *choices, char *buf, size_t len)
 {
   buf[0] = '\0';
@@ -185,11 +167,6 @@ static int parse_one(const knob_def_t *k, const char *text, rondo__knobs_t *out,
       snprintf(why, len, "is not valid: expected one of %s", list);
       return -1;
     }
-  case KNOB_BOOL:
-    if (parse_bool(text, (int *)field) == 0)
-      return 0;
-    snprintf(why, len, "is not valid: expected 1, 0, true, false, yes, no, on or off");
-    return -1;
   case KNOB_STRING:
     if (strlen(text) >= RONDO__KNOB_STRING_MAX) {
       snprintf(why, len, "is too long (at most %d bytes)", RONDO__KNOB_STRING_MAX - 1);
@@ -275,6 +252,9 @@ rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
 {
   rondo__knobs_t tmp;
   memset(&tmp, 0, sizeof tmp);
+  if (getenv("RONDO_CHECK_ARGS") != NULL)
+    LOG_WARN("RONDO_CHECK_ARGS is ignored: since rondo 0.2 the argument check always runs "
+             "(in shared memory on one node, where it costs nothing measurable)");
   for (int i = 0; i < KNOB_COUNT; i++) {
     const char *from = knob_table[i].name, *env = getenv(from);
     if (env == NULL && knob_table[i].fallback != NULL)
@@ -321,7 +301,7 @@ const char *rondo__knobs_shared_names(void)
 
 /* ---- public introspection ------------------------------------------------- */
 
-static const char *const type_names[] = {"enum", "size", "bool", "int", "string", "number"};
+static const char *const type_names[] = {"enum", "size", "int", "string", "number"};
 static char current_text[KNOB_COUNT][512];
 
 int rondo_knob_count(void) { return KNOB_COUNT; }
@@ -343,7 +323,6 @@ rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
     snprintf(current_text[i], sizeof current_text[i], "%s",
              k->choices[*(const int *)field]);
     break;
-  case KNOB_BOOL:
   case KNOB_INT:
     snprintf(current_text[i], sizeof current_text[i], "%d", *(const int *)field);
     break;

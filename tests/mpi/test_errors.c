@@ -6,9 +6,10 @@
  *
  *  - the same bad argument on every rank: its own status everywhere;
  *  - a bad argument on rank size-1 only: its status there, RONDO_ERR_PEER on
- *    the others (cross-rank argument check, RONDO_CHECK_ARGS=1, the default);
+ *    the others (the cross-rank argument check, always on);
  *  - different counts / dtypes / ops / algorithms / roots across ranks:
- *    RONDO_ERR_MISMATCH everywhere;
+ *    RONDO_ERR_MISMATCH everywhere; on one node also where the shm
+ *    all-reduce agrees in its first round and other ranks took another path;
  *  - NULL, stale and destroyed comms; reduce_scatter in place; algorithms not
  *    built yet (shm, hierarchical, nccl: RONDO_ERR_UNSUPPORTED, or success
  *    with a correct result once they land); the status strings.
@@ -245,6 +246,54 @@ static void mismatch_errors(rondo_comm_t w)
 #undef MISMATCH_CASE
 }
 
+/* The shm all-reduce agrees in its first round, with the data (agree.c,
+ * shm.c). Mismatches that put ranks on that path and others on the separate
+ * check, or make one rank fail its own arguments, still fail on every rank,
+ * and the comm's shm sequence stays in step: a valid shm call follows each. */
+static void folded_agreement(rondo_comm_t w)
+{
+  int last = mt.rank == mt.size - 1;
+  enum { BIG = 1 << 18 };
+  float *x = mt_alloc(BIG * sizeof *x), *y = mt_alloc(BIG * sizeof *y);
+  for (int i = 0; i < BIG; i++)
+    x[i] = (float)(mt.rank + 1);
+  float want = (float)(mt.size * (mt.size + 1) / 2);
+#define SHM_STILL_WORKS()                                                                            do {                                                                                                 if (MT_EQ_STATUS(rondo_allreduce_algo(w, x, y, 5, RONDO_FLOAT32, RONDO_SUM, RONDO_ALGO_SHM),                       RONDO_SUCCESS))                                                                     MT_CHECK(y[0] == want && y[4] == want, "shm afterwards: %g", (double)y[0]);                    } while (0)
+  mt_where("shm: a first call makes the window");
+  SHM_STILL_WORKS();
+  mt_where("shm forced, count 5 vs 6 on the last rank (both agree in shm's first round)");
+  MT_EQ_STATUS(rondo_allreduce_algo(w, x, y, last ? 6 : 5, RONDO_FLOAT32, RONDO_SUM, RONDO_ALGO_SHM),
+               RONDO_ERR_MISMATCH);
+  SHM_STILL_WORKS();
+  mt_where("auto, count 5 vs 2^18 on the last rank (shm here, another algorithm there)");
+  MT_EQ_STATUS(rondo_allreduce(w, x, y, last ? BIG : 5, RONDO_FLOAT32, RONDO_SUM),
+               RONDO_ERR_MISMATCH);
+  MT_CHECK(strstr(rondo_last_error(), "count") != NULL, "the message names the count: %s",
+           rondo_last_error());
+  SHM_STILL_WORKS();
+  mt_where("shm on the others, ring on the last rank (the folded check meets the separate one)");
+  MT_EQ_STATUS(rondo_allreduce_algo(w, x, y, 5, RONDO_FLOAT32, RONDO_SUM,
+                                    last ? RONDO_ALGO_RING : RONDO_ALGO_SHM),
+               RONDO_ERR_MISMATCH);
+  MT_CHECK(strstr(rondo_last_error(), "algorithm") != NULL, "the message names the algorithm: %s",
+           rondo_last_error());
+  SHM_STILL_WORKS();
+  mt_where("shm forced, a NULL recvbuf on the last rank");
+  MT_EQ_STATUS(rondo_allreduce_algo(w, x, last ? NULL : y, 5, RONDO_FLOAT32, RONDO_SUM,
+                                    RONDO_ALGO_SHM),
+               last ? RONDO_ERR_NULL_BUFFER : RONDO_ERR_PEER);
+  SHM_STILL_WORKS();
+  mt_where("rondo_barrier on the last rank, an shm all-reduce on the others");
+  rondo_status_t st = last ? rondo_barrier(w)
+                           : rondo_allreduce_algo(w, x, y, 5, RONDO_FLOAT32, RONDO_SUM,
+                                                  RONDO_ALGO_SHM);
+  MT_EQ_STATUS(st, RONDO_ERR_MISMATCH);
+  SHM_STILL_WORKS();
+#undef SHM_STILL_WORKS
+  free(x);
+  free(y);
+}
+
 /* NULL comm, and a destroyed comm's stale handle. */
 static void comm_errors(void)
 {
@@ -373,13 +422,11 @@ int main(int argc, char **argv)
       total_overflow_errors(w);
     comm_errors();
     unbuilt_algorithms(w);
-    const char *check = getenv("RONDO_CHECK_ARGS");
-    if (check && strcmp(check, "0") == 0) {
-      if (mt.rank == 0)
-        printf("test_errors: RONDO_CHECK_ARGS=0: cross-rank checks not tested\n");
-    } else if (mt.size >= 2) {
+    if (mt.size >= 2) {
       argument_errors(w, 1);
       mismatch_errors(w);
+      if (rondo_comm_node_count(w) == 1)
+        folded_agreement(w);
     }
   }
 

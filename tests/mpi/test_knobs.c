@@ -7,7 +7,7 @@
  * case:
  *   1 rank:  nothing to disagree with: creation succeeds
  *   2 ranks: RONDO_RING_CHUNK_BYTES 128K vs 64K   -> mismatch
- *   3 ranks: RONDO_CHECK_ARGS 1 vs 0              -> mismatch
+ *   3 ranks: RONDO_SHM_CHUNK_BYTES 256K vs 1M      -> mismatch
  *   4 ranks: 64K vs 65536 (equal once parsed) and RONDO_LOG warn vs error
  *            (allowed to differ)                  -> success, and a ring
  *            all-reduce on the comm is correct
@@ -92,8 +92,8 @@ int main(int argc, char **argv)
     want = RONDO_ERR_MISMATCH;
     break;
   case 3:
-    knob = "RONDO_CHECK_ARGS";
-    setenv(knob, last ? "0" : "1", 1);
+    knob = "RONDO_SHM_CHUNK_BYTES";
+    setenv(knob, last ? "1M" : "256K", 1);
     want = RONDO_ERR_MISMATCH;
     break;
   default:

@@ -75,15 +75,11 @@ static void test_enum_and_bool_values(void **state)
   assert_int_equal(rondo__knob_parse("RONDO_ALLREDUCE_ALGO", "recursive_doubling", &k),
                    RONDO_SUCCESS);
   assert_int_equal(k.allreduce_algo, RONDO_ALGO_RECURSIVE_DOUBLING);
-  assert_int_equal(rondo__knob_parse("RONDO_CHECK_ARGS", "0", &k), RONDO_SUCCESS);
-  assert_int_equal(k.check_args, 0);
-  assert_int_equal(rondo__knob_parse("RONDO_CHECK_ARGS", "yes", &k), RONDO_SUCCESS);
-  assert_int_equal(k.check_args, 1);
   expect_bad("RONDO_LOG", "verbose");
   expect_bad("RONDO_LOG", "3");
   expect_bad("RONDO_ALLREDUCE_ALGO", "tree");
-  expect_bad("RONDO_CHECK_ARGS", "2");
-  expect_bad("RONDO_CHECK_ARGS", "maybe");
+  /* removed in 0.2: the argument check always runs */
+  assert_int_equal(rondo__knob_parse("RONDO_CHECK_ARGS", "0", &k), RONDO_ERR_INVALID_ARG);
 }
 
 static void test_int_and_string_values(void **state)
@@ -123,7 +119,6 @@ static void test_defaults_from_empty_environment(void **state)
   assert_int_equal(rondo__knobs_load(&d), RONDO_SUCCESS);
   assert_int_equal(d.log_level, RONDO_LOG_WARN);
   assert_int_equal(d.allreduce_algo, RONDO_ALGO_AUTO);
-  assert_int_equal(d.check_args, 1);
   assert_int_equal(d.ring_chunk, 256 * 1024);
   /* Every knob documents itself and its default parses. */
   for (int i = 0; i < rondo_knob_count(); i++) {

@@ -36,10 +36,9 @@ int main(int argc, char **argv)
   int rc = bench_parse(argc, argv, &o, launch_first_process());
   if (rc != 0)
     return rc == 3 ? 0 : rc;
-  /* Time the algorithms, not the argument check (unless asked: the header
-   * prints every knob). The tuner measures the cost model's own choice, not
-   * an older table's or a forced one. */
-  setenv("RONDO_CHECK_ARGS", "0", 0);
+  /* rondo-bench measures what programs get: the library's defaults, or the
+   * knobs the user exported (the header prints them all). The tuner measures
+   * the cost model's own choice, not an older table's or a forced one. */
   if (o.cmd == CMD_TUNE) {
     o.ignored_table = getenv("RONDO_TUNING_FILE") != NULL || getenv("RONDO_ALLREDUCE_ALGO") != NULL;
     unsetenv("RONDO_TUNING_FILE");
