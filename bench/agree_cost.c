@@ -1,7 +1,7 @@
 /*
  * agree_cost: what the cross-rank argument check costs. For each size, in
  * interleaved rounds: rondo_allreduce() as programs call it (checked, AUTO),
- * the same call with the agreement skipped (rondo__agree_skip, an internal
+ * the same call with the agreement skipped (agree_skip, an internal
  * switch that exists for this program), and MPI_Allreduce. Reports the median over rounds of the
  * slowest rank's mean time per call, and the ratios
  *   checked / unchecked   (the check's cost; 1.00 = none)
@@ -11,16 +11,16 @@
  *
  * -a forces an algorithm (rondo_allreduce_algo) instead of AUTO.
  *
- * Linked with the internal library (it sets rondo__agree_skip).
+ * Linked with the internal library (it sets agree_skip).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "algo/agree.h"
+#include "base/numbers.h"
 #include "tools/measure.h"
-#include "tools/parse_size.h"
 
 enum { WAYS = 3 };
 static rondo_algo_t forced = RONDO_ALGO_AUTO;
@@ -29,15 +29,15 @@ static const char *const way_names[WAYS] = {"checked", "unchecked", "MPI_Allredu
 /* Mean seconds per call of `way` over n calls, the slowest rank's. */
 static double time_way(rondo_comm_t c, int way, float *in, float *out, size_t count, int n)
 {
-  MPI_Comm mpi = rondo_comm_mpi(c);
+  MPI_Comm mpi = MPI_COMM_WORLD; /* c is rondo_world() */
   MPI_Barrier(mpi);
   double t0 = MPI_Wtime();
   for (int i = 0; i < n; i++) {
     int rc = 0;
     if (way < 2) {
-      rondo__agree_skip = way == 1;
+      agree_skip = way == 1;
       rc = rondo_allreduce_algo(c, in, out, count, RONDO_FLOAT32, RONDO_SUM, forced);
-      rondo__agree_skip = 0;
+      agree_skip = 0;
     } else
       rc = MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (rc != 0) {
@@ -55,10 +55,12 @@ int main(int argc, char **argv)
   size_t lo = 4, hi = (size_t)64 << 20;
   int factor = 4, rounds = 7;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "-b") == 0)
-      lo = parse_size(argv[i + 1]);
-    else if (strcmp(argv[i], "-e") == 0)
-      hi = parse_size(argv[i + 1]);
+    if (strcmp(argv[i], "-b") == 0 && rondo__parse_size(argv[i + 1], &lo) != 0)
+      rounds = 0; /* usage */
+    else if (strcmp(argv[i], "-e") == 0 && rondo__parse_size(argv[i + 1], &hi) != 0)
+      rounds = 0;
+    else if (strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "-e") == 0)
+      continue;
     else if (strcmp(argv[i], "-f") == 0)
       factor = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-r") == 0)
@@ -75,7 +77,7 @@ int main(int argc, char **argv)
     return 1;
   }
   rondo_comm_t c = rondo_world();
-  int rank = rondo_comm_rank(c);
+  int rank = meas_rank(c);
   float *in = malloc(hi), *out = malloc(hi);
   for (size_t i = 0; i < hi / 4; i++)
     in[i] = (float)(i % 7);
@@ -83,7 +85,7 @@ int main(int argc, char **argv)
     printf("# agree_cost: %d ranks on %d node(s), float32 sum, median of %d interleaved "
            "rounds, the library's defaults\n"
            "# %12s %-20s %11s %11s %11s %9s %9s\n",
-           rondo_comm_size(c), rondo_comm_node_count(c), rounds, "bytes", "algorithm",
+           meas_size(c), meas_nodes(c), rounds, "bytes", "algorithm",
            "checked us", "unchecked", "MPI us", "chk/unchk", "MPI/chk");
   for (size_t bytes = lo; bytes <= hi; bytes *= (size_t)factor) {
     size_t count = bytes / 4;
@@ -94,7 +96,7 @@ int main(int argc, char **argv)
     /* about 20 ms of calls per way and round, at least 3 */
     double probe = time_way(c, 0, in, out, count, 3);
     int n = probe > 0 ? (int)fmin(2000, fmax(3, 0.02 / probe)) : 3;
-    MPI_Bcast(&n, 1, MPI_INT, 0, rondo_comm_mpi(c));
+    MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
     double *t = malloc((size_t)WAYS * (size_t)rounds * sizeof *t), med[WAYS];
     for (int r = 0; r < rounds; r++)
       for (int k = 0; k < WAYS; k++) {

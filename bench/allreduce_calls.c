@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "rondo.h"
-#include "tools/parse_size.h"
+#include "base/numbers.h"
+#include "tools/measure.h"
 
 int main(int argc, char **argv)
 {
@@ -28,7 +29,7 @@ int main(int argc, char **argv)
   int bad = argc % 2 == 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "-s") == 0) {
-      bytes = parse_size(argv[i + 1]);
+      bad |= rondo__parse_size(argv[i + 1], &bytes) != 0;
     } else if (strcmp(argv[i], "-n") == 0) {
       calls = atoi(argv[i + 1]);
     } else if (strcmp(argv[i], "-k") == 0) {
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
     return 2;
   }
   rondo_comm_t comm = rondo_world();
-  int rank = rondo_comm_rank(comm), size = rondo_comm_size(comm);
+  int rank = meas_rank(comm), size = meas_size(comm);
   size_t n = bytes / sizeof(float);
   float *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
   if (in == NULL || out == NULL) {

@@ -23,7 +23,7 @@
 
 #include "rondo.h"
 #include "tools/measure.h"
-#include "tools/parse_size.h"
+#include "base/numbers.h"
 
 enum { MAX_ALGOS = RONDO_ALGO_COUNT };
 static int N_ALGOS;
@@ -40,8 +40,8 @@ int main(int argc, char **argv)
   }
   int bad = argc % 2 == 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "-b") == 0) min_bytes = parse_size(argv[i + 1]);
-    else if (strcmp(argv[i], "-e") == 0) max_bytes = parse_size(argv[i + 1]);
+    if (strcmp(argv[i], "-b") == 0) bad |= rondo__parse_size(argv[i + 1], &min_bytes) != 0;
+    else if (strcmp(argv[i], "-e") == 0) bad |= rondo__parse_size(argv[i + 1], &max_bytes) != 0;
     else if (strcmp(argv[i], "-f") == 0) factor = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-r") == 0) rounds = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-a") == 0) algo_list = argv[i + 1];
@@ -56,7 +56,7 @@ int main(int argc, char **argv)
     return 2;
   }
   rondo_comm_t comm = rondo_world();
-  int rank = rondo_comm_rank(comm), size = rondo_comm_size(comm);
+  int rank = meas_rank(comm), size = meas_size(comm);
   meas_t m;
   if (meas_init(&m, max_bytes) != 0)
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, "\n")] = '\0';
     printf("# rondo %s, %d ranks on %d node(s), float32 sum, median of %d rounds\n",
-           rondo_version_string(), size, rondo_comm_node_count(comm), rounds);
+           rondo_version_string(), size, meas_nodes(comm), rounds);
     printf("# %s\n", lib);
     const char *table = getenv("RONDO_TUNING_FILE");
     printf("# tuning table: %s\n", table && *table ? table : "none (cost model)");

@@ -60,7 +60,7 @@ static void latency(int reps)
       die("latency");
     if (i >= 50)
       t[i - 50] = slowest(MPI_Wtime() - t0);
-    check(&x, 1, rondo_comm_size(w));
+    check(&x, 1, meas_size(w));
   }
   double med = meas_median(t, n), mpi[N];
   for (int i = 0; i < n; i++) {
@@ -70,7 +70,7 @@ static void latency(int reps)
     MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     mpi[i] = slowest(MPI_Wtime() - t0);
   }
-  if (rondo_comm_rank(w) == 0)
+  if (meas_rank(w) == 0)
     printf("latency   one 4-byte request, submission to completion: median %.1f us, p90 %.1f us "
            "(%d requests; RONDO_CYCLE_TIME_MS=%s); MPI_Allreduce of 4 bytes: %.1f us\n",
            med * 1e6, meas_percentile(t, n, 90) * 1e6, n,
@@ -101,7 +101,7 @@ static void idle(int seconds)
   double cpu = cpu_seconds() - c0, wall = MPI_Wtime() - t0, worst;
   double share = cpu / wall;
   MPI_Allreduce(&share, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  if (rondo_comm_rank(w) == 0)
+  if (meas_rank(w) == 0)
     printf("idle      engine started, application asleep %.1f s: CPU %.3f%% of a core "
            "(the busiest rank, all threads)\n",
            wall, worst * 100);
@@ -128,13 +128,13 @@ int main(int argc, char **argv)
     return 2;
   }
   int all = strcmp(which, "all") == 0;
-  if (rondo_comm_rank(rondo_world()) == 0) {
+  if (meas_rank(rondo_world()) == 0) {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len;
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, "\n")] = '\0';
     printf("# rondo %s engine_bench, %d ranks; %s\n", rondo_version_string(),
-           rondo_comm_size(rondo_world()), lib);
+           meas_size(rondo_world()), lib);
   }
   if (all || strcmp(which, "latency") == 0)
     latency(reps);
@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     idle(idle_s);
   long wrong = 0;
   MPI_Allreduce(&wrong_total, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  if (rondo_comm_rank(rondo_world()) == 0)
+  if (meas_rank(rondo_world()) == 0)
     printf("# wrong results: %ld\n", wrong);
   rondo_finalize();
   return wrong != 0;

@@ -1,7 +1,7 @@
 /*
- * demo: all-reduces with every algorithm on every rank, checks the result
- * against the closed form and prints the time for a few sizes. The README's
- * main-job command runs it on 2 ranks until rondo-train exists.
+ * demo: all-reduces with every algorithm this comm can run (the library's
+ * table, asked through rondo_algo_available) and AUTO, checks the result
+ * against the closed form and prints the time for a few sizes.
  *
  *   mpiexec -n 2 examples/demo
  */
@@ -21,19 +21,27 @@
 
 int main(int argc, char **argv)
 {
-  static const rondo_algo_t algos[] = {RONDO_ALGO_MPI, RONDO_ALGO_RECURSIVE_DOUBLING,
-                                       RONDO_ALGO_RABENSEIFNER, RONDO_ALGO_RING,
-                                       RONDO_ALGO_AUTO};
   static const size_t counts[] = {1, 1000, 250000, 4000000};
   CHECK(rondo_init(&argc, &argv));
   rondo_comm_t world = rondo_world();
-  int rank = rondo_comm_rank(world), size = rondo_comm_size(world);
+  int rank, size;
+  CHECK(rondo_comm_rank(world, &rank));
+  CHECK(rondo_comm_size(world, &size));
   size_t max = counts[sizeof counts / sizeof counts[0] - 1];
   float *x = malloc(max * sizeof *x), *sum = malloc(max * sizeof *sum);
   if (x == NULL || sum == NULL)
     MPI_Abort(MPI_COMM_WORLD, 1);
   for (size_t i = 0; i < max; i++)
     x[i] = (float)(rank + 1) * (float)(i % 100);
+  /* Every algorithm that can run here (the answer is the same on every
+   * rank), then AUTO. */
+  rondo_algo_t algos[RONDO_ALGO_COUNT];
+  size_t nalgos = 0;
+  for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++)
+    if (rondo_algo_available(world, (rondo_algo_t)a, max, RONDO_FLOAT32, RONDO_SUM, NULL) ==
+        RONDO_SUCCESS)
+      algos[nalgos++] = (rondo_algo_t)a;
+  algos[nalgos++] = RONDO_ALGO_AUTO;
 
   if (rank == 0)
     printf("rondo %s demo: %d ranks, float32 sum, time in us (mean of 10)\n%-20s",
@@ -41,7 +49,7 @@ int main(int argc, char **argv)
   for (size_t c = 0; rank == 0 && c < sizeof counts / sizeof counts[0]; c++)
     printf(" %10zu B", counts[c] * sizeof(float));
   int failures = 0;
-  for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+  for (size_t a = 0; a < nalgos; a++) {
     if (rank == 0)
       printf("\n%-20s", rondo_algo_name(algos[a]));
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {

@@ -3,9 +3,13 @@
  * communication toolkit.
  *
  * Conventions
- *  - Every function returns a rondo_status_t (RONDO_SUCCESS is 0) unless it
- *    is a pure query. On failure, rondo_last_error() holds a one-line message
- *    for the calling thread that says what went wrong and what to do.
+ *  - Every function that can fail returns a rondo_status_t (RONDO_SUCCESS is
+ *    0) and its results through pointers. On failure, rondo_last_error()
+ *    holds a one-line message for the calling thread that says what went
+ *    wrong and what to do. The few functions that return something else
+ *    cannot fail; each says what it returns for an invalid value.
+ *  - Enum values are fixed: a value never changes meaning between releases
+ *    (new ones are added at the end), so they may be stored or sent.
  *  - Collectives are collective: every rank of the comm calls them with the
  *    same count, dtype, op, algorithm and root. rondo verifies this at every
  *    call before moving data and fails the call on every rank with
@@ -28,9 +32,9 @@ extern "C" {
 #endif
 
 #define RONDO_VERSION_MAJOR 0
-#define RONDO_VERSION_MINOR 1
+#define RONDO_VERSION_MINOR 2
 #define RONDO_VERSION_PATCH 0
-#define RONDO_VERSION_STRING "0.1.0"
+#define RONDO_VERSION_STRING "0.2.0"
 /* One integer that orders releases: major * 10000 + minor * 100 + patch. */
 #define RONDO_VERSION \
   (RONDO_VERSION_MAJOR * 10000 + RONDO_VERSION_MINOR * 100 + RONDO_VERSION_PATCH)
@@ -74,7 +78,9 @@ extern "C" {
   X(ERR_CUDA, 20, "a CUDA call failed")                                        \
   X(ERR_NCCL, 21, "an NCCL call failed")                                       \
   X(ERR_IO, 22, "an I/O operation failed")                                     \
-  X(ERR_INTERNAL, 23, "internal error in rondo (please report it)")
+  X(ERR_INTERNAL, 23, "internal error in rondo (please report it)")           \
+  X(ERR_TRUNCATED, 24,                                                         \
+    "the output buffer is too small: *needed says how large it must be")
 
 typedef enum {
 #define RONDO_STATUS_ENUM(name, value, msg) RONDO_##name = value,
@@ -83,37 +89,41 @@ typedef enum {
   RONDO_STATUS_COUNT
 } rondo_status_t;
 
+/* The *_COUNT values grow when a release adds a value; code compiled
+ * against an older header sees a smaller one. */
 typedef enum {
   RONDO_INT8 = 0,
-  RONDO_UINT8,
-  RONDO_INT32,
-  RONDO_INT64,
-  RONDO_FLOAT16,  /* IEEE 754 binary16 */
-  RONDO_BFLOAT16, /* the upper 16 bits of a binary32 */
-  RONDO_FLOAT32,
-  RONDO_FLOAT64,
-  RONDO_DTYPE_COUNT
+  RONDO_UINT8 = 1,
+  RONDO_INT32 = 2,
+  RONDO_INT64 = 3,
+  RONDO_FLOAT16 = 4,  /* IEEE 754 binary16 */
+  RONDO_BFLOAT16 = 5, /* the upper 16 bits of a binary32 */
+  RONDO_FLOAT32 = 6,
+  RONDO_FLOAT64 = 7,
+  RONDO_DTYPE_COUNT = 8
 } rondo_dtype_t;
 
 typedef enum {
   RONDO_SUM = 0,
-  RONDO_AVG, /* SUM, then divided by the comm size (see docs/api.md) */
-  RONDO_MIN,
-  RONDO_MAX,
-  RONDO_PROD,
-  RONDO_OP_COUNT
+  RONDO_AVG = 1, /* SUM, then divided by the comm size (see docs/api.md) */
+  RONDO_MIN = 2,
+  RONDO_MAX = 3,
+  RONDO_PROD = 4,
+  RONDO_OP_COUNT = 5
 } rondo_op_t;
 
+/* The all-reduce algorithms (docs/algorithms.md); lib/algo/table.c has one
+ * row per value but auto. */
 typedef enum {
   RONDO_ALGO_AUTO = 0,
-  RONDO_ALGO_MPI,
-  RONDO_ALGO_RING,
-  RONDO_ALGO_RECURSIVE_DOUBLING,
-  RONDO_ALGO_RABENSEIFNER,
-  RONDO_ALGO_SHM,
-  RONDO_ALGO_HIERARCHICAL,
-  RONDO_ALGO_NCCL,
-  RONDO_ALGO_COUNT
+  RONDO_ALGO_MPI = 1,
+  RONDO_ALGO_RING = 2,
+  RONDO_ALGO_RECURSIVE_DOUBLING = 3,
+  RONDO_ALGO_RABENSEIFNER = 4,
+  RONDO_ALGO_SHM = 5,
+  RONDO_ALGO_HIERARCHICAL = 6,
+  RONDO_ALGO_NCCL = 7,
+  RONDO_ALGO_COUNT = 8
 } rondo_algo_t;
 
 /* Opaque: an MPI communicator (a private duplicate) plus rondo's state. */
@@ -128,6 +138,8 @@ RONDO_API const char *rondo_status_name(rondo_status_t status);
 /* Details of the calling thread's last failed call; "" if none. */
 RONDO_API const char *rondo_last_error(void);
 
+/* The name queries and rondo_dtype_size() cannot fail: they return NULL
+ * (0) for an invalid value. */
 /* "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
  * "float64"; NULL for an invalid value. */
 RONDO_API const char *rondo_dtype_name(rondo_dtype_t dtype);
@@ -143,11 +155,11 @@ RONDO_API const char *rondo_algo_name(rondo_algo_t algo);
 RONDO_API rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo);
 
 /* Runtime version; equals the RONDO_VERSION_* macros of the header the
- * library was built with. Any pointer may be NULL. */
+ * library was built with. Any pointer may be NULL. Cannot fail. */
 RONDO_API void rondo_version(int *major, int *minor, int *patch);
 RONDO_API const char *rondo_version_string(void);
 
-/* Build features. */
+/* Build features (1 or 0). Cannot fail. */
 RONDO_API int rondo_cuda_built(void);
 RONDO_API int rondo_nccl_built(void);
 
@@ -161,7 +173,8 @@ RONDO_API rondo_status_t rondo_init(int *argc, char ***argv);
  * rondo_init() initialized it. Afterwards every call fails with
  * RONDO_ERR_FINALIZED. */
 RONDO_API rondo_status_t rondo_finalize(void);
-/* The comm over MPI_COMM_WORLD made by rondo_init(); NULL before it. */
+/* The comm over MPI_COMM_WORLD made by rondo_init(); NULL before it and
+ * after rondo_finalize(). Cannot fail. */
 RONDO_API rondo_comm_t rondo_world(void);
 
 /* Collective over mpi_comm: duplicates it (rondo's traffic never matches the
@@ -172,23 +185,32 @@ RONDO_API rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm
  * stale copy of the handle fail with RONDO_ERR_INVALID_COMM. */
 RONDO_API rondo_status_t rondo_comm_destroy(rondo_comm_t *comm);
 
-/* ---- queries (return -1 for an invalid comm) ------------------------------ */
+/* ---- queries -------------------------------------------------------------
+ * Local. On failure (an invalid comm, a NULL output pointer) the output is
+ * set to -1 (MPI_COMM_NULL) when the pointer is not NULL. */
 
-RONDO_API int rondo_comm_rank(rondo_comm_t comm);
-RONDO_API int rondo_comm_size(rondo_comm_t comm);
-RONDO_API int rondo_comm_local_rank(rondo_comm_t comm);
-RONDO_API int rondo_comm_local_size(rondo_comm_t comm);
-RONDO_API int rondo_comm_node_count(rondo_comm_t comm);
-/* The duplicated MPI communicator rondo uses (MPI_COMM_NULL if invalid). */
-RONDO_API MPI_Comm rondo_comm_mpi(rondo_comm_t comm);
+RONDO_API rondo_status_t rondo_comm_rank(rondo_comm_t comm, int *rank);
+RONDO_API rondo_status_t rondo_comm_size(rondo_comm_t comm, int *size);
+/* This rank's index on its node, and the ranks of this comm on the node
+ * (virtual nodes with RONDO_NODE_SIZE). */
+RONDO_API rondo_status_t rondo_comm_local_rank(rondo_comm_t comm, int *local_rank);
+RONDO_API rondo_status_t rondo_comm_local_size(rondo_comm_t comm, int *local_size);
+RONDO_API rondo_status_t rondo_comm_node_count(rondo_comm_t comm, int *nodes);
+/* The duplicated MPI communicator rondo uses. */
+RONDO_API rondo_status_t rondo_comm_mpi(rondo_comm_t comm, MPI_Comm *mpi);
+
+/* Frees memory rondo allocated for the caller (an allgather request's
+ * result). NULL is ignored. Cannot fail. */
+RONDO_API void rondo_free(void *ptr);
 
 /* ---- blocking collectives -------------------------------------------------
  * sendbuf == recvbuf means in place. count is in elements.
  * rondo_allreduce() chooses the algorithm (RONDO_ALLREDUCE_ALGO forces one);
- * rondo_allreduce_algo() runs the given one (RONDO_ALGO_AUTO chooses). When
- * an algorithm cannot take an input (Rabenseifner with fewer elements than
- * the largest power of two <= size) it falls back to recursive doubling and
- * says so at RONDO_LOG=debug. */
+ * rondo_allreduce_algo() runs the given one (RONDO_ALGO_AUTO chooses), or
+ * fails with RONDO_ERR_UNSUPPORTED on every rank when it cannot run the
+ * call (rondo_algo_available() says why). Rabenseifner with fewer elements
+ * than the largest power of two <= size falls back to recursive doubling
+ * and says so at RONDO_LOG=debug. */
 RONDO_API rondo_status_t rondo_allreduce(rondo_comm_t comm, const void *sendbuf,
                                          void *recvbuf, size_t count,
                                          rondo_dtype_t dtype, rondo_op_t op);
@@ -196,21 +218,42 @@ RONDO_API rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sen
                                               void *recvbuf, size_t count,
                                               rondo_dtype_t dtype, rondo_op_t op,
                                               rondo_algo_t algo);
-/* The algorithm rondo_allreduce() would run for this call. */
+/* The algorithm rondo_allreduce() would run for this call. Local. */
 RONDO_API rondo_status_t rondo_allreduce_choice(rondo_comm_t comm, size_t count,
                                                 rondo_dtype_t dtype, rondo_op_t op,
                                                 rondo_algo_t *algo);
+/* Whether rondo_allreduce_algo(comm, .., count, dtype, op, algo) can run,
+ * from the algorithm table: the rules the selector and the blocking call
+ * use (shm needs every rank on one node, nccl a device buffer).
+ *  - RONDO_SUCCESS: it can. *why is NULL when the selector would consider
+ *    it, else why it would not although it runs ("one node: use shm" for
+ *    hierarchical, "count < largest power of two <= ranks" for Rabenseifner,
+ *    which then falls back to recursive doubling).
+ *  - RONDO_ERR_UNSUPPORTED: it cannot; *why says why (also in
+ *    rondo_last_error()).
+ *  - RONDO_ERR_INVALID_ALGO for auto or a value outside rondo_algo_t.
+ * why may be NULL; its strings are static. Local; every rank gets the same
+ * answer. rondo_explain() shows the whole choice. */
+RONDO_API rondo_status_t rondo_algo_available(rondo_comm_t comm, rondo_algo_t algo,
+                                              size_t count, rondo_dtype_t dtype,
+                                              rondo_op_t op, const char **why);
 
-/* Writes why rondo_allreduce() would choose what it chooses for this call:
- * every algorithm with its predicted time or why it is not eligible, the
- * choice and the reason (forced, tuning-file rule, or cost model). buf gets
- * a NUL-terminated text; RONDO_ERR_INVALID_ARG if len is too small. Local:
- * not collective. */
+/* The texts below go into (buf, len) as snprintf would: NUL-terminated,
+ * truncated when len is too small, which fails with RONDO_ERR_TRUNCATED.
+ * *needed (needed may be NULL) gets the bytes the whole text needs, NUL
+ * included; buf NULL with len 0 only asks for that size (RONDO_SUCCESS).
+ * Local: not collective. */
+
+/* Why rondo_allreduce() would choose what it chooses for this call: every
+ * algorithm with its predicted time or why it is not eligible, the choice
+ * and the reason (forced, tuning-file rule, or cost model). */
 RONDO_API rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
-                                       rondo_op_t op, char *buf, size_t len);
+                                       rondo_op_t op, char *buf, size_t len,
+                                       size_t *needed);
 /* One line on the comm's topology: nodes (real or virtual), ranks per node,
- * the hardware hwloc sees and whether the node is oversubscribed. Local. */
-RONDO_API rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len);
+ * the hardware hwloc sees and whether the node is oversubscribed. */
+RONDO_API rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len,
+                                             size_t *needed);
 
 /* buf: input on root, output elsewhere. */
 RONDO_API rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
@@ -292,7 +335,7 @@ RONDO_API rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *na
 /* Rank i contributes rows_i rows of row_count elements each (rows may differ
  * per rank, row_count may not). The result, every rank's rows in rank order,
  * is allocated by rondo: rondo_request_result() gives it before rondo_wait();
- * the caller frees it with free(). */
+ * the caller frees it with rondo_free(). */
 RONDO_API rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name,
                                                const void *sendbuf, size_t rows,
                                                size_t row_count, rondo_dtype_t dtype,
@@ -304,7 +347,8 @@ RONDO_API rondo_status_t rondo_test(rondo_request_t req, int *done);
  * rondo_last_error() of this thread), releases the request, sets *req = NULL. */
 RONDO_API rondo_status_t rondo_wait(rondo_request_t *req);
 /* A completed allgather's result: *buf (ownership passes to the caller, who
- * frees it) and its element count. Other requests: *buf = NULL, *count = 0. */
+ * frees it with rondo_free()) and its element count. Other requests:
+ * *buf = NULL, *count = 0. */
 RONDO_API rondo_status_t rondo_request_result(rondo_request_t req, void **buf, size_t *count);
 /* For uneven data: this rank has no more requests. Until every rank has
  * joined, it takes part in the all-reduces the others still submit with the
@@ -318,16 +362,19 @@ RONDO_API rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank);
  * Every knob is a row in one table (docs/knobs.md); rondo-info prints it. */
 typedef struct {
   const char *name;       /* "RONDO_LOG" */
-  const char *type;       /* "enum", "size", "int", "string", "number" */
+  const char *type;       /* "enum", "size", "int", "string", "number", "name" */
   const char *default_value;
   const char *current;    /* the value in effect (parsed, normalized) */
   const char *doc;        /* one line */
 } rondo_knob_info_t;
 
+/* Cannot fail. */
 RONDO_API int rondo_knob_count(void);
 /* Fills *info for knob i (0 <= i < rondo_knob_count()). name, type,
- * default_value and doc are static; current stays valid until the next
- * rondo_knob_get() of the same knob. */
+ * default_value and doc are static; current is the environment's value now
+ * (what the next comm made will read; each comm keeps the values it read
+ * when it was made) and stays valid until the next rondo_knob_get() of the
+ * same knob. */
 RONDO_API rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info);
 
 #ifdef __cplusplus

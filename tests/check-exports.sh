@@ -10,7 +10,7 @@ exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | so
 # Declarations start a line with RONDO_API and name the function on it.
 declared=$(grep '^RONDO_API ' "$header" | sed -E 's/^[^(]*[ *](rondo_[a-z_0-9]+)\(.*/\1/' | sort -u)
 status=0
-# MPI_Finalize: rondo's profiling-interface wrapper (lib/core/comm.c).
+# MPI_Finalize: rondo's profiling-interface wrapper (lib/api/lifecycle.c).
 extra=$(echo "$exported" | grep -v '^rondo_' | grep -v -E '^(_init|_fini|MPI_Finalize)$')
 if [ -n "$extra" ]; then
   echo "FAIL: symbols exported without the rondo_ prefix:"; echo "$extra"; status=1

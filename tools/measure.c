@@ -21,7 +21,7 @@ int meas_init(meas_t *m, size_t max_bytes)
     free(m->out);
     return -1;
   }
-  int rank = rondo_comm_rank(m->comm);
+  int rank = meas_rank(m->comm);
   for (size_t i = 0; i < m->max_count; i++)
     m->in[i] = (float)((rank + 1) * (int)(i % 17));
   MPI_Comm_dup(MPI_COMM_WORLD, &m->base);
@@ -50,7 +50,7 @@ static void run(meas_t *m, const rondo_algo_t *algos, int a, size_t count, int i
 
 static void check(meas_t *m, size_t count)
 {
-  int size = rondo_comm_size(m->comm);
+  int size = meas_size(m->comm);
   for (size_t i = 0; i < count; i++) {
     float want = (float)((size * (size + 1) / 2) * (int)(i % 17));
     m->wrong += m->out[i] != want;
@@ -90,15 +90,16 @@ void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
 
 int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t *out)
 {
+  const size_t count = (size_t)1 << 20; /* large: every rule of the table applies */
   int n = 0;
   if (list == NULL) {
-    static const rondo_algo_t host[] = {RONDO_ALGO_MPI, RONDO_ALGO_RECURSIVE_DOUBLING,
-                                        RONDO_ALGO_RABENSEIFNER, RONDO_ALGO_RING,
-                                        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL};
-    int one_node = rondo_comm_node_count(comm) == 1;
-    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
-      if (host[i] != (one_node ? RONDO_ALGO_HIERARCHICAL : RONDO_ALGO_SHM))
-        out[n++] = host[i];
+    for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
+      const char *why = NULL;
+      if (rondo_algo_available(comm, (rondo_algo_t)a, count, RONDO_FLOAT32, RONDO_SUM, &why) ==
+              RONDO_SUCCESS &&
+          why == NULL)
+        out[n++] = (rondo_algo_t)a;
+    }
     if (with_auto)
       out[n++] = RONDO_ALGO_AUTO;
     return n;
@@ -107,8 +108,15 @@ int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t 
   snprintf(buf, sizeof buf, "%s", list);
   for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
     if (n == RONDO_ALGO_COUNT || rondo_algo_from_name(tok, &out[n]) != RONDO_SUCCESS ||
-        out[n] == RONDO_ALGO_NCCL || (out[n] == RONDO_ALGO_AUTO && !with_auto))
+        (out[n] == RONDO_ALGO_AUTO && !with_auto))
       return -1;
+    if (out[n] != RONDO_ALGO_AUTO &&
+        rondo_algo_available(comm, out[n], count, RONDO_FLOAT32, RONDO_SUM, NULL) !=
+            RONDO_SUCCESS) {
+      if (meas_rank(comm) == 0)
+        fprintf(stderr, "%s\n", rondo_last_error());
+      return -1;
+    }
     n++;
   }
   return n > 0 ? n : -1;
@@ -147,12 +155,25 @@ double meas_percentile(const double *v, int n, int p)
   return n < 1 ? 0 : sorted_at(v, n, n * p / 100 < n ? n * p / 100 : n - 1, 0);
 }
 
-int meas_pof2(int p)
+int meas_rank(rondo_comm_t comm)
 {
-  int q = 1;
-  while (q * 2 <= p)
-    q *= 2;
-  return q;
+  int v = -1;
+  rondo_comm_rank(comm, &v);
+  return v;
+}
+
+int meas_size(rondo_comm_t comm)
+{
+  int v = -1;
+  rondo_comm_size(comm, &v);
+  return v;
+}
+
+int meas_nodes(rondo_comm_t comm)
+{
+  int v = -1;
+  rondo_comm_node_count(comm, &v);
+  return v;
 }
 
 long meas_wrong_total(const meas_t *m)

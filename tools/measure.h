@@ -44,10 +44,12 @@ void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
                  size_t count, int first, int last, double t[][MEAS_MAX_ROUNDS]);
 
 /* The algorithms to measure, into out[RONDO_ALGO_COUNT]: the comma-separated
- * names of list, or (list NULL) every host algorithm the comm can run (shm
- * on one node, hierarchical across nodes), followed by auto when with_auto.
- * auto is accepted in a list only when with_auto; nccl never (not built).
- * Returns the count, or -1 for a bad list. */
+ * names of list, or (list NULL) every algorithm of the library's table that
+ * rondo_algo_available() says runs on this comm and the selector would
+ * consider for a large float32 sum (shm on one node, hierarchical across
+ * nodes), followed by auto when with_auto. auto is accepted in a list only
+ * when with_auto; an algorithm that cannot run on the comm never (the
+ * message names it and why). Returns the count, or -1 for a bad list. */
 int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t *out);
 
 /* The median of v[0..n) (sorts a copy; v is left as it is). */
@@ -56,8 +58,11 @@ double meas_median(const double *v, int n);
  * sorted copy). */
 double meas_percentile(const double *v, int n, int p);
 
-/* The largest power of two <= p. */
-int meas_pof2(int p);
+/* Rank, size and node count of a comm the tool made (the queries cannot
+ * fail on it; -1 if they do). */
+int meas_rank(rondo_comm_t comm);
+int meas_size(rondo_comm_t comm);
+int meas_nodes(rondo_comm_t comm);
 
 /* Wrong elements summed over all ranks; collective. */
 long meas_wrong_total(const meas_t *m);

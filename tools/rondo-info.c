@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/numbers.h"
 #include "rondo.h"
-#include "tools/parse_size.h"
 
 static void print_build(void)
 {
@@ -30,22 +30,25 @@ static void print_build(void)
   printf("  hwloc    %u.%u.%u\n", hw >> 16, (hw >> 8) & 0xff, hw & 0xff);
   printf("  CUDA     %s\n", rondo_cuda_built() ? "found at configure time" : "no");
   printf("  NCCL     %s\n", rondo_nccl_built() ? "found at configure time" : "no");
-  printf("  algorithms:");
-  for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_NCCL; a++) {
-    if (a == RONDO_ALGO_SHM && rondo_comm_node_count(rondo_world()) > 1) {
-      printf(" shm (unavailable: the comm spans nodes)");
-      continue;
-    }
-    /* Ask the library whether it can run each one on a single element
-     * (shm is unavailable on a comm that spans nodes). */
-    float x = 1, y;
-    rondo_status_t st = rondo_allreduce_algo(rondo_world(), &x, &y, 1, RONDO_FLOAT32,
-                                             RONDO_SUM, (rondo_algo_t)a);
-    printf(" %s%s", rondo_algo_name((rondo_algo_t)a),
-           st == RONDO_SUCCESS ? "" : st == RONDO_ERR_UNSUPPORTED ? " (unavailable here)"
-                                                                   : " (failed)");
+}
+
+/* Every algorithm of the library's table, and whether it can run a float32
+ * sum of bytes / 4 elements on this comm. */
+static void print_algorithms(rondo_comm_t comm, size_t bytes)
+{
+  printf("\nalgorithms (float32 sum of %zu bytes on this comm)\n", bytes);
+  for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
+    const char *why = NULL;
+    rondo_status_t st =
+        rondo_algo_available(comm, (rondo_algo_t)a, bytes / 4, RONDO_FLOAT32, RONDO_SUM, &why);
+    printf("  %-20s ", rondo_algo_name((rondo_algo_t)a));
+    if (st != RONDO_SUCCESS)
+      printf("unavailable: %s\n", why ? why : rondo_status_name(st));
+    else if (why != NULL)
+      printf("available (auto passes it over: %s)\n", why);
+    else
+      printf("available\n");
   }
-  printf(" (nccl: the backend is not in this version)\n");
 }
 
 static void print_knobs(void)
@@ -75,7 +78,7 @@ static void print_selection(rondo_comm_t comm)
       continue;
     }
     const char *why = "";
-    if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, buf, sizeof buf) ==
+    if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, buf, sizeof buf, NULL) ==
         RONDO_SUCCESS) {
       char *line = strstr(buf, "choice: ");
       char *paren = line ? strchr(line, '(') : NULL;
@@ -104,27 +107,39 @@ int main(int argc, char **argv)
     return 1;
   }
   rondo_comm_t comm = rondo_world();
-  int rank = rondo_comm_rank(comm);
+  int rank = 0;
   char buf[4096];
   int rc = 0;
-  if (explain != NULL) {
-    size_t bytes = parse_size(explain);
-    if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, buf, sizeof buf) !=
-        RONDO_SUCCESS) {
-      fprintf(stderr, "rondo-info: %s\n", rondo_last_error());
+  size_t bytes = 0;
+  rondo_comm_rank(comm, &rank);
+  if (explain != NULL && rondo__parse_size(explain, &bytes) != 0) {
+    if (rank == 0)
+      fprintf(stderr, "rondo-info: --explain '%s' is not a byte count such as 4096, 64K or 16M\n",
+              explain);
+    rc = 2;
+  } else if (explain != NULL) {
+    size_t need = 0;
+    char *text = NULL;
+    if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, NULL, 0, &need) !=
+            RONDO_SUCCESS ||
+        (text = malloc(need)) == NULL ||
+        rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, text, need, NULL) !=
+            RONDO_SUCCESS) {
+      fprintf(stderr, "rondo-info: %s\n", text ? rondo_last_error() : "out of memory");
       rc = 1;
     } else if (rank == 0) {
-      printf("%s", buf);
+      printf("%s", text);
     }
+    free(text);
   } else {
-    /* print_build runs one collective per algorithm: every rank joins. */
     if (rank != 0) {
       FILE *devnull = freopen("/dev/null", "w", stdout);
       (void)devnull;
     }
     print_build();
-    if (rondo_comm_topology(comm, buf, sizeof buf) == RONDO_SUCCESS)
+    if (rondo_comm_topology(comm, buf, sizeof buf, NULL) == RONDO_SUCCESS)
       printf("\ntopology (rank 0)\n  %s\n", buf);
+    print_algorithms(comm, 4096);
     print_knobs();
     print_selection(comm);
   }

@@ -392,7 +392,7 @@ static int finish(trainer_t *t, acc_t *total)
 static int train(trainer_t *t)
 {
   acc_t total = {0};
-  int rc = trainer_setup(t) != 0 ? TRAIN_EXIT_ERROR : 0;
+  int rc = trainer_setup(t);
   rondo_async_opts_t ro = RONDO_ASYNC_OPTS_INIT;
   t->ropts = ro;
   t->ropts.callback = on_done;
@@ -424,8 +424,13 @@ int main(int argc, char **argv)
     return TRAIN_EXIT_ERROR;
   }
   t.comm = rondo_world();
-  t.rank = rondo_comm_rank(t.comm);
-  t.size = rondo_comm_size(t.comm);
+  if (rondo_comm_rank(t.comm, &t.rank) != RONDO_SUCCESS ||
+      rondo_comm_size(t.comm, &t.size) != RONDO_SUCCESS ||
+      rondo_comm_node_count(t.comm, &t.nodes) != RONDO_SUCCESS) {
+    fprintf(stderr, "rondo-train: %s\n", rondo_last_error());
+    rondo_finalize();
+    return TRAIN_EXIT_ERROR;
+  }
   rc = train(&t);
   rondo_finalize();
   return rc;

@@ -151,8 +151,8 @@ static int parse_algo(const char *s, train_opts_t *o)
     return 0;
   }
   rondo_algo_t a;
-  if (rondo_algo_from_name(s, &a) != RONDO_SUCCESS || a == RONDO_ALGO_NCCL)
-    return -1;
+  if (rondo_algo_from_name(s, &a) != RONDO_SUCCESS)
+    return -1; /* whether it can run here is asked once the comm exists (setup.c) */
   o->algo_deterministic = 0;
   o->algo = a;
   return 0;
@@ -378,8 +378,8 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
     case OPT_ALLREDUCE:
       if (parse_algo(arg, o) != 0)
         return bad(print,
-                   "--allreduce: '%s' is not deterministic, auto, mpi, ring, "
-                   "recursive_doubling, rabenseifner, shm or hierarchical",
+                   "--allreduce: '%s' is not deterministic, auto or an algorithm "
+                   "(rondo-info lists them)",
                    arg);
       break;
     case OPT_NO_OVERLAP: o->overlap = 0; break;

@@ -191,7 +191,9 @@ static void mirror_start(trainer_t *t, const ckpt_header_t *h, const float *para
 
 /* ---- choices the header reports ----------------------------------------------------- */
 
-static void choose_algo(trainer_t *t)
+/* The all-reduce of the gradients; -1 (every rank: the answer is the same
+ * everywhere) when the one asked for cannot run on this comm. */
+static int choose_algo(trainer_t *t)
 {
   if (!t->o.algo_deterministic) {
     t->algo = t->o.algo;
@@ -202,13 +204,22 @@ static void choose_algo(trainer_t *t)
      * element in the same order wherever the engine's fusion puts it. */
     t->algo = RONDO_ALGO_AUTO;
     t->algo_why = "deterministic: at 1-2 ranks every algorithm sums in the same order";
-  } else if (rondo_comm_node_count(t->comm) == 1) {
+  } else if (t->nodes == 1) {
     t->algo = RONDO_ALGO_SHM;
     t->algo_why = "deterministic: shm reduces every element in rank order";
   } else {
     t->algo = RONDO_ALGO_RECURSIVE_DOUBLING;
     t->algo_why = "deterministic: recursive doubling sums every element in the same order";
   }
+  if (t->algo != RONDO_ALGO_AUTO &&
+      rondo_algo_available(t->comm, t->algo, t->m.nparams, RONDO_FLOAT32, RONDO_SUM, NULL) !=
+          RONDO_SUCCESS) {
+    if (t->rank == 0)
+      fprintf(stderr, "rondo-train: --allreduce %s: %s\n", rondo_algo_name(t->algo),
+              rondo_last_error());
+    return -1;
+  }
+  return 0;
 }
 
 /* Cores the ranks of this node may run on between them (the union of their
@@ -220,8 +231,9 @@ static void node_cores(trainer_t *t, int *cores, int *ranks)
   CPU_ZERO(&mine);
   *cores = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 1;
   *ranks = 1;
-  if (MPI_Comm_split_type(rondo_comm_mpi(t->comm), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                          &node) != MPI_SUCCESS)
+  MPI_Comm mpi;
+  if (rondo_comm_mpi(t->comm, &mpi) != RONDO_SUCCESS ||
+      MPI_Comm_split_type(mpi, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
     return;
   if (MPI_Allreduce(&mine, &all, (int)sizeof mine, MPI_BYTE, MPI_BOR, node) == MPI_SUCCESS &&
       MPI_Comm_size(node, ranks) == MPI_SUCCESS)
@@ -283,7 +295,7 @@ void trainer_config_json(const trainer_t *t, char *buf, size_t len)
            t->o.warmup_epochs, t->o.step_epochs, t->o.gamma, t->o.max_steps,
            rondo_algo_name(t->algo), t->o.algo_deterministic ? "true" : "false",
            t->o.overlap ? "true" : "false", t->o.prefetch == PREFETCH_ON ? "true" : "false",
-           t->size, rondo_comm_node_count(t->comm), t->o.resume != NULL ? "true" : "false");
+           t->size, t->nodes, t->o.resume != NULL ? "true" : "false");
 }
 
 static void print_header(trainer_t *t, const char *blas)
@@ -295,7 +307,7 @@ static void print_header(trainer_t *t, const char *blas)
   if (tail != 0 && n > B)
     snprintf(last, sizeof last, ", the last with %zu samples", tail);
   loader_split(B < n ? B : n, 0, t->size, &first, &mine);
-  if (rondo_comm_topology(t->comm, topo, sizeof topo) != RONDO_SUCCESS)
+  if (rondo_comm_topology(t->comm, topo, sizeof topo, NULL) != RONDO_SUCCESS)
     snprintf(topo, sizeof topo, "?");
   if (t->size == 1)
     snprintf(allreduce, sizeof allreduce, "none: one rank (the gradient sums are local)");
@@ -337,7 +349,7 @@ int trainer_setup(trainer_t *t)
   char err[1024] = "";
   ckpt_header_t h;
   float *params = NULL, *velocity = NULL; /* rank 0's copy of the checkpoint */
-  int rc = -1;
+  int rc = TRAIN_EXIT_ERROR;
   memset(&h, 0, sizeof h);
   if (t->o.resume != NULL) {
     if (read_checkpoint(t, &h, &params, &velocity) != 0)
@@ -353,12 +365,15 @@ int trainer_setup(trainer_t *t)
   if (trainer_agree(t, ok, err, sizeof err) != 0)
     goto out;
   mirror_start(t, &h, params, velocity);
-  choose_algo(t);
+  if (choose_algo(t) != 0) {
+    rc = TRAIN_EXIT_USAGE;
+    goto out;
+  }
   choose_prefetch(t);
   print_header(t, blas_setup());
   ok = loader_create(&t->data, &t->o, t->rank, t->size, t->epoch, t->offset, &t->loader) == 0;
   snprintf(err, sizeof err, "cannot start the input pipeline (no memory or no thread)");
-  rc = trainer_agree(t, ok, err, sizeof err);
+  rc = trainer_agree(t, ok, err, sizeof err) != 0 ? TRAIN_EXIT_ERROR : 0;
 out:
   free(params);
   free(velocity);

@@ -10,7 +10,7 @@
 
 typedef struct {
   rondo_comm_t comm;
-  int rank, size;
+  int rank, size, nodes;
   train_opts_t o;
   rondo_algo_t algo;
   const char *algo_why, *input_why; /* for the header */
@@ -55,8 +55,10 @@ void trainer_die(const trainer_t *t, const char *fmt, ...)
 int trainer_agree(trainer_t *t, int ok, char *msg, size_t len);
 
 /* setup.c: loads the data, builds and mirrors the model, resumes from a
- * checkpoint, prints the header and starts the input pipeline. 0, or -1
- * after every rank printed why. */
+ * checkpoint, prints the header and starts the input pipeline. 0, or the
+ * exit status (TRAIN_EXIT_USAGE for an --allreduce algorithm that cannot
+ * run on these ranks, TRAIN_EXIT_ERROR otherwise) after every rank learned
+ * why. */
 int trainer_setup(trainer_t *t);
 /* The configuration as a JSON object's text. */
 void trainer_config_json(const trainer_t *t, char *buf, size_t len);

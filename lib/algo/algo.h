@@ -1,9 +1,11 @@
 /*
- * The collective algorithms (one file each) and the point-to-point helpers
- * they share. Internal to librondo (prefix algo_).
+ * The collective algorithms (one file each), their table, the dispatch and
+ * the point-to-point helpers they share. Internal to librondo (prefix
+ * algo_). docs/architecture.md has the layers; DEVELOPERS.md says how to add
+ * an algorithm: one file with its descriptor, one row in table.c.
  *
  * Contract for every all-reduce algorithm:
- *  - The arguments were validated and agreed on by every rank (lib/core),
+ *  - The arguments were validated and agreed on by every rank (lib/api),
  *    but for shm, which agrees in its first round (agree below).
  *  - op is SUM, MIN, MAX or PROD; AVG arrives as SUM and the caller finishes.
  *  - Any count >= 1 (count 0 never reaches an algorithm), any comm size,
@@ -17,7 +19,9 @@
 #ifndef RONDO_ALGO_H
 #define RONDO_ALGO_H
 
-#include "core/internal.h"
+#include "base/comm.h"
+#include "algo/agree.h"
+#include "select/select.h"
 
 typedef struct {
   rondo_comm_t comm;
@@ -30,15 +34,77 @@ typedef struct {
   /* shm only: the call's signature, not yet agreed on; the first round
    * posts it to the comm's argument board with its data (shm.c). NULL:
    * agreed before the call. */
-  const rondo__sig_t *agree;
+  const agree_sig_t *agree;
 } algo_allreduce_args_t;
 
-rondo_status_t algo_allreduce_mpi(const algo_allreduce_args_t *a);
-rondo_status_t algo_allreduce_rd(const algo_allreduce_args_t *a);
-rondo_status_t algo_allreduce_rabenseifner(const algo_allreduce_args_t *a);
-rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a);
-rondo_status_t algo_allreduce_shm(const algo_allreduce_args_t *a);
-rondo_status_t algo_allreduce_hier(const algo_allreduce_args_t *a);
+typedef rondo_status_t (*algo_allreduce_fn)(const algo_allreduce_args_t *a);
+
+/* ---- descriptors (one per algorithm, in its file) and the table (table.c) ----
+ * Everything rondo knows about an algorithm is in its descriptor: the
+ * selector's view (id, name, memory kind, when it cannot run, when it
+ * should not be chosen, its cost-model terms), the collectives it serves
+ * and the function that runs it. table.c lists the descriptors; the
+ * selector, the tuning parser, the knob RONDO_ALLREDUCE_ALGO, the names of
+ * rondo_algo_name() and rondo_algo_available() all read that list. */
+
+/* The collectives an algorithm serves (bits of algo_desc_t.collectives). */
+enum { ALGO_SERVES_ALLREDUCE = 1u << 0 };
+
+typedef struct algo_desc {
+  select_algo_t select;   /* first: the table hands &desc.select to the selector */
+  unsigned collectives;   /* ALGO_SERVES_* */
+  algo_allreduce_fn allreduce;
+} algo_desc_t;
+
+extern const algo_desc_t algo_mpi, algo_ring, algo_recursive_doubling, algo_rabenseifner,
+    algo_shm, algo_hierarchical, algo_nccl;
+
+/* The descriptor of an id, or NULL (AUTO and values outside the table). */
+const algo_desc_t *algo_find(rondo_algo_t id);
+/* The descriptor of a name, or NULL. */
+const algo_desc_t *algo_find_name(const char *name);
+/* Every algorithm, for the selector and the tuning parser. */
+const select_menu_t *algo_menu(void);
+/* "mpi, ring, ...": every name of the table, for error messages. */
+const char *algo_names(void);
+
+/* Cost-model terms the algorithms share (each in its algorithm's file):
+ * n bytes over p ranks at level lv; copy = seconds per byte of the input
+ * copy (0 in place), chunk = the ring's pipeline chunk (0: its default). */
+double algo_rd_time(const select_level_t *lv, double n, int p, double copy);
+double algo_rab_time(const select_level_t *lv, double n, int p, double copy);
+double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk);
+
+/* ---- dispatch (dispatch.c) --------------------------------------------------
+ * For lib/api's blocking calls and lib/engine's fused buffers. */
+
+/* What the selector knows about an all-reduce of count elements on comm. */
+select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op);
+/* The comm's choice: its RONDO_ALLREDUCE_ALGO, then its tuning table, then
+ * the cost model (cost terms at the comm's RONDO_RING_CHUNK_BYTES). */
+rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res);
+/* Quiet (logs nothing): RONDO_SUCCESS if algo can run this call, with *why
+ * NULL, or why the selector would not choose it (hierarchical on one
+ * node); else RONDO_ERR_UNSUPPORTED (RONDO_ERR_INVALID_ALGO for a value
+ * outside the table) with the reason in *why and in rondo_last_error(). why
+ * may be NULL; the strings are static. Local: every rank of the comm gets
+ * the same answer for the same call. */
+rondo_status_t algo_check(rondo_comm_t comm, rondo_algo_t algo, const select_input_t *in,
+                          const char **why);
+/* AUTO becomes the comm's choice (cached for repeated sizes); any algorithm
+ * is then checked with algo_check. Local, same outcome on every rank. */
+rondo_status_t algo_allreduce_resolve(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                      rondo_op_t op, rondo_algo_t *algo);
+/* Runs a resolved all-reduce: count 0 does nothing, AVG is SUM then a
+ * division by the comm size. agree: the signature shm agrees on in its
+ * first round, or NULL (agreed before). */
+rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                  size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                  rondo_algo_t algo, const agree_sig_t *agree);
+/* Resolve, then run, for arguments agreed before (the engine). */
+rondo_status_t algo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                              size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                              rondo_algo_t algo);
 
 /* Data movement and the other reductions (MPI-backed; see each file). */
 rondo_status_t algo_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);
@@ -53,6 +119,9 @@ rondo_status_t algo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recvb
 rondo_status_t algo_barrier(rondo_comm_t comm);
 
 /* ---- helpers (lib/algo/p2p.c) ------------------------------------------------ */
+
+/* A scratch buffer of the comm of at least bytes (valid until the next call). */
+rondo_status_t algo_scratch(rondo_comm_t comm, size_t bytes, void **buf);
 
 /* The MPI datatype and op that compute rondo's semantics for (dtype, op):
  * built-ins where they match, user-defined ops over rondo's kernels for

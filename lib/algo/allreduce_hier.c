@@ -20,8 +20,12 @@
 
 #include <stdlib.h>
 
-#include "select/select.h"
 #include "topo/topo.h"
+
+/* The candidates for a cross-node slice: one rank per node. */
+static const select_algo_t *const cross_algos[] = {&algo_ring.select,
+                                                   &algo_recursive_doubling.select};
+static const select_menu_t cross_menu = {2, cross_algos};
 
 /* The algorithm for a cross-node slice: ring or recursive doubling, as the
  * cost model predicts for one rank per node over cross->size nodes. */
@@ -34,20 +38,18 @@ static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm
   c.count = n;
   if (n == 0 || cross->size == 1)
     return RONDO_SUCCESS;
-  select_input_t in = {.count = n, .bytes = n * a->esize, .ranks = cross->size,
-                       .nodes = cross->size, .min_local = 1, .max_local = 1,
-                       .mem = SELECT_MEM_HOST,
-                       .available = 1u << RONDO_ALGO_RING | 1u << RONDO_ALGO_RECURSIVE_DOUBLING};
+  select_input_t in = {.count = n, .bytes = n * a->esize, .dtype = a->dtype, .op = a->op,
+                       .ranks = cross->size, .nodes = cross->size, .min_local = 1,
+                       .max_local = 1, .mem = SELECT_MEM_HOST};
   select_result_t res;
   select_params_t params = select_default_params;
-  params.ring_chunk = rondo__knobs.ring_chunk;
-  if (select_choose(&params, NULL, RONDO_ALGO_AUTO, &in, &res) ==
-      RONDO_ALGO_RECURSIVE_DOUBLING)
-    return algo_allreduce_rd(&c);
-  return algo_allreduce_ring(&c);
+  params.ring_chunk = a->comm->cfg.ring_chunk;
+  rondo_algo_t pick = select_choose(&params, &cross_menu, NULL, RONDO_ALGO_AUTO, &in, &res);
+  return (pick == RONDO_ALGO_RECURSIVE_DOUBLING ? &algo_recursive_doubling : &algo_ring)
+      ->allreduce(&c);
 }
 
-rondo_status_t algo_allreduce_hier(const algo_allreduce_args_t *a)
+static rondo_status_t allreduce_hier(const algo_allreduce_args_t *a)
 {
   rondo_comm_t comm = a->comm;
   const topo_t *topo = comm->topo;
@@ -61,3 +63,30 @@ rondo_status_t algo_allreduce_hier(const algo_allreduce_args_t *a)
   }
   return shm_run(a, SHM_ALLGATHER);
 }
+
+/* Cost: shm reduce-scatter (alpha + beta n + gamma n), the cheaper of ring
+ * and recursive doubling on n/L bytes among N ranks at the inter level (in
+ * place: no copy), shm allgather (alpha + beta n). */
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  const select_level_t *sh = &prm->shm;
+  double n = (double)in->bytes, slice = n / in->max_local;
+  double reduce_scatter = sh->alpha + sh->beta * n + sh->gamma * n;
+  double ring = algo_ring_time(&prm->inter, slice, in->nodes, prm->ring_chunk);
+  double rd = algo_rd_time(&prm->inter, slice, in->nodes, 0);
+  double allgather = sh->alpha + sh->beta * n;
+  return reduce_scatter + (ring < rd ? ring : rd) + allgather;
+}
+
+/* On one node it runs (shm with extra steps), but shm is the better pick. */
+static const char *not_chosen(const select_input_t *in)
+{
+  return in->nodes < 2 ? "one node: use shm" : NULL;
+}
+
+const algo_desc_t algo_hierarchical = {
+    .select = {.id = RONDO_ALGO_HIERARCHICAL, .name = "hierarchical", .mem = SELECT_MEM_HOST,
+               .not_chosen = not_chosen, .cost = cost},
+    .collectives = ALGO_SERVES_ALLREDUCE,
+    .allreduce = allreduce_hier,
+};

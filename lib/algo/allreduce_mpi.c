@@ -6,13 +6,15 @@
  * libraries and with user-defined ops. Nonblocking plus algo_waitall, so
  * that the wait yields the core on an oversubscribed node (p2p.c).
  */
-#include "algo.h"
+#include "algo/algo.h"
 
 #include <limits.h>
 
+#include "base/numbers.h"
+
 #define PIECE ((size_t)1 << 30) /* elements per MPI_Allreduce call */
 
-rondo_status_t algo_allreduce_mpi(const algo_allreduce_args_t *a)
+static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
 {
   MPI_Datatype mtype;
   MPI_Op mop;
@@ -29,3 +31,22 @@ rondo_status_t algo_allreduce_mpi(const algo_allreduce_args_t *a)
   }
   return RONDO_SUCCESS;
 }
+
+/* Cost: MPICH's own choice, the cheaper of recursive doubling and
+ * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha. */
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  const select_level_t *lv = select_p2p_level(prm, in);
+  double n = (double)in->bytes, t = algo_rd_time(lv, n, in->ranks, prm->copy_beta);
+  if (in->count >= (size_t)rondo__pof2_floor(in->ranks)) {
+    double rab = algo_rab_time(lv, n, in->ranks, prm->copy_beta);
+    t = rab < t ? rab : t;
+  }
+  return t + prm->mpi_alpha;
+}
+
+const algo_desc_t algo_mpi = {
+    .select = {.id = RONDO_ALGO_MPI, .name = "mpi", .mem = SELECT_MEM_HOST, .cost = cost},
+    .collectives = ALGO_SERVES_ALLREDUCE,
+    .allreduce = allreduce_mpi,
+};

@@ -11,7 +11,9 @@
  * Each block's final value is computed once (by the rank that owns it after
  * the reduce-scatter) and then copied, so all ranks hold identical bytes.
  */
-#include "algo.h"
+#include "algo/algo.h"
+
+#include "base/numbers.h"
 
 /* Element offset of block b of pof2 blocks. */
 static size_t block_start(const algo_allreduce_args_t *a, int b)
@@ -63,7 +65,7 @@ static rondo_status_t allgather_doubling(const algo_allreduce_args_t *a, int new
   return RONDO_SUCCESS;
 }
 
-rondo_status_t algo_allreduce_rabenseifner(const algo_allreduce_args_t *a)
+static rondo_status_t allreduce_rabenseifner(const algo_allreduce_args_t *a)
 {
   rondo_comm_t comm = a->comm;
   void *tmp;
@@ -73,13 +75,13 @@ rondo_status_t algo_allreduce_rabenseifner(const algo_allreduce_args_t *a)
     LOG_DEBUG("rabenseifner needs count >= %d (largest power of two <= %d ranks), "
               "got %zu: falling back to recursive doubling",
               comm->pof2, comm->size, a->count);
-    return algo_allreduce_rd(a);
+    return algo_recursive_doubling.allreduce(a);
   }
   algo_copy_input(a);
   if (comm->size == 1)
     return RONDO_SUCCESS;
   RONDO_CHECK(algo_check_message(a->count * a->esize)); /* the fold sends it all */
-  RONDO_CHECK(rondo__scratch(comm, a->count * a->esize, &tmp));
+  RONDO_CHECK(algo_scratch(comm, a->count * a->esize, &tmp));
   RONDO_CHECK(algo_fold_in(a, a->recvbuf, tmp, &newrank));
   if (newrank >= 0) {
     RONDO_CHECK(reduce_scatter_halving(a, newrank, tmp, &lo, &hi));
@@ -87,3 +89,40 @@ rondo_status_t algo_allreduce_rabenseifner(const algo_allreduce_args_t *a)
   }
   return algo_fold_out(a, a->recvbuf, newrank);
 }
+
+/* Cost: halving and doubling at n/2, n/4, .., n/p' (+2 fold messages of n):
+ * the sum of alpha(message) + beta * (2n (p'-1)/p' (+2n)) + gamma *
+ * (n (p'-1)/p' (+n)) + the input copy. */
+double algo_rab_time(const select_level_t *lv, double n, int p, double copy)
+{
+  int pof2 = rondo__pof2_floor(p);
+  int fold = p != pof2;
+  double t = copy * n;
+  for (int part = 2; part <= pof2; part *= 2)
+    t += 2 * select_msg_alpha(lv, n / part); /* one halving and one doubling step */
+  if (fold)
+    t += 2 * select_msg_alpha(lv, n);
+  double share = (double)(pof2 - 1) / pof2;
+  return t + lv->beta * (2 * n * share + (fold ? 2 * n : 0)) +
+         lv->gamma * (n * share + (fold ? n : 0));
+}
+
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  return algo_rab_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
+                       prm->copy_beta);
+}
+
+static const char *not_chosen(const select_input_t *in)
+{
+  if (in->count < (size_t)rondo__pof2_floor(in->ranks))
+    return "count < largest power of two <= ranks";
+  return NULL;
+}
+
+const algo_desc_t algo_rabenseifner = {
+    .select = {.id = RONDO_ALGO_RABENSEIFNER, .name = "rabenseifner",
+               .mem = SELECT_MEM_HOST, .not_chosen = not_chosen, .cost = cost},
+    .collectives = ALGO_SERVES_ALLREDUCE,
+    .allreduce = allreduce_rabenseifner,
+};

@@ -7,9 +7,11 @@
  * Bit-identical results: both partners reduce (lower rank's data) op (higher
  * rank's data), and by induction all ranks of a group hold the same bytes.
  */
-#include "algo.h"
+#include "algo/algo.h"
 
-rondo_status_t algo_allreduce_rd(const algo_allreduce_args_t *a)
+#include "base/numbers.h"
+
+static rondo_status_t allreduce_rd(const algo_allreduce_args_t *a)
 {
   rondo_comm_t comm = a->comm;
   size_t bytes = a->count * a->esize;
@@ -20,7 +22,7 @@ rondo_status_t algo_allreduce_rd(const algo_allreduce_args_t *a)
   if (comm->size == 1)
     return RONDO_SUCCESS;
   RONDO_CHECK(algo_check_message(bytes));
-  RONDO_CHECK(rondo__scratch(comm, bytes, &tmp));
+  RONDO_CHECK(algo_scratch(comm, bytes, &tmp));
   RONDO_CHECK(algo_fold_in(a, a->recvbuf, tmp, &newrank));
   if (newrank >= 0) {
     for (int mask = 1; mask < comm->pof2; mask <<= 1) {
@@ -31,3 +33,28 @@ rondo_status_t algo_allreduce_rd(const algo_allreduce_args_t *a)
   }
   return algo_fold_out(a, a->recvbuf, newrank);
 }
+
+/* Cost: lg p' steps (+2 folding when p != p'), each a message of n:
+ * alpha(n) * steps + beta * n * steps + gamma * n * (lg p' (+1)) + the input
+ * copy. */
+double algo_rd_time(const select_level_t *lv, double n, int p, double copy)
+{
+  int pof2 = rondo__pof2_floor(p), lg = rondo__log2(pof2);
+  int fold = p != pof2;
+  double steps = lg + (fold ? 2 : 0);
+  return copy * n + steps * select_msg_alpha(lv, n) + lv->beta * n * steps +
+         lv->gamma * n * (lg + fold);
+}
+
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  return algo_rd_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
+                      prm->copy_beta);
+}
+
+const algo_desc_t algo_recursive_doubling = {
+    .select = {.id = RONDO_ALGO_RECURSIVE_DOUBLING, .name = "recursive_doubling",
+               .mem = SELECT_MEM_HOST, .cost = cost},
+    .collectives = ALGO_SERVES_ALLREDUCE,
+    .allreduce = allreduce_rd,
+};

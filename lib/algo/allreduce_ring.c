@@ -24,7 +24,7 @@
  * contribution entering exactly once per segment. Counts below p leave some
  * segments empty; empty chunks are skipped by sender and receiver alike.
  */
-#include "algo.h"
+#include "algo/algo.h"
 
 #include <stdlib.h>
 
@@ -145,7 +145,7 @@ static void cancel_all(ring_t *r)
   (void)algo_waitall(r->a->comm, (int)(r->steps * r->k), r->sreq); /* already failing */
 }
 
-rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a)
+static rondo_status_t allreduce_ring(const algo_allreduce_args_t *a)
 {
   rondo_comm_t comm = a->comm;
   if (comm->size == 1) {
@@ -157,7 +157,7 @@ rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a)
   r.right = (r.rank + 1) % r.p;
   r.steps = 2 * (size_t)(r.p - 1);
   size_t max_seg = (a->count + (size_t)r.p - 1) / (size_t)r.p;
-  size_t chunk_elems = rondo__knobs.ring_chunk / a->esize;
+  size_t chunk_elems = comm->cfg.ring_chunk / a->esize;
   if (chunk_elems == 0)
     chunk_elems = 1;
   r.k = (max_seg + chunk_elems - 1) / chunk_elems;
@@ -172,7 +172,7 @@ rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "ring: %zu requests", nreq);
   for (size_t i = 0; i < nreq; i++)
     r.sreq[i] = MPI_REQUEST_NULL;
-  rondo_status_t st = rondo__scratch(comm, WINDOW * r.slot_bytes, (void **)&r.tmp);
+  rondo_status_t st = algo_scratch(comm, WINDOW * r.slot_bytes, (void **)&r.tmp);
   if (st == RONDO_SUCCESS) {
     st = run(&r);
     if (st != RONDO_SUCCESS)
@@ -181,3 +181,34 @@ rondo_status_t algo_allreduce_ring(const algo_allreduce_args_t *a)
   free(r.sreq);
   return st;
 }
+
+/* Cost: 2 (p-1) steps of chunks of c = min(n/p, chunk): alpha(c) * steps +
+ * max(M, R) + min(M, R) * c / (n/p), M = beta * 2n (p-1)/p, R = gamma *
+ * n (p-1)/p. The pipeline hides all but one chunk of the cheaper of moving
+ * and reducing; while a segment is one chunk nothing overlaps and M and R
+ * add up (cost.c says why this form). Step 0 sends straight from sendbuf:
+ * no input copy. */
+double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk_bytes)
+{
+  double chunk = (double)(chunk_bytes ? chunk_bytes : (size_t)256 * 1024);
+  double seg = n / p, msg = seg < chunk ? seg : chunk;
+  double moved = lv->beta * 2 * n * (p - 1) / p;
+  double reduced = lv->gamma * n * (p - 1) / p;
+  double exposed = moved < reduced ? moved : reduced;
+  if (seg > chunk)
+    exposed *= chunk / seg;
+  return 2.0 * (p - 1) * select_msg_alpha(lv, msg) + (moved > reduced ? moved : reduced) +
+         exposed;
+}
+
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  return algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
+                        prm->ring_chunk);
+}
+
+const algo_desc_t algo_ring = {
+    .select = {.id = RONDO_ALGO_RING, .name = "ring", .mem = SELECT_MEM_HOST, .cost = cost},
+    .collectives = ALGO_SERVES_ALLREDUCE,
+    .allreduce = allreduce_ring,
+};

@@ -13,14 +13,32 @@
  */
 #include "algo/shm.h"
 
-#include "topo/topo.h"
-
-rondo_status_t algo_allreduce_shm(const algo_allreduce_args_t *a)
+static rondo_status_t allreduce_shm(const algo_allreduce_args_t *a)
 {
-  if (a->comm->topo->node_count != 1)
-    return rondo__fail(RONDO_ERR_UNSUPPORTED,
-                       "shm all-reduce needs every rank on one node; this comm spans %d "
-                       "nodes (use hierarchical)",
-                       a->comm->topo->node_count);
   return shm_run(a, SHM_ALLREDUCE);
 }
+
+/* Cost: 2 shm alphas (copied in, reduced) + shm beta * 2n (copy in, copy
+ * out) + shm gamma * n (each rank reduces n/L bytes of L inputs: it reads
+ * n). A small call (shm_reduces_whole) waits once and reduces all of it on
+ * every rank: 1 alpha + beta * n + gamma * n L. */
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  const select_level_t *sh = &prm->shm;
+  double n = (double)in->bytes;
+  if (shm_reduces_whole(in->bytes, in->max_local))
+    return sh->alpha + n * sh->beta + n * in->max_local * sh->gamma;
+  return 2 * sh->alpha + 2 * n * sh->beta + n * sh->gamma;
+}
+
+static const char *cannot_run(const select_input_t *in)
+{
+  return in->nodes != 1 ? "ranks span more than one node (use hierarchical)" : NULL;
+}
+
+const algo_desc_t algo_shm = {
+    .select = {.id = RONDO_ALGO_SHM, .name = "shm", .mem = SELECT_MEM_HOST,
+               .cannot_run = cannot_run, .cost = cost},
+    .collectives = ALGO_SERVES_ALLREDUCE,
+    .allreduce = allreduce_shm,
+};

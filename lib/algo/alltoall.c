@@ -3,7 +3,7 @@
  * library, by size): every byte crosses the network once, so there is no
  * reduction to overlap and nothing for rondo's schedules to improve.
  */
-#include "algo.h"
+#include "algo/algo.h"
 
 #include <limits.h>
 

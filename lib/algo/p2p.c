@@ -3,10 +3,11 @@
  * datatype/op mapping for the mpi algorithm and reduce-scatter, and the
  * operand-ordered reduction that keeps partners' results bit-identical.
  */
-#include "algo.h"
+#include "algo/algo.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reduce/reduce.h"
@@ -213,5 +214,21 @@ rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mty
   default:
     return rondo__fail(RONDO_ERR_INVALID_DTYPE, "dtype %d", (int)dtype);
   }
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t algo_scratch(rondo_comm_t comm, size_t bytes, void **buf)
+{
+  if (bytes > comm->scratch_bytes) {
+    free(comm->scratch);
+    comm->scratch = malloc(bytes);
+    if (comm->scratch == NULL) {
+      comm->scratch_bytes = 0;
+      return rondo__fail(RONDO_ERR_NO_MEMORY, "no memory for %zu bytes of scratch",
+                         bytes);
+    }
+    comm->scratch_bytes = bytes;
+  }
+  *buf = comm->scratch;
   return RONDO_SUCCESS;
 }

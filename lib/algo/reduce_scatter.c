@@ -4,7 +4,7 @@
  * and floating MIN/MAX). AVG is finished by the caller. A block is limited
  * to INT_MAX elements: user-defined ops take int counts.
  */
-#include "algo.h"
+#include "algo/algo.h"
 
 #include <limits.h>
 

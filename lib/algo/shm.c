@@ -64,7 +64,7 @@ static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "shm: state");
   s->size = topo->local_size;
   s->rank = topo->local_rank;
-  s->slot_bytes = rondo__knobs.shm_chunk;
+  s->slot_bytes = comm->cfg.shm_chunk;
   s->seg = calloc((size_t)s->size, sizeof *s->seg);
   if (s->seg == NULL) {
     free(s);
@@ -123,6 +123,7 @@ typedef struct {
   const topo_t *topo;
   int g;          /* slices */
   size_t piece;   /* elements per piece */
+  int whole;      /* a small all-reduce: every rank reduces every piece (shm.h) */
 } run_t;
 
 /* Piece k of slice g: elements [*off, *off + *n) of the buffer. */
@@ -179,11 +180,29 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
     memcpy(AT(mine, (size_t)g * r->piece), AT(src, off), n * esize);
   }
   if (agreeing) {
-    rondo__agree_post(a->comm, RONDO_SUCCESS, a->agree);
-    RONDO_CHECK(rondo__agree_finish(a->comm, RONDO_SUCCESS, a->agree));
+    agree_post(a->comm, RONDO_SUCCESS, a->agree);
+    RONDO_CHECK(agree_finish(a->comm, RONDO_SUCCESS, a->agree));
   }
   s->seq = seq;
-  publish(s, POSTED, seq);
+  /* Flags only grow and are waited on with >=, so a round may skip one:
+   * after the board, nobody waits for a small all-reduce's data flag. */
+  if (!(agreeing && r->whole))
+    publish(s, POSTED, seq);
+
+  if (r->whole) {
+    /* Every rank reduces every piece itself, in rank order: the same
+     * operands in the same order give the same bytes everywhere, and
+     * nobody waits for anyone's reduction. */
+    if (!agreeing)
+      wait_all(s, r->topo, POSTED, seq);
+    for (int g = 0; g < r->g; g++) {
+      piece_of(r, g, k, &off, &n);
+      if (n > 0)
+        reduce_piece(r, seq, g, n, AT(a->recvbuf, off));
+    }
+    publish(s, DONE, seq);
+    return RONDO_SUCCESS;
+  }
 
   if (mode != SHM_ALLGATHER) {
     if (!agreeing) /* the board waited for everyone's data already */
@@ -229,14 +248,16 @@ rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode)
                                     "%zu-byte elements",
                                     r.s->slot_bytes, r.g, a->esize);
     if (a->agree != NULL) { /* the others wait on the board for this rank */
-      rondo__agree_post(comm, st, a->agree);
-      return rondo__agree_finish(comm, st, a->agree);
+      agree_post(comm, st, a->agree);
+      return agree_finish(comm, st, a->agree);
     }
     return st;
   }
   size_t start, longest;
   topo_slice(a->count, r.g, 0, &start, &longest); /* slice 0 is the longest */
   size_t rounds = (longest + r.piece - 1) / r.piece;
+  r.whole = mode == SHM_ALLREDUCE && rounds == 1 && shm_reduces_whole(a->count * a->esize,
+                                                                      r.s->size);
   for (size_t k = 0; k < rounds; k++)
     RONDO_CHECK(round_run(&r, mode, k));
   return RONDO_SUCCESS;

@@ -35,6 +35,18 @@ typedef enum {
  * reads the owned slices of recvbuf. Collective over the node. */
 rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode);
 
+/* Small all-reduces skip a step: when bytes x node ranks is at most
+ * SHM_WHOLE_BYTES, every rank reduces the whole buffer from every slot in
+ * rank order (identical bytes everywhere) right after the data is posted,
+ * instead of reducing its slice, publishing it and copying the others'
+ * slices out. That saves the second wait, which is most of a small call;
+ * the extra reduction, (L-1) n instead of (L-1) n / L, is what bounds it. */
+#define SHM_WHOLE_BYTES 8192
+static inline int shm_reduces_whole(size_t bytes, int local_size)
+{
+  return bytes * (size_t)local_size <= SHM_WHOLE_BYTES;
+}
+
 /* Frees the comm's window (rondo_comm_destroy). */
 void shm_free(rondo_comm_t comm);
 

@@ -19,6 +19,8 @@
  */
 #include "engine/engine.h"
 
+#include "comm/comm.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -243,7 +245,7 @@ enum { TAG_HELLO = 1 };
  * join it when they first use the engine or destroy the comm. */
 static void rendezvous_stall(struct engine *e, const char *arrived)
 {
-  double warn = rondo__knobs.stall_warn_sec, abort_after = rondo__knobs.stall_abort_sec;
+  double warn = e->cfg->stall_warn_sec, abort_after = e->cfg->stall_abort_sec;
   double now = eng_now(), oldest = 0;
   for (size_t i = 0; i < e->npending; i++)
     if (e->pending[i] != NULL && now - e->pending[i]->t_submit > oldest)
@@ -344,18 +346,18 @@ static rondo_status_t startup(struct engine *e)
   e->met = 1;
   /* The engine thread shares the cores with the application's threads:
    * its waits inside collectives yield at once instead of spinning first. */
-  rondo_status_t st = rondo__comm_build(e->mpi, 1, &e->exec);
+  rondo_status_t st = comm_build(e->mpi, e->owner, 1, RONDO_SUCCESS, &e->exec);
   if (st == RONDO_SUCCESS)
-    st = eng_cache_init(&e->cache, rondo__knobs.cache_capacity);
+    st = eng_cache_init(&e->cache, e->cfg->cache_capacity);
   if (st == RONDO_SUCCESS &&
       ((e->bits = calloc(2 * (size_t)eng_bit_words(e), sizeof *e->bits)) == NULL ||
        (e->by_id = calloc((size_t)e->cache.capacity + 1, sizeof *e->by_id)) == NULL))
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
   /* (The library's setup checked that rank 0 can write the file.) */
-  if (st == RONDO_SUCCESS && rondo__knobs.timeline[0] != '\0' && e->rank == 0 &&
-      (e->timeline = eng_timeline_open(rondo__knobs.timeline, e->rank, e->created)) == NULL)
+  if (st == RONDO_SUCCESS && e->cfg->timeline[0] != '\0' && e->rank == 0 &&
+      (e->timeline = eng_timeline_open(e->cfg->timeline, e->rank, e->created)) == NULL)
     st = rondo__fail(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write the timeline",
-                     rondo__knobs.timeline);
+                     e->cfg->timeline);
   int ok = st == RONDO_SUCCESS, all_ok = 0;
   MPI_Request req;
   MPI_CHECK(MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, e->mpi, &req));
@@ -478,7 +480,7 @@ static void *engine_main(void *arg)
   e->idle = 1; /* the other ranks' engines may start much later */
   rondo_status_t st = startup(e);
   e->idle = 0;
-  double cycle_s = rondo__knobs.cycle_time_ms * 1e-3, idle = cycle_s, retry = RETRY_MIN_S;
+  double cycle_s = e->cfg->cycle_time_ms * 1e-3, idle = cycle_s, retry = RETRY_MIN_S;
   while (st == RONDO_SUCCESS) {
     double t0 = eng_now();
     pthread_mutex_lock(&e->lock);
@@ -582,6 +584,8 @@ rondo_status_t engine_create(rondo_comm_t comm)
   if (e == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
   e->created = eng_now();
+  e->owner = comm;
+  e->cfg = &comm->cfg;
   e->rank = comm->rank;
   e->size = comm->size;
   MPI_CHECK_GOTO(MPI_Comm_dup(comm->mpi, &e->mpi), st, fail_dup);
@@ -642,7 +646,7 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
     r = next;
   }
   if (e->exec != NULL && mpi_usable)
-    rondo__comm_free(e->exec);
+    comm_free(e->exec, 1);
   if (mpi_usable)
     MPI_CHECK_LOG(MPI_Comm_free(&e->mpi));
   eng_cache_free(&e->cache);

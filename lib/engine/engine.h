@@ -17,7 +17,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "core/internal.h"
+#include "base/comm.h"
 
 typedef enum { ENG_ALLREDUCE = 0, ENG_BROADCAST = 1, ENG_ALLGATHER = 2 } eng_kind_t;
 
@@ -83,6 +83,8 @@ typedef struct eng_timeline eng_timeline_t;
 
 struct engine {
   MPI_Comm mpi;               /* negotiation traffic (a dup of the comm's) */
+  rondo_comm_t owner;         /* the user comm this engine serves */
+  const rondo__knobs_t *cfg;  /* the owner's knobs */
   rondo_comm_t exec;          /* the comm the requests run on, built over mpi */
   int rank, size;
   double created;             /* eng_now() at engine_create: the timeline's zero */

@@ -121,7 +121,7 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
   }
   t1 = eng_now();
   if (st == RONDO_SUCCESS)
-    st = rondo__allreduce_run(e->exec, src, buf, total, dtype, op, (rondo_algo_t)s->algo);
+    st = algo_allreduce(e->exec, src, buf, total, dtype, op, (rondo_algo_t)s->algo);
   if (st == RONDO_SUCCESS && s->postscale != 1.0 && total > 0)
     reduce_scale(buf, buf, total, dtype, s->postscale);
   t2 = eng_now();
@@ -178,7 +178,7 @@ static int same_group(const eng_sig_t *a, const eng_sig_t *b)
 
 static void run_allreduces(struct engine *e, item_t *it, size_t n)
 {
-  size_t limit = rondo__knobs.fusion_threshold;
+  size_t limit = e->cfg->fusion_threshold;
   char *taken = calloc(n ? n : 1, 1);
   item_t *batch = malloc((n ? n : 1) * sizeof *batch);
   if (taken == NULL || batch == NULL) {

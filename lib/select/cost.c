@@ -1,12 +1,14 @@
 /*
- * The all-reduce cost model, the eligibility rules, the choice and its
- * explanation.
+ * The all-reduce cost model's levels and fitted defaults, the choice among
+ * the menu's candidates and its explanation.
  *
  * Model. Notation: n bytes, p ranks, p' the largest power of two <= p, N
  * nodes, L ranks on the fullest node. A point-to-point algorithm runs at the
  * intra level on one node and at the inter level otherwise (a ring or a
  * butterfly spanning nodes is paced by its slowest link). alpha(m) is the
  * level's alpha for a message of m bytes (rndv_alpha above eager_limit).
+ * Each algorithm's formula lives with its code (lib/algo/allreduce_*.c);
+ * for reference, all of them:
  *
  *   recursive doubling  steps lg p' (+2 folding when p != p'), each a
  *                       message of n: alpha(n) * steps + beta * n * steps
@@ -30,7 +32,7 @@
  *                       placeholder: it only competes on device memory, where
  *                       it is the only candidate)
  *   one rank            every algorithm is a copy, n * copy_beta, so the tie
- *                       goes to mpi (the lowest enum value)
+ *                       goes to mpi (the first on the menu)
  *
  * Two refinements of the plain model, both forced by the sweep below:
  *  - The ring's pipeline hides all but one chunk of the cheaper of moving and
@@ -113,85 +115,17 @@ const select_params_t select_default_params = {
 
 /* ---- the model ---------------------------------------------------------- */
 
-static int pof2_floor(int p)
-{
-  int q = 1;
-  while (q <= p / 2)
-    q *= 2;
-  return q;
-}
-
-static int log2_int(int pof2)
-{
-  int lg = 0;
-  while ((1 << lg) < pof2)
-    lg++;
-  return lg;
-}
-
-static double msg_alpha(const select_level_t *lv, double bytes)
+double select_msg_alpha(const select_level_t *lv, double bytes)
 {
   if (lv->eager_limit > 0 && bytes > (double)lv->eager_limit)
     return lv->rndv_alpha;
   return lv->alpha;
 }
 
-static double min2(double a, double b) { return a < b ? a : b; }
-static double max2(double a, double b) { return a > b ? a : b; }
-
-/* copy: seconds per byte of the input copy (0 when the data is in place). */
-static double rd_time(const select_level_t *lv, double n, int p, double copy)
+const select_level_t *select_p2p_level(const select_params_t *prm, const select_input_t *in)
 {
-  int pof2 = pof2_floor(p), lg = log2_int(pof2);
-  int fold = p != pof2;
-  double steps = lg + (fold ? 2 : 0);
-  return copy * n + steps * msg_alpha(lv, n) + lv->beta * n * steps +
-         lv->gamma * n * (lg + fold);
+  return in->nodes > 1 ? &prm->inter : &prm->intra;
 }
-
-static double rab_time(const select_level_t *lv, double n, int p, double copy)
-{
-  int pof2 = pof2_floor(p);
-  int fold = p != pof2;
-  double t = copy * n;
-  for (int part = 2; part <= pof2; part *= 2)
-    t += 2 * msg_alpha(lv, n / part); /* one halving and one doubling step */
-  if (fold)
-    t += 2 * msg_alpha(lv, n);
-  double share = (double)(pof2 - 1) / pof2;
-  return t + lv->beta * (2 * n * share + (fold ? 2 * n : 0)) +
-         lv->gamma * (n * share + (fold ? n : 0));
-}
-
-static double ring_time(const select_level_t *lv, double n, int p, size_t chunk_bytes)
-{
-  double chunk = (double)(chunk_bytes ? chunk_bytes : RING_CHUNK_DEFAULT);
-  double seg = n / p, msg = min2(seg, chunk);
-  double moved = lv->beta * 2 * n * (p - 1) / p;
-  double reduced = lv->gamma * n * (p - 1) / p;
-  double exposed = min2(moved, reduced);
-  if (seg > chunk)
-    exposed *= chunk / seg;
-  return 2.0 * (p - 1) * msg_alpha(lv, msg) + max2(moved, reduced) + exposed;
-}
-
-static double shm_time(const select_level_t *sh, double n)
-{
-  return 2 * sh->alpha + 2 * n * sh->beta + n * sh->gamma;
-}
-
-static double hier_time(const select_params_t *prm, double n, int nodes, int local)
-{
-  const select_level_t *sh = &prm->shm;
-  double slice = n / local;
-  double reduce_scatter = sh->alpha + sh->beta * n + sh->gamma * n;
-  double across = min2(ring_time(&prm->inter, slice, nodes, prm->ring_chunk),
-                       rd_time(&prm->inter, slice, nodes, 0));
-  double allgather = sh->alpha + sh->beta * n;
-  return reduce_scatter + across + allgather;
-}
-
-/* ---- eligibility ------------------------------------------------------------ */
 
 static select_input_t normalized(const select_input_t *in)
 {
@@ -207,112 +141,96 @@ static select_input_t normalized(const select_input_t *in)
   return s;
 }
 
-static const char *why_not(const select_input_t *in, rondo_algo_t algo)
+const select_algo_t *select_menu_find(const select_menu_t *menu, rondo_algo_t id)
 {
-  if (!(in->available & (1u << algo)))
-    return "not available on this comm";
-  if (in->mem == SELECT_MEM_DEVICE && algo != RONDO_ALGO_NCCL)
-    return "host algorithm: buffer is device memory";
-  if (in->mem != SELECT_MEM_DEVICE && algo == RONDO_ALGO_NCCL)
-    return "needs device memory";
-  switch (algo) {
-  case RONDO_ALGO_RABENSEIFNER:
-    if (in->count < (size_t)pof2_floor(in->ranks))
-      return "count < largest power of two <= ranks";
-    break;
-  case RONDO_ALGO_SHM:
-    if (in->nodes != 1)
-      return "ranks span more than one node";
-    break;
-  case RONDO_ALGO_HIERARCHICAL:
-    if (in->nodes < 2)
-      return "one node: use shm";
-    break;
-  default:
-    break;
-  }
+  for (int i = 0; menu != NULL && i < menu->n; i++)
+    if (menu->algo[i]->id == id)
+      return menu->algo[i];
   return NULL;
 }
 
-static double predict_one(const select_params_t *prm, const select_input_t *in,
-                          rondo_algo_t algo)
+/* The algorithm's own rules, then the one every algorithm shares (memory
+ * kind); in is normalized. */
+static void judge(const select_algo_t *a, const select_input_t *in, select_candidate_t *c)
 {
-  double n = (double)in->bytes;
-  int p = in->ranks;
-  const select_level_t *lv = in->nodes > 1 ? &prm->inter : &prm->intra;
-
-  if (p == 1)
-    return n * prm->copy_beta;
-  switch (algo) {
-  case RONDO_ALGO_MPI: {
-    double t = rd_time(lv, n, p, prm->copy_beta);
-    if (in->count >= (size_t)pof2_floor(p))
-      t = min2(t, rab_time(lv, n, p, prm->copy_beta));
-    return t + prm->mpi_alpha;
-  }
-  case RONDO_ALGO_RING:
-  case RONDO_ALGO_NCCL:
-    return ring_time(lv, n, p, prm->ring_chunk);
-  case RONDO_ALGO_RECURSIVE_DOUBLING:
-    return rd_time(lv, n, p, prm->copy_beta);
-  case RONDO_ALGO_RABENSEIFNER:
-    return rab_time(lv, n, p, prm->copy_beta);
-  case RONDO_ALGO_SHM:
-    return shm_time(&prm->shm, n);
-  case RONDO_ALGO_HIERARCHICAL:
-    return hier_time(prm, n, in->nodes, in->max_local);
-  default:
-    return 0;
-  }
+  const char *hard = a->cannot_run ? a->cannot_run(in) : NULL;
+  if (hard == NULL && in->mem != a->mem)
+    hard = a->mem == SELECT_MEM_DEVICE ? "needs device memory"
+                                       : "host algorithm: buffer is device memory";
+  c->can_run = hard == NULL;
+  c->why_not = hard ? hard : a->not_chosen ? a->not_chosen(in) : NULL;
 }
 
-void select_predict(const select_params_t *params, const select_input_t *in,
-                    select_candidate_t cand[RONDO_ALGO_COUNT])
+void select_judge(const select_algo_t *algo, const select_input_t *in, select_candidate_t *c)
 {
   select_input_t s = normalized(in);
-  cand[RONDO_ALGO_AUTO] = (select_candidate_t){0, "not an algorithm"};
-  for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
-    cand[a].why_not = why_not(&s, (rondo_algo_t)a);
-    cand[a].seconds = cand[a].why_not ? 0 : predict_one(params, &s, (rondo_algo_t)a);
+  c->seconds = 0;
+  judge(algo, &s, c);
+}
+
+void select_predict(const select_params_t *params, const select_menu_t *menu,
+                    const select_input_t *in, select_candidate_t cand[SELECT_MAX_ALGOS])
+{
+  select_input_t s = normalized(in);
+  for (int a = 0; a < SELECT_MAX_ALGOS; a++)
+    cand[a] = (select_candidate_t){0, a == RONDO_ALGO_AUTO ? "not an algorithm"
+                                                           : "not built into this library",
+                                   0};
+  for (int i = 0; i < menu->n; i++) {
+    const select_algo_t *a = menu->algo[i];
+    select_candidate_t *c = &cand[a->id];
+    judge(a, &s, c);
+    /* On one rank every algorithm is a copy. */
+    if (!c->why_not)
+      c->seconds = s.ranks == 1 ? (double)s.bytes * params->copy_beta : a->cost(params, &s);
   }
 }
 
 /* ---- the choice ------------------------------------------------------------- */
 
-static rondo_algo_t cheapest(const select_candidate_t cand[RONDO_ALGO_COUNT])
+static rondo_algo_t cheapest(const select_menu_t *menu,
+                             const select_candidate_t cand[SELECT_MAX_ALGOS])
 {
   rondo_algo_t best = RONDO_ALGO_AUTO;
-  for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
+  for (int i = 0; i < menu->n; i++) {
+    rondo_algo_t a = menu->algo[i]->id;
     if (cand[a].why_not)
       continue;
     if (best == RONDO_ALGO_AUTO || cand[a].seconds < cand[best].seconds)
-      best = (rondo_algo_t)a;
+      best = a;
   }
   return best;
 }
 
+static const char *name_of(const select_menu_t *menu, rondo_algo_t id)
+{
+  const select_algo_t *a = select_menu_find(menu, id);
+  return a ? a->name : "?";
+}
+
 /* "; skipped tuning file t line 2: shm not eligible" when the first
  * matching rule was skipped, else "". */
-static void skipped_rule(const select_table_t *table, const select_input_t *in,
-                         const select_candidate_t *cand, char *buf, size_t len)
+static void skipped_rule(const select_table_t *table,
+                         const select_input_t *in, const select_candidate_t *cand,
+                         char *buf, size_t len)
 {
   int line;
   rondo_algo_t first = select_table_lookup(table, in, &line);
   buf[0] = '\0';
   if (first != RONDO_ALGO_AUTO && cand[first].why_not)
     snprintf(buf, len, "; skipped tuning file %s line %d: %s not eligible",
-             select_table_source(table), line, rondo_algo_name(first));
+             select_table_source(table), line, select_table_rule_algo(table, line));
 }
 
-rondo_algo_t select_choose(const select_params_t *params, const select_table_t *table,
-                           rondo_algo_t forced, const select_input_t *in,
-                           select_result_t *out)
+rondo_algo_t select_choose(const select_params_t *params, const select_menu_t *menu,
+                           const select_table_t *table, rondo_algo_t forced,
+                           const select_input_t *in, select_result_t *out)
 {
   memset(out, 0, sizeof *out);
-  select_predict(params, in, out->cand);
+  select_predict(params, menu, in, out->cand);
 
   if (forced != RONDO_ALGO_AUTO) {
-    if ((unsigned)forced >= RONDO_ALGO_COUNT) {
+    if ((unsigned)forced >= SELECT_MAX_ALGOS) {
       out->choice = RONDO_ALGO_AUTO;
       snprintf(out->reason, sizeof out->reason, "invalid forced algorithm %d",
                (int)forced);
@@ -329,9 +247,9 @@ rondo_algo_t select_choose(const select_params_t *params, const select_table_t *
   }
 
   unsigned eligible = 0;
-  for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++)
-    if (!out->cand[a].why_not)
-      eligible |= 1u << a;
+  for (int i = 0; i < menu->n; i++)
+    if (!out->cand[menu->algo[i]->id].why_not)
+      eligible |= 1u << menu->algo[i]->id;
   char skipped[128];
   skipped_rule(table, in, out->cand, skipped, sizeof skipped);
 
@@ -343,7 +261,7 @@ rondo_algo_t select_choose(const select_params_t *params, const select_table_t *
              select_table_source(table), line, skipped);
     return out->choice;
   }
-  out->choice = cheapest(out->cand);
+  out->choice = cheapest(menu, out->cand);
   snprintf(out->reason, sizeof out->reason, "%s%s",
            out->choice == RONDO_ALGO_AUTO ? "no eligible algorithm"
                                           : "lowest predicted time",
@@ -389,21 +307,22 @@ static void put_input(text_t *t, const select_input_t *in)
   put(t, ", %s memory\n", in->mem == SELECT_MEM_DEVICE ? "device" : "host");
 }
 
-int select_explain(const select_result_t *res, const select_input_t *in, char *buf,
-                   size_t len)
+int select_explain(const select_menu_t *menu, const select_result_t *res,
+                   const select_input_t *in, char *buf, size_t len)
 {
   text_t t = {buf, len, 0};
   if (len > 0)
     buf[0] = '\0';
   put_input(&t, in);
   put(&t, "  %-20s %12s    %s\n", "algorithm", "predicted", "note");
-  for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
+  for (int i = 0; i < menu->n; i++) {
+    rondo_algo_t a = menu->algo[i]->id;
     const select_candidate_t *c = &res->cand[a];
     char when[32] = "-";
     if (!c->why_not)
       snprintf(when, sizeof when, "%.2f us", c->seconds / US);
-    put(&t, "  %-20s %12s", rondo_algo_name((rondo_algo_t)a), when);
-    if (a == (int)res->choice)
+    put(&t, "  %-20s %12s", menu->algo[i]->name, when);
+    if (a == res->choice)
       put(&t, "    <- chosen (%s)\n", res->reason);
     else if (c->why_not)
       put(&t, "    %s\n", c->why_not);
@@ -411,7 +330,7 @@ int select_explain(const select_result_t *res, const select_input_t *in, char *b
       put(&t, "\n");
   }
   put(&t, "choice: %s (%s)\n",
-      res->choice == RONDO_ALGO_AUTO ? "none" : rondo_algo_name(res->choice),
+      res->choice == RONDO_ALGO_AUTO ? "none" : name_of(menu, res->choice),
       res->reason);
   return (int)t.used;
 }

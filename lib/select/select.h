@@ -1,11 +1,13 @@
 /*
- * The all-reduce selector: eligibility rules, then a cost model per
- * algorithm and level (t = alpha * steps + bytes_moved * beta +
- * bytes_reduced * gamma), optionally overridden by a tuning table. Pure
- * functions of their inputs, so the same inputs give the same choice on every
- * rank and unit tests can drive them with synthetic layouts. Internal
- * (prefix select_). cost.c has the model, the eligibility rules and the
- * fitted defaults; tuning.c has the tuning tables.
+ * The all-reduce selector, generic: it knows no algorithm by name. The
+ * caller (lib/algo's table) passes the candidates as a menu; each brings
+ * its rules (can it run this call, should it be chosen) and its cost-model
+ * terms, and the selector applies RONDO_ALLREDUCE_ALGO, then the tuning
+ * table, then the lowest predicted time. Pure functions of their inputs,
+ * so the same inputs give the same choice on every rank and unit tests can
+ * drive them with synthetic layouts. Internal (prefix select_). cost.c has
+ * the model's levels, their fitted defaults and the choice; tuning.c the
+ * tuning tables; each algorithm's formula is in its own file (lib/algo).
  */
 #ifndef RONDO_SELECT_H
 #define RONDO_SELECT_H
@@ -22,16 +24,13 @@ typedef enum { SELECT_MEM_HOST = 0, SELECT_MEM_DEVICE = 1 } select_mem_t;
 typedef struct {
   size_t count;        /* elements */
   size_t bytes;        /* count x element size */
+  rondo_dtype_t dtype;
+  rondo_op_t op;
   int ranks;           /* comm size */
   int nodes;           /* nodes (real or RONDO_NODE_SIZE virtual) */
   int min_local;       /* fewest ranks on a node */
   int max_local;       /* most ranks on a node */
   select_mem_t mem;
-  unsigned available;  /* bit (1u << algo) for every algorithm built into this
-                          library: today every host algorithm (coll.c), so
-                          only nccl is missing; whether an algorithm suits
-                          the layout (shm on one node...) is decided by the
-                          eligibility rules, not here */
 } select_input_t;
 
 /* One level of the machine: alpha = seconds per message (or per
@@ -63,44 +62,92 @@ typedef struct {
  * KVM host, MPICH 4.0.2); cost.c says how and how well. */
 extern const select_params_t select_default_params;
 
+/* alpha for one message of bytes at level lv (rndv_alpha above the eager
+ * limit). */
+double select_msg_alpha(const select_level_t *lv, double bytes);
+/* The level a point-to-point algorithm runs at: intra on one node, inter
+ * otherwise (a ring or a butterfly spanning nodes is paced by its slowest
+ * link). */
+const select_level_t *select_p2p_level(const select_params_t *prm, const select_input_t *in);
+
+/* ---- candidates -------------------------------------------------------------- */
+
+/* Ids are rondo_algo_t values below SELECT_MAX_ALGOS (bit sets are unsigned). */
+#define SELECT_MAX_ALGOS 32
+
+/* One candidate algorithm as the selector sees it (lib/algo's descriptors
+ * carry one each). The input handed to the functions is normalized. */
+typedef struct select_algo {
+  rondo_algo_t id;
+  const char *name;
+  select_mem_t mem;   /* the memory its buffers must be in */
+  /* Why it cannot run this call at all (a forced call fails with it), or
+   * NULL. May be NULL: it runs whenever mem matches. */
+  const char *(*cannot_run)(const select_input_t *in);
+  /* Why the selector should not choose it although it can run (forcing it
+   * still works: Rabenseifner falls back to recursive doubling below
+   * count p', hierarchical on one node is shm with extra steps), or NULL.
+   * May be NULL. */
+  const char *(*not_chosen)(const select_input_t *in);
+  /* Predicted seconds for the call (ranks >= 2: the selector prices one
+   * rank itself, as a copy). */
+  double (*cost)(const select_params_t *prm, const select_input_t *in);
+} select_algo_t;
+
+/* The candidates, in order of preference on a tie. */
+typedef struct {
+  int n;
+  const select_algo_t *const *algo;
+} select_menu_t;
+
 typedef struct {
   double seconds;      /* predicted time; meaningless when why_not != NULL */
-  const char *why_not; /* NULL if eligible, else a static reason */
+  const char *why_not; /* NULL if the selector may choose it, else a static reason */
+  int can_run;         /* 0: it cannot run this call (why_not says why) */
 } select_candidate_t;
 
 typedef struct select_table select_table_t;
 
 typedef struct {
-  /* RONDO_ALGO_AUTO when no algorithm is eligible (and none was forced):
-   * the caller reports that, reason says "no eligible algorithm". */
+  /* RONDO_ALGO_AUTO when nothing is eligible (and nothing was forced): the
+   * caller reports that, reason says "no eligible algorithm". A forced
+   * algorithm is the choice even if it cannot run: the caller checks
+   * cand[choice].can_run. */
   rondo_algo_t choice;
   /* "forced by RONDO_ALLREDUCE_ALGO" (plus "; not eligible: <why>" if so),
    * "tuning file <path> line N", or "lowest predicted time"; a matching
    * tuning rule that was skipped because its algorithm is not eligible is
    * named in parentheses. */
   char reason[160];
-  select_candidate_t cand[RONDO_ALGO_COUNT]; /* indexed by algorithm; [AUTO] unused */
+  /* Indexed by id; ids not on the menu: why_not "not built into this
+   * library", can_run 0. */
+  select_candidate_t cand[SELECT_MAX_ALGOS];
 } select_result_t;
 
-/* Predicted time and eligibility of every algorithm. */
-void select_predict(const select_params_t *params, const select_input_t *in,
-                    select_candidate_t cand[RONDO_ALGO_COUNT]);
+/* Eligibility of one algorithm, without its cost (seconds = 0). */
+void select_judge(const select_algo_t *algo, const select_input_t *in, select_candidate_t *c);
+/* Predicted time and eligibility of every algorithm on the menu. */
+void select_predict(const select_params_t *params, const select_menu_t *menu,
+                    const select_input_t *in, select_candidate_t cand[SELECT_MAX_ALGOS]);
 
 /* forced != RONDO_ALGO_AUTO wins (even if ineligible: the caller reports
  * that); else the first matching eligible rule of table (may be NULL); else
- * the eligible candidate with the lowest predicted time (ties: the lower
- * enum value); else RONDO_ALGO_AUTO (nothing eligible). Fills *out and
+ * the eligible candidate with the lowest predicted time (ties: the earlier
+ * on the menu); else RONDO_ALGO_AUTO (nothing eligible). Fills *out and
  * returns the choice. */
-rondo_algo_t select_choose(const select_params_t *params, const select_table_t *table,
-                           rondo_algo_t forced, const select_input_t *in,
-                           select_result_t *out);
+rondo_algo_t select_choose(const select_params_t *params, const select_menu_t *menu,
+                           const select_table_t *table, rondo_algo_t forced,
+                           const select_input_t *in, select_result_t *out);
 
 /* Human-readable explanation: the input, every candidate with its predicted
  * time or why it is not eligible, the choice and the reason. Writes at most
  * len bytes including the NUL (buf may be NULL when len is 0) and returns
  * the length it wanted (snprintf-style). */
-int select_explain(const select_result_t *res, const select_input_t *in, char *buf,
-                   size_t len);
+int select_explain(const select_menu_t *menu, const select_result_t *res,
+                   const select_input_t *in, char *buf, size_t len);
+
+/* The menu entry of id, or NULL. */
+const select_algo_t *select_menu_find(const select_menu_t *menu, rondo_algo_t id);
 
 /* ---- tuning tables -----------------------------------------------------------
  * Text, one rule per line, '#' starts a comment (also after the fields):
@@ -111,7 +158,7 @@ int select_explain(const select_result_t *res, const select_input_t *in, char *b
  * (powers of 1024; "4K", "4KB" and "4KiB" are all 4096). Rank and node
  * ranges are inclusive counts, [N, M] ("2-4" is 2, 3 or 4 ranks). "N" alone
  * means exactly N everywhere. mem is host, device or *; the algorithm is one
- * of rondo_algo_name()'s names except auto. The first matching rule whose
+ * of the menu's names. The first matching rule whose
  * algorithm is eligible wins. Example:
  *   allreduce 0-8K     2-4 1 host recursive_doubling
  *   allreduce 8K-      *   1 host shm
@@ -122,10 +169,11 @@ int select_explain(const select_result_t *res, const select_input_t *in, char *b
  * without rules (empty, only comments) is a valid empty table. On success
  * the caller owns *out (select_table_free). */
 rondo_status_t select_table_parse(const char *text, const char *source,
-                                  select_table_t **out);
+                                  const select_menu_t *menu, select_table_t **out);
 /* Reads and parses a file (RONDO_ERR_IO if it cannot be read; the path is
  * the source in messages). */
-rondo_status_t select_table_load(const char *path, select_table_t **out);
+rondo_status_t select_table_load(const char *path, const select_menu_t *menu,
+                                 select_table_t **out);
 void select_table_free(select_table_t *table);
 /* The algorithm of the first rule matching in (ignoring eligibility), its
  * 1-based line in *line (0 if none; line may be NULL); RONDO_ALGO_AUTO if
@@ -137,6 +185,8 @@ rondo_algo_t select_table_lookup(const select_table_t *table, const select_input
 rondo_algo_t select_table_lookup_among(const select_table_t *table,
                                        const select_input_t *in, unsigned allowed,
                                        int *line);
+/* The name of the algorithm of the rule on line (NULL if none). */
+const char *select_table_rule_algo(const select_table_t *table, int line);
 /* The source given to select_table_parse (the path for a loaded file). */
 const char *select_table_source(const select_table_t *table);
 /* Number of rules (0 for NULL). */

@@ -1,7 +1,7 @@
 /*
  * Tuning tables: rules that override the cost model for given message
  * sizes, comm sizes, node counts and memory kinds (RONDO_TUNING_FILE,
- * written by tools/rondo-tune). The grammar is in select.h. A malformed
+ * written by rondo-bench tune). The grammar is in select.h. A malformed
  * line is an error naming the source and the line, never a skipped rule:
  * a tuning file that silently does nothing is worse than none.
  */
@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "base/base.h"
+#include "base/numbers.h"
 
 #define FIELDS 6
 #define MAX_FILE_BYTES ((size_t)4 << 20)
@@ -26,6 +27,7 @@ typedef struct {
   int nodes_lo, nodes_hi;    /* inclusive */
   int mem;                   /* select_mem_t or MEM_ANY */
   rondo_algo_t algo;
+  const char *name;          /* the algorithm's, from the menu given to the parser */
   int line;
 } rule_t;
 
@@ -36,47 +38,6 @@ struct select_table {
 };
 
 /* ---- numbers and ranges --------------------------------------------------- */
-
-typedef enum { NUM_OK = 0, NUM_BAD, NUM_TOO_BIG } num_status_t;
-
-/* Decimal digits in [s, end), then (bytes only) an optional K/M/G/T suffix
- * with optional "i" and "B". Nothing else: no sign, no spaces. */
-static num_status_t parse_number(const char *s, const char *end, int bytes,
-                                 uint64_t max, uint64_t *out)
-{
-  uint64_t v = 0;
-  const char *p = s;
-  if (p == end || !isdigit((unsigned char)*p))
-    return NUM_BAD;
-  for (; p < end && isdigit((unsigned char)*p); p++) {
-    unsigned d = (unsigned)(*p - '0');
-    if (v > (max - d) / 10)
-      return NUM_TOO_BIG;
-    v = v * 10 + d;
-  }
-  unsigned shift = 0;
-  if (bytes && p < end) {
-    switch (toupper((unsigned char)*p)) {
-    case 'K': shift = 10; break;
-    case 'M': shift = 20; break;
-    case 'G': shift = 30; break;
-    case 'T': shift = 40; break;
-    default: break;
-    }
-    if (shift)
-      p++;
-    if (shift && p < end && (*p == 'i' || *p == 'I'))
-      p++;
-    if (p < end && (*p == 'B' || *p == 'b'))
-      p++;
-  }
-  if (p != end)
-    return NUM_BAD;
-  if (v > (max >> shift))
-    return NUM_TOO_BIG;
-  *out = v << shift;
-  return NUM_OK;
-}
 
 typedef struct {
   const char *what; /* "byte", "rank", "node" */
@@ -100,19 +61,19 @@ static rondo_status_t parse_range(const char *tok, const range_kind_t *k,
   }
   const char *end = tok + strlen(tok);
   const char *dash = strchr(tok, '-');
-  num_status_t st = parse_number(tok, dash ? dash : end, k->bytes, k->max, lo);
-  if (st == NUM_OK && dash == NULL)
+  rondo__num_t st = rondo__parse_number(tok, dash ? dash : end, k->bytes, k->max, lo);
+  if (st == RONDO__NUM_OK && dash == NULL)
     *hi = *lo;
-  else if (st == NUM_OK && dash + 1 == end)
+  else if (st == RONDO__NUM_OK && dash + 1 == end)
     *hi = k->max;
-  else if (st == NUM_OK)
-    st = parse_number(dash + 1, end, k->bytes, k->max, hi);
-  if (st == NUM_TOO_BIG)
+  else if (st == RONDO__NUM_OK)
+    st = rondo__parse_number(dash + 1, end, k->bytes, k->max, hi);
+  if (st == RONDO__NUM_TOO_BIG)
     return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
                              "%s line %d: %s range '%s': number too large (at most "
                              "%llu)",
                              source, line, k->what, tok, (unsigned long long)k->max);
-  if (st == NUM_BAD)
+  if (st == RONDO__NUM_BAD)
     return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
                              "%s line %d: bad %s range '%s': expected N, N-M, N- or "
                              "*%s",
@@ -155,19 +116,27 @@ static rondo_status_t parse_mem(const char *tok, const char *source, int line, i
   return RONDO_SUCCESS;
 }
 
-static rondo_status_t parse_algo(const char *tok, const char *source, int line,
-                                 rondo_algo_t *algo)
+static rondo_status_t parse_algo(const char *tok, const select_menu_t *menu,
+                                 const char *source, int line, rondo_algo_t *algo,
+                                 const char **name)
 {
-  if (rondo_algo_from_name(tok, algo) != RONDO_SUCCESS || *algo == RONDO_ALGO_AUTO)
-    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
-                             "%s line %d: unknown algorithm '%s': expected mpi, ring, "
-                             "recursive_doubling, rabenseifner, shm, hierarchical or "
-                             "nccl",
-                             source, line, tok);
-  return RONDO_SUCCESS;
+  char names[256] = "";
+  for (int i = 0; i < menu->n; i++) {
+    if (strcmp(tok, menu->algo[i]->name) == 0) {
+      *algo = menu->algo[i]->id;
+      *name = menu->algo[i]->name;
+      return RONDO_SUCCESS;
+    }
+    size_t used = strlen(names);
+    snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", menu->algo[i]->name);
+  }
+  return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
+                           "%s line %d: unknown algorithm '%s': expected one of %s", source,
+                           line, tok, names);
 }
 
-static rondo_status_t parse_rule(char **tok, const char *source, int line, rule_t *r)
+static rondo_status_t parse_rule(char **tok, const select_menu_t *menu, const char *source,
+                                 int line, rule_t *r)
 {
   uint64_t lo, hi;
   if (strcmp(tok[0], "allreduce") != 0)
@@ -184,7 +153,7 @@ static rondo_status_t parse_rule(char **tok, const char *source, int line, rule_
   r->nodes_lo = (int)lo;
   r->nodes_hi = (int)hi;
   RONDO_CHECK(parse_mem(tok[4], source, line, &r->mem));
-  RONDO_CHECK(parse_algo(tok[5], source, line, &r->algo));
+  RONDO_CHECK(parse_algo(tok[5], menu, source, line, &r->algo, &r->name));
   r->line = line;
   return RONDO_SUCCESS;
 }
@@ -204,7 +173,8 @@ static rondo_status_t append(select_table_t *t, const rule_t *r)
 }
 
 /* One line (NUL-terminated, modified in place): a comment, blank, or a rule. */
-static rondo_status_t parse_line(select_table_t *t, char *text, int line)
+static rondo_status_t parse_line(select_table_t *t, const select_menu_t *menu, char *text,
+                                 int line)
 {
   static const char *const space = " \t\r\v\f";
   char *hash = strchr(text, '#');
@@ -225,7 +195,7 @@ static rondo_status_t parse_line(select_table_t *t, char *text, int line)
                              "<bytes> <ranks> <nodes> <mem> <algorithm>'",
                              t->source, line, n < FIELDS ? "too few" : "too many", n);
   rule_t r;
-  RONDO_CHECK(parse_rule(tok, t->source, line, &r));
+  RONDO_CHECK(parse_rule(tok, menu, t->source, line, &r));
   return append(t, &r);
 }
 
@@ -239,7 +209,7 @@ void select_table_free(select_table_t *table)
 }
 
 rondo_status_t select_table_parse(const char *text, const char *source,
-                                  select_table_t **out)
+                                  const select_menu_t *menu, select_table_t **out)
 {
   rondo_status_t st = RONDO_SUCCESS;
   *out = NULL;
@@ -258,7 +228,7 @@ rondo_status_t select_table_parse(const char *text, const char *source,
     char *nl = strchr(p, '\n');
     if (nl)
       *nl = '\0';
-    RONDO_CHECK_GOTO(parse_line(t, p, line), st, free_table);
+    RONDO_CHECK_GOTO(parse_line(t, menu, p, line), st, free_table);
     p = nl ? nl + 1 : NULL;
   }
   free(copy);
@@ -329,14 +299,15 @@ fail_read:
   return st;
 }
 
-rondo_status_t select_table_load(const char *path, select_table_t **out)
+rondo_status_t select_table_load(const char *path, const select_menu_t *menu,
+                                 select_table_t **out)
 {
   char *text = NULL;
   *out = NULL;
   if (path == NULL)
     return rondo__fail_quiet(RONDO_ERR_INVALID_ARG, "no tuning file path");
   RONDO_CHECK(read_file(path, &text));
-  rondo_status_t st = select_table_parse(text, path, out);
+  rondo_status_t st = select_table_parse(text, path, menu, out);
   free(text);
   return st;
 }
@@ -376,6 +347,14 @@ rondo_algo_t select_table_lookup(const select_table_t *table, const select_input
                                  int *line)
 {
   return select_table_lookup_among(table, in, ~0u, line);
+}
+
+const char *select_table_rule_algo(const select_table_t *table, int line)
+{
+  for (size_t i = 0; table != NULL && i < table->n; i++)
+    if (table->rules[i].line == line)
+      return table->rules[i].name;
+  return NULL;
 }
 
 const char *select_table_source(const select_table_t *table)

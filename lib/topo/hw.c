@@ -14,7 +14,7 @@
  * the CUDA runtime (cudaGetDeviceCount, PCI bus ids), which comes with the
  * NCCL backend; what hwloc reports here is the portable fallback.
  */
-#include "hw.h"
+#include "topo/hw.h"
 
 #include <errno.h>
 #include <stdio.h>

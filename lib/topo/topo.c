@@ -3,7 +3,7 @@
  * nodes (RONDO_NODE_SIZE), node numbering, per-slice cross-node
  * communicators, and the oversubscription check with hwloc (hw.c).
  */
-#include "topo.h"
+#include "topo/topo.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -105,11 +105,11 @@ void topo_slice(size_t count, int slices, int g, size_t *start, size_t *len)
 }
 
 /* Node ids: the node's leaders (local rank 0), numbered by rank. */
-static rondo_status_t number_nodes(rondo_comm_t comm, topo_t *t)
+static rondo_status_t number_nodes(MPI_Comm comm, int rank, topo_t *t)
 {
   int leader = t->local_rank == 0, sizes[2], minmax[2];
   MPI_Comm leaders;
-  MPI_CHECK(MPI_Comm_split(comm->mpi, leader ? 0 : MPI_UNDEFINED, comm->rank, &leaders));
+  MPI_CHECK(MPI_Comm_split(comm, leader ? 0 : MPI_UNDEFINED, rank, &leaders));
   if (leader) {
     rondo_status_t st = RONDO_SUCCESS;
     MPI_CHECK_GOTO(MPI_Comm_rank(leaders, &t->node_id), st, free_leaders);
@@ -124,14 +124,14 @@ static rondo_status_t number_nodes(rondo_comm_t comm, topo_t *t)
   t->node_count = ids[1];
   sizes[0] = -t->local_size;
   sizes[1] = t->local_size;
-  MPI_CHECK(MPI_Allreduce(sizes, minmax, 2, MPI_INT, MPI_MAX, comm->mpi));
+  MPI_CHECK(MPI_Allreduce(sizes, minmax, 2, MPI_INT, MPI_MAX, comm));
   t->min_local = -minmax[0];
   t->max_local = minmax[1];
   return RONDO_SUCCESS;
 }
 
 /* cross[g]: the owners of slice g, one per node, ordered by node. */
-static rondo_status_t make_cross(rondo_comm_t comm, topo_t *t)
+static rondo_status_t make_cross(MPI_Comm comm, topo_t *t)
 {
   t->slices = t->max_local;
   t->cross = malloc((size_t)t->slices * sizeof *t->cross);
@@ -141,18 +141,18 @@ static rondo_status_t make_cross(rondo_comm_t comm, topo_t *t)
     t->cross[g] = MPI_COMM_NULL;
   for (int g = 0; g < t->slices; g++) {
     int mine = topo_owner(g, t->local_size) == t->local_rank;
-    MPI_CHECK(MPI_Comm_split(comm->mpi, mine ? 0 : MPI_UNDEFINED, t->node_id, &t->cross[g]));
+    MPI_CHECK(MPI_Comm_split(comm, mine ? 0 : MPI_UNDEFINED, t->node_id, &t->cross[g]));
   }
   return RONDO_SUCCESS;
 }
 
-rondo_status_t topo_create(rondo_comm_t comm, topo_t *t)
+rondo_status_t topo_create(MPI_Comm comm, int rank, int node_size, topo_t *t)
 {
   rondo_status_t st;
   MPI_Comm real = MPI_COMM_NULL;
   memset(t, 0, sizeof *t);
   t->node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(comm->mpi, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL,
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
                                 &real));
   int real_rank;
   MPI_CHECK_GOTO(MPI_Comm_rank(real, &real_rank), st, fail);
@@ -161,7 +161,7 @@ rondo_status_t topo_create(rondo_comm_t comm, topo_t *t)
   t->oversubscribed = t->avail_cores > 0 && t->real_local_size > t->avail_cores;
   t->yield = t->oversubscribed;
 
-  int k = rondo__knobs.node_size;
+  int k = node_size;
   if (k > 0) {
     MPI_CHECK_GOTO(MPI_Comm_split(real, real_rank / k, real_rank, &t->node), st, fail);
   } else {
@@ -169,7 +169,7 @@ rondo_status_t topo_create(rondo_comm_t comm, topo_t *t)
   }
   MPI_CHECK_GOTO(MPI_Comm_rank(t->node, &t->local_rank), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_size(t->node, &t->local_size), st, fail);
-  RONDO_CHECK_GOTO(number_nodes(comm, t), st, fail);
+  RONDO_CHECK_GOTO(number_nodes(comm, rank, t), st, fail);
   RONDO_CHECK_GOTO(make_cross(comm, t), st, fail);
   MPI_CHECK_LOG(MPI_Comm_free(&real));
   return RONDO_SUCCESS;

@@ -18,7 +18,7 @@
 #ifndef RONDO_TOPO_H
 #define RONDO_TOPO_H
 
-#include "core/internal.h"
+#include "base/base.h"
 
 typedef struct topo {
   MPI_Comm node;      /* the ranks of this (possibly virtual) node */
@@ -39,8 +39,9 @@ typedef struct topo {
   char hw_summary[160];
 } topo_t;
 
-/* Collective over comm->mpi: fills comm's topology. */
-rondo_status_t topo_create(rondo_comm_t comm, topo_t *topo);
+/* Collective over comm (rank: this rank in it): fills the topology.
+ * node_size: RONDO_NODE_SIZE (0: real nodes). */
+rondo_status_t topo_create(MPI_Comm comm, int rank, int node_size, topo_t *topo);
 /* Frees the communicators (not collective beyond MPI_Comm_free). */
 void topo_destroy(topo_t *topo);
 

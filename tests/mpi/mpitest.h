@@ -168,6 +168,17 @@ static inline int mt_eq_status_(int got, int want, const char *gexpr, int line)
 }
 #define MT_EQ_STATUS(got, want) mt_eq_status_((int)(got), (int)(want), #got, __LINE__)
 
+/* A comm query that must succeed (rondo_comm_rank, ...): its value, or -1
+ * after a failure, which is reported. */
+static inline int mt_query_(rondo_status_t (*query)(rondo_comm_t, int *), rondo_comm_t comm,
+                            const char *qexpr, int line)
+{
+  int v = -1;
+  mt_eq_status_((int)query(comm, &v), RONDO_SUCCESS, qexpr, line);
+  return v;
+}
+#define MT_QUERY(query, comm) mt_query_(query, comm, #query, __LINE__)
+
 /* ---- dtypes, written independently of the library ---------------------------- */
 
 static const char *const mt_dtype_names[RONDO_DTYPE_COUNT] = {
@@ -745,6 +756,7 @@ static inline int mt_rondo_start(int *argc, char ***argv, const char *prog)
   if (st != RONDO_SUCCESS) {
     fprintf(stderr, "%s: rondo_init failed: %s: %s\n", prog, mt_status_name(st),
             rondo_last_error());
+    rondo_finalize(); /* finalizes MPI, which rondo_init started */
     return 1;
   }
   mt_start(prog);

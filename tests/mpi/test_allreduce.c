@@ -70,12 +70,13 @@ static int big_selected(size_t vi, rondo_dtype_t dt, rondo_op_t op, int inplace)
 }
 
 static int nodes; /* of the world comm */
+static int available[RONDO_ALGO_COUNT]; /* rondo_algo_available() on the world comm */
 
-/* MPITEST_ALGOS and the shm-needs-one-node rule. */
+/* MPITEST_ALGOS, and what the comm can run. */
 static int variant_enabled(size_t vi)
 {
   const char *list = getenv("MPITEST_ALGOS");
-  if (variants[vi].algo == RONDO_ALGO_SHM && nodes > 1)
+  if (variants[vi].algo != RONDO_ALGO_AUTO && !available[variants[vi].algo])
     return 0;
   if (list == NULL || *list == '\0')
     return 1;
@@ -226,16 +227,30 @@ int main(int argc, char **argv)
     return rc;
   }
 
-  nodes = rondo_comm_node_count(comm);
+  nodes = MT_QUERY(rondo_comm_node_count, comm);
   if (mt.rank == 0)
     printf("test_allreduce: %d node(s), this node has %d rank(s)%s%s\n", nodes,
-           rondo_comm_local_size(comm), getenv("MPITEST_ALGOS") ? ", MPITEST_ALGOS=" : "",
+           MT_QUERY(rondo_comm_local_size, comm), getenv("MPITEST_ALGOS") ? ", MPITEST_ALGOS=" : "",
            getenv("MPITEST_ALGOS") ? getenv("MPITEST_ALGOS") : "");
-  if (nodes > 1) { /* shm is not for multi-node comms: it must say so */
-    float x = 1, y;
-    mt_where("shm on %d nodes", nodes);
-    MT_EQ_STATUS(rondo_allreduce_algo(comm, &x, &y, 1, RONDO_FLOAT32, RONDO_SUM, RONDO_ALGO_SHM),
-                 RONDO_ERR_UNSUPPORTED);
+  /* What the comm can run, against the rules written out here: every host
+   * algorithm, but shm only on one node; nccl nowhere (no backend). An
+   * algorithm that cannot run fails the call on every rank, saying why. */
+  for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
+    int want = a != RONDO_ALGO_NCCL && (a != RONDO_ALGO_SHM || nodes == 1);
+    const char *why = NULL;
+    mt_where("rondo_algo_available(%s) on %d node(s)", mt_algo_str((rondo_algo_t)a), nodes);
+    rondo_status_t st = rondo_algo_available(comm, (rondo_algo_t)a, 1000, RONDO_FLOAT32,
+                                             RONDO_SUM, &why);
+    available[a] = st == RONDO_SUCCESS;
+    MT_EQ_STATUS(st, want ? RONDO_SUCCESS : RONDO_ERR_UNSUPPORTED);
+    if (!want) {
+      float x = 1, y = -1;
+      MT_CHECK(why != NULL && why[0] != '\0', "a reason for %s", mt_algo_str((rondo_algo_t)a));
+      MT_EQ_STATUS(rondo_allreduce_algo(comm, &x, &y, 1, RONDO_FLOAT32, RONDO_SUM,
+                                        (rondo_algo_t)a),
+                   RONDO_ERR_UNSUPPORTED);
+      MT_CHECK(y == -1, "%s wrote recvbuf although it cannot run", mt_algo_str((rondo_algo_t)a));
+    }
   }
 
   size_t p = (size_t)mt.size, counts[7], ncounts = 0;

@@ -86,7 +86,7 @@ static rondo_status_t run(const call_t *c)
 static void still_works(rondo_comm_t comm)
 {
   int32_t in[3], out[3] = {0, 0, 0};
-  int p = rondo_comm_size(comm), r = rondo_comm_rank(comm);
+  int p = MT_QUERY(rondo_comm_size, comm), r = MT_QUERY(rondo_comm_rank, comm);
   for (int k = 0; k < 3; k++)
     in[k] = (r + 1) * (k + 1);
   rondo_status_t st = rondo_allreduce(comm, in, out, 3, RONDO_INT32, RONDO_SUM);
@@ -303,12 +303,19 @@ static void comm_errors(void)
     EXPECT(&c, RONDO_ERR_INVALID_COMM);
   }
   mt_where("queries on a NULL comm");
-  MT_EQ_INT(rondo_comm_rank(NULL), -1);
-  MT_EQ_INT(rondo_comm_size(NULL), -1);
-  MT_EQ_INT(rondo_comm_local_rank(NULL), -1);
-  MT_EQ_INT(rondo_comm_local_size(NULL), -1);
-  MT_EQ_INT(rondo_comm_node_count(NULL), -1);
-  MT_CHECK(rondo_comm_mpi(NULL) == MPI_COMM_NULL, "rondo_comm_mpi(NULL)");
+  static rondo_status_t (*const queries[])(rondo_comm_t, int *) = {
+      rondo_comm_rank, rondo_comm_size, rondo_comm_local_rank, rondo_comm_local_size,
+      rondo_comm_node_count};
+  for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+    int v = 12345;
+    MT_EQ_STATUS(queries[q](NULL, &v), RONDO_ERR_INVALID_COMM);
+    MT_EQ_INT(v, -1);
+    MT_EQ_STATUS(queries[q](rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
+  }
+  MPI_Comm none_mpi = MPI_COMM_WORLD;
+  MT_EQ_STATUS(rondo_comm_mpi(NULL, &none_mpi), RONDO_ERR_INVALID_COMM);
+  MT_CHECK(none_mpi == MPI_COMM_NULL, "rondo_comm_mpi(NULL) sets MPI_COMM_NULL");
+  MT_EQ_STATUS(rondo_comm_mpi(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
   rondo_algo_t algo = RONDO_ALGO_COUNT;
   MT_EQ_STATUS(rondo_allreduce_choice(NULL, N, RONDO_FLOAT32, RONDO_SUM, &algo),
                RONDO_ERR_INVALID_COMM);
@@ -334,9 +341,13 @@ static void comm_errors(void)
     expect_(__LINE__, &call, RONDO_ERR_INVALID_COMM, NULL);
   }
   mt_where("queries and destroy on a stale handle");
-  MT_EQ_INT(rondo_comm_rank(stale), -1);
-  MT_EQ_INT(rondo_comm_size(stale), -1);
-  MT_CHECK(rondo_comm_mpi(stale) == MPI_COMM_NULL, "rondo_comm_mpi(stale)");
+  int v = 12345;
+  MT_EQ_STATUS(rondo_comm_rank(stale, &v), RONDO_ERR_INVALID_COMM);
+  MT_EQ_INT(v, -1);
+  MT_EQ_STATUS(rondo_comm_size(stale, &v), RONDO_ERR_INVALID_COMM);
+  MPI_Comm stale_mpi = MPI_COMM_WORLD;
+  MT_EQ_STATUS(rondo_comm_mpi(stale, &stale_mpi), RONDO_ERR_INVALID_COMM);
+  MT_CHECK(stale_mpi == MPI_COMM_NULL, "rondo_comm_mpi(stale)");
   MT_EQ_STATUS(rondo_comm_destroy(&stale), RONDO_ERR_INVALID_COMM);
 }
 
@@ -425,7 +436,7 @@ int main(int argc, char **argv)
     if (mt.size >= 2) {
       argument_errors(w, 1);
       mismatch_errors(w);
-      if (rondo_comm_node_count(w) == 1)
+      if (MT_QUERY(rondo_comm_node_count, w) == 1)
         folded_agreement(w);
     }
   }

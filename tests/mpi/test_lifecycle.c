@@ -61,9 +61,10 @@ static void check_comm_matches(rondo_comm_t c, MPI_Comm mpi_comm)
   int r, p, cmp = MPI_UNEQUAL;
   MPI_Comm_rank(mpi_comm, &r);
   MPI_Comm_size(mpi_comm, &p);
-  MT_EQ_INT(rondo_comm_rank(c), r);
-  MT_EQ_INT(rondo_comm_size(c), p);
-  MPI_Comm dup = rondo_comm_mpi(c);
+  MT_EQ_INT(MT_QUERY(rondo_comm_rank, c), r);
+  MT_EQ_INT(MT_QUERY(rondo_comm_size, c), p);
+  MPI_Comm dup = MPI_COMM_NULL;
+  MT_EQ_STATUS(rondo_comm_mpi(c, &dup), RONDO_SUCCESS);
   MT_CHECK(dup != MPI_COMM_NULL, "rondo_comm_mpi() of a live comm");
   if (dup != MPI_COMM_NULL)
     MPI_Comm_compare(dup, mpi_comm, &cmp);
@@ -78,8 +79,8 @@ static void check_queries(rondo_comm_t w)
 {
   mt_where("queries on rondo_world()");
   check_comm_matches(w, MPI_COMM_WORLD);
-  int lr = rondo_comm_local_rank(w), ls = rondo_comm_local_size(w);
-  int nodes = rondo_comm_node_count(w);
+  int lr = MT_QUERY(rondo_comm_local_rank, w), ls = MT_QUERY(rondo_comm_local_size, w);
+  int nodes = MT_QUERY(rondo_comm_node_count, w);
   MT_CHECK(ls >= 1 && ls <= mt.size, "1 <= local_size (%d) <= size (%d)", ls, mt.size);
   MT_CHECK(lr >= 0 && lr < ls, "0 <= local_rank (%d) < local_size (%d)", lr, ls);
   MT_CHECK(nodes >= 1 && nodes <= mt.size, "1 <= node_count (%d) <= size (%d)", nodes, mt.size);
@@ -244,8 +245,10 @@ static void check_after_finalize(rondo_comm_t stale_world, rondo_comm_t alive)
   MT_CHECK(c == NULL, "*comm is NULL after a failed rondo_comm_create");
   MT_EQ_STATUS(rondo_init(NULL, NULL), RONDO_ERR_FINALIZED);
   MT_EQ_STATUS(rondo_finalize(), RONDO_ERR_FINALIZED);
-  MT_EQ_INT(rondo_comm_rank(stale_world), -1);
-  MT_EQ_INT(rondo_comm_size(stale_world), -1);
+  int v = 12345;
+  MT_EQ_STATUS(rondo_comm_rank(stale_world, &v), RONDO_ERR_FINALIZED);
+  MT_EQ_INT(v, -1);
+  MT_EQ_STATUS(rondo_comm_size(stale_world, &v), RONDO_ERR_FINALIZED);
 
   int finalized = 1;
   MPI_Finalized(&finalized);

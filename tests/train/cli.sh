@@ -43,7 +43,6 @@ extra
 --features 8 --dataset digits
 --schedule linear
 --warmup-epochs -1
---allreduce nccl
 --allreduce sideways
 --progress loud
 --progress lines
@@ -60,6 +59,13 @@ run 2 --epochs 0
 [ $? = 2 ] || { show; fail "under mpiexec a bad flag does not exit 2"; }
 [ "$(grep -c '^rondo-train: --epochs' "$tmp/err")" = 1 ] || { show; fail "the message is not printed once"; }
 pass "under mpiexec -n 2, a bad flag exits 2 and is reported once"
+# An algorithm the library knows but cannot run here: the library says why,
+# once, and every rank exits 2.
+run 2 --allreduce nccl
+[ $? = 2 ] || { show; fail "--allreduce nccl does not exit 2"; }
+[ "$(grep -c '^rondo-train: --allreduce nccl: .*cannot run' "$tmp/err")" = 1 ] ||
+  { show; fail "--allreduce nccl: the library's reason is not printed once"; }
+pass "--allreduce nccl (no backend) exits 2 with the library's reason, printed once"
 "$train" --help >"$tmp/out" 2>&1 && grep -q '^usage: mpiexec -n N rondo-train' "$tmp/out" ||
   fail "--help"
 pass "--help prints the usage"

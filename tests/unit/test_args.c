@@ -31,7 +31,9 @@ static void test_calls_before_init_fail(void **state)
   expect_status(rondo_allreduce(NULL, a, b, 8, RONDO_FLOAT32, RONDO_SUM),
                 RONDO_ERR_NOT_INITIALIZED);
   expect_status(rondo_barrier(NULL), RONDO_ERR_NOT_INITIALIZED);
-  assert_int_equal(rondo_comm_size(NULL), -1);
+  int v = 5;
+  expect_status(rondo_comm_size(NULL, &v), RONDO_ERR_NOT_INITIALIZED);
+  assert_int_equal(v, -1);
 }
 
 static void test_bad_knob_fails_init_then_retry_works(void **state)
@@ -46,8 +48,11 @@ static void test_bad_knob_fails_init_then_retry_works(void **state)
   expect_status(rondo_init(NULL, NULL), RONDO_SUCCESS); /* again: a no-op */
   world = rondo_world();
   assert_non_null(world);
-  assert_int_equal(rondo_comm_size(world), 1);
-  assert_int_equal(rondo_comm_rank(world), 0);
+  int rank = -1, size = -1;
+  expect_status(rondo_comm_size(world, &size), RONDO_SUCCESS);
+  expect_status(rondo_comm_rank(world, &rank), RONDO_SUCCESS);
+  assert_int_equal(size, 1);
+  assert_int_equal(rank, 0);
 }
 
 static void test_allreduce_argument_errors(void **state)
@@ -131,6 +136,138 @@ static void test_single_rank_results(void **state)
                 RONDO_ERR_INVALID_ARG);
 }
 
+/* The texts of rondo_explain and rondo_comm_topology: a size query, the
+ * exact size, one byte short (truncated, NUL-terminated, the same prefix). */
+static void check_text_call(rondo_status_t (*call)(char *, size_t, size_t *), const char *what)
+{
+  size_t need = 0, again = 0;
+  expect_status(call(NULL, 0, &need), RONDO_SUCCESS);
+  if (need < 2)
+    fail_msg("%s: needs %zu bytes", what, need);
+  char *full = malloc(need), *cut = malloc(need);
+  assert_non_null(full);
+  assert_non_null(cut);
+  expect_status(call(full, need, &again), RONDO_SUCCESS);
+  assert_int_equal(again, need);
+  assert_int_equal(strlen(full), need - 1);
+  memset(cut, 'x', need);
+  expect_status(call(cut, need - 1, &again), RONDO_ERR_TRUNCATED);
+  assert_int_equal(again, need);
+  assert_int_equal(strlen(cut), need - 2);
+  assert_memory_equal(cut, full, need - 2);
+  assert_non_null(strstr(rondo_last_error(), "needs"));
+  expect_status(call(NULL, 5, NULL), RONDO_ERR_INVALID_ARG); /* NULL buf with a length */
+  expect_status(call(full, need, NULL), RONDO_SUCCESS);     /* needed may be NULL */
+  free(full);
+  free(cut);
+}
+
+static rondo_status_t explain_1k(char *buf, size_t len, size_t *needed)
+{
+  return rondo_explain(world, 256, RONDO_FLOAT32, RONDO_SUM, buf, len, needed);
+}
+
+static rondo_status_t topology(char *buf, size_t len, size_t *needed)
+{
+  return rondo_comm_topology(world, buf, len, needed);
+}
+
+static void test_texts_report_their_size(void **state)
+{
+  (void)state;
+  check_text_call(explain_1k, "rondo_explain");
+  check_text_call(topology, "rondo_comm_topology");
+}
+
+static void test_algo_available(void **state)
+{
+  (void)state;
+  const char *why = "unset";
+  /* one rank, one node: every host algorithm runs; nccl has no backend */
+  for (int id = RONDO_ALGO_MPI; id < RONDO_ALGO_COUNT; id++) {
+    rondo_status_t want = id == RONDO_ALGO_NCCL ? RONDO_ERR_UNSUPPORTED : RONDO_SUCCESS;
+    expect_status(rondo_algo_available(world, (rondo_algo_t)id, 8, RONDO_FLOAT32, RONDO_SUM, &why),
+                  want);
+    if (want != RONDO_SUCCESS)
+      assert_non_null(why);
+  }
+  /* hierarchical runs on one node, but the selector passes it over: why says so */
+  expect_status(rondo_algo_available(world, RONDO_ALGO_HIERARCHICAL, 8, RONDO_FLOAT32,
+                                     RONDO_SUM, &why),
+                RONDO_SUCCESS);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "one node"));
+  expect_status(rondo_algo_available(world, RONDO_ALGO_SHM, 8, RONDO_FLOAT32, RONDO_SUM, &why),
+                RONDO_SUCCESS);
+  assert_null(why);
+  expect_status(rondo_algo_available(world, RONDO_ALGO_RING, 8, RONDO_FLOAT32, RONDO_SUM, NULL),
+                RONDO_SUCCESS);
+  expect_status(rondo_algo_available(world, RONDO_ALGO_AUTO, 8, RONDO_FLOAT32, RONDO_SUM, &why),
+                RONDO_ERR_INVALID_ALGO);
+  expect_status(rondo_algo_available(world, RONDO_ALGO_COUNT, 8, RONDO_FLOAT32, RONDO_SUM, &why),
+                RONDO_ERR_INVALID_ALGO);
+  expect_status(rondo_algo_available(world, RONDO_ALGO_RING, 8, (rondo_dtype_t)99, RONDO_SUM,
+                                     &why),
+                RONDO_ERR_INVALID_DTYPE);
+  expect_status(rondo_algo_available(NULL, RONDO_ALGO_RING, 8, RONDO_FLOAT32, RONDO_SUM, &why),
+                RONDO_ERR_INVALID_COMM);
+  /* forcing one that cannot run fails with the same reason */
+  expect_status(rondo_allreduce_algo(world, a, b, 8, RONDO_FLOAT32, RONDO_SUM, RONDO_ALGO_NCCL),
+                RONDO_ERR_UNSUPPORTED);
+  assert_non_null(strstr(rondo_last_error(), "NCCL"));
+}
+
+/* Each comm reads the knobs when it is made and keeps them. */
+static void test_knobs_are_read_per_comm(void **state)
+{
+  (void)state;
+  rondo_comm_t ring = NULL, rd = NULL;
+  rondo_algo_t algo;
+  setenv("RONDO_ALLREDUCE_ALGO", "RING", 1);
+  expect_status(rondo_comm_create(MPI_COMM_WORLD, &ring), RONDO_SUCCESS);
+  setenv("RONDO_ALLREDUCE_ALGO", "recursive_doubling", 1);
+  expect_status(rondo_comm_create(MPI_COMM_WORLD, &rd), RONDO_SUCCESS);
+  unsetenv("RONDO_ALLREDUCE_ALGO");
+  expect_status(rondo_allreduce_choice(ring, 8, RONDO_FLOAT32, RONDO_SUM, &algo), RONDO_SUCCESS);
+  assert_int_equal(algo, RONDO_ALGO_RING);
+  expect_status(rondo_allreduce_choice(rd, 8, RONDO_FLOAT32, RONDO_SUM, &algo), RONDO_SUCCESS);
+  assert_int_equal(algo, RONDO_ALGO_RECURSIVE_DOUBLING);
+  /* the world comm, made with the defaults, still chooses by itself */
+  char text[4096];
+  expect_status(rondo_explain(world, 8, RONDO_FLOAT32, RONDO_SUM, text, sizeof text, NULL),
+                RONDO_SUCCESS);
+  assert_null(strstr(text, "forced"));
+  /* a bad name fails only the comm made with it */
+  setenv("RONDO_ALLREDUCE_ALGO", "fastest", 1);
+  rondo_comm_t bad = (rondo_comm_t)&bad;
+  expect_status(rondo_comm_create(MPI_COMM_WORLD, &bad), RONDO_ERR_INVALID_KNOB);
+  assert_null(bad);
+  unsetenv("RONDO_ALLREDUCE_ALGO");
+  expect_status(rondo_allreduce(ring, a, b, 8, RONDO_FLOAT32, RONDO_SUM), RONDO_SUCCESS);
+  expect_status(rondo_comm_destroy(&ring), RONDO_SUCCESS);
+  expect_status(rondo_comm_destroy(&rd), RONDO_SUCCESS);
+}
+
+static void test_rondo_free(void **state)
+{
+  (void)state;
+  rondo_free(NULL); /* ignored */
+  rondo_request_t req = NULL;
+  void *result = NULL;
+  size_t count = 0;
+  float row[3] = {1, 2, 3};
+  expect_status(rondo_allgather_async(world, "rows", row, 1, 3, RONDO_FLOAT32, NULL, &req),
+                RONDO_SUCCESS);
+  int done = 0;
+  while (!done)
+    expect_status(rondo_test(req, &done), RONDO_SUCCESS);
+  expect_status(rondo_request_result(req, &result, &count), RONDO_SUCCESS);
+  expect_status(rondo_wait(&req), RONDO_SUCCESS);
+  assert_int_equal(count, 3);
+  assert_memory_equal(result, row, sizeof row);
+  rondo_free(result); /* the sanitizer runs see a leak or a double free */
+}
+
 static void test_destroyed_comm_is_rejected(void **state)
 {
   (void)state;
@@ -145,8 +282,12 @@ static void test_destroyed_comm_is_rejected(void **state)
   expect_status(rondo_comm_destroy(&stale), RONDO_ERR_INVALID_COMM);
   expect_status(rondo_allreduce(NULL, a, b, 8, RONDO_FLOAT32, RONDO_SUM),
                 RONDO_ERR_INVALID_COMM);
-  assert_int_equal(rondo_comm_rank(stale), -1);
-  assert_true(rondo_comm_mpi(stale) == MPI_COMM_NULL);
+  int rank = 5;
+  MPI_Comm mpi = MPI_COMM_WORLD;
+  expect_status(rondo_comm_rank(stale, &rank), RONDO_ERR_INVALID_COMM);
+  assert_int_equal(rank, -1);
+  expect_status(rondo_comm_mpi(stale, &mpi), RONDO_ERR_INVALID_COMM);
+  assert_true(mpi == MPI_COMM_NULL);
   expect_status(rondo_comm_create(MPI_COMM_NULL, &c), RONDO_ERR_INVALID_ARG);
   expect_status(rondo_comm_create(MPI_COMM_WORLD, NULL), RONDO_ERR_INVALID_ARG);
   expect_status(rondo_comm_destroy(NULL), RONDO_ERR_INVALID_ARG);
@@ -173,6 +314,10 @@ int main(void)
       cmocka_unit_test(test_unbuilt_algorithms_are_unsupported),
       cmocka_unit_test(test_root_and_layout_errors),
       cmocka_unit_test(test_single_rank_results),
+      cmocka_unit_test(test_texts_report_their_size),
+      cmocka_unit_test(test_algo_available),
+      cmocka_unit_test(test_knobs_are_read_per_comm),
+      cmocka_unit_test(test_rondo_free),
       cmocka_unit_test(test_destroyed_comm_is_rejected),
       cmocka_unit_test(test_calls_after_finalize_fail),
   };

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "algo/algo.h"
 #include "select/select.h"
 
 #define BIT(a) (1u << (a))
@@ -24,24 +24,56 @@
    BIT(RONDO_ALGO_RABENSEIFNER))
 #define ALL_ALGOS (HOST_ALGOS | BIT(RONDO_ALGO_NCCL))
 
-/* count float32 elements on ranks spread evenly over nodes. */
+/* The algorithms on the menu of the next selector calls (bits of ids):
+ * layout() sets it, a test may change it. The rows are the library's own
+ * descriptors (lib/algo/table.c), but for nccl: this release has no NCCL
+ * backend, so its row can never run; a stand-in device algorithm under its
+ * id and name (the ring's cost at the point-to-point level, as nccl's row
+ * has) exercises the selector's device-memory rules. */
+static unsigned menu_bits;
+
+static double device_cost(const select_params_t *prm, const select_input_t *in)
+{
+  return algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
+                        prm->ring_chunk);
+}
+
+static const select_algo_t device_algo = {.id = RONDO_ALGO_NCCL, .name = "nccl",
+                                          .mem = SELECT_MEM_DEVICE, .cost = device_cost};
+
+static const select_menu_t *menu(void)
+{
+  static const select_algo_t *rows[SELECT_MAX_ALGOS];
+  static select_menu_t m = {0, rows};
+  const select_menu_t *all = algo_menu();
+  m.n = 0;
+  for (int i = 0; i < all->n; i++)
+    if (menu_bits & BIT(all->algo[i]->id))
+      rows[m.n++] = all->algo[i]->id == RONDO_ALGO_NCCL ? &device_algo : all->algo[i];
+  return &m;
+}
+
+/* count float32 elements on ranks spread evenly over nodes; available: the
+ * menu. */
 static select_input_t layout(size_t count, int ranks, int nodes, unsigned available)
 {
   select_input_t in = {.count = count,
                        .bytes = count * 4,
+                       .dtype = RONDO_FLOAT32,
+                       .op = RONDO_SUM,
                        .ranks = ranks,
                        .nodes = nodes,
                        .min_local = ranks / nodes,
                        .max_local = (ranks + nodes - 1) / nodes,
-                       .mem = SELECT_MEM_HOST,
-                       .available = available};
+                       .mem = SELECT_MEM_HOST};
+  menu_bits = available;
   return in;
 }
 
 static rondo_algo_t choose(const select_params_t *p, const select_table_t *t,
                            const select_input_t *in, select_result_t *res)
 {
-  return select_choose(p, t, RONDO_ALGO_AUTO, in, res);
+  return select_choose(p, menu(), t, RONDO_ALGO_AUTO, in, res);
 }
 
 static void expect_choice(const select_params_t *p, const select_input_t *in,
@@ -87,9 +119,9 @@ static const select_params_t unit_params = {
 static void test_predictions_match_closed_forms(void **state)
 {
   (void)state;
-  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_candidate_t c[SELECT_MAX_ALGOS];
   select_input_t in = layout(1024, 4, 1, ALL_ALGOS); /* n = 4096 bytes, p = 4 */
-  select_predict(&unit_params, &in, c);
+  select_predict(&unit_params, menu(), &in, c);
   double n = 4096, us = 1e-6, ns = 1e-9;
   /* rd: 2 steps of n, reduces 2n, copies n */
   double rd = 2 * us + 2 * n * ns + 2 * n * 2 * ns + n * 0.25 * ns;
@@ -108,7 +140,7 @@ static void test_predictions_match_closed_forms(void **state)
 
   /* 16 KiB: segments of 4 chunks, so 3/4 of the cheaper part is hidden */
   in = layout(4096, 4, 1, ALL_ALGOS);
-  select_predict(&unit_params, &in, c);
+  select_predict(&unit_params, menu(), &in, c);
   n = 16384;
   assert_close(c[RONDO_ALGO_RING].seconds, 6 * us + 1.5 * n * ns + 1.5 * n * ns / 4);
 }
@@ -116,9 +148,9 @@ static void test_predictions_match_closed_forms(void **state)
 static void test_non_power_of_two_folds_two_extra_steps(void **state)
 {
   (void)state;
-  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_candidate_t c[SELECT_MAX_ALGOS];
   select_input_t in = layout(1024, 6, 1, P2P_ALGOS); /* p' = 4, n = 4096 */
-  select_predict(&unit_params, &in, c);
+  select_predict(&unit_params, menu(), &in, c);
   double n = 4096, us = 1e-6, ns = 1e-9;
   double rd = 4 * us + 4 * n * ns + 3 * n * 2 * ns + n * 0.25 * ns;
   double rab = 6 * us + (1.5 * n + 2 * n) * ns + (0.75 * n + n) * 2 * ns + n * 0.25 * ns;
@@ -132,12 +164,12 @@ static void test_messages_above_the_eager_limit_pay_rndv_alpha(void **state)
   select_params_t p = unit_params;
   p.intra.eager_limit = 8192;
   p.intra.rndv_alpha = 5e-6;
-  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_candidate_t c[SELECT_MAX_ALGOS];
   double us = 1e-6, ns = 1e-9;
   /* 2 ranks, 16 KiB: rd sends 16 KiB (rendezvous), rab two messages of 8 KiB
    * (eager) */
   select_input_t in = layout(4096, 2, 1, P2P_ALGOS);
-  select_predict(&p, &in, c);
+  select_predict(&p, menu(), &in, c);
   double n = 16384;
   assert_close(c[RONDO_ALGO_RECURSIVE_DOUBLING].seconds,
                5 * us + n * ns + n * 2 * ns + n * 0.25 * ns);
@@ -185,16 +217,16 @@ static void test_one_rank_predicts_a_copy_and_mpi_wins_the_tie(void **state)
 static void test_rabenseifner_needs_count_at_least_pof2(void **state)
 {
   (void)state;
-  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_candidate_t c[SELECT_MAX_ALGOS];
   select_input_t in = layout(3, 6, 1, P2P_ALGOS); /* p' = 4 > 3 elements */
-  select_predict(&unit_params, &in, c);
+  select_predict(&unit_params, menu(), &in, c);
   assert_string_equal(c[RONDO_ALGO_RABENSEIFNER].why_not,
                       "count < largest power of two <= ranks");
   /* mpi is then modelled on recursive doubling alone */
   assert_close(c[RONDO_ALGO_MPI].seconds,
                c[RONDO_ALGO_RECURSIVE_DOUBLING].seconds + unit_params.mpi_alpha);
   in = layout(4, 6, 1, P2P_ALGOS);
-  select_predict(&unit_params, &in, c);
+  select_predict(&unit_params, menu(), &in, c);
   assert_null(c[RONDO_ALGO_RABENSEIFNER].why_not);
   /* even where it would be cheapest, an ineligible rabenseifner is not chosen */
   select_params_t p = unit_params;
@@ -207,37 +239,38 @@ static void test_rabenseifner_needs_count_at_least_pof2(void **state)
 static void test_shm_only_on_one_node_and_hierarchical_only_across(void **state)
 {
   (void)state;
-  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_candidate_t c[SELECT_MAX_ALGOS];
   select_input_t one = layout(1024, 4, 1, HOST_ALGOS);
-  select_predict(&unit_params, &one, c);
+  select_predict(&unit_params, menu(), &one, c);
   assert_null(c[RONDO_ALGO_SHM].why_not);
   assert_string_equal(c[RONDO_ALGO_HIERARCHICAL].why_not, "one node: use shm");
   select_input_t two = layout(1024, 4, 2, HOST_ALGOS);
-  select_predict(&unit_params, &two, c);
-  assert_string_equal(c[RONDO_ALGO_SHM].why_not, "ranks span more than one node");
+  select_predict(&unit_params, menu(), &two, c);
+  assert_string_equal(c[RONDO_ALGO_SHM].why_not,
+                      "ranks span more than one node (use hierarchical)");
   assert_null(c[RONDO_ALGO_HIERARCHICAL].why_not);
 }
 
 static void test_unavailable_algorithms_are_not_eligible(void **state)
 {
   (void)state;
-  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_candidate_t c[SELECT_MAX_ALGOS];
   select_input_t in = layout(1024, 4, 1, BIT(RONDO_ALGO_MPI));
-  select_predict(&unit_params, &in, c);
+  select_predict(&unit_params, menu(), &in, c);
   assert_null(c[RONDO_ALGO_MPI].why_not);
   for (int a = RONDO_ALGO_RING; a < RONDO_ALGO_COUNT; a++)
-    assert_string_equal(c[a].why_not, "not available on this comm");
+    assert_string_equal(c[a].why_not, "not built into this library");
   expect_choice(&unit_params, &in, RONDO_ALGO_MPI);
 }
 
 static void test_host_memory_never_picks_nccl(void **state)
 {
   (void)state;
-  select_candidate_t c[RONDO_ALGO_COUNT];
+  select_candidate_t c[SELECT_MAX_ALGOS];
   select_input_t in = layout(1 << 20, 4, 1, ALL_ALGOS);
-  select_predict(&unit_params, &in, c);
+  select_predict(&unit_params, menu(), &in, c);
   assert_string_equal(c[RONDO_ALGO_NCCL].why_not, "needs device memory");
-  in.available = BIT(RONDO_ALGO_NCCL);
+  menu_bits = BIT(RONDO_ALGO_NCCL);
   expect_choice(&unit_params, &in, RONDO_ALGO_AUTO);
 }
 
@@ -248,8 +281,13 @@ static void test_device_memory_picks_nccl_only(void **state)
   in.mem = SELECT_MEM_DEVICE;
   select_result_t res;
   assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_NCCL);
-  for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_NCCL; a++)
-    assert_string_equal(res.cand[a].why_not, "host algorithm: buffer is device memory");
+  for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_NCCL; a++) {
+    assert_false(res.cand[a].can_run);
+    /* an algorithm's own rule comes first: shm spans nodes here */
+    assert_string_equal(res.cand[a].why_not,
+                        a == RONDO_ALGO_SHM ? "ranks span more than one node (use hierarchical)"
+                                            : "host algorithm: buffer is device memory");
+  }
 }
 
 static void test_device_memory_without_nccl_chooses_none(void **state)
@@ -261,7 +299,7 @@ static void test_device_memory_without_nccl_chooses_none(void **state)
   assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_AUTO);
   assert_int_equal(res.choice, RONDO_ALGO_AUTO);
   assert_string_equal(res.reason, "no eligible algorithm");
-  assert_string_equal(res.cand[RONDO_ALGO_NCCL].why_not, "not available on this comm");
+  assert_string_equal(res.cand[RONDO_ALGO_NCCL].why_not, "not built into this library");
 }
 
 static void test_forced_wins_even_when_not_eligible(void **state)
@@ -269,12 +307,12 @@ static void test_forced_wins_even_when_not_eligible(void **state)
   (void)state;
   select_input_t in = layout(1 << 20, 4, 2, HOST_ALGOS);
   select_result_t res;
-  assert_int_equal(select_choose(&unit_params, NULL, RONDO_ALGO_SHM, &in, &res),
+  assert_int_equal(select_choose(&unit_params, menu(), NULL, RONDO_ALGO_SHM, &in, &res),
                    RONDO_ALGO_SHM);
   assert_string_equal(res.reason,
                       "forced by RONDO_ALLREDUCE_ALGO; not eligible: ranks span more "
-                      "than one node");
-  assert_int_equal(select_choose(&unit_params, NULL, RONDO_ALGO_RING, &in, &res),
+                      "than one node (use hierarchical)");
+  assert_int_equal(select_choose(&unit_params, menu(), NULL, RONDO_ALGO_RING, &in, &res),
                    RONDO_ALGO_RING);
   assert_string_equal(res.reason, "forced by RONDO_ALLREDUCE_ALGO");
 }
@@ -323,7 +361,7 @@ static void test_default_params_pick_hierarchical_across_nodes(void **state)
   expect_choice(&slow, &in, RONDO_ALGO_HIERARCHICAL);
   in = layout((size_t)1 << 18, 4, 2, HOST_ALGOS); /* default params: not hierarchical */
   select_result_t res;
-  assert_int_not_equal(select_choose(&select_default_params, NULL, RONDO_ALGO_AUTO, &in, &res),
+  assert_int_not_equal(select_choose(&select_default_params, menu(), NULL, RONDO_ALGO_AUTO, &in, &res),
                        RONDO_ALGO_HIERARCHICAL);
 }
 
@@ -332,7 +370,7 @@ static void test_default_params_pick_hierarchical_across_nodes(void **state)
 static select_table_t *parse_ok(const char *text)
 {
   select_table_t *t = NULL;
-  rondo_status_t st = select_table_parse(text, "t.txt", &t);
+  rondo_status_t st = select_table_parse(text, "t.txt", algo_menu(), &t);
   if (st != RONDO_SUCCESS)
     fail_msg("parse failed: %s", rondo_last_error());
   assert_non_null(t);
@@ -448,7 +486,7 @@ static void test_malformed_lines_are_errors_naming_the_line(void **state)
     char text[256];
     snprintf(text, sizeof text, "# header\nallreduce 0- * * * mpi\n%s # c\n", bad[i].rule);
     select_table_t *t = (select_table_t *)text; /* any non-NULL: must be reset */
-    assert_int_equal(select_table_parse(text, "bad.txt", &t), RONDO_ERR_INVALID_ARG);
+    assert_int_equal(select_table_parse(text, "bad.txt", algo_menu(), &t), RONDO_ERR_INVALID_ARG);
     assert_null(t);
     const char *msg = rondo_last_error();
     assert_contains(msg, "bad.txt line 3:");
@@ -470,7 +508,7 @@ static void test_table_rule_beats_the_model(void **state)
   assert_string_equal(res.reason, "lowest predicted time");
   /* forced beats the table */
   in = layout(1024, 4, 1, HOST_ALGOS);
-  assert_int_equal(select_choose(&select_default_params, t, RONDO_ALGO_RING, &in, &res),
+  assert_int_equal(select_choose(&select_default_params, menu(), t, RONDO_ALGO_RING, &in, &res),
                    RONDO_ALGO_RING);
   assert_string_equal(res.reason, "forced by RONDO_ALLREDUCE_ALGO");
   select_table_free(t);
@@ -523,7 +561,7 @@ static void test_load_reads_a_file_and_reports_io_errors(void **state)
   close(fd);
 
   select_table_t *t = NULL;
-  assert_int_equal(select_table_load(path, &t), RONDO_SUCCESS);
+  assert_int_equal(select_table_load(path, algo_menu(), &t), RONDO_SUCCESS);
   assert_string_equal(select_table_source(t), path);
   assert_int_equal(select_table_rules(t), 1);
   select_table_free(t);
@@ -533,7 +571,7 @@ static void test_load_reads_a_file_and_reports_io_errors(void **state)
   assert_non_null(f);
   fwrite("allreduce * * * * ring\n\0allreduce", 1, 33, f);
   fclose(f);
-  assert_int_equal(select_table_load(path, &t), RONDO_ERR_INVALID_ARG);
+  assert_int_equal(select_table_load(path, algo_menu(), &t), RONDO_ERR_INVALID_ARG);
   assert_null(t);
   assert_contains(rondo_last_error(), "NUL byte");
 
@@ -542,15 +580,45 @@ static void test_load_reads_a_file_and_reports_io_errors(void **state)
   assert_non_null(f);
   fputs("\nallreduce * * * * rign\n", f);
   fclose(f);
-  assert_int_equal(select_table_load(path, &t), RONDO_ERR_INVALID_ARG);
+  assert_int_equal(select_table_load(path, algo_menu(), &t), RONDO_ERR_INVALID_ARG);
   char want[64];
   snprintf(want, sizeof want, "%s line 2:", path);
   assert_contains(rondo_last_error(), want);
   unlink(path);
 
-  assert_int_equal(select_table_load(path, &t), RONDO_ERR_IO);
+  assert_int_equal(select_table_load(path, algo_menu(), &t), RONDO_ERR_IO);
   assert_null(t);
   assert_contains(rondo_last_error(), path);
+}
+
+/* ---- the algorithm table -------------------------------------------------------- */
+
+/* One row per rondo_algo_t but auto, each complete, found by id and name. */
+static void test_algorithm_table_is_complete(void **state)
+{
+  (void)state;
+  const select_menu_t *all = algo_menu();
+  assert_int_equal(all->n, RONDO_ALGO_COUNT - 1);
+  assert_null(algo_find(RONDO_ALGO_AUTO));
+  assert_null(algo_find(RONDO_ALGO_COUNT));
+  assert_null(algo_find_name("auto"));
+  for (int id = RONDO_ALGO_AUTO + 1; id < RONDO_ALGO_COUNT; id++) {
+    const algo_desc_t *d = algo_find((rondo_algo_t)id);
+    assert_non_null(d);
+    assert_int_equal(d->select.id, id);
+    assert_string_equal(d->select.name, rondo_algo_name((rondo_algo_t)id));
+    assert_ptr_equal(algo_find_name(d->select.name), d);
+    assert_non_null(d->select.cost);
+    assert_true(d->collectives & ALGO_SERVES_ALLREDUCE);
+    assert_non_null(strstr(algo_names(), d->select.name));
+    /* the menu is the table, in its order */
+    assert_ptr_equal(all->algo[id - 1], &d->select);
+    /* built: host algorithms run; nccl has no backend in this release */
+    if (id == RONDO_ALGO_NCCL)
+      assert_null(d->allreduce);
+    else
+      assert_non_null(d->allreduce);
+  }
 }
 
 /* ---- the explanation --------------------------------------------------------------- */
@@ -558,20 +626,20 @@ static void test_load_reads_a_file_and_reports_io_errors(void **state)
 static void test_explain_lists_every_algorithm_and_the_choice(void **state)
 {
   (void)state;
-  select_input_t in = layout((size_t)1 << 18, 4, 2, HOST_ALGOS);
+  select_input_t in = layout((size_t)1 << 18, 4, 2, ALL_ALGOS);
   select_result_t res;
   select_params_t slow = select_default_params; /* a 1 GB/s network */
   slow.inter.beta = 1.0e-9;
   choose(&slow, NULL, &in, &res);
   char buf[2048];
-  int n = select_explain(&res, &in, buf, sizeof buf);
+  int n = select_explain(menu(), &res, &in, buf, sizeof buf);
   assert_int_equal(n, (int)strlen(buf));
   for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_COUNT; a++)
     assert_contains(buf, rondo_algo_name((rondo_algo_t)a));
   assert_contains(buf, "allreduce 1048576 bytes (262144 elements), 4 ranks on 2 nodes "
                        "(2 per node), host memory\n");
   assert_contains(buf, "ranks span more than one node");
-  assert_contains(buf, "not available on this comm");
+  assert_contains(buf, "needs device memory");
   assert_contains(buf, "<- chosen (lowest predicted time)");
   assert_contains(buf, "choice: hierarchical (lowest predicted time)\n");
   /* one "chosen", on the hierarchical row */
@@ -582,10 +650,10 @@ static void test_explain_lists_every_algorithm_and_the_choice(void **state)
   assert_true(chosen > row && memchr(row, '\n', (size_t)(chosen - row)) == NULL);
 
   /* snprintf semantics: the length it wanted, a truncated NUL-terminated prefix */
-  assert_int_equal(select_explain(&res, &in, NULL, 0), n);
+  assert_int_equal(select_explain(menu(), &res, &in, NULL, 0), n);
   char small[40];
   memset(small, 'x', sizeof small);
-  assert_int_equal(select_explain(&res, &in, small, sizeof small), n);
+  assert_int_equal(select_explain(menu(), &res, &in, small, sizeof small), n);
   assert_int_equal(strlen(small), sizeof small - 1);
   assert_memory_equal(small, buf, sizeof small - 1);
 }
@@ -599,7 +667,7 @@ static void test_explain_when_nothing_is_eligible(void **state)
   select_result_t res;
   choose(&select_default_params, NULL, &in, &res);
   char buf[2048];
-  select_explain(&res, &in, buf, sizeof buf);
+  select_explain(menu(), &res, &in, buf, sizeof buf);
   assert_contains(buf, "3 ranks on 1 node (1-3 per node), device memory");
   assert_contains(buf, "host algorithm: buffer is device memory");
   assert_contains(buf, "choice: none (no eligible algorithm)\n");
@@ -632,6 +700,7 @@ int main(void)
       cmocka_unit_test(test_table_rule_beats_the_model),
       cmocka_unit_test(test_table_skips_rules_whose_algorithm_is_not_eligible),
       cmocka_unit_test(test_load_reads_a_file_and_reports_io_errors),
+      cmocka_unit_test(test_algorithm_table_is_complete),
       cmocka_unit_test(test_explain_lists_every_algorithm_and_the_choice),
       cmocka_unit_test(test_explain_when_nothing_is_eligible),
   };

@@ -9,14 +9,15 @@
 #include <string.h>
 
 #include "tools/bench/bench.h"
+#include "tools/measure.h"
 
 int explain_main(const bench_opts_t *o)
 {
   rondo_comm_t comm = rondo_world();
-  if (rondo_comm_rank(comm) != 0)
+  if (meas_rank(comm) != 0)
     return 0;
   char topo[512];
-  rondo_comm_topology(comm, topo, sizeof topo);
+  rondo_comm_topology(comm, topo, sizeof topo, NULL);
   printf("# rondo-bench %s: explain, what rondo_allreduce() chooses on these ranks\n",
          rondo_version_string());
   printf("# topology: %s\n", topo);
@@ -31,7 +32,7 @@ int explain_main(const bench_opts_t *o)
         rondo_dtype_t dt = o->dtypes[d];
         rondo_op_t op = o->ops[p];
         size_t count = sizes[z] / rondo_dtype_size(dt);
-        if (rondo_explain(comm, count, dt, op, text, sizeof text) != RONDO_SUCCESS) {
+        if (rondo_explain(comm, count, dt, op, text, sizeof text, NULL) != RONDO_SUCCESS) {
           fprintf(stderr, "rondo-bench: explain: %s\n", rondo_last_error());
           return 1;
         }

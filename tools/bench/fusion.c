@@ -152,8 +152,8 @@ int fusion_main(const bench_opts_t *o)
   memset(&f, 0, sizeof f);
   f.o = o;
   f.comm = rondo_world();
-  f.rank = rondo_comm_rank(f.comm);
-  f.size = rondo_comm_size(f.comm);
+  f.rank = meas_rank(f.comm);
+  f.size = meas_size(f.comm);
   const char *which[3];
   int nmodels = 0;
   if (o->tensors > 0)

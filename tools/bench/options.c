@@ -6,7 +6,7 @@
 #include <strings.h>
 
 #include "tools/bench/bench.h"
-#include "tools/parse_size.h"
+#include "base/numbers.h"
 
 static const char *const cmd_names[CMD_COUNT] = {
   "allreduce", "allgather", "broadcast", "reduce_scatter", "alltoall", "fusion", "tune",
@@ -158,7 +158,7 @@ static int check_algos(const char *list, char *badtok, size_t len)
   for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
     rondo_algo_t a;
     if (strcmp(tok, "all") != 0 && strcasecmp(tok, "MPI_Allreduce") != 0 &&
-        (rondo_algo_from_name(tok, &a) != RONDO_SUCCESS || a == RONDO_ALGO_NCCL)) {
+        rondo_algo_from_name(tok, &a) != RONDO_SUCCESS) {
       snprintf(badtok, len, "%s", tok);
       return -1;
     }
@@ -245,7 +245,7 @@ static int breakable(const bench_opts_t *o)
     return strcmp(b, "engine") == 0 || strcmp(b, "single") == 0 || strcmp(b, "loop") == 0;
   if (o->cmd == CMD_ALLREDUCE)
     return strcmp(b, "MPI_Allreduce") == 0 ||
-           (rondo_algo_from_name(b, &a) == RONDO_SUCCESS && a != RONDO_ALGO_NCCL);
+           rondo_algo_from_name(b, &a) == RONDO_SUCCESS;
   return strcmp(b, "rondo") == 0;
 }
 
@@ -304,8 +304,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     case 'e':
     case 'i':
     case OPT_SIZE: {
-      size_t s = parse_size(optarg);
-      if (s == 0)
+      size_t s = 0;
+      if (rondo__parse_size(optarg, &s) != 0 || s == 0)
         return bad(print, "%s: expected a byte count such as 4096, 64K or 1M, got '%s'",
                    opt_text(c, name, sizeof name), optarg);
       if (c == 'b') o->minbytes = s;
@@ -356,8 +356,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
       break;
     case 'a':
       if (check_algos(optarg, badtok, sizeof badtok) < 0)
-        return bad(print, "-a: unknown algorithm '%s' (auto mpi ring recursive_doubling "
-                   "rabenseifner shm hierarchical MPI_Allreduce, or all)", badtok);
+        return bad(print, "-a: unknown algorithm '%s' (auto, rondo-info's algorithms, "
+                   "MPI_Allreduce, or all)", badtok);
       o->algo_list = optarg;
       break;
     case 'F': o->full = 1; break;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tools/bench/bench.h"
+#include "tools/measure.h"
 
 enum { MAX_FIELDS = 40 };
 
@@ -117,7 +118,7 @@ static void json_header_num(const char *key, double value)
 int out_start(const bench_opts_t *o, rondo_comm_t comm, const char *title)
 {
   memset(&out, 0, sizeof out);
-  out.writer = rondo_comm_rank(comm) == 0;
+  out.writer = meas_rank(comm) == 0;
   out.t0 = MPI_Wtime();
   int ok = 1;
   if (out.writer) {
@@ -132,7 +133,7 @@ int out_start(const bench_opts_t *o, rondo_comm_t comm, const char *title)
     out.json_path = o->json_path;
     out.csv_path = o->csv_path;
   }
-  MPI_Bcast(&ok, 1, MPI_INT, 0, rondo_comm_mpi(comm));
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD); /* comm is rondo_world() */
   if (!ok) {
     if (out.json != NULL)
       fclose(out.json);
@@ -152,11 +153,11 @@ int out_start(const bench_opts_t *o, rondo_comm_t comm, const char *title)
   for (char *p = lib; *p; p++)
     if (*p == '\t')
       *p = ' ';
-  rondo_comm_topology(comm, topo, sizeof topo);
+  rondo_comm_topology(comm, topo, sizeof topo, NULL);
   time_t now = time(NULL);
   strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&now));
-  int ranks = rondo_comm_size(comm), nodes = rondo_comm_node_count(comm);
-  int local = rondo_comm_local_size(comm);
+  int ranks = meas_size(comm), nodes = meas_nodes(comm), local = -1;
+  rondo_comm_local_size(comm, &local);
 
   printf("# rondo-bench %s: %s\n", rondo_version_string(), title);
   printf("# command: %s\n", cmd);

@@ -371,7 +371,9 @@ static void run_case(sweep_t *s)
 }
 
 /* The rows of an allreduce run: --algo's names in order, or for "all" auto,
- * every host algorithm this comm can run, and MPI_Allreduce. */
+ * every algorithm this comm can run (meas_algos), and MPI_Allreduce.
+ * Returns the count, or -1 (with a message) for a named algorithm that
+ * cannot run on this comm. */
 static int allreduce_variants(sweep_t *s)
 {
   const char *list = s->o->algo_list;
@@ -387,7 +389,15 @@ static int allreduce_variants(sweep_t *s)
     } else if (strcasecmp(tok, "MPI_Allreduce") == 0) {
       with_mpi = 1;
     } else {
-      rondo_algo_from_name(tok, &a[na++]); /* checked by the parser */
+      rondo_algo_from_name(tok, &a[na]); /* a name of the table: checked by the parser */
+      if (a[na] != RONDO_ALGO_AUTO &&
+          rondo_algo_available(s->comm, a[na], (size_t)1 << 20, RONDO_FLOAT32, RONDO_SUM,
+                               NULL) != RONDO_SUCCESS) {
+        if (s->rank == 0)
+          fprintf(stderr, "rondo-bench: -a %s: %s\n", tok, rondo_last_error());
+        return -1;
+      }
+      na++;
     }
     for (int i = 0; i < na + with_mpi && s->nv < MAX_VARIANTS; i++) {
       variant_t v = {{0}, RONDO_ALGO_AUTO, i == na};
@@ -410,8 +420,8 @@ int sweep_main(const bench_opts_t *o)
   memset(&s, 0, sizeof s);
   s.o = o;
   s.comm = rondo_world();
-  s.rank = rondo_comm_rank(s.comm);
-  s.size = rondo_comm_size(s.comm);
+  s.rank = meas_rank(s.comm);
+  s.size = meas_size(s.comm);
   if (o->cmd == CMD_BROADCAST && o->root >= s.size) {
     if (s.rank == 0)
       fprintf(stderr, "rondo-bench: -r %d: the root must be below the rank count (%d)\n", o->root,
@@ -419,7 +429,8 @@ int sweep_main(const bench_opts_t *o)
     return 2;
   }
   if (o->cmd == CMD_ALLREDUCE) {
-    allreduce_variants(&s);
+    if (allreduce_variants(&s) < 0)
+      return 2;
   } else {
     s.v[0] = (variant_t){"rondo", RONDO_ALGO_AUTO, 0};
     s.v[1] = (variant_t){"", RONDO_ALGO_AUTO, 1};

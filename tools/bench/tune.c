@@ -49,10 +49,14 @@ static void tune_size(meas_t *m, const bench_opts_t *o, const rondo_algo_t *all,
   size_t count = bytes / sizeof(float);
   rondo_algo_t cand[MAX_ALGOS];
   int n = 0;
-  for (int i = 0; i < nall; i++)
-    if (all[i] != RONDO_ALGO_RABENSEIFNER ||
-        count >= (size_t)meas_pof2(rondo_comm_size(m->comm)))
+  for (int i = 0; i < nall; i++) {
+    /* Rabenseifner below count p' is recursive doubling: not a candidate. */
+    const char *why = NULL;
+    if (rondo_algo_available(m->comm, all[i], count, RONDO_FLOAT32, RONDO_SUM, &why) ==
+            RONDO_SUCCESS &&
+        why == NULL)
       cand[n++] = all[i];
+  }
   memset(res, 0, sizeof *res);
   res->bytes = bytes;
   rondo_allreduce_choice(m->comm, count, RONDO_FLOAT32, RONDO_SUM, &res->model);
@@ -116,12 +120,12 @@ static int write_table(const bench_opts_t *o, rondo_comm_t comm, const size_resu
     perror(o->output);
     return -1;
   }
-  int ranks = rondo_comm_size(comm), nodes = rondo_comm_node_count(comm);
+  int ranks = meas_size(comm), nodes = meas_nodes(comm);
   char lib[MPI_MAX_LIBRARY_VERSION_STRING], topo[256], when[64];
   int len;
   MPI_Get_library_version(lib, &len);
   lib[strcspn(lib, "\n")] = '\0';
-  rondo_comm_topology(comm, topo, sizeof topo);
+  rondo_comm_topology(comm, topo, sizeof topo, NULL);
   time_t now = time(NULL);
   strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&now));
   fprintf(f, "# rondo tuning table, written by rondo-bench tune (rondo %s) on %s\n", rondo_version_string(), when);
@@ -162,14 +166,14 @@ static int write_table(const bench_opts_t *o, rondo_comm_t comm, const size_resu
 int tune_main(const bench_opts_t *o)
 {
   rondo_comm_t comm = rondo_world();
-  int rank = rondo_comm_rank(comm);
+  int rank = meas_rank(comm);
   rondo_algo_t algos[MAX_ALGOS];
   const char *list = o->algo_list != NULL && strcmp(o->algo_list, "all") != 0 ? o->algo_list : NULL;
   int nalgos = meas_algos(comm, list, 0, algos);
   if (nalgos <= 0) {
     if (rank == 0)
-      fprintf(stderr, "rondo-bench: tune: -a: expected host algorithm names separated by commas "
-                      "(mpi, ring, recursive_doubling, rabenseifner, shm, hierarchical)\n");
+      fprintf(stderr, "rondo-bench: tune: -a: expected names of algorithms this comm can run, "
+                      "separated by commas (rondo-info lists them)\n");
     return 2;
   }
   meas_t m;
@@ -177,7 +181,7 @@ int tune_main(const bench_opts_t *o)
     return 1;
   if (rank == 0) {
     char topo[256];
-    rondo_comm_topology(comm, topo, sizeof topo);
+    rondo_comm_topology(comm, topo, sizeof topo, NULL);
     printf("# rondo-bench tune: %s\n", topo);
     if (o->ignored_table)
       printf("# ignoring RONDO_TUNING_FILE / RONDO_ALLREDUCE_ALGO: measuring the cost model\n");

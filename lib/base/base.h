@@ -1,11 +1,14 @@
 /*
- * Internal declarations shared by the modules of librondo. Nothing here is
+ * The ground floor of librondo (docs/architecture.md): hashing, logging,
+ * error reporting, the MPI/pthread check macros and the knob table. Every
+ * other layer includes this; it includes nothing of theirs. Nothing here is
  * exported: the library is built with -fvisibility=hidden and only the
- * RONDO_API functions of rondo.h are visible. Core helpers use the rondo__
- * prefix; other modules use their own (reduce_, algo_).
+ * RONDO_API functions of rondo.h are visible. Base helpers use the rondo__
+ * prefix; each layer above uses its own (reduce_, topo_, select_, algo_,
+ * comm_, engine_/eng_, api_).
  */
-#ifndef RONDO_INTERNAL_H
-#define RONDO_INTERNAL_H
+#ifndef RONDO_BASE_H
+#define RONDO_BASE_H
 
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -146,13 +149,16 @@ rondo_status_t rondo__pthread_fail(int err, const char *call, const char *file, 
   } while (0)
 
 /* ---- knobs ----------------------------------------------------------------
- * The parsed values of the knob table (lib/core/knobs.c is the one place
- * that names, defaults and documents them). */
+ * The parsed values of the knob table (lib/base/knobs.c is the one place
+ * that names, defaults and documents them). Each comm reads its own copy
+ * when it is created (struct rondo_comm's cfg); nothing reads the
+ * environment after that. */
 #define RONDO__KNOB_STRING_MAX 512
 
 typedef struct {
   int log_level;          /* RONDO_LOG */
-  int allreduce_algo;     /* RONDO_ALLREDUCE_ALGO (rondo_algo_t) */
+  char allreduce_algo[32]; /* RONDO_ALLREDUCE_ALGO: an algorithm's name, checked
+                             against lib/algo's table when a comm is made */
   size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */
   char tuning_file[RONDO__KNOB_STRING_MAX]; /* RONDO_TUNING_FILE ("" for none) */
   int node_size;          /* RONDO_NODE_SIZE (0: real nodes) */
@@ -164,12 +170,6 @@ typedef struct {
   double stall_warn_sec;  /* RONDO_STALL_WARN_SEC (0: no warning) */
   double stall_abort_sec; /* RONDO_STALL_ABORT_SEC (0: never) */
 } rondo__knobs_t;
-
-extern rondo__knobs_t rondo__knobs;
-
-/* The RONDO_TUNING_FILE table, loaded by the library init (NULL if none). */
-struct select_table;
-extern struct select_table *rondo__tuning;
 
 /* Reads every knob from the environment into *out. On a malformed value
  * returns RONDO_ERR_INVALID_KNOB with a message naming the knob and the
@@ -183,92 +183,4 @@ const char *rondo__knobs_shared_names(void);
 rondo_status_t rondo__knob_parse(const char *name, const char *text,
                                  rondo__knobs_t *out);
 
-/* ---- library state and comms --------------------------------------------- */
-
-struct topo;
-struct shm_state;
-
-struct rondo_comm {
-  MPI_Comm mpi;      /* private duplicate of the user's communicator */
-  int rank, size;
-  int local_rank, local_size, node_count;
-  int pof2;          /* largest power of two <= size */
-  void *scratch;     /* per-comm scratch, grown on demand */
-  size_t scratch_bytes;
-  struct topo *topo; /* nodes, cross communicators, hwloc (lib/topo) */
-  struct shm_state *shm;      /* the node's shared window, made on first use */
-  struct rondo_comm **cross;  /* [topo->slices]: comms over topo->cross[g], or NULL */
-  struct engine *engine;      /* the asynchronous engine (lib/engine), or NULL */
-  struct rondo__board *board; /* argument board of a one-node user comm, or NULL */
-  int yield_waits;   /* the node is oversubscribed: point-to-point waits poll
-                        and yield the core (algo_waitall) instead of MPI_Wait,
-                        which spins for a whole time slice */
-  /* The last AUTO decision: repeated calls of one size (a training loop)
-   * skip the cost model. Knobs and the tuning table are fixed after init. */
-  size_t last_count, last_bytes;
-  int last_algo;     /* rondo_algo_t; RONDO_ALGO_AUTO: none yet */
-  struct rondo_comm *next;    /* registry of live comms */
-};
-
-/* RONDO_SUCCESS if the library is usable and comm is a live handle. */
-rondo_status_t rondo__enter(rondo_comm_t comm);
-/* 1 while the library is initialized and not finalized. */
-int rondo__lib_active(void);
-/* Lazily initializes the library state (knobs, logging) when the application
- * initialized MPI itself and calls rondo_comm_create() without rondo_init(). */
-rondo_status_t rondo__lib_init(void);
-/* A comm for internal use (the engine's): everything rondo_comm_create()
- * makes but the registry entry and an engine; with yield, its waits yield
- * the core at once, as on an oversubscribed node. Collective. */
-rondo_status_t rondo__comm_build(MPI_Comm mpi_comm, int yield, rondo_comm_t *out);
-void rondo__comm_free(rondo_comm_t comm);
-/* One all-reduce on comm without the argument check: algo AUTO selects
- * (cached per comm), op AVG divides by the comm size. For the engine. */
-rondo_status_t rondo__allreduce_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, rondo_dtype_t dtype, rondo_op_t op,
-                                    rondo_algo_t algo);
-/* Returns a scratch buffer of at least bytes (valid until the next call). */
-rondo_status_t rondo__scratch(rondo_comm_t comm, size_t bytes, void **buf);
-
-/* ---- collective argument agreement (agree.c) ---------------------------------
- * Every collective entry point fills a signature of the arguments that must
- * be equal on every rank; rondo__agree() checks local validity and equality
- * on all ranks before any data moves: in shared memory on a one-node comm,
- * with one small MPI all-reduce across nodes. */
-#define RONDO__SIG_MAX 6
-typedef struct {
-  const char *what;                 /* "rondo_allreduce"; compared too */
-  int n;                            /* fields used */
-  const char *field[RONDO__SIG_MAX];
-  int64_t value[RONDO__SIG_MAX];
-} rondo__sig_t;
-
-void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value);
-/* local: this rank's argument check result. Returns local if it failed,
- * RONDO_ERR_PEER if another rank's failed, RONDO_ERR_MISMATCH if a field
- * differs across ranks, else RONDO_SUCCESS. Collective. */
-rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local,
-                            const rondo__sig_t *sig);
-/* The shared-memory board of a one-node comm (none elsewhere): made when a
- * user comm is created, freed with it. */
-rondo_status_t rondo__board_create(rondo_comm_t comm);
-void rondo__board_free(rondo_comm_t comm, int mpi_usable);
-int rondo__board_active(rondo_comm_t comm);
-/* rondo__agree in two halves, on a comm with a board: post this rank's
- * signature, then wait for every rank's and compare. The shm all-reduce
- * posts after copying its first round in, so the board's wait is also the
- * wait for everyone's data (shm.c). */
-void rondo__agree_post(rondo_comm_t comm, rondo_status_t local, const rondo__sig_t *sig);
-/* bench/agree_cost only: 1 skips the agreement, to time a call without it. */
-extern int rondo__agree_skip;
-rondo_status_t rondo__agree_finish(rondo_comm_t comm, rondo_status_t local,
-                                   const rondo__sig_t *sig);
-
-/* Local argument checks shared by the entry points. */
-rondo_status_t rondo__check_dtype(rondo_dtype_t dtype);
-rondo_status_t rondo__check_op(rondo_op_t op);
-rondo_status_t rondo__check_buffer(const void *buf, size_t count, const char *name);
-/* bytes = count * dtype size, or RONDO_ERR_COUNT_OVERFLOW. */
-rondo_status_t rondo__bytes(size_t count, size_t esize, size_t *bytes);
-
-#endif /* RONDO_INTERNAL_H */
+#endif /* RONDO_BASE_H */

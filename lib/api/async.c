@@ -4,7 +4,7 @@
  * (mismatches, stalls) are found by the engine's negotiation and reach every
  * rank as failed requests.
  */
-#include "internal.h"
+#include "api/api.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +30,7 @@ static rondo_status_t read_opts(const rondo_async_opts_t *in, rondo_async_opts_t
   memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
   if (!(out->prescale == out->prescale) || !(out->postscale == out->postscale))
     return rondo__fail(RONDO_ERR_INVALID_ARG, "options: prescale and postscale must not be NaN");
-  if ((unsigned)out->algo >= RONDO_ALGO_COUNT)
-    return rondo__fail(RONDO_ERR_INVALID_ALGO, "options: algorithm %d is not a rondo_algo_t",
-                       (int)out->algo);
+  RONDO_CHECK(api_check_algo(out->algo));
   if (out->group != NULL && (out->group_size < 1 || out->group[0] == '\0'))
     return rondo__fail(RONDO_ERR_INVALID_ARG,
                        "options: a group needs a non-empty name and group_size >= 1 (got %d)",
@@ -92,10 +90,10 @@ static rondo_status_t begin(const char *fn, rondo_comm_t comm, const char *name,
   if (req == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: req is NULL", fn);
   *req = NULL;
-  RONDO_CHECK(rondo__enter(comm));
+  RONDO_CHECK(api_enter(comm));
   RONDO_CHECK(check_name(name));
   RONDO_CHECK(read_opts(opts, o));
-  return rondo__check_dtype(dtype);
+  return api_check_dtype(dtype);
 }
 
 rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const void *sendbuf,
@@ -106,10 +104,10 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
   size_t bytes;
   rondo_async_opts_t o;
   RONDO_CHECK(begin("rondo_allreduce_async", comm, name, opts, dtype, &o, req));
-  RONDO_CHECK(rondo__check_op(op));
-  RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
-  RONDO_CHECK(rondo__check_buffer(sendbuf, count, "sendbuf"));
-  RONDO_CHECK(rondo__check_buffer(recvbuf, count, "recvbuf"));
+  RONDO_CHECK(api_check_op(op));
+  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
+  RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
   eng_sig_t sig = {.kind = ENG_ALLREDUCE, .dtype = dtype, .op = op, .algo = o.algo,
                    .root = -1, .count = count, .prescale = o.prescale,
                    .postscale = o.postscale};
@@ -123,8 +121,8 @@ rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *
   size_t bytes;
   rondo_async_opts_t o;
   RONDO_CHECK(begin("rondo_broadcast_async", comm, name, opts, dtype, &o, req));
-  RONDO_CHECK(rondo__bytes(count, rondo_dtype_size(dtype), &bytes));
-  RONDO_CHECK(rondo__check_buffer(buf, count, "buf"));
+  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(api_check_buffer(buf, count, "buf"));
   if (root < 0 || root >= comm->size)
     return rondo__fail(RONDO_ERR_INVALID_ROOT, "'%s': root %d is not a rank of this comm (0..%d)",
                        name, root, comm->size - 1);
@@ -141,9 +139,9 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
   size_t elems, bytes;
   rondo_async_opts_t o;
   RONDO_CHECK(begin("rondo_allgather_async", comm, name, opts, dtype, &o, req));
-  RONDO_CHECK(rondo__bytes(rows, row_count, &elems));
-  RONDO_CHECK(rondo__bytes(elems, rondo_dtype_size(dtype), &bytes));
-  RONDO_CHECK(rondo__check_buffer(sendbuf, elems, "sendbuf"));
+  RONDO_CHECK(api_bytes(rows, row_count, &elems));
+  RONDO_CHECK(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(api_check_buffer(sendbuf, elems, "sendbuf"));
   eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
                    .postscale = 1};
@@ -178,6 +176,6 @@ rondo_status_t rondo_request_result(rondo_request_t req, void **buf, size_t *cou
 
 rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank)
 {
-  RONDO_CHECK(rondo__enter(comm));
+  RONDO_CHECK(api_enter(comm));
   return engine_join(comm, last_rank);
 }

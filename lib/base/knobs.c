@@ -1,25 +1,28 @@
 /*
  * The environment knob table: the one place that names, types, defaults and
- * documents every knob. rondo_init() loads them; a malformed value is an
- * error naming the knob and the value, never a silent default. docs/knobs.md
- * mirrors this table and `rondo-info` prints it.
+ * documents every knob. Every comm reads them when it is made (lib/comm);
+ * a malformed value is an error naming the knob and the value, never a
+ * silent default. docs/knobs.md mirrors this table and `rondo-info` prints
+ * it.
  */
-#include "internal.h"
+#include "base/base.h"
+#include "base/numbers.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_INT, KNOB_STRING, KNOB_DOUBLE } knob_type_t;
+/* KNOB_NAME: a name checked by the layer that owns the list (the algorithm
+ * of RONDO_ALLREDUCE_ALGO, against lib/algo's table when a comm is made);
+ * here only its length. */
+typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_INT, KNOB_STRING, KNOB_DOUBLE, KNOB_NAME } knob_type_t;
 
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
-static const char *const algo_choices[] = {"auto", "mpi", "ring", "recursive_doubling",
-                                           "rabenseifner", "shm", "hierarchical",
-                                           "nccl", NULL};
 
 typedef struct {
   const char *name;
@@ -40,9 +43,10 @@ static const knob_def_t knob_table[] = {
      "log level: off, error, warn, info or debug; lines go to stderr prefixed "
      "with the rank",
      FIELD(log_level), log_choices, 0, 0, 0, NULL},
-    {"RONDO_ALLREDUCE_ALGO", KNOB_ENUM, "auto",
-     "force the algorithm rondo_allreduce() runs (auto lets rondo choose)",
-     FIELD(allreduce_algo), algo_choices, 0, 0, 1, NULL},
+    {"RONDO_ALLREDUCE_ALGO", KNOB_NAME, "auto",
+     "force the algorithm rondo_allreduce() runs: auto (rondo chooses) or a name "
+     "of rondo-info's algorithm table",
+     FIELD(allreduce_algo), NULL, 0, 0, 1, NULL},
     {"RONDO_RING_CHUNK_BYTES", KNOB_SIZE, "256K",
      "ring all-reduce pipeline chunk: each ring step is sent in chunks of this "
      "size so reduction overlaps communication",
@@ -89,53 +93,12 @@ static const knob_def_t knob_table[] = {
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };
 
-rondo__knobs_t rondo__knobs;
-
 static const knob_def_t *find_knob(const char *name)
 {
   for (int i = 0; i < KNOB_COUNT; i++)
     if (strcmp(knob_table[i].name, name) == 0)
       return &knob_table[i];
   return NULL;
-}
-
-/* "64", "4K", "16M", "1G" (powers of 1024; an optional trailing B/b, so
- * "4KB" and "4KiB" read as 4096). */
-static int parse_size(const char *text, size_t *out)
-{
-  const char *p = text;
-  while (isspace((unsigned char)*p))
-    p++;
-  if (!isdigit((unsigned char)*p))
-    return -1;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(p, &end, 10);
-  if (errno == ERANGE)
-    return -1;
-  unsigned shift = 0;
-  switch (toupper((unsigned char)*end)) {
-  case 'K': shift = 10; end++; break;
-  case 'M': shift = 20; end++; break;
-  case 'G': shift = 30; end++; break;
-  case 'T': shift = 40; end++; break;
-  default: break;
-  }
-  if (shift && (*end == 'i' || *end == 'I'))
-    end++;
-  if (*end == 'B' || *end == 'b')
-    end++;
-  while (isspace((unsigned char)*end))
-    end++;
-  if (*end != '\0')
-    return -1;
-  if (shift && v > (ULLONG_MAX >> shift))
-    return -1;
-  v <<= shift;
-  if (v > SIZE_MAX)
-    return -1;
-  *out = (size_t)v;
-  return 0;
 }
 
 static void choices_list(const char *const *choices, char *buf, size_t len)
@@ -174,6 +137,17 @@ static int parse_one(const knob_def_t *k, const char *text, rondo__knobs_t *out,
     }
     snprintf(field, RONDO__KNOB_STRING_MAX, "%s", text);
     return 0;
+  case KNOB_NAME: {
+    /* lower case, so "RING" and "ring" agree across ranks */
+    size_t n = strlen(text), cap = sizeof ((rondo__knobs_t *)0)->allreduce_algo;
+    if (n == 0 || n >= cap) {
+      snprintf(why, len, "is not a name (1 to %zu characters)", cap - 1);
+      return -1;
+    }
+    for (size_t i = 0; i <= n; i++)
+      field[i] = (char)tolower((unsigned char)text[i]);
+    return 0;
+  }
   case KNOB_DOUBLE: {
     char *end;
     errno = 0;
@@ -206,7 +180,7 @@ static int parse_one(const knob_def_t *k, const char *text, rondo__knobs_t *out,
   }
   case KNOB_SIZE: {
     size_t v;
-    if (parse_size(text, &v) != 0) {
+    if (rondo__parse_size(text, &v) != 0) {
       snprintf(why, len, "is not valid: expected a byte count such as 4096, 64K, 16M or 1G");
       return -1;
     }
@@ -252,7 +226,8 @@ rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
 {
   rondo__knobs_t tmp;
   memset(&tmp, 0, sizeof tmp);
-  if (getenv("RONDO_CHECK_ARGS") != NULL)
+  static int warned;
+  if (getenv("RONDO_CHECK_ARGS") != NULL && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
     LOG_WARN("RONDO_CHECK_ARGS is ignored: since rondo 0.2 the argument check always runs "
              "(in shared memory on one node, where it costs nothing measurable)");
   for (int i = 0; i < KNOB_COUNT; i++) {
@@ -275,47 +250,54 @@ uint64_t rondo__knobs_hash(const rondo__knobs_t *k)
     if (!knob_table[i].same_everywhere)
       continue;
     const char *p = (const char *)k + knob_table[i].offset;
-    size_t n = knob_table[i].type == KNOB_SIZE     ? sizeof(size_t)
-               : knob_table[i].type == KNOB_STRING ? strlen(p)
-               : knob_table[i].type == KNOB_DOUBLE ? sizeof(double)
+    knob_type_t t = knob_table[i].type;
+    size_t n = t == KNOB_SIZE                      ? sizeof(size_t)
+               : t == KNOB_STRING || t == KNOB_NAME ? strlen(p)
+               : t == KNOB_DOUBLE                    ? sizeof(double)
                                                    : sizeof(int);
     h = rondo__fnv(h, p, n);
   }
   return h;
 }
 
+static char shared_names[256];
+static pthread_once_t shared_names_once = PTHREAD_ONCE_INIT;
+
+static void make_shared_names(void)
+{
+  for (int i = 0; i < KNOB_COUNT; i++) {
+    if (!knob_table[i].same_everywhere)
+      continue;
+    size_t used = strlen(shared_names);
+    snprintf(shared_names + used, sizeof shared_names - used, "%s%s", used ? ", " : "",
+             knob_table[i].name);
+  }
+}
+
 const char *rondo__knobs_shared_names(void)
 {
-  static char names[256];
-  if (names[0] == '\0') {
-    for (int i = 0; i < KNOB_COUNT; i++) {
-      if (!knob_table[i].same_everywhere)
-        continue;
-      size_t used = strlen(names);
-      snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
-               knob_table[i].name);
-    }
-  }
-  return names;
+  pthread_once(&shared_names_once, make_shared_names);
+  return shared_names;
 }
 
 /* ---- public introspection ------------------------------------------------- */
 
-static const char *const type_names[] = {"enum", "size", "int", "string", "number"};
+static const char *const type_names[] = {"enum", "size", "int", "string", "number", "name"};
 static char current_text[KNOB_COUNT][512];
 
 int rondo_knob_count(void) { return KNOB_COUNT; }
 
 rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
 {
-  if (i < 0 || i >= KNOB_COUNT || info == NULL)
+  if (info == NULL)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ARG, "rondo_knob_get: info is NULL");
+  if (i < 0 || i >= KNOB_COUNT)
     return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
                              "knob index %d out of range [0, %d)", i, KNOB_COUNT);
   const knob_def_t *k = &knob_table[i];
-  /* The values in effect: what rondo_init() loaded, or the environment now
-   * when the library is not active. */
-  rondo__knobs_t now = rondo__knobs;
-  if (!rondo__lib_active() && rondo__knobs_load(&now) != RONDO_SUCCESS)
+  /* The environment now: what the next comm made will read. */
+  rondo__knobs_t now;
+  if (rondo__knobs_load(&now) != RONDO_SUCCESS)
     return RONDO_ERR_INVALID_KNOB;
   const char *field = (const char *)&now + k->offset;
   switch (k->type) {
@@ -327,6 +309,7 @@ rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
     snprintf(current_text[i], sizeof current_text[i], "%d", *(const int *)field);
     break;
   case KNOB_STRING:
+  case KNOB_NAME:
     snprintf(current_text[i], sizeof current_text[i], "%s", field);
     break;
   case KNOB_SIZE:

@@ -21,7 +21,7 @@
  * of the status and the signature carries the check: one latency per call
  * (docs/api.md).
  */
-#include "internal.h"
+#include "algo/agree.h"
 
 #include <stdlib.h>
 
@@ -33,36 +33,31 @@
 typedef struct {
   uint64_t call;                  /* this call's number; written last */
   int32_t status;                 /* the rank's own argument check */
-  int32_t what;                   /* the collective (index in colls[]) */
-  int64_t field[RONDO__SIG_MAX];  /* the signature */
+  int32_t what;                   /* the collective (agree_coll_t) */
+  int64_t field[AGREE_SIG_MAX];  /* the signature */
 } board_line_t;
 
 _Static_assert(sizeof(board_line_t) <= LINE, "a board line is one cache line");
 
-struct rondo__board {
+struct agree_board {
   MPI_Win win;
   int size, rank;
   char **seg;     /* [size]: each rank's two lines */
   uint64_t call;  /* calls so far on this comm */
 };
 
-/* The collectives a signature can name. */
-static const char *const colls[] = {"rondo_allreduce",      "rondo_broadcast",
-                                    "rondo_allgather",      "rondo_allgatherv",
-                                    "rondo_reduce_scatter", "rondo_alltoall",
-                                    "rondo_barrier"};
+static const char *const colls[AGREE_COLLS] = {
+    "rondo_allreduce", "rondo_broadcast", "rondo_allgather", "rondo_allgatherv",
+    "rondo_reduce_scatter", "rondo_alltoall", "rondo_barrier"};
 
-static int32_t coll_id(const char *what)
+const char *agree_coll_name(agree_coll_t coll)
 {
-  for (int i = 0; i < (int)(sizeof colls / sizeof colls[0]); i++)
-    if (strcmp(colls[i], what) == 0)
-      return i;
-  return -1;
+  return (unsigned)coll < AGREE_COLLS ? colls[coll] : "?";
 }
 
-void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value)
+void agree_sig_add(agree_sig_t *sig, const char *field, int64_t value)
 {
-  if (sig->n < RONDO__SIG_MAX) {
+  if (sig->n < AGREE_SIG_MAX) {
     sig->field[sig->n] = field;
     sig->value[sig->n] = value;
     sig->n++;
@@ -71,13 +66,13 @@ void rondo__sig_add(rondo__sig_t *sig, const char *field, int64_t value)
 
 /* ---- the board ------------------------------------------------------------------------ */
 
-rondo_status_t rondo__board_create(rondo_comm_t comm)
+rondo_status_t agree_board_create(rondo_comm_t comm)
 {
   rondo_status_t st = RONDO_SUCCESS;
   const topo_t *t = comm->topo;
   if (t->node_count != 1 || comm->size == 1)
     return RONDO_SUCCESS; /* the MPI check, or nothing to check */
-  struct rondo__board *b = calloc(1, sizeof *b);
+  struct agree_board *b = calloc(1, sizeof *b);
   if (b == NULL || (b->seg = calloc((size_t)t->local_size, sizeof *b->seg)) == NULL) {
     free(b);
     return rondo__fail(RONDO_ERR_NO_MEMORY, "argument board");
@@ -112,9 +107,9 @@ fail:
   return st;
 }
 
-void rondo__board_free(rondo_comm_t comm, int mpi_usable)
+void agree_board_free(rondo_comm_t comm, int mpi_usable)
 {
-  struct rondo__board *b = comm->board;
+  struct agree_board *b = comm->board;
   if (b == NULL)
     return;
   if (mpi_usable)
@@ -124,29 +119,29 @@ void rondo__board_free(rondo_comm_t comm, int mpi_usable)
   comm->board = NULL;
 }
 
-int rondo__board_active(rondo_comm_t comm) { return comm->board != NULL; }
+int agree_board_active(rondo_comm_t comm) { return comm->board != NULL; }
 
-static board_line_t *line(const struct rondo__board *b, int q, uint64_t call)
+static board_line_t *line(const struct agree_board *b, int q, uint64_t call)
 {
   return (board_line_t *)(b->seg[q] + (call & 1) * LINE);
 }
 
-void rondo__agree_post(rondo_comm_t comm, rondo_status_t local, const rondo__sig_t *sig)
+void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
-  struct rondo__board *b = comm->board;
+  struct agree_board *b = comm->board;
   uint64_t call = b->call + 1;
   board_line_t *l = line(b, b->rank, call);
   l->status = local;
-  l->what = coll_id(sig->what);
-  for (int i = 0; i < RONDO__SIG_MAX; i++)
+  l->what = sig->coll;
+  for (int i = 0; i < AGREE_SIG_MAX; i++)
     l->field[i] = i < sig->n ? sig->value[i] : 0;
   __atomic_store_n(&l->call, call, __ATOMIC_RELEASE);
 }
 
-rondo_status_t rondo__agree_finish(rondo_comm_t comm, rondo_status_t local,
-                                   const rondo__sig_t *sig)
+rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
+                                   const agree_sig_t *sig)
 {
-  struct rondo__board *b = comm->board;
+  struct agree_board *b = comm->board;
   uint64_t call = ++b->call;
   const board_line_t *mine = line(b, b->rank, call);
   int failed = -1, differs = -1;
@@ -169,7 +164,7 @@ rondo_status_t rondo__agree_finish(rondo_comm_t comm, rondo_status_t local,
     return rondo__fail(RONDO_ERR_PEER,
                        "%s: rank %d of this comm passed invalid arguments (see its log line or "
                        "rondo_last_error())",
-                       sig->what, failed);
+                       agree_coll_name(sig->coll), failed);
   if (differs < 0)
     return RONDO_SUCCESS;
   const board_line_t *l = line(b, differs, call);
@@ -177,14 +172,14 @@ rondo_status_t rondo__agree_finish(rondo_comm_t comm, rondo_status_t local,
     return rondo__fail(RONDO_ERR_MISMATCH,
                        "ranks called different collectives at the same time: rank %d %s, this "
                        "rank %s",
-                       differs, l->what >= 0 ? colls[l->what] : "?", sig->what);
+                       differs, agree_coll_name((agree_coll_t)l->what), agree_coll_name(sig->coll));
   for (int i = 0; i < sig->n; i++)
     if (l->field[i] != mine->field[i])
       return rondo__fail(RONDO_ERR_MISMATCH,
                          "%s: ranks passed different %s: rank %d has %lld, this rank %lld",
-                         sig->what, sig->field[i], differs, (long long)l->field[i],
+                         agree_coll_name(sig->coll), sig->field[i], differs, (long long)l->field[i],
                          (long long)mine->field[i]);
-  return rondo__fail(RONDO_ERR_INTERNAL, "%s: argument board out of step", sig->what);
+  return rondo__fail(RONDO_ERR_INTERNAL, "%s: argument board out of step", agree_coll_name(sig->coll));
 }
 
 /* ---- the MPI check (across nodes) --------------------------------------------------------- */
@@ -193,17 +188,17 @@ rondo_status_t rondo__agree_finish(rondo_comm_t comm, rondo_status_t local,
  * collective and each field: value, ~value]. The maximum of ~value is ~(the
  * minimum), so one reduction tells whether any rank failed and whether every
  * field is equal everywhere (~ never overflows, unlike negation). */
-static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const rondo__sig_t *sig)
+static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
   /* Always the full length: ranks in different collectives must still
    * reduce matching buffers for the mismatch to be reported. */
-  enum { N = 2 + 2 * (RONDO__SIG_MAX + 1) };
+  enum { N = 2 + 2 * (AGREE_SIG_MAX + 1) };
   int64_t v[N], r[N];
-  int fields = RONDO__SIG_MAX + 1;
+  int fields = AGREE_SIG_MAX + 1;
   v[0] = local != RONDO_SUCCESS;
   v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
   for (int i = 0; i < fields; i++) {
-    int64_t x = i == 0 ? coll_id(sig->what) : i <= sig->n ? sig->value[i - 1] : 0;
+    int64_t x = i == 0 ? (int64_t)sig->coll : i <= sig->n ? sig->value[i - 1] : 0;
     v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
     v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
   }
@@ -216,30 +211,30 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const r
     return rondo__fail(RONDO_ERR_PEER,
                        "%s: rank %lld of this comm passed invalid arguments (see its log line or "
                        "rondo_last_error())",
-                       sig->what, (long long)-r[1]);
+                       agree_coll_name(sig->coll), (long long)-r[1]);
   if (r[2] != ~r[3])
     return rondo__fail(RONDO_ERR_MISMATCH,
                        "ranks called different collectives at the same time (this rank: %s)",
-                       sig->what);
+                       agree_coll_name(sig->coll));
   for (int i = 1; i <= sig->n; i++) {
     long long hi = r[2 + 2 * i], lo = ~r[3 + 2 * i];
     if (hi != lo)
       return rondo__fail(RONDO_ERR_MISMATCH,
                          "%s: ranks passed different %s (values from %lld to %lld; this rank: "
                          "%lld)",
-                         sig->what, sig->field[i - 1], lo, hi, (long long)sig->value[i - 1]);
+                         agree_coll_name(sig->coll), sig->field[i - 1], lo, hi, (long long)sig->value[i - 1]);
   }
   return RONDO_SUCCESS;
 }
 
-int rondo__agree_skip;
+int agree_skip;
 
-rondo_status_t rondo__agree(rondo_comm_t comm, rondo_status_t local, const rondo__sig_t *sig)
+rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
-  if (comm->size == 1 || rondo__agree_skip)
+  if (comm->size == 1 || agree_skip)
     return local;
   if (comm->board == NULL)
     return agree_mpi(comm, local, sig);
-  rondo__agree_post(comm, local, sig);
-  return rondo__agree_finish(comm, local, sig);
+  agree_post(comm, local, sig);
+  return agree_finish(comm, local, sig);
 }

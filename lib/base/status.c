@@ -1,9 +1,9 @@
 /*
- * Status strings, the per-thread last-error message, names of dtypes, ops
- * and algorithms, and the version. The status strings come from the one
+ * Status strings, the per-thread last-error message, names of dtypes and
+ * ops, and the version. (Algorithm names come from lib/algo's table.) The status strings come from the one
  * RONDO_STATUS_MAP list in rondo.h, so they cannot drift from the enum.
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <errno.h>
 
@@ -96,9 +96,6 @@ static const char *const dtype_names[RONDO_DTYPE_COUNT] = {
 static const size_t dtype_sizes[RONDO_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8};
 static const char *const op_names[RONDO_OP_COUNT] = {"sum", "avg", "min", "max",
                                                      "prod"};
-static const char *const algo_names[RONDO_ALGO_COUNT] = {
-    "auto", "mpi", "ring", "recursive_doubling", "rabenseifner",
-    "shm",  "hierarchical", "nccl"};
 
 /* Index of name in a table of n strings, or -1. */
 static int lookup(const char *const *table, int n, const char *name)
@@ -146,24 +143,6 @@ rondo_status_t rondo_op_from_name(const char *name, rondo_op_t *op)
                              "'%s' is not an op (sum, avg, min, max, prod)",
                              name ? name : "(null)");
   *op = (rondo_op_t)i;
-  return RONDO_SUCCESS;
-}
-
-const char *rondo_algo_name(rondo_algo_t algo)
-{
-  return (unsigned)algo < RONDO_ALGO_COUNT ? algo_names[algo] : NULL;
-}
-
-rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo)
-{
-  int i = lookup(algo_names, RONDO_ALGO_COUNT, name);
-  if (i < 0 || algo == NULL)
-    return rondo__fail_quiet(RONDO_ERR_INVALID_ALGO,
-                             "'%s' is not an algorithm (auto, mpi, ring, "
-                             "recursive_doubling, rabenseifner, shm, "
-                             "hierarchical, nccl)",
-                             name ? name : "(null)");
-  *algo = (rondo_algo_t)i;
   return RONDO_SUCCESS;
 }
 

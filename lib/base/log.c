@@ -3,7 +3,7 @@
  * written with a single fprintf so lines from threads do not interleave.
  * Callers go through the LOG_* macros, which test the level first.
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <stdio.h>
 

@@ -1,0 +1,56 @@
+/*
+ * Collective argument agreement (agree.c): a small collective of its own.
+ * Every blocking entry point fills a signature of the arguments that must be
+ * equal on every rank; agree_call() checks local validity and equality on
+ * all ranks before any data moves: in shared memory on a one-node comm (the
+ * comm's board), with one small MPI all-reduce across nodes. The shm
+ * all-reduce folds the board into its first round (shm.c). Internal (prefix
+ * agree_).
+ */
+#ifndef RONDO_ALGO_AGREE_H
+#define RONDO_ALGO_AGREE_H
+
+#include "base/comm.h"
+
+/* The collectives a signature can name (compared too). */
+typedef enum {
+  AGREE_ALLREDUCE = 0,
+  AGREE_BROADCAST,
+  AGREE_ALLGATHER,
+  AGREE_ALLGATHERV,
+  AGREE_REDUCE_SCATTER,
+  AGREE_ALLTOALL,
+  AGREE_BARRIER,
+  AGREE_COLLS
+} agree_coll_t;
+
+#define AGREE_SIG_MAX 6
+typedef struct {
+  agree_coll_t coll;
+  int n;                            /* fields used */
+  const char *field[AGREE_SIG_MAX];
+  int64_t value[AGREE_SIG_MAX];
+} agree_sig_t;
+
+void agree_sig_add(agree_sig_t *sig, const char *field, int64_t value);
+/* "rondo_allreduce", for messages. */
+const char *agree_coll_name(agree_coll_t coll);
+/* local: this rank's argument check result. Returns local if it failed,
+ * RONDO_ERR_PEER if another rank's failed, RONDO_ERR_MISMATCH if a field
+ * differs across ranks, else RONDO_SUCCESS. Collective. */
+rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
+/* The shared-memory board of a one-node comm (none elsewhere): made when a
+ * user comm is created (lib/comm), freed with it. */
+rondo_status_t agree_board_create(rondo_comm_t comm);
+void agree_board_free(rondo_comm_t comm, int mpi_usable);
+int agree_board_active(rondo_comm_t comm);
+/* agree_call in two halves, on a comm with a board: post this rank's
+ * signature, then wait for every rank's and compare. The shm all-reduce
+ * posts after copying its first round in, so the board's wait is also the
+ * wait for everyone's data (shm.c). */
+void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
+rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
+/* bench/agree_cost only: 1 skips the agreement, to time a call without it. */
+extern int agree_skip;
+
+#endif /* RONDO_ALGO_AGREE_H */

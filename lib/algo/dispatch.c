@@ -1,0 +1,120 @@
+/*
+ * The all-reduce dispatch: what the selector is told about a call, the
+ * comm's choice (its RONDO_ALLREDUCE_ALGO, tuning table and cost model),
+ * the check that an algorithm can run a call, and the run itself through
+ * the algorithm's descriptor. lib/api's blocking calls and lib/engine's
+ * fused buffers both come through here.
+ */
+#include "algo/algo.h"
+
+#include "reduce/reduce.h"
+#include "topo/topo.h"
+
+select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op)
+{
+  select_input_t in = {.count = count, .bytes = count * rondo_dtype_size(dtype),
+                       .dtype = dtype, .op = op, .ranks = comm->size,
+                       .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
+                       .max_local = comm->topo->max_local, .mem = SELECT_MEM_HOST};
+  return in;
+}
+
+rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res)
+{
+  select_params_t params = select_default_params;
+  params.ring_chunk = comm->cfg.ring_chunk;
+  rondo_algo_t algo =
+      select_choose(&params, algo_menu(), comm->tuning, comm->forced_algo, in, res);
+  LOG_DEBUG("allreduce of %zu bytes on %d ranks / %d nodes: %s (%s)", in->bytes, comm->size,
+            in->nodes, algo == RONDO_ALGO_AUTO ? "none" : rondo_algo_name(algo), res->reason);
+  return algo;
+}
+
+rondo_status_t algo_check(rondo_comm_t comm, rondo_algo_t algo, const select_input_t *in,
+                          const char **why)
+{
+  const algo_desc_t *d = algo_find(algo);
+  const char *reason = NULL;
+  rondo_status_t st = RONDO_SUCCESS;
+  if (d == NULL) {
+    reason = "not a rondo_algo_t";
+    st = rondo__fail_quiet(RONDO_ERR_INVALID_ALGO, "algorithm %d is not a rondo_algo_t (1..%d)",
+                           (int)algo, RONDO_ALGO_COUNT - 1);
+  } else {
+    select_candidate_t c;
+    select_judge(&d->select, in, &c);
+    if (!(d->collectives & ALGO_SERVES_ALLREDUCE))
+      reason = "it is not an all-reduce algorithm";
+    else if (!c.can_run)
+      reason = c.why_not;
+    else if (d->allreduce == NULL)
+      reason = "not built into this library";
+    if (reason != NULL)
+      st = rondo__fail_quiet(RONDO_ERR_UNSUPPORTED, "the %s all-reduce cannot run this call: %s",
+                             d->select.name, reason);
+    else
+      reason = c.why_not; /* it runs; why the selector passes it over, or NULL */
+  }
+  if (why != NULL)
+    *why = reason;
+  return st;
+}
+
+rondo_status_t algo_allreduce_resolve(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                      rondo_op_t op, rondo_algo_t *algo)
+{
+  if (*algo == RONDO_ALGO_AUTO && comm->last_algo != RONDO_ALGO_AUTO &&
+      comm->last_count == count && comm->last_dtype == dtype && comm->last_op == op) {
+    *algo = comm->last_algo;
+    return RONDO_SUCCESS; /* checked when it was chosen */
+  }
+  select_input_t in = algo_input(comm, count, dtype, op);
+  if (*algo == RONDO_ALGO_AUTO) {
+    select_result_t res;
+    *algo = algo_choose(comm, &in, &res);
+    if (*algo == RONDO_ALGO_AUTO)
+      return rondo__fail(RONDO_ERR_UNSUPPORTED, "no all-reduce algorithm is eligible: %s",
+                         res.reason);
+    /* RONDO_ALLREDUCE_ALGO may force one that cannot run */
+    rondo_status_t st = algo_check(comm, *algo, &in, NULL);
+    if (st != RONDO_SUCCESS) {
+      LOG_ERROR("%s", rondo_last_error());
+      return st;
+    }
+    comm->last_count = count;
+    comm->last_dtype = dtype;
+    comm->last_op = op;
+    comm->last_algo = *algo;
+    return RONDO_SUCCESS;
+  }
+  rondo_status_t st = algo_check(comm, *algo, &in, NULL);
+  if (st != RONDO_SUCCESS)
+    LOG_ERROR("%s", rondo_last_error());
+  return st;
+}
+
+rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                  size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                  rondo_algo_t algo, const agree_sig_t *agree)
+{
+  if (count == 0)
+    return RONDO_SUCCESS;
+  algo_allreduce_args_t a = {
+      .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+      .dtype = dtype, .op = op == RONDO_AVG ? RONDO_SUM : op,
+      .esize = rondo_dtype_size(dtype), .agree = agree};
+  LOG_DEBUG("allreduce %zu x %s %s: %s", count, rondo_dtype_name(dtype), rondo_op_name(op),
+            rondo_algo_name(algo));
+  RONDO_CHECK(algo_find(algo)->allreduce(&a));
+  if (op == RONDO_AVG)
+    reduce_average(recvbuf, count, dtype, comm->size);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t algo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                              size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                              rondo_algo_t algo)
+{
+  RONDO_CHECK(algo_allreduce_resolve(comm, count, dtype, op, &algo));
+  return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
+}

@@ -1,0 +1,96 @@
+/*
+ * The algorithm table: one row per algorithm, pointing at the descriptor in
+ * the algorithm's own file. Everything that needs to know the algorithms
+ * reads this list: the selector (as a menu), the tuning parser and
+ * RONDO_ALLREDUCE_ALGO (names), rondo_algo_name()/rondo_algo_from_name(),
+ * rondo_algo_available() and, through them, rondo-info, rondo-bench and the
+ * tests. Adding an algorithm: its file with a descriptor, its id in rondo.h,
+ * one row here (DEVELOPERS.md). The order is the selector's preference on a
+ * tie (on one rank every algorithm is a copy, and mpi wins).
+ */
+#include "algo/algo.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static const algo_desc_t *const table[] = {
+    &algo_mpi,
+    &algo_ring,
+    &algo_recursive_doubling,
+    &algo_rabenseifner,
+    &algo_shm,
+    &algo_hierarchical,
+    &algo_nccl,
+};
+
+enum { ALGOS = sizeof table / sizeof table[0] };
+
+_Static_assert(ALGOS == RONDO_ALGO_COUNT - 1, "one row per rondo_algo_t but auto");
+_Static_assert(RONDO_ALGO_COUNT <= SELECT_MAX_ALGOS, "ids fit the selector's bit sets");
+
+static const select_algo_t *const menu_rows[] = {
+    &algo_mpi.select,          &algo_ring.select, &algo_recursive_doubling.select,
+    &algo_rabenseifner.select, &algo_shm.select,  &algo_hierarchical.select,
+    &algo_nccl.select,
+};
+
+_Static_assert(sizeof menu_rows / sizeof menu_rows[0] == ALGOS, "the menu lists the table");
+
+static const select_menu_t menu = {ALGOS, menu_rows};
+
+const select_menu_t *algo_menu(void) { return &menu; }
+
+const algo_desc_t *algo_find(rondo_algo_t id)
+{
+  for (int i = 0; i < ALGOS; i++)
+    if (table[i]->select.id == id)
+      return table[i];
+  return NULL;
+}
+
+const algo_desc_t *algo_find_name(const char *name)
+{
+  for (int i = 0; name != NULL && i < ALGOS; i++)
+    if (strcmp(table[i]->select.name, name) == 0)
+      return table[i];
+  return NULL;
+}
+
+static char names[256];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void make_names(void)
+{
+  for (int i = 0; i < ALGOS; i++) {
+    size_t used = strlen(names);
+    snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", table[i]->select.name);
+  }
+}
+
+const char *algo_names(void)
+{
+  pthread_once(&names_once, make_names);
+  return names;
+}
+
+/* ---- the public names --------------------------------------------------------- */
+
+const char *rondo_algo_name(rondo_algo_t algo)
+{
+  if (algo == RONDO_ALGO_AUTO)
+    return "auto";
+  const algo_desc_t *d = algo_find(algo);
+  return d ? d->select.name : NULL;
+}
+
+rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo)
+{
+  const algo_desc_t *d = algo_find_name(name);
+  int is_auto = name != NULL && strcmp(name, "auto") == 0;
+  if ((d == NULL && !is_auto) || algo == NULL)
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ALGO, "'%s' is not an algorithm (auto, %s)",
+                             name ? name : "(null)", algo_names());
+  *algo = is_auto ? RONDO_ALGO_AUTO : d->select.id;
+  return RONDO_SUCCESS;
+}

@@ -1,0 +1,343 @@
+/*
+ * The blocking collective entry points: validate arguments, agree on them
+ * across ranks (lib/algo/agree.c), choose the algorithm and run it on the
+ * caller's thread (lib/algo/dispatch.c); and the questions about the
+ * choice (rondo_allreduce_choice, rondo_explain, rondo_algo_available).
+ *
+ * Validation order is fixed so every rank reports the same kind of error for
+ * the same mistake: library state, comm, dtype, op, algorithm, root, count
+ * overflow, buffers.
+ */
+#include "api/api.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "reduce/reduce.h"
+
+/* ---- local argument checks ------------------------------------------------------ */
+
+rondo_status_t api_check_dtype(rondo_dtype_t dtype)
+{
+  if ((unsigned)dtype >= RONDO_DTYPE_COUNT)
+    return rondo__fail(RONDO_ERR_INVALID_DTYPE,
+                       "dtype %d is not a rondo_dtype_t (0..%d)", (int)dtype,
+                       RONDO_DTYPE_COUNT - 1);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t api_check_op(rondo_op_t op)
+{
+  if ((unsigned)op >= RONDO_OP_COUNT)
+    return rondo__fail(RONDO_ERR_INVALID_OP, "op %d is not a rondo_op_t (0..%d)",
+                       (int)op, RONDO_OP_COUNT - 1);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t api_check_buffer(const void *buf, size_t count, const char *name)
+{
+  if (buf == NULL && count > 0)
+    return rondo__fail(RONDO_ERR_NULL_BUFFER, "%s is NULL with count %zu", name, count);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes)
+{
+  if (esize != 0 && count > SIZE_MAX / esize)
+    return rondo__fail(RONDO_ERR_COUNT_OVERFLOW,
+                       "count %zu x %zu-byte elements overflows size_t", count, esize);
+  *bytes = count * esize;
+  return RONDO_SUCCESS;
+}
+
+/* The bytes of all ranks' blocks (allgather, reduce_scatter, alltoall). */
+static rondo_status_t all_blocks(const char *fn, rondo_comm_t comm, size_t bytes, size_t *total)
+{
+  if (bytes > SIZE_MAX / (size_t)comm->size)
+    return rondo__fail(RONDO_ERR_COUNT_OVERFLOW,
+                       "%s: %zu bytes per rank x %d ranks overflows size_t", fn, bytes,
+                       comm->size);
+  *total = bytes * (size_t)comm->size;
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t check_root(rondo_comm_t comm, int root)
+{
+  if (root < 0 || root >= comm->size)
+    return rondo__fail(RONDO_ERR_INVALID_ROOT, "root %d is not a rank of this comm (0..%d)",
+                       root, comm->size - 1);
+  return RONDO_SUCCESS;
+}
+
+/* ---- all-reduce ------------------------------------------------------------------ */
+
+rondo_status_t api_check_algo(rondo_algo_t algo)
+{
+  if ((unsigned)algo >= RONDO_ALGO_COUNT)
+    return rondo__fail(RONDO_ERR_INVALID_ALGO, "algorithm %d is not a rondo_algo_t (0..%d)",
+                       (int)algo, RONDO_ALGO_COUNT - 1);
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t allreduce_args(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                     size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                     rondo_algo_t algo, size_t *bytes)
+{
+  RONDO_CHECK(api_check_dtype(dtype));
+  RONDO_CHECK(api_check_op(op));
+  RONDO_CHECK(api_check_algo(algo));
+  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), bytes));
+  RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
+  RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                    rondo_algo_t algo)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(api_enter(comm));
+  rondo_status_t st = allreduce_args(comm, sendbuf, recvbuf, count, dtype, op, algo, &bytes);
+  if (st == RONDO_SUCCESS)
+    st = algo_allreduce_resolve(comm, count, dtype, op, &algo);
+
+  agree_sig_t sig = {.coll = AGREE_ALLREDUCE};
+  agree_sig_add(&sig, "count", (int64_t)count);
+  agree_sig_add(&sig, "dtype", dtype);
+  agree_sig_add(&sig, "op", op);
+  agree_sig_add(&sig, "algorithm", algo);
+  /* shm agrees in its first round, with the data (free); the others first.
+   * (The first shm call makes the shared window, a collective step: it
+   * agrees first too.) */
+  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) &&
+      comm->shm != NULL && !agree_skip)
+    return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, &sig);
+  RONDO_CHECK(agree_call(comm, st, &sig));
+  return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
+}
+
+rondo_status_t rondo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                               size_t count, rondo_dtype_t dtype, rondo_op_t op)
+{
+  return rondo_allreduce_algo(comm, sendbuf, recvbuf, count, dtype, op, RONDO_ALGO_AUTO);
+}
+
+/* The local checks of the questions about a call's algorithm. */
+static rondo_status_t query_args(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                 rondo_op_t op)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(api_enter(comm));
+  RONDO_CHECK(api_check_dtype(dtype));
+  RONDO_CHECK(api_check_op(op));
+  return api_bytes(count, rondo_dtype_size(dtype), &bytes);
+}
+
+rondo_status_t rondo_allreduce_choice(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                      rondo_op_t op, rondo_algo_t *algo)
+{
+  RONDO_CHECK(query_args(comm, count, dtype, op));
+  if (algo == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allreduce_choice: algo is NULL");
+  rondo_algo_t choice = RONDO_ALGO_AUTO;
+  RONDO_CHECK(algo_allreduce_resolve(comm, count, dtype, op, &choice));
+  *algo = choice;
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_algo_available(rondo_comm_t comm, rondo_algo_t algo, size_t count,
+                                    rondo_dtype_t dtype, rondo_op_t op, const char **why)
+{
+  if (why != NULL)
+    *why = NULL;
+  RONDO_CHECK(query_args(comm, count, dtype, op));
+  if (algo == RONDO_ALGO_AUTO) {
+    if (why != NULL)
+      *why = "auto is not an algorithm: rondo_allreduce_choice() says what it picks";
+    return rondo__fail(RONDO_ERR_INVALID_ALGO,
+                       "rondo_algo_available: auto is not an algorithm (ask "
+                       "rondo_allreduce_choice() what it picks)");
+  }
+  select_input_t in = algo_input(comm, count, dtype, op);
+  return algo_check(comm, algo, &in, why);
+}
+
+rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                             rondo_op_t op, char *buf, size_t len, size_t *needed)
+{
+  RONDO_CHECK(query_args(comm, count, dtype, op));
+  if (buf == NULL && len > 0)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_explain: buf is NULL with len %zu", len);
+  select_result_t res;
+  select_input_t in = algo_input(comm, count, dtype, op);
+  algo_choose(comm, &in, &res);
+  int want = select_explain(algo_menu(), &res, &in, buf, len);
+  return api_text_result("rondo_explain", want, buf, len, needed);
+}
+
+/* ---- data movement and reduce-scatter ------------------------------------------- */
+
+rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
+                               rondo_dtype_t dtype, int root)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(api_enter(comm));
+  rondo_status_t st = api_check_dtype(dtype);
+  if (st == RONDO_SUCCESS)
+    st = check_root(comm, root);
+  if (st == RONDO_SUCCESS)
+    st = api_bytes(count, rondo_dtype_size(dtype), &bytes);
+  if (st == RONDO_SUCCESS)
+    st = api_check_buffer(buf, count, "buf");
+  agree_sig_t sig = {.coll = AGREE_BROADCAST};
+  agree_sig_add(&sig, "count", (int64_t)count);
+  agree_sig_add(&sig, "dtype", dtype);
+  agree_sig_add(&sig, "root", root);
+  RONDO_CHECK(agree_call(comm, st, &sig));
+  return bytes ? algo_broadcast(comm, buf, bytes, root) : RONDO_SUCCESS;
+}
+
+/* The checks of a call with one block of count elements per rank in recvbuf
+ * (allgather) or in both buffers (alltoall, which may not run in place);
+ * *bytes gets one block's size. */
+static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *sendbuf,
+                                 const void *recvbuf, size_t count, rondo_dtype_t dtype,
+                                 int in_place_ok, size_t *bytes)
+{
+  size_t total = 0;
+  RONDO_CHECK(api_check_dtype(dtype));
+  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), bytes));
+  RONDO_CHECK(all_blocks(fn, comm, *bytes, &total));
+  RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
+  RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
+  if (!in_place_ok && count > 0 && sendbuf == recvbuf)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: in place (sendbuf == recvbuf) is not allowed",
+                       fn);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                               size_t count, rondo_dtype_t dtype)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(api_enter(comm));
+  rondo_status_t st =
+      block_args("rondo_allgather", comm, sendbuf, recvbuf, count, dtype, 1, &bytes);
+  agree_sig_t sig = {.coll = AGREE_ALLGATHER};
+  agree_sig_add(&sig, "count", (int64_t)count);
+  agree_sig_add(&sig, "dtype", dtype);
+  RONDO_CHECK(agree_call(comm, st, &sig));
+  return bytes ? algo_allgather(comm, sendbuf, recvbuf, bytes) : RONDO_SUCCESS;
+}
+
+/* FNV-1a over the counts and displacements, so one signature field tells
+ * whether every rank passed the same layout. */
+static int64_t layout_hash(const size_t *counts, const size_t *displs, int n)
+{
+  uint64_t h = RONDO__FNV_INIT;
+  for (int i = 0; i < n; i++) {
+    uint64_t v[2] = {counts[i], displs ? displs[i] : 0};
+    h = rondo__fnv(h, v, sizeof v);
+  }
+  return (int64_t)(h >> 1);
+}
+
+static rondo_status_t allgatherv_args(rondo_comm_t comm, const void *sendbuf,
+                                      size_t sendcount, void *recvbuf,
+                                      const size_t *recvcounts, const size_t *displs,
+                                      rondo_dtype_t dtype)
+{
+  size_t esize = rondo_dtype_size(dtype), bytes, end = 0;
+  RONDO_CHECK(api_check_dtype(dtype));
+  if (recvcounts == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allgatherv: recvcounts is NULL");
+  if (sendcount != recvcounts[comm->rank])
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_allgatherv: sendcount %zu != recvcounts[%d] = %zu",
+                       sendcount, comm->rank, recvcounts[comm->rank]);
+  for (int i = 0; i < comm->size; i++) {
+    size_t start = displs ? displs[i] : end;
+    if (start > SIZE_MAX - recvcounts[i])
+      return rondo__fail(RONDO_ERR_COUNT_OVERFLOW, "rondo_allgatherv: block %d overflows", i);
+    size_t stop = start + recvcounts[i];
+    end = stop > end ? stop : end;
+  }
+  RONDO_CHECK(api_bytes(end, esize, &bytes));
+  RONDO_CHECK(api_check_buffer(sendbuf, sendcount, "sendbuf"));
+  RONDO_CHECK(api_check_buffer(recvbuf, end, "recvbuf"));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf, size_t sendcount,
+                                void *recvbuf, const size_t *recvcounts,
+                                const size_t *displs, rondo_dtype_t dtype)
+{
+  RONDO_CHECK(api_enter(comm));
+  rondo_status_t st =
+      allgatherv_args(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype);
+  agree_sig_t sig = {.coll = AGREE_ALLGATHERV};
+  agree_sig_add(&sig, "dtype", dtype);
+  agree_sig_add(&sig, "recvcounts/displs",
+                 st == RONDO_SUCCESS ? layout_hash(recvcounts, displs, comm->size) : 0);
+  RONDO_CHECK(agree_call(comm, st, &sig));
+  return algo_allgatherv(comm, sendbuf, recvbuf, recvcounts, displs,
+                         rondo_dtype_size(dtype));
+}
+
+rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t recvcount, rondo_dtype_t dtype, rondo_op_t op)
+{
+  size_t bytes = 0, total = 0;
+  RONDO_CHECK(api_enter(comm));
+  rondo_status_t st = api_check_dtype(dtype);
+  if (st == RONDO_SUCCESS)
+    st = api_check_op(op);
+  if (st == RONDO_SUCCESS)
+    st = api_bytes(recvcount, rondo_dtype_size(dtype), &bytes);
+  if (st == RONDO_SUCCESS)
+    st = all_blocks("rondo_reduce_scatter", comm, bytes, &total);
+  if (st == RONDO_SUCCESS)
+    st = api_check_buffer(sendbuf, recvcount, "sendbuf");
+  if (st == RONDO_SUCCESS)
+    st = api_check_buffer(recvbuf, recvcount, "recvbuf");
+  if (st == RONDO_SUCCESS && recvcount > 0 && sendbuf == recvbuf)
+    st = rondo__fail(RONDO_ERR_INVALID_ARG,
+                     "rondo_reduce_scatter: in place (sendbuf == recvbuf) is not allowed");
+  agree_sig_t sig = {.coll = AGREE_REDUCE_SCATTER};
+  agree_sig_add(&sig, "recvcount", (int64_t)recvcount);
+  agree_sig_add(&sig, "dtype", dtype);
+  agree_sig_add(&sig, "op", op);
+  RONDO_CHECK(agree_call(comm, st, &sig));
+  if (recvcount == 0)
+    return RONDO_SUCCESS;
+  RONDO_CHECK(algo_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype,
+                                  op == RONDO_AVG ? RONDO_SUM : op));
+  if (op == RONDO_AVG)
+    reduce_average(recvbuf, recvcount, dtype, comm->size);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                              size_t count, rondo_dtype_t dtype)
+{
+  size_t bytes = 0;
+  RONDO_CHECK(api_enter(comm));
+  rondo_status_t st =
+      block_args("rondo_alltoall", comm, sendbuf, recvbuf, count, dtype, 0, &bytes);
+  agree_sig_t sig = {.coll = AGREE_ALLTOALL};
+  agree_sig_add(&sig, "count", (int64_t)count);
+  agree_sig_add(&sig, "dtype", dtype);
+  RONDO_CHECK(agree_call(comm, st, &sig));
+  return bytes ? algo_alltoall(comm, sendbuf, recvbuf, bytes) : RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_barrier(rondo_comm_t comm)
+{
+  RONDO_CHECK(api_enter(comm));
+  agree_sig_t sig = {.coll = AGREE_BARRIER};
+  /* On one node the argument board is itself a barrier. */
+  RONDO_CHECK(agree_call(comm, RONDO_SUCCESS, &sig));
+  return agree_board_active(comm) ? RONDO_SUCCESS : algo_barrier(comm);
+}

@@ -1,0 +1,123 @@
+/*
+ * Comms as users see them: create and destroy (collective), the queries,
+ * the topology line, and rondo_free for memory rondo hands out.
+ */
+#include "api/api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "comm/comm.h"
+#include "engine/engine.h"
+#include "topo/topo.h"
+
+rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
+{
+  if (comm == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: comm pointer is NULL");
+  *comm = NULL;
+  /* A failure MPI can still report (a bad knob on this rank) is agreed with
+   * the other ranks by comm_build, so none of them waits. */
+  rondo_status_t init = api_lib_init();
+  if (init == RONDO_ERR_FINALIZED || init == RONDO_ERR_NOT_INITIALIZED)
+    return init;
+  if (mpi_comm == MPI_COMM_NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: MPI_COMM_NULL");
+
+  struct rondo_comm *c = NULL;
+  RONDO_CHECK(comm_build(mpi_comm, NULL, 0, init, &c));
+  /* The engine's communicators are made now, while every rank is here; its
+   * thread starts with the first asynchronous request. */
+  rondo_status_t st = engine_create(c);
+  if (st != RONDO_SUCCESS) {
+    comm_free(c, 1);
+    return st;
+  }
+  api_register(c);
+  LOG_DEBUG("comm %p: rank %d of %d, local %d of %d, %d node(s)", (void *)c, c->rank,
+            c->size, c->local_rank, c->local_size, c->node_count);
+  *comm = c;
+  return RONDO_SUCCESS;
+}
+
+void api_comm_free(rondo_comm_t c, int mpi_usable)
+{
+  if (c->engine != NULL)
+    engine_destroy(c, mpi_usable);
+  comm_free(c, mpi_usable);
+}
+
+rondo_status_t rondo_comm_destroy(rondo_comm_t *comm)
+{
+  if (comm == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_destroy: comm pointer is NULL");
+  RONDO_CHECK(api_enter(*comm));
+  if (!api_unregister(*comm))
+    return rondo__fail(RONDO_ERR_INVALID_COMM, "comm was destroyed concurrently");
+  api_comm_free(*comm, 1);
+  *comm = NULL;
+  return RONDO_SUCCESS;
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+#define COMM_QUERY(fn, field)                                                  \
+  rondo_status_t fn(rondo_comm_t comm, int *out)                               \
+  {                                                                            \
+    if (out == NULL)                                                           \
+      return rondo__fail(RONDO_ERR_INVALID_ARG, #fn ": the output pointer is NULL"); \
+    *out = -1;                                                                 \
+    RONDO_CHECK(api_enter(comm));                                              \
+    *out = comm->field;                                                        \
+    return RONDO_SUCCESS;                                                      \
+  }
+COMM_QUERY(rondo_comm_rank, rank)
+COMM_QUERY(rondo_comm_size, size)
+COMM_QUERY(rondo_comm_local_rank, local_rank)
+COMM_QUERY(rondo_comm_local_size, local_size)
+COMM_QUERY(rondo_comm_node_count, node_count)
+#undef COMM_QUERY
+
+rondo_status_t rondo_comm_mpi(rondo_comm_t comm, MPI_Comm *mpi)
+{
+  if (mpi == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_mpi: the output pointer is NULL");
+  *mpi = MPI_COMM_NULL;
+  RONDO_CHECK(api_enter(comm));
+  *mpi = comm->mpi;
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t api_text_result(const char *fn, int want, char *buf, size_t len,
+                               size_t *needed)
+{
+  if (want < 0)
+    return rondo__fail(RONDO_ERR_INTERNAL, "%s: cannot format the text", fn);
+  if (needed != NULL)
+    *needed = (size_t)want + 1;
+  if (buf == NULL && len == 0)
+    return RONDO_SUCCESS; /* a size query */
+  if ((size_t)want >= len)
+    return rondo__fail(RONDO_ERR_TRUNCATED, "%s: the text needs %d bytes, buf has %zu", fn,
+                       want + 1, len);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len, size_t *needed)
+{
+  RONDO_CHECK(api_enter(comm));
+  if (buf == NULL && len > 0)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_topology: buf is NULL with len %zu",
+                       len);
+  const topo_t *t = comm->topo;
+  int want = snprintf(buf, len,
+                      "%d ranks on %d %snode(s) of %d-%d ranks; this rank: node %d, local "
+                      "rank %d of %d; hardware: %s; %d ranks share %d available cores%s",
+                      comm->size, t->node_count, comm->cfg.node_size ? "virtual " : "",
+                      t->min_local, t->max_local, t->node_id, t->local_rank, t->local_size,
+                      t->hw_summary, t->real_local_size, t->avail_cores,
+                      t->oversubscribed ? " (oversubscribed: waits yield)" : "");
+  return api_text_result("rondo_comm_topology", want, buf, len, needed);
+}
+
+void rondo_free(void *ptr) { free(ptr); }

@@ -1,0 +1,264 @@
+/*
+ * The library's lifecycle and the registry of live comms.
+ *
+ * The library is in one of three states: not initialized, active, finalized.
+ * rondo_init() (or the first rondo_comm_create() under an application that
+ * initialized MPI itself) makes it active; rondo_finalize() makes it
+ * finalized for good. Live comms are kept in a registry so a stale handle is
+ * recognized (RONDO_ERR_INVALID_COMM) without ever dereferencing it.
+ */
+#include "api/api.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "algo/algo.h"
+#include "topo/topo.h"
+
+enum { LIB_UNINIT = 0, LIB_ACTIVE, LIB_FINALIZED };
+
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes rondo_init */
+static int lib_state = LIB_UNINIT;
+static int lib_owns_mpi;          /* rondo_init() called MPI_Init_thread */
+static int lib_finalized_by_mpi;  /* MPI_Finalize came first (on_mpi_finalize) */
+static int on_mpi_finalize(MPI_Comm comm, int keyval, void *value, void *extra);
+static rondo_comm_t world;
+static struct rondo_comm *live;   /* registry of live comms */
+
+static rondo_status_t state_error(int state)
+{
+  if (state == LIB_FINALIZED)
+    return rondo__fail(RONDO_ERR_FINALIZED,
+                       "rondo_finalize() was called; no rondo call is allowed after it");
+  return rondo__fail(RONDO_ERR_NOT_INITIALIZED,
+                     "call rondo_init(), or rondo_comm_create() after MPI_Init()");
+}
+
+rondo_status_t api_enter(rondo_comm_t comm)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  pthread_mutex_lock(&lib_lock);
+  if (lib_state != LIB_ACTIVE) {
+    int state = lib_state;
+    pthread_mutex_unlock(&lib_lock);
+    return state_error(state);
+  }
+  struct rondo_comm *c = live;
+  while (c != NULL && c != comm)
+    c = c->next;
+  pthread_mutex_unlock(&lib_lock);
+  if (comm == NULL)
+    st = rondo__fail(RONDO_ERR_INVALID_COMM, "comm is NULL");
+  else if (c == NULL)
+    st = rondo__fail(RONDO_ERR_INVALID_COMM,
+                     "comm %p was destroyed or not made by rondo_comm_create()",
+                     (void *)comm);
+  return st;
+}
+
+/* Called with lib_lock held. */
+static rondo_status_t lib_init_locked(void)
+{
+  if (lib_state == LIB_ACTIVE)
+    return RONDO_SUCCESS;
+  if (lib_state == LIB_FINALIZED)
+    return RONDO_ERR_FINALIZED;
+  int inited = 0, rank = -1;
+  MPI_CHECK(MPI_Initialized(&inited));
+  if (!inited)
+    return rondo__fail(RONDO_ERR_NOT_INITIALIZED,
+                       "MPI is not initialized: call rondo_init() or MPI_Init() first");
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  rondo__log_set_rank(rank);
+  /* The log level is the process's; every other knob is read by each comm
+   * (lib/comm), which also reports a malformed RONDO_LOG on every rank. */
+  rondo__knobs_t k;
+  if (rondo__knob_parse("RONDO_LOG", getenv("RONDO_LOG"), &k) == RONDO_SUCCESS)
+    rondo__log_level = k.log_level;
+  rondo__clear_error();
+  int keyval;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_mpi_finalize, &keyval, NULL) !=
+          MPI_SUCCESS ||
+      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL) != MPI_SUCCESS)
+    LOG_WARN("cannot hook MPI_Finalize: call rondo_finalize() before MPI_Finalize()");
+  lib_state = LIB_ACTIVE;
+  LOG_DEBUG("rondo %s active", RONDO_VERSION_STRING);
+  return RONDO_SUCCESS;
+}
+
+int api_lib_active(void)
+{
+  pthread_mutex_lock(&lib_lock);
+  int active = lib_state == LIB_ACTIVE;
+  pthread_mutex_unlock(&lib_lock);
+  return active;
+}
+
+rondo_status_t api_lib_init(void)
+{
+  pthread_mutex_lock(&lib_lock);
+  rondo_status_t st = lib_init_locked();
+  pthread_mutex_unlock(&lib_lock);
+  if (st == RONDO_ERR_FINALIZED)
+    return state_error(LIB_FINALIZED);
+  return st;
+}
+
+static rondo_status_t init_locked(int *argc, char ***argv)
+{
+  int inited = 0, finalized = 0, provided = MPI_THREAD_MULTIPLE;
+  pthread_mutex_lock(&lib_lock);
+  int state = lib_state;
+  int have_world = world != NULL;
+  pthread_mutex_unlock(&lib_lock);
+  if (state == LIB_FINALIZED)
+    return state_error(state);
+  if (have_world)
+    return RONDO_SUCCESS;
+
+  MPI_CHECK(MPI_Finalized(&finalized));
+  if (finalized)
+    return rondo__fail(RONDO_ERR_NOT_INITIALIZED,
+                       "MPI was already finalized; rondo cannot start");
+  MPI_CHECK(MPI_Initialized(&inited));
+  if (!inited) {
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    pthread_mutex_lock(&lib_lock);
+    lib_owns_mpi = 1;
+    pthread_mutex_unlock(&lib_lock);
+  } else {
+    MPI_CHECK(MPI_Query_thread(&provided));
+  }
+  /* The library's setup (knobs, tuning table) happens in rondo_comm_create,
+   * which agrees on its outcome with every rank. */
+  rondo_comm_t w = NULL;
+  RONDO_CHECK(rondo_comm_create(MPI_COMM_WORLD, &w));
+  if (provided < MPI_THREAD_MULTIPLE) /* logged once RONDO_LOG is read */
+    LOG_INFO("MPI provides thread level %d, not MPI_THREAD_MULTIPLE", provided);
+  pthread_mutex_lock(&lib_lock);
+  world = w;
+  pthread_mutex_unlock(&lib_lock);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_init(int *argc, char ***argv)
+{
+  pthread_mutex_lock(&init_lock);
+  rondo_status_t st = init_locked(argc, argv);
+  pthread_mutex_unlock(&init_lock);
+  return st;
+}
+
+rondo_comm_t rondo_world(void)
+{
+  pthread_mutex_lock(&lib_lock);
+  rondo_comm_t w = lib_state == LIB_ACTIVE ? world : NULL;
+  pthread_mutex_unlock(&lib_lock);
+  return w;
+}
+
+void api_register(rondo_comm_t c)
+{
+  pthread_mutex_lock(&lib_lock);
+  c->next = live;
+  live = c;
+  pthread_mutex_unlock(&lib_lock);
+}
+
+int api_unregister(rondo_comm_t c)
+{
+  int found = 0;
+  pthread_mutex_lock(&lib_lock);
+  for (struct rondo_comm **p = &live; *p != NULL; p = &(*p)->next) {
+    if (*p == c) {
+      *p = c->next;
+      found = 1;
+      break;
+    }
+  }
+  if (world == c)
+    world = NULL;
+  pthread_mutex_unlock(&lib_lock);
+  return found;
+}
+
+/* Tears the library down. by_mpi: called from inside MPI_Finalize (the
+ * application finalized MPI first): MPI still works, and is not finalized
+ * again here. */
+static rondo_status_t finalize(int by_mpi)
+{
+  pthread_mutex_lock(&lib_lock);
+  int state = lib_state;
+  int owns_mpi = lib_owns_mpi && !by_mpi;
+  struct rondo_comm *list = live;
+  if (state == LIB_ACTIVE) {
+    lib_state = LIB_FINALIZED;
+    lib_finalized_by_mpi = by_mpi;
+    live = NULL;
+    world = NULL;
+  }
+  pthread_mutex_unlock(&lib_lock);
+
+  if (state != LIB_ACTIVE) {
+    /* rondo_init() may have started MPI and then failed on a bad knob. */
+    if (state == LIB_UNINIT && owns_mpi) {
+      pthread_mutex_lock(&lib_lock);
+      lib_owns_mpi = 0;
+      lib_state = LIB_FINALIZED;
+      pthread_mutex_unlock(&lib_lock);
+      PMPI_Finalize();
+      return RONDO_SUCCESS;
+    }
+    /* MPI_Finalize already did it (see on_mpi_finalize). */
+    if (state == LIB_FINALIZED && lib_finalized_by_mpi && !by_mpi)
+      return RONDO_SUCCESS;
+    return by_mpi ? RONDO_SUCCESS : state_error(state);
+  }
+  int mpi_finalized = 0;
+  MPI_CHECK_LOG(MPI_Finalized(&mpi_finalized));
+  while (list != NULL) {
+    struct rondo_comm *next = list->next;
+    api_comm_free(list, !mpi_finalized);
+    list = next;
+  }
+  if (!mpi_finalized)
+    algo_mpi_op_free();
+  topo_shutdown();
+  if (owns_mpi && !mpi_finalized)
+    MPI_CHECK(PMPI_Finalize());
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_finalize(void) { return finalize(0); }
+
+/* MPI_Finalize through the MPI profiling interface: an application that
+ * finalizes MPI before rondo (embedded use) gets rondo shut down first, while
+ * MPI still serves every thread. MPI requires that no other thread be inside
+ * MPI when MPI_Finalize starts; rondo's engine threads would be, and some MPI
+ * libraries then fail (MPICH asserts on a mutex left locked). A tool that
+ * defines MPI_Finalize itself and is loaded first takes precedence: then the
+ * MPI_COMM_SELF hook below still shuts rondo down, inside MPI_Finalize. */
+RONDO_API int MPI_Finalize(void)
+{
+  finalize(1);
+  return PMPI_Finalize();
+}
+
+/* MPI deletes the attributes of MPI_COMM_SELF first thing in MPI_Finalize,
+ * while MPI still works: an application that finalizes MPI before rondo
+ * gets rondo shut down there (its engine threads stopped, its comms freed)
+ * instead of engine threads calling into a finalized MPI. */
+static int on_mpi_finalize(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+  (void)comm;
+  (void)keyval;
+  (void)value;
+  (void)extra;
+  if (api_lib_active())
+    LOG_WARN("MPI_Finalize was called before rondo_finalize, and rondo's own MPI_Finalize "
+             "was bypassed: rondo shuts down inside MPI_Finalize, where MPI may no longer "
+             "serve its engine threads. Call rondo_finalize() first");
+  finalize(1);
+  return MPI_SUCCESS;
+}

@@ -1,0 +1,56 @@
+/*
+ * The comm object: the one struct every layer reads (docs/architecture.md).
+ * Each group of fields belongs to one layer, which alone writes it; the
+ * types of the upper layers' parts are only named here (pointers), so this
+ * header includes nothing above base. lib/comm builds a comm, lib/api
+ * registers it and gives the handle to users (rondo_comm_t).
+ */
+#ifndef RONDO_BASE_COMM_H
+#define RONDO_BASE_COMM_H
+
+#include "base/base.h"
+
+struct topo;
+struct shm_state;
+struct agree_board;
+struct select_table;
+struct engine;
+
+struct rondo_comm {
+  /* lib/comm: set once when the comm is built, then read-only */
+  MPI_Comm mpi;      /* private duplicate of the user's communicator */
+  int rank, size;
+  int local_rank, local_size, node_count;
+  int pof2;          /* largest power of two <= size */
+  rondo__knobs_t cfg; /* the knobs, read when the comm was made, equal on
+                         every rank where they must be (knobs.c) */
+  rondo_algo_t forced_algo;   /* cfg.allreduce_algo resolved (AUTO: none) */
+  struct select_table *tuning; /* cfg.tuning_file's rules, or NULL */
+  int owns_tuning;   /* this comm loaded tuning (an internal comm borrows its
+                        parent's) */
+  struct topo *topo; /* nodes, cross communicators, hwloc (lib/topo) */
+  struct rondo_comm **cross;  /* [topo->slices]: comms over topo->cross[g], or NULL */
+  int yield_waits;   /* the node is oversubscribed: point-to-point waits poll
+                        and yield the core (algo_waitall) instead of MPI_Wait,
+                        which spins for a whole time slice */
+  struct agree_board *board;  /* argument board of a one-node user comm, or NULL */
+
+  /* lib/algo: made on first use, by the thread running the collective */
+  struct shm_state *shm;      /* the node's shared window */
+  void *scratch;     /* per-comm scratch, grown on demand (algo_scratch) */
+  size_t scratch_bytes;
+  /* The last AUTO decision: repeated calls of one size (a training loop)
+   * skip the cost model. The comm's knobs and tuning table never change. */
+  size_t last_count;
+  rondo_dtype_t last_dtype;
+  rondo_op_t last_op;
+  rondo_algo_t last_algo;     /* RONDO_ALGO_AUTO: none yet */
+
+  /* lib/engine: the asynchronous engine, or NULL */
+  struct engine *engine;
+
+  /* lib/api: registry of live comms */
+  struct rondo_comm *next;
+};
+
+#endif /* RONDO_BASE_COMM_H */

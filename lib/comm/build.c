@@ -1,0 +1,222 @@
+/*
+ * Building a comm: duplicate the MPI communicator, read and agree on the
+ * configuration, find the topology and make the cross-node comms and the
+ * argument board. Every step that can fail on one rank only (a malformed
+ * knob, a missing tuning file) is agreed before the next collective step,
+ * so no rank waits for one that gave up.
+ */
+#include "comm/comm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "algo/shm.h"
+#include "base/numbers.h"
+#include "select/select.h"
+#include "topo/topo.h"
+
+/* ---- configuration ---------------------------------------------------------------- */
+
+/* This rank's reading of the knobs into c: the environment now, the forced
+ * algorithm by name, the tuning table, and (rank 0, which writes it) a
+ * timeline path that can be written. Local. */
+static rondo_status_t read_config(struct rondo_comm *c)
+{
+  rondo_status_t st = rondo__knobs_load(&c->cfg);
+  if (st != RONDO_SUCCESS)
+    return st;
+  if (strcmp(c->cfg.allreduce_algo, "auto") == 0) {
+    c->forced_algo = RONDO_ALGO_AUTO;
+  } else {
+    const algo_desc_t *d = algo_find_name(c->cfg.allreduce_algo);
+    if (d == NULL)
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                               "RONDO_ALLREDUCE_ALGO='%s' is not valid: expected auto or one "
+                               "of %s",
+                               c->cfg.allreduce_algo, algo_names());
+    c->forced_algo = d->select.id;
+  }
+  if (c->cfg.tuning_file[0] != '\0') {
+    RONDO_CHECK(select_table_load(c->cfg.tuning_file, algo_menu(), &c->tuning));
+    c->owns_tuning = 1;
+    LOG_INFO("tuning table %s: %zu rules", c->cfg.tuning_file,
+             select_table_rules(c->tuning));
+  }
+  if (c->rank == 0 && c->cfg.timeline[0] != '\0') {
+    int fd = open(c->cfg.timeline, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return rondo__fail_quiet(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write it: %s",
+                               c->cfg.timeline, strerror(errno));
+    close(fd);
+  }
+  return RONDO_SUCCESS;
+}
+
+/* A local failure must reach every rank, or the others would wait in the
+ * next collective forever: all learn the lowest failing rank, and its
+ * message. Collective over c. */
+static rondo_status_t agree_status(struct rondo_comm *c, rondo_status_t local)
+{
+  int mine = local == RONDO_SUCCESS ? c->size : c->rank, first = c->size;
+  MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->mpi));
+  if (first == c->size)
+    return RONDO_SUCCESS;
+  char msg[RONDO__KNOB_STRING_MAX + 256] = "";
+  if (first == c->rank) {
+    LOG_ERROR("%s", rondo_last_error());
+    snprintf(msg, sizeof msg, "%s", rondo_last_error());
+  }
+  MPI_CHECK(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, c->mpi));
+  if (first == c->rank)
+    return local;
+  msg[sizeof msg - 1] = '\0';
+  return rondo__fail(RONDO_ERR_PEER, "rank %d could not set up rondo: %s", first, msg);
+}
+
+/* Knobs that shape messages must be equal on every rank, or collectives
+ * would mismatch sizes or hang: MAX of [h, ~h] over the comm. */
+static rondo_status_t check_knobs_agree(struct rondo_comm *c)
+{
+  int64_t h = (int64_t)(rondo__knobs_hash(&c->cfg) >> 1), v[2] = {h, ~h}, r[2];
+  MPI_CHECK(MPI_Allreduce(v, r, 2, MPI_INT64_T, MPI_MAX, c->mpi));
+  if (r[0] != ~r[1])
+    return rondo__fail(RONDO_ERR_MISMATCH,
+                       "ranks see different values of %s: export the same values to "
+                       "every rank",
+                       rondo__knobs_shared_names());
+  return RONDO_SUCCESS;
+}
+
+/* ---- topology ---------------------------------------------------------------------- */
+
+/* A comm over an MPI communicator owned by the topology (a cross-node
+ * communicator): enough for the point-to-point algorithms. */
+static rondo_status_t sub_comm(const struct rondo_comm *parent, MPI_Comm mpi,
+                               struct rondo_comm **out)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  struct rondo_comm *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comm");
+  c->mpi = mpi;
+  c->cfg = parent->cfg;
+  c->forced_algo = RONDO_ALGO_AUTO;
+  c->last_algo = RONDO_ALGO_AUTO;
+  c->yield_waits = parent->yield_waits;
+  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), st, fail);
+  MPI_CHECK_GOTO(MPI_Comm_rank(mpi, &c->rank), st, fail);
+  MPI_CHECK_GOTO(MPI_Comm_size(mpi, &c->size), st, fail);
+  c->pof2 = rondo__pof2_floor(c->size);
+  *out = c;
+  return RONDO_SUCCESS;
+fail:
+  free(c);
+  return st;
+}
+
+static void free_topology(struct rondo_comm *c, int mpi_usable)
+{
+  if (c->topo == NULL)
+    return;
+  for (int g = 0; c->cross != NULL && g < c->topo->slices; g++) {
+    if (c->cross[g] != NULL)
+      free(c->cross[g]->scratch);
+    free(c->cross[g]);
+  }
+  free(c->cross);
+  c->cross = NULL;
+  if (mpi_usable) {
+    shm_free(c);
+    topo_destroy(c->topo);
+  }
+  free(c->topo);
+  c->topo = NULL;
+}
+
+/* Nodes, cross-node comms and hwloc facts; logs oversubscription once. */
+static rondo_status_t find_topology(struct rondo_comm *c, int yield)
+{
+  static int warned;
+  c->topo = calloc(1, sizeof *c->topo);
+  if (c->topo == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology");
+  rondo_status_t st = topo_create(c->mpi, c->rank, c->cfg.node_size, c->topo);
+  if (st != RONDO_SUCCESS) {
+    free(c->topo);
+    c->topo = NULL;
+    return st;
+  }
+  c->topo->yield |= yield;
+  c->yield_waits = c->topo->yield;
+  c->local_rank = c->topo->local_rank;
+  c->local_size = c->topo->local_size;
+  c->node_count = c->topo->node_count;
+  c->cross = calloc((size_t)c->topo->slices, sizeof *c->cross);
+  if (c->cross == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comms");
+  for (int g = 0; g < c->topo->slices; g++)
+    if (c->topo->cross[g] != MPI_COMM_NULL)
+      RONDO_CHECK(sub_comm(c, c->topo->cross[g], &c->cross[g]));
+  if (c->topo->oversubscribed && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    LOG_WARN("%d ranks share %d available cores on this node: waits yield the core "
+             "instead of spinning (%s)",
+             c->topo->real_local_size, c->topo->avail_cores, c->topo->hw_summary);
+  return RONDO_SUCCESS;
+}
+
+/* ---- the comm ------------------------------------------------------------------------ */
+
+rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, int yield,
+                          rondo_status_t local, rondo_comm_t *out)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  struct rondo_comm *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_comm_create: no memory for the comm");
+  MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_dup);
+  /* rondo reports MPI failures as statuses instead of aborting. */
+  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_setup);
+  MPI_CHECK_GOTO(MPI_Comm_rank(c->mpi, &c->rank), st, fail_setup);
+  MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_setup);
+  c->pof2 = rondo__pof2_floor(c->size);
+  c->last_algo = RONDO_ALGO_AUTO;
+  if (parent != NULL) {
+    c->cfg = parent->cfg;
+    c->forced_algo = parent->forced_algo;
+    c->tuning = parent->tuning;
+  } else if (local == RONDO_SUCCESS) {
+    local = read_config(c);
+  }
+  RONDO_CHECK_GOTO(agree_status(c, local), st, fail_setup);
+  RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
+  RONDO_CHECK_GOTO(find_topology(c, yield), st, fail_setup);
+  if (parent == NULL)
+    RONDO_CHECK_GOTO(agree_board_create(c), st, fail_setup);
+  *out = c;
+  return RONDO_SUCCESS;
+
+fail_setup:
+  free_topology(c, 1);
+  if (c->owns_tuning)
+    select_table_free(c->tuning);
+  MPI_CHECK_LOG(MPI_Comm_free(&c->mpi));
+fail_dup:
+  free(c);
+  return st;
+}
+
+void comm_free(struct rondo_comm *c, int mpi_usable)
+{
+  agree_board_free(c, mpi_usable);
+  free_topology(c, mpi_usable);
+  if (c->owns_tuning)
+    select_table_free(c->tuning);
+  if (mpi_usable)
+    MPI_CHECK_LOG(MPI_Comm_free(&c->mpi));
+  free(c->scratch);
+  free(c);
+}

@@ -1,0 +1,123 @@
+#!/bin/sh
+# The library's layers (docs/architecture.md), bottom up:
+#   0 base  1 reduce, topo  2 select  3 algo  4 comm  5 engine  6 api
+# A file may use its own folder and the folders below it, never one above
+# and never a sibling on its own level (reduce and topo know nothing of each
+# other). Checked two ways:
+#  - includes: every #include "folder/file" of lib/ (and of the headers that
+#    tools/ share) against the order, and no circle of includes among the
+#    files of lib/, tools/, bench/ and examples/;
+#  - calls: every symbol an object file of lib/ uses (nm -u) that another
+#    object of lib/ defines must come from its own folder or one below.
+set -u
+src=${top_srcdir:-.}
+build=${top_builddir:-.}
+status=0
+
+level() {
+  case $1 in
+  base) echo 0 ;; reduce | topo) echo 1 ;; select) echo 2 ;; algo) echo 3 ;;
+  comm) echo 4 ;; engine) echo 5 ;; api) echo 6 ;; *) echo x ;;
+  esac
+}
+
+# "may FROM use TO": 0 yes, 1 no.
+may_use() {
+  [ "$1" = "$2" ] && return 0
+  a=$(level "$1") b=$(level "$2")
+  [ "$a" = x ] || [ "$b" = x ] && return 1
+  [ "$b" -lt "$a" ]
+}
+
+# ---- includes --------------------------------------------------------------------
+# check_includes ROOT: reports each include of ROOT/lib/*/ that goes up or
+# sideways; returns 1 if any does. Sets folders.
+check_includes() {
+  bad=0
+  folders=0
+  for dir in "$1"/lib/*/; do
+    from=$(basename "$dir")
+    if [ "$(level "$from")" = x ]; then
+      echo "FAIL: lib/$from/ is not a layer of docs/architecture.md"; bad=1; continue
+    fi
+    folders=$((folders + 1))
+    for f in "$dir"*.c "$dir"*.h; do
+      [ -f "$f" ] || continue
+      for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+        case $inc in
+        rondo.h) continue ;;          # the public header: every layer's types
+        */*) to=${inc%%/*} ;;
+        *) to=$from ;;                # same folder
+        esac
+        if ! may_use "$from" "$to"; then
+          echo "FAIL: lib/$from/$(basename "$f") includes $inc: $from may not use $to"
+          bad=1
+        fi
+      done
+    done
+  done
+  return $bad
+}
+
+# The check must catch a violation: a base file that includes the API.
+tmp=$(mktemp -d)
+mkdir -p "$tmp/lib/base" "$tmp/lib/api"
+printf '#include "api/api.h"\n' > "$tmp/lib/base/bad.c"
+if check_includes "$tmp" > /dev/null; then
+  echo "FAIL: the include check missed lib/base including api/api.h"; status=1
+fi
+rm -rf "$tmp"
+check_includes "$src" || status=1
+
+# Circles: every include edge among the sources, then Kahn's algorithm.
+files=$(cd "$src" && ls lib/*.h lib/*/*.[ch] tools/*.[ch] tools/*/*.[ch] bench/*.c \
+        examples/*.c examples/*/*.[ch] 2>/dev/null)
+circle=$(cd "$src" && for f in $files; do
+  d=$(dirname "$f")
+  for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+    for cand in "lib/$inc" "$inc" "$d/$inc"; do
+      if [ -f "$cand" ]; then echo "$f $cand"; break; fi
+    done
+  done
+done | awk '
+  { e[NR] = $0; split($0, p, " "); deg[p[1]] += 0; deg[p[2]]++; out[p[1]] = out[p[1]] " " p[2] }
+  END {
+    n = 0; for (v in deg) if (deg[v] == 0) q[n++] = v
+    for (i = 0; i < n; i++) {
+      k = split(out[q[i]], t, " ")
+      for (j = 1; j <= k; j++) if (--deg[t[j]] == 0) q[n++] = t[j]
+    }
+    for (v in deg) if (deg[v] > 0) print v
+  }')
+if [ -n "$circle" ]; then
+  echo "FAIL: these files include each other in a circle:"; echo "$circle"; status=1
+fi
+
+# ---- calls -------------------------------------------------------------------------
+# The object of every source of lib/ (not a stale one of a removed file).
+objs=$(cd "$src" && for c in lib/*/*.c; do
+  o="$build/${c%.c}.o"
+  [ -f "$o" ] || o="$build/$(dirname "$c")/.libs/$(basename "${c%.c}").o" # shared only
+  echo "$o"
+done)
+for o in $objs; do
+  [ -f "$o" ] || { echo "FAIL: $o is missing (build the library first)"; exit 1; }
+done
+defs=$(for o in $objs; do
+  nm --defined-only -g "$o" | awk -v f="$(echo "$o" | sed 's|.*/lib/\([a-z]*\)/.*|\1|')" 'NF == 3 {print $3, f}'
+done)
+calls=0
+for o in $objs; do
+  from=$(echo "$o" | sed 's|.*/lib/\([a-z]*\)/.*|\1|')
+  for sym in $(nm -u "$o" | awk '{print $2}'); do
+    to=$(echo "$defs" | awk -v s="$sym" '$1 == s {print $2; exit}')
+    [ -n "$to" ] || continue       # libc, MPI, hwloc
+    calls=$((calls + 1))
+    if ! may_use "$from" "$to"; then
+      echo "FAIL: lib/$from/$(basename "$o" .o).c uses $sym of lib/$to: $from may not use $to"
+      status=1
+    fi
+  done
+done
+[ $status = 0 ] && echo "PASS: $folders layers; no include or call goes up or sideways ($calls calls between objects), no include circle"
+exit $status
