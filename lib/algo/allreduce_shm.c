@@ -26,7 +26,7 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 {
   const select_level_t *sh = &prm->shm;
   double n = (double)in->bytes;
-  if (shm_reduces_whole(in->bytes, in->max_local))
+  if (shm_reduces_whole(in->count, in->bytes, in->max_local))
     return sh->alpha + n * sh->beta + n * in->max_local * sh->gamma;
   return 2 * sh->alpha + 2 * n * sh->beta + n * sh->gamma;
 }

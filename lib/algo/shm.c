@@ -256,8 +256,8 @@ rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode)
   size_t start, longest;
   topo_slice(a->count, r.g, 0, &start, &longest); /* slice 0 is the longest */
   size_t rounds = (longest + r.piece - 1) / r.piece;
-  r.whole = mode == SHM_ALLREDUCE && rounds == 1 && shm_reduces_whole(a->count * a->esize,
-                                                                      r.s->size);
+  r.whole = mode == SHM_ALLREDUCE && rounds == 1 &&
+            shm_reduces_whole(a->count, a->count * a->esize, r.s->size);
   for (size_t k = 0; k < rounds; k++)
     RONDO_CHECK(round_run(&r, mode, k));
   return RONDO_SUCCESS;
