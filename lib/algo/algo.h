@@ -80,8 +80,11 @@ double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk);
 
 /* What the selector knows about an all-reduce of count elements on comm. */
 select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op);
+/* The cost model's parameters for comm: the defaults, with the comm's
+ * RONDO_RING_CHUNK_BYTES. */
+select_params_t algo_params(rondo_comm_t comm);
 /* The comm's choice: its RONDO_ALLREDUCE_ALGO, then its tuning table, then
- * the cost model (cost terms at the comm's RONDO_RING_CHUNK_BYTES). */
+ * the cost model (algo_params). */
 rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res);
 /* Quiet (logs nothing): RONDO_SUCCESS if algo can run this call, with *why
  * NULL, or why the selector would not choose it (hierarchical on one

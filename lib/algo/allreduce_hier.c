@@ -42,8 +42,7 @@ static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm
                        .ranks = cross->size, .nodes = cross->size, .min_local = 1,
                        .max_local = 1, .mem = SELECT_MEM_HOST};
   select_result_t res;
-  select_params_t params = select_default_params;
-  params.ring_chunk = a->comm->cfg.ring_chunk;
+  select_params_t params = algo_params(a->comm);
   rondo_algo_t pick = select_choose(&params, &cross_menu, NULL, RONDO_ALGO_AUTO, &in, &res);
   return (pick == RONDO_ALGO_RECURSIVE_DOUBLING ? &algo_recursive_doubling : &algo_ring)
       ->allreduce(&c);

@@ -19,10 +19,16 @@ select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, 
   return in;
 }
 
-rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res)
+select_params_t algo_params(rondo_comm_t comm)
 {
   select_params_t params = select_default_params;
   params.ring_chunk = comm->cfg.ring_chunk;
+  return params;
+}
+
+rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res)
+{
+  select_params_t params = algo_params(comm);
   rondo_algo_t algo =
       select_choose(&params, algo_menu(), comm->tuning, comm->forced_algo, in, res);
   LOG_DEBUG("allreduce of %zu bytes on %d ranks / %d nodes: %s (%s)", in->bytes, comm->size,

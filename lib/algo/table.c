@@ -11,49 +11,48 @@
 #include "algo/algo.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-static const algo_desc_t *const table[] = {
-    &algo_mpi,
-    &algo_ring,
-    &algo_recursive_doubling,
-    &algo_rabenseifner,
-    &algo_shm,
-    &algo_hierarchical,
-    &algo_nccl,
-};
-
-enum { ALGOS = sizeof table / sizeof table[0] };
-
-_Static_assert(ALGOS == RONDO_ALGO_COUNT - 1, "one row per rondo_algo_t but auto");
-_Static_assert(RONDO_ALGO_COUNT <= SELECT_MAX_ALGOS, "ids fit the selector's bit sets");
-
-static const select_algo_t *const menu_rows[] = {
-    &algo_mpi.select,          &algo_ring.select, &algo_recursive_doubling.select,
-    &algo_rabenseifner.select, &algo_shm.select,  &algo_hierarchical.select,
+/* The rows, in id order (row i is id i + 1: tests/unit/test_select.c
+ * checks it). Each is the selector's part of a descriptor, its first
+ * member, so the same list is the selector's menu and, through desc(),
+ * the table of descriptors. */
+static const select_algo_t *const rows[] = {
+    &algo_mpi.select,
+    &algo_ring.select,
+    &algo_recursive_doubling.select,
+    &algo_rabenseifner.select,
+    &algo_shm.select,
+    &algo_hierarchical.select,
     &algo_nccl.select,
 };
 
-_Static_assert(sizeof menu_rows / sizeof menu_rows[0] == ALGOS, "the menu lists the table");
+enum { ALGOS = sizeof rows / sizeof rows[0] };
 
-static const select_menu_t menu = {ALGOS, menu_rows};
+_Static_assert(ALGOS == RONDO_ALGO_COUNT - 1, "one row per rondo_algo_t but auto");
+_Static_assert(RONDO_ALGO_COUNT <= SELECT_MAX_ALGOS, "ids fit the selector's bit sets");
+_Static_assert(offsetof(algo_desc_t, select) == 0, "a row points at its descriptor too");
+
+static const select_menu_t menu = {ALGOS, rows};
+
+/* The descriptor a row belongs to (select is its first member). */
+static const algo_desc_t *desc(int i) { return (const algo_desc_t *)rows[i]; }
 
 const select_menu_t *algo_menu(void) { return &menu; }
 
 const algo_desc_t *algo_find(rondo_algo_t id)
 {
-  for (int i = 0; i < ALGOS; i++)
-    if (table[i]->select.id == id)
-      return table[i];
-  return NULL;
+  int i = (int)id - 1; /* rows are in id order */
+  return i >= 0 && i < ALGOS ? desc(i) : NULL;
 }
 
 const algo_desc_t *algo_find_name(const char *name)
 {
   for (int i = 0; name != NULL && i < ALGOS; i++)
-    if (strcmp(table[i]->select.name, name) == 0)
-      return table[i];
+    if (strcmp(rows[i]->name, name) == 0)
+      return desc(i);
   return NULL;
 }
 
@@ -64,7 +63,7 @@ static void make_names(void)
 {
   for (int i = 0; i < ALGOS; i++) {
     size_t used = strlen(names);
-    snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", table[i]->select.name);
+    snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", rows[i]->name);
   }
 }
 

@@ -80,9 +80,9 @@ rondo_status_t api_check_algo(rondo_algo_t algo)
   return RONDO_SUCCESS;
 }
 
-static rondo_status_t allreduce_args(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                                     size_t count, rondo_dtype_t dtype, rondo_op_t op,
-                                     rondo_algo_t algo, size_t *bytes)
+static rondo_status_t allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
+                                     rondo_dtype_t dtype, rondo_op_t op, rondo_algo_t algo,
+                                     size_t *bytes)
 {
   RONDO_CHECK(api_check_dtype(dtype));
   RONDO_CHECK(api_check_op(op));
@@ -99,7 +99,7 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
 {
   size_t bytes = 0;
   RONDO_CHECK(api_enter(comm));
-  rondo_status_t st = allreduce_args(comm, sendbuf, recvbuf, count, dtype, op, algo, &bytes);
+  rondo_status_t st = allreduce_args(sendbuf, recvbuf, count, dtype, op, algo, &bytes);
   if (st == RONDO_SUCCESS)
     st = algo_allreduce_resolve(comm, count, dtype, op, &algo);
 
@@ -200,8 +200,9 @@ rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
 }
 
 /* The checks of a call with one block of count elements per rank in recvbuf
- * (allgather) or in both buffers (alltoall, which may not run in place);
- * *bytes gets one block's size. */
+ * (allgather) or in sendbuf (reduce_scatter), or in both (alltoall);
+ * reduce_scatter and alltoall may not run in place. *bytes gets one
+ * block's size. */
 static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *sendbuf,
                                  const void *recvbuf, size_t count, rondo_dtype_t dtype,
                                  int in_place_ok, size_t *bytes)
@@ -289,22 +290,14 @@ rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf, size_t s
 rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t recvcount, rondo_dtype_t dtype, rondo_op_t op)
 {
-  size_t bytes = 0, total = 0;
+  size_t bytes = 0;
   RONDO_CHECK(api_enter(comm));
-  rondo_status_t st = api_check_dtype(dtype);
+  rondo_status_t st = api_check_dtype(dtype); /* before the op, as everywhere */
   if (st == RONDO_SUCCESS)
     st = api_check_op(op);
   if (st == RONDO_SUCCESS)
-    st = api_bytes(recvcount, rondo_dtype_size(dtype), &bytes);
-  if (st == RONDO_SUCCESS)
-    st = all_blocks("rondo_reduce_scatter", comm, bytes, &total);
-  if (st == RONDO_SUCCESS)
-    st = api_check_buffer(sendbuf, recvcount, "sendbuf");
-  if (st == RONDO_SUCCESS)
-    st = api_check_buffer(recvbuf, recvcount, "recvbuf");
-  if (st == RONDO_SUCCESS && recvcount > 0 && sendbuf == recvbuf)
-    st = rondo__fail(RONDO_ERR_INVALID_ARG,
-                     "rondo_reduce_scatter: in place (sendbuf == recvbuf) is not allowed");
+    st = block_args("rondo_reduce_scatter", comm, sendbuf, recvbuf, recvcount, dtype, 0,
+                    &bytes);
   agree_sig_t sig = {.coll = AGREE_REDUCE_SCATTER};
   agree_sig_add(&sig, "recvcount", (int64_t)recvcount);
   agree_sig_add(&sig, "dtype", dtype);

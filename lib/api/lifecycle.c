@@ -201,7 +201,8 @@ static rondo_status_t finalize(int by_mpi)
   pthread_mutex_unlock(&lib_lock);
 
   if (state != LIB_ACTIVE) {
-    /* rondo_init() may have started MPI and then failed on a bad knob. */
+    /* rondo_init() started MPI and failed before the library became active
+     * (a failed comm, on a bad knob say, leaves it active: the path below). */
     if (state == LIB_UNINIT && owns_mpi) {
       pthread_mutex_lock(&lib_lock);
       lib_owns_mpi = 0;

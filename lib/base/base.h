@@ -154,10 +154,11 @@ rondo_status_t rondo__pthread_fail(int err, const char *call, const char *file, 
  * when it is created (struct rondo_comm's cfg); nothing reads the
  * environment after that. */
 #define RONDO__KNOB_STRING_MAX 512
+#define RONDO__KNOB_NAME_MAX 32
 
 typedef struct {
   int log_level;          /* RONDO_LOG */
-  char allreduce_algo[32]; /* RONDO_ALLREDUCE_ALGO: an algorithm's name, checked
+  char allreduce_algo[RONDO__KNOB_NAME_MAX]; /* RONDO_ALLREDUCE_ALGO: an algorithm's name, checked
                              against lib/algo's table when a comm is made */
   size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */
   char tuning_file[RONDO__KNOB_STRING_MAX]; /* RONDO_TUNING_FILE ("" for none) */

@@ -139,9 +139,9 @@ static int parse_one(const knob_def_t *k, const char *text, rondo__knobs_t *out,
     return 0;
   case KNOB_NAME: {
     /* lower case, so "RING" and "ring" agree across ranks */
-    size_t n = strlen(text), cap = sizeof ((rondo__knobs_t *)0)->allreduce_algo;
-    if (n == 0 || n >= cap) {
-      snprintf(why, len, "is not a name (1 to %zu characters)", cap - 1);
+    size_t n = strlen(text);
+    if (n == 0 || n >= RONDO__KNOB_NAME_MAX) {
+      snprintf(why, len, "is not a name (1 to %d characters)", RONDO__KNOB_NAME_MAX - 1);
       return -1;
     }
     for (size_t i = 0; i <= n; i++)

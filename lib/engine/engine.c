@@ -245,7 +245,7 @@ enum { TAG_HELLO = 1 };
  * join it when they first use the engine or destroy the comm. */
 static void rendezvous_stall(struct engine *e, const char *arrived)
 {
-  double warn = e->cfg->stall_warn_sec, abort_after = e->cfg->stall_abort_sec;
+  double warn = e->owner->cfg.stall_warn_sec, abort_after = e->owner->cfg.stall_abort_sec;
   double now = eng_now(), oldest = 0;
   for (size_t i = 0; i < e->npending; i++)
     if (e->pending[i] != NULL && now - e->pending[i]->t_submit > oldest)
@@ -348,16 +348,16 @@ static rondo_status_t startup(struct engine *e)
    * its waits inside collectives yield at once instead of spinning first. */
   rondo_status_t st = comm_build(e->mpi, e->owner, 1, RONDO_SUCCESS, &e->exec);
   if (st == RONDO_SUCCESS)
-    st = eng_cache_init(&e->cache, e->cfg->cache_capacity);
+    st = eng_cache_init(&e->cache, e->owner->cfg.cache_capacity);
   if (st == RONDO_SUCCESS &&
       ((e->bits = calloc(2 * (size_t)eng_bit_words(e), sizeof *e->bits)) == NULL ||
        (e->by_id = calloc((size_t)e->cache.capacity + 1, sizeof *e->by_id)) == NULL))
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
   /* (The library's setup checked that rank 0 can write the file.) */
-  if (st == RONDO_SUCCESS && e->cfg->timeline[0] != '\0' && e->rank == 0 &&
-      (e->timeline = eng_timeline_open(e->cfg->timeline, e->rank, e->created)) == NULL)
+  if (st == RONDO_SUCCESS && e->owner->cfg.timeline[0] != '\0' && e->rank == 0 &&
+      (e->timeline = eng_timeline_open(e->owner->cfg.timeline, e->rank, e->created)) == NULL)
     st = rondo__fail(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write the timeline",
-                     e->cfg->timeline);
+                     e->owner->cfg.timeline);
   int ok = st == RONDO_SUCCESS, all_ok = 0;
   MPI_Request req;
   MPI_CHECK(MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, e->mpi, &req));
@@ -480,7 +480,7 @@ static void *engine_main(void *arg)
   e->idle = 1; /* the other ranks' engines may start much later */
   rondo_status_t st = startup(e);
   e->idle = 0;
-  double cycle_s = e->cfg->cycle_time_ms * 1e-3, idle = cycle_s, retry = RETRY_MIN_S;
+  double cycle_s = e->owner->cfg.cycle_time_ms * 1e-3, idle = cycle_s, retry = RETRY_MIN_S;
   while (st == RONDO_SUCCESS) {
     double t0 = eng_now();
     pthread_mutex_lock(&e->lock);
@@ -585,7 +585,6 @@ rondo_status_t engine_create(rondo_comm_t comm)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
   e->created = eng_now();
   e->owner = comm;
-  e->cfg = &comm->cfg;
   e->rank = comm->rank;
   e->size = comm->size;
   MPI_CHECK_GOTO(MPI_Comm_dup(comm->mpi, &e->mpi), st, fail_dup);

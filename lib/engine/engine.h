@@ -83,8 +83,7 @@ typedef struct eng_timeline eng_timeline_t;
 
 struct engine {
   MPI_Comm mpi;               /* negotiation traffic (a dup of the comm's) */
-  rondo_comm_t owner;         /* the user comm this engine serves */
-  const rondo__knobs_t *cfg;  /* the owner's knobs */
+  rondo_comm_t owner;         /* the user comm this engine serves (its knobs: owner->cfg) */
   rondo_comm_t exec;          /* the comm the requests run on, built over mpi */
   int rank, size;
   double created;             /* eng_now() at engine_create: the timeline's zero */

@@ -178,7 +178,7 @@ static int same_group(const eng_sig_t *a, const eng_sig_t *b)
 
 static void run_allreduces(struct engine *e, item_t *it, size_t n)
 {
-  size_t limit = e->cfg->fusion_threshold;
+  size_t limit = e->owner->cfg.fusion_threshold;
   char *taken = calloc(n ? n : 1, 1);
   item_t *batch = malloc((n ? n : 1) * sizeof *batch);
   if (taken == NULL || batch == NULL) {

@@ -321,7 +321,7 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
       st = rondo__fail(RONDO_ERR_INTERNAL, "engine: malformed negotiation message from rank %d", r);
   }
 
-  double warn = e->cfg->stall_warn_sec, abort_after = e->cfg->stall_abort_sec;
+  double warn = e->owner->cfg.stall_warn_sec, abort_after = e->owner->cfg.stall_abort_sec;
   char line[1024], ranks[128];
   size_t line_used = 0;
   int stalled = 0;
@@ -449,7 +449,7 @@ static rondo_status_t deserialize_resp(const char *p, size_t len, eng_cycle_t *c
 /* Should this rank force a slow path so rank 0 can see a possible stall? */
 static int stall_check(struct engine *e, double oldest_age)
 {
-  double warn = e->cfg->stall_warn_sec, abort_after = e->cfg->stall_abort_sec;
+  double warn = e->owner->cfg.stall_warn_sec, abort_after = e->owner->cfg.stall_abort_sec;
   double limit = INFINITY;
   if (warn > 0)
     limit = warn;
