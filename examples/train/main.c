@@ -81,7 +81,7 @@ static void on_grad_ready(int layer, void *user)
   if (t->nreq == 0)
     t->first_submit = train_now();
   for (int i = 2 * (layer - 1); i <= 2 * (layer - 1) + 1; i++) {
-    const var_t *v = &t->vars[i];
+    const var_t *v = &t->m.vars[i];
     float *g = t->m.grads + v->offset;
     if (t->size == 1) { /* nothing to communicate: the sum is the local one */
       float scale = (float)t->ropts.postscale;
@@ -95,12 +95,6 @@ static void on_grad_ready(int layer, void *user)
       trainer_die(t, "submitting %s: %s", v->name, rondo_last_error());
     t->nreq++;
   }
-}
-
-static void grad_later(int layer, void *user)
-{
-  (void)layer;
-  (void)user;
 }
 
 /* Waits for every gradient; returns the time blocked, or -1 after printing
@@ -135,7 +129,7 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
   if (t->o.overlap) {
     mlp_backward(&t->m, b->local, on_grad_ready, t);
   } else { /* --no-overlap: every gradient after backward, last layer first */
-    mlp_backward(&t->m, b->local, grad_later, t);
+    mlp_backward(&t->m, b->local, NULL, NULL);
     for (int l = t->m.nlayers; l >= 1; l--)
       on_grad_ready(l, t);
   }
@@ -143,7 +137,7 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
   if (waited < 0)
     return -1;
   double last_done = t->first_submit;
-  for (int i = 0; i < t->nvars && t->size > 1; i++)
+  for (int i = 0; i < t->m.nvars && t->size > 1; i++)
     last_done = t->done_at[i] > last_done ? t->done_at[i] : last_done;
   double epochs_seen = (double)b->epoch + (double)(b->offset + b->global) / (double)t->data.train.n;
   double lr = optim_lr(&t->o, epochs_seen);
@@ -167,22 +161,22 @@ static int mirror_check(trainer_t *t)
   int32_t mine[2 * TRAIN_MAX_LAYERS], *all = malloc(sizeof mine * (size_t)t->size);
   if (all == NULL)
     trainer_die(t, "no memory for the mirror check");
-  for (int i = 0; i < t->nvars; i++)
-    mine[i] = (int32_t)crc32_z(0L, (const Bytef *)(t->m.params + t->vars[i].offset),
-                               t->vars[i].count * sizeof(float));
-  TRAINER_CHECK(t, rondo_allgather(t->comm, mine, all, (size_t)t->nvars, RONDO_INT32));
+  for (int i = 0; i < t->m.nvars; i++)
+    mine[i] = (int32_t)crc32_z(0L, (const Bytef *)(t->m.params + t->m.vars[i].offset),
+                               t->m.vars[i].count * sizeof(float));
+  TRAINER_CHECK(t, rondo_allgather(t->comm, mine, all, (size_t)t->m.nvars, RONDO_INT32));
   t->checked_at = t->step;
   char msg[1024] = "";
   size_t used = 0;
   int bad = 0;
-  for (int i = 0; i < t->nvars; i++) {
+  for (int i = 0; i < t->m.nvars; i++) {
     int listed = 0;
     for (int r = 1; r < t->size && used < sizeof msg; r++) {
-      if (all[r * t->nvars + i] == all[i])
+      if (all[r * t->m.nvars + i] == all[i])
         continue;
       if (listed == 0)
         used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s on rank", bad ? "; " : "",
-                                 t->vars[i].name);
+                                 t->m.vars[i].name);
       if (used < sizeof msg)
         used += (size_t)snprintf(msg + used, sizeof msg - used, "%s %d", listed ? "," : "", r);
       listed = bad = 1;
@@ -256,8 +250,12 @@ static int save_checkpoint(trainer_t *t)
 static void reduce_epoch(trainer_t *t, acc_t *acc, double seconds, int partial, long long epoch,
                          epoch_stats_t *s)
 {
-  double tc, tl, tn;
-  evaluate(t, &tc, &tl, &tn);
+  /* The test set is evaluated once per step: the final summary, right after
+   * the last epoch's end, reuses that epoch's numbers. */
+  int fresh = t->evaluated_at != t->step;
+  double tc = 0, tl = 0, tn = 0, test_acc = t->last.test_acc, test_loss = t->last.test_loss;
+  if (fresh)
+    evaluate(t, &tc, &tl, &tn);
   double v[] = {acc->loss, acc->correct, acc->samples, acc->step_time, acc->comm_wait,
                 acc->comm_window, acc->input_wait, acc->input_prep, acc->steps, tc, tl, tn};
   TRAINER_CHECK(t, rondo_allreduce(t->comm, v, v, sizeof v / sizeof v[0], RONDO_FLOAT64, RONDO_SUM));
@@ -273,8 +271,9 @@ static void reduce_epoch(trainer_t *t, acc_t *acc, double seconds, int partial, 
   s->steps_done = (size_t)steps;
   s->loss = v[2] > 0 ? v[0] / v[2] : 0;
   s->train_acc = v[2] > 0 ? v[1] / v[2] : 0;
-  s->test_acc = v[11] > 0 ? v[9] / v[11] : 0;
-  s->test_loss = v[11] > 0 ? v[10] / v[11] : 0;
+  s->test_acc = !fresh ? test_acc : v[11] > 0 ? v[9] / v[11] : 0;
+  s->test_loss = !fresh ? test_loss : v[11] > 0 ? v[10] / v[11] : 0;
+  t->evaluated_at = t->step;
   s->seconds = seconds;
   s->samples = v[2];
   s->comm_wait = v[3] > 0 ? v[4] / v[3] : 0;
@@ -415,7 +414,7 @@ int main(int argc, char **argv)
 {
   trainer_t t;
   memset(&t, 0, sizeof t);
-  t.checked_at = t.saved_at = -1;
+  t.checked_at = t.saved_at = t.evaluated_at = -1;
   int rc = train_parse(argc, argv, &t.o, launch_first_process());
   if (rc != 0)
     return rc < 0 ? TRAIN_EXIT_OK : rc;

@@ -25,6 +25,17 @@ static size_t layer_params(const mlp_t *m, int l) /* l: 1-based */
   return m->sizes[l] * m->sizes[l - 1] + m->sizes[l];
 }
 
+/* Variable i of the model (made once, by mlp_create). */
+static void describe_var(const mlp_t *m, int i, var_t *v)
+{
+  int l = i / 2 + 1;
+  v->is_weight = i % 2 == 0;
+  snprintf(v->name, sizeof v->name, "fc%d.%s", l, v->is_weight ? "weight" : "bias");
+  float *p = v->is_weight ? m->W[l - 1] : m->b[l - 1];
+  v->offset = (size_t)(p - m->params);
+  v->count = v->is_weight ? m->sizes[l] * m->sizes[l - 1] : m->sizes[l];
+}
+
 int mlp_create(mlp_t *m, const size_t *sizes, int nsizes, size_t max_rows, uint64_t seed)
 {
   memset(m, 0, sizeof *m);
@@ -67,6 +78,9 @@ int mlp_create(mlp_t *m, const size_t *sizes, int nsizes, size_t max_rows, uint6
     for (size_t i = 0; i < out * in; i++)
       m->W[l - 1][i] = (float)((2.0 * rng_float(&r) - 1.0) * limit);
   }
+  m->nvars = 2 * m->nlayers;
+  for (int i = 0; i < m->nvars; i++)
+    describe_var(m, i, &m->vars[i]);
   return 0;
 }
 
@@ -80,18 +94,6 @@ void mlp_destroy(mlp_t *m)
   for (int l = 1; l <= TRAIN_MAX_LAYERS; l++)
     free(m->act[l]);
   memset(m, 0, sizeof *m);
-}
-
-int mlp_var_count(const mlp_t *m) { return 2 * m->nlayers; }
-
-void mlp_var(const mlp_t *m, int i, var_t *v)
-{
-  int l = i / 2 + 1;
-  v->is_weight = i % 2 == 0;
-  snprintf(v->name, sizeof v->name, "fc%d.%s", l, v->is_weight ? "weight" : "bias");
-  float *p = v->is_weight ? m->W[l - 1] : m->b[l - 1];
-  v->offset = (size_t)(p - m->params);
-  v->count = v->is_weight ? m->sizes[l] * m->sizes[l - 1] : m->sizes[l];
 }
 
 const float *mlp_forward(mlp_t *m, const float *x, size_t n)
@@ -147,7 +149,8 @@ void mlp_backward(mlp_t *m, size_t n, void (*grad_ready)(int layer, void *user),
     if (n == 0) {
       memset(dW, 0, out * in * sizeof(float));
       memset(db, 0, out * sizeof(float));
-      grad_ready(l, user);
+      if (grad_ready != NULL)
+        grad_ready(l, user);
       continue;
     }
     /* dW = dZ^T A_{l-1} (out x in), db = the column sums of dZ */
@@ -157,7 +160,8 @@ void mlp_backward(mlp_t *m, size_t n, void (*grad_ready)(int layer, void *user),
     for (size_t i = 1; i < n; i++)
       for (size_t j = 0; j < out; j++)
         db[j] += dz[i * out + j];
-    grad_ready(l, user);
+    if (grad_ready != NULL)
+      grad_ready(l, user);
     if (l == 1)
       break;
     /* dA_{l-1} = dZ W_l, then through the ReLU of layer l-1 */

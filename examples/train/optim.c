@@ -28,12 +28,11 @@ double optim_lr(const train_opts_t *o, double e)
 
 void optim_step(mlp_t *m, float lr, float momentum, float weight_decay)
 {
-  for (int i = 0; i < mlp_var_count(m); i++) {
-    var_t v;
-    mlp_var(m, i, &v);
-    float *w = m->params + v.offset, *g = m->grads + v.offset, *vel = m->velocity + v.offset;
-    float wd = v.is_weight ? weight_decay : 0.0f;
-    for (size_t k = 0; k < v.count; k++) {
+  for (int i = 0; i < m->nvars; i++) {
+    const var_t *v = &m->vars[i];
+    float *w = m->params + v->offset, *g = m->grads + v->offset, *vel = m->velocity + v->offset;
+    float wd = v->is_weight ? weight_decay : 0.0f;
+    for (size_t k = 0; k < v->count; k++) {
       float grad = g[k] + wd * w[k];
       vel[k] = momentum * vel[k] + grad;
       w[k] -= lr * vel[k];

@@ -185,17 +185,20 @@ static void defaults(train_opts_t *o)
   o->perturb_rank = -1;
 }
 
-/* Prints a checkpoint's header: a user's way to see where a run stopped. */
+/* Prints a checkpoint's header: a user's way to see where a run stopped.
+ * Only the process that prints reads the file (under mpiexec the others
+ * exit at once; the launcher's status is the reader's). */
 static int inspect(const char *path, int print)
 {
   ckpt_header_t h;
   char err[512], shape[128];
+  if (!print)
+    return -1;
   if (ckpt_load(path, &h, NULL, NULL, err, sizeof err) != 0) {
-    if (print)
-      fprintf(stderr, "rondo-train: %s\n", err);
+    fprintf(stderr, "rondo-train: %s\n", err);
     return TRAIN_EXIT_ERROR;
   }
-  if (print) {
+  {
     mlp_shape(h.sizes, h.nsizes, shape, sizeof shape);
     printf("%s: rondo-train checkpoint, checksum ok\n"
            "  step %lld, epoch %lld, %zu samples into it\n"
@@ -252,10 +255,11 @@ static const struct option long_opts[] = {
 };
 
 /* Checks that need several flags at once. */
-static int check_combination(const train_opts_t *o, int synthetic_flags, int print)
+static int check_combination(const train_opts_t *o, int print)
 {
   /* (Resuming a synthetic run takes --dataset from the checkpoint.) */
-  if (synthetic_flags && strcmp(o->dataset, "synthetic") != 0 &&
+  if ((o->set & (SET_SAMPLES | SET_FEATURES | SET_CLASSES)) &&
+      strcmp(o->dataset, "synthetic") != 0 &&
       (o->resume == NULL || (o->set & SET_DATASET)))
     return bad(print, "--samples, --features and --classes are for --dataset synthetic");
   if (o->checkpoint_every > 0 && o->checkpoint == NULL)
@@ -268,7 +272,8 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
   defaults(o);
   long long v;
   double d;
-  int c, w, synthetic_flags = 0;
+  int c, w;
+  const char *inspect_path = NULL;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":qh", long_opts, NULL)) != -1) {
@@ -286,21 +291,18 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
       if (parse_int(arg, 1, 1LL << 31, &v) != 0)
         return bad(print, "--samples: '%s' is not a count from 1 to 2^31", arg);
       o->samples = (size_t)v;
-      synthetic_flags = 1;
       break;
     case OPT_FEATURES:
       o->set |= SET_FEATURES;
       if (parse_int(arg, 1, 1 << 20, &v) != 0)
         return bad(print, "--features: '%s' is not a count from 1 to 2^20", arg);
       o->features = (size_t)v;
-      synthetic_flags = 1;
       break;
     case OPT_CLASSES:
       o->set |= SET_CLASSES;
       if (parse_int(arg, 2, 65535, &v) != 0)
         return bad(print, "--classes: '%s' is not a count from 2 to 65535", arg);
       o->classes = (size_t)v;
-      synthetic_flags = 1;
       break;
     case OPT_HIDDEN:
       o->set |= SET_HIDDEN;
@@ -399,7 +401,7 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
       o->checkpoint_every = v;
       break;
     case OPT_RESUME: o->resume = arg; break;
-    case OPT_INSPECT: return inspect(arg, print);
+    case OPT_INSPECT: inspect_path = arg; break;
     case OPT_JSON: o->json = arg; break;
     case OPT_SAVE_WEIGHTS: o->save_weights = arg; break;
     case OPT_PROGRESS:
@@ -430,5 +432,6 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
   }
   if (optind < argc)
     return bad(print, "unexpected argument '%s'", argv[optind]);
-  return check_combination(o, synthetic_flags, print);
+  int rc = check_combination(o, print);
+  return rc != 0 || inspect_path == NULL ? rc : inspect(inspect_path, print);
 }

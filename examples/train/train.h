@@ -140,6 +140,13 @@ void loader_split(size_t global, int rank, int size, size_t *first, size_t *coun
 
 /* ---- the model ------------------------------------------------------------------- */
 
+/* One variable: its name ("fc2.weight") and where it is. */
+typedef struct {
+  char name[32];
+  size_t offset, count; /* in floats, into params/grads/velocity */
+  int is_weight;
+} var_t;
+
 typedef struct {
   int nlayers;                       /* fc1 .. fcL */
   size_t sizes[TRAIN_MAX_LAYERS + 1]; /* input, hidden..., classes */
@@ -150,19 +157,12 @@ typedef struct {
   size_t max_rows;
   float *act[TRAIN_MAX_LAYERS + 1];  /* act[0] = input, act[l] = layer l output */
   float *delta[2];                   /* gradients w.r.t. pre-activations */
+  int nvars;                         /* 2 nlayers: fc1.weight, fc1.bias, ... */
+  var_t vars[2 * TRAIN_MAX_LAYERS];
 } mlp_t;
-
-/* One variable: its name ("fc2.weight") and where it is. */
-typedef struct {
-  char name[32];
-  size_t offset, count; /* in floats, into params/grads/velocity */
-  int is_weight;
-} var_t;
 
 int mlp_create(mlp_t *m, const size_t *sizes, int nsizes, size_t max_rows, uint64_t seed);
 void mlp_destroy(mlp_t *m);
-int mlp_var_count(const mlp_t *m);
-void mlp_var(const mlp_t *m, int i, var_t *v);
 /* Logits of n rows of x (n <= max_rows); returns act[nlayers]. */
 const float *mlp_forward(mlp_t *m, const float *x, size_t n);
 /* Softmax cross-entropy of the last forward: sum of losses and correct
@@ -171,8 +171,8 @@ const float *mlp_forward(mlp_t *m, const float *x, size_t n);
 void mlp_loss(mlp_t *m, const uint16_t *y, size_t n, double *loss_sum, size_t *correct);
 /* Backward over the last forward's n rows, from the last layer to the
  * first. grad_ready(layer, user) runs as soon as a layer's dW and db are
- * final, so their all-reduce overlaps the rest of backward. n = 0 gives
- * zero gradients. */
+ * final, so their all-reduce overlaps the rest of backward (NULL: no
+ * call). n = 0 gives zero gradients. */
 void mlp_backward(mlp_t *m, size_t n, void (*grad_ready)(int layer, void *user), void *user);
 /* "64-256-128-10" */
 void mlp_shape(const size_t *sizes, int nsizes, char *buf, size_t len);

@@ -16,8 +16,6 @@ typedef struct {
   const char *algo_why, *input_why; /* for the header */
   dataset_t data;
   mlp_t m;
-  int nvars;
-  var_t vars[2 * TRAIN_MAX_LAYERS];
   report_t *rep;
   loader_t *loader;
   /* the step in flight */
@@ -37,6 +35,7 @@ typedef struct {
   double seen_wait, seen_prep; /* the loader's running totals at the last epoch end */
   double train_seconds;        /* the epochs' step time, without evaluation */
   long long checked_at, saved_at; /* the step of the last mirror check and checkpoint */
+  long long evaluated_at;         /* the step of the last test-set evaluation */
 } trainer_t;
 
 /* An error this rank cannot share with the others: ends the whole job. */

@@ -53,6 +53,7 @@ extra
 --checkpoint-every 5
 --debug-perturb 1
 --debug-perturb x:3
+--inspect /nonexistent --bogus
 LIST
 pass "$n bad command lines exit 2 with a message"
 run 2 --epochs 0
