@@ -29,46 +29,47 @@ static const char *const way_names[WAYS] = {"checked", "unchecked", "MPI_Allredu
 /* Mean seconds per call of `way` over n calls, the slowest rank's. */
 static double time_way(rondo_comm_t c, int way, float *in, float *out, size_t count, int n)
 {
-  MPI_Comm mpi = MPI_COMM_WORLD; /* c is rondo_world() */
-  MPI_Barrier(mpi);
+  int failed = 0;
+  MPI_Barrier(MPI_COMM_WORLD); /* c is rondo_world() */
   double t0 = MPI_Wtime();
-  for (int i = 0; i < n; i++) {
-    int rc = 0;
-    if (way < 2) {
-      agree_skip = way == 1;
-      rc = rondo_allreduce_algo(c, in, out, count, RONDO_FLOAT32, RONDO_SUM, forced);
-      agree_skip = 0;
-    } else
-      rc = MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    if (rc != 0) {
-      fprintf(stderr, "agree_cost: %s failed: %s\n", way_names[way], rondo_last_error());
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+  if (way < 2) {
+    agree_skip = way == 1;
+    for (int i = 0; i < n && !failed; i++)
+      failed = rondo_allreduce_algo(c, in, out, count, RONDO_FLOAT32, RONDO_SUM, forced) != 0;
+    agree_skip = 0;
+  } else {
+    for (int i = 0; i < n && !failed; i++)
+      failed = MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != 0;
+  }
+  if (failed) {
+    fprintf(stderr, "agree_cost: %s failed%s%s\n", way_names[way], way < 2 ? ": " : "",
+            way < 2 ? rondo_last_error() : "");
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
   double t = (MPI_Wtime() - t0) / n, slowest;
-  MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, mpi);
+  MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return slowest;
 }
 
 int main(int argc, char **argv)
 {
   size_t lo = 4, hi = (size_t)64 << 20;
-  int factor = 4, rounds = 7;
+  int factor = 4, rounds = 7, bad = argc % 2 == 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "-b") == 0 && rondo__parse_size(argv[i + 1], &lo) != 0)
-      rounds = 0; /* usage */
-    else if (strcmp(argv[i], "-e") == 0 && rondo__parse_size(argv[i + 1], &hi) != 0)
-      rounds = 0;
-    else if (strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "-e") == 0)
-      continue;
+    if (strcmp(argv[i], "-b") == 0)
+      bad |= rondo__parse_size(argv[i + 1], &lo) != 0;
+    else if (strcmp(argv[i], "-e") == 0)
+      bad |= rondo__parse_size(argv[i + 1], &hi) != 0;
     else if (strcmp(argv[i], "-f") == 0)
       factor = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-r") == 0)
       rounds = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "-a") != 0 || rondo_algo_from_name(argv[i + 1], &forced) != 0)
-      rounds = 0; /* usage */
+    else if (strcmp(argv[i], "-a") == 0)
+      bad |= rondo_algo_from_name(argv[i + 1], &forced) != RONDO_SUCCESS;
+    else
+      bad = 1;
   }
-  if (lo < 4 || hi < lo || factor < 2 || rounds < 1 || argc % 2 == 0) {
+  if (bad || lo < 4 || hi < lo || factor < 2 || rounds < 1) {
     fprintf(stderr, "usage: agree_cost [-b BYTES] [-e BYTES] [-f FACTOR] [-r ROUNDS] [-a ALGO]\n");
     return 2;
   }
@@ -95,7 +96,7 @@ int main(int argc, char **argv)
       break;
     /* about 20 ms of calls per way and round, at least 3 */
     double probe = time_way(c, 0, in, out, count, 3);
-    int n = probe > 0 ? (int)fmin(2000, fmax(3, 0.02 / probe)) : 3;
+    int n = probe > 0 ? (int)fmin(2000, fmax(3, MEAS_ROUND_SECONDS / probe)) : 3;
     MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
     double *t = malloc((size_t)WAYS * (size_t)rounds * sizeof *t), med[WAYS];
     for (int r = 0; r < rounds; r++)

@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     else bad = 1;
   }
   if (bad || factor < 2 || rounds < 1 || rounds > MEAS_MAX_ROUNDS || min_bytes < 4 ||
-      max_bytes < min_bytes || (N_ALGOS = meas_algos(rondo_world(), algo_list, 1, algos)) < 0) {
+      max_bytes < min_bytes || (N_ALGOS = meas_algos(rondo_world(), "allreduce_sweep", algo_list, 1, algos)) < 0) {
     fprintf(stderr, "usage: allreduce_sweep [-b MIN] [-e MAX] [-f FACTOR>=2] [-r 1..%d] "
                     "[-a ALGO,ALGO,...]\n",
             MEAS_MAX_ROUNDS);

@@ -4,14 +4,14 @@
 # A file may use its own folder and the folders below it, never one above
 # and never a sibling on its own level (reduce and topo know nothing of each
 # other). Checked two ways:
-#  - includes: every #include "folder/file" of lib/ (and of the headers that
-#    tools/ share) against the order, and no circle of includes among the
-#    files of lib/, tools/, bench/ and examples/;
+#  - includes: every #include "folder/file" of lib/ against the order, and
+#    no circle of includes among the files of lib/, tools/, bench/ and
+#    examples/;
 #  - calls: every symbol an object file of lib/ uses (nm -u) that another
 #    object of lib/ defines must come from its own folder or one below.
 set -u
 src=${top_srcdir:-.}
-build=${top_builddir:-.}
+build=$(cd "${top_builddir:-.}" && pwd)
 status=0
 
 level() {
@@ -20,6 +20,9 @@ level() {
   comm) echo 4 ;; engine) echo 5 ;; api) echo 6 ;; *) echo x ;;
   esac
 }
+
+# The "#include "..."" names of file $1.
+includes_of() { sed -n 's/^#include "\([^"]*\)".*/\1/p' "$1"; }
 
 # "may FROM use TO": 0 yes, 1 no.
 may_use() {
@@ -43,7 +46,7 @@ check_includes() {
     folders=$((folders + 1))
     for f in "$dir"*.c "$dir"*.h; do
       [ -f "$f" ] || continue
-      for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+      for inc in $(includes_of "$f"); do
         case $inc in
         rondo.h) continue ;;          # the public header: every layer's types
         */*) to=${inc%%/*} ;;
@@ -74,13 +77,13 @@ files=$(cd "$src" && ls lib/*.h lib/*/*.[ch] tools/*.[ch] tools/*/*.[ch] bench/*
         examples/*.c examples/*/*.[ch] 2>/dev/null)
 circle=$(cd "$src" && for f in $files; do
   d=$(dirname "$f")
-  for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+  for inc in $(includes_of "$f"); do
     for cand in "lib/$inc" "$inc" "$d/$inc"; do
       if [ -f "$cand" ]; then echo "$f $cand"; break; fi
     done
   done
 done | awk '
-  { e[NR] = $0; split($0, p, " "); deg[p[1]] += 0; deg[p[2]]++; out[p[1]] = out[p[1]] " " p[2] }
+  { deg[$1] += 0; deg[$2]++; out[$1] = out[$1] " " $2 }
   END {
     n = 0; for (v in deg) if (deg[v] == 0) q[n++] = v
     for (i = 0; i < n; i++) {
@@ -94,30 +97,35 @@ if [ -n "$circle" ]; then
 fi
 
 # ---- calls -------------------------------------------------------------------------
-# The object of every source of lib/ (not a stale one of a removed file).
+# The object of every source of lib/ (not a stale one of a removed file):
+# "FOLDER OBJECT" lines.
 objs=$(cd "$src" && for c in lib/*/*.c; do
   o="$build/${c%.c}.o"
   [ -f "$o" ] || o="$build/$(dirname "$c")/.libs/$(basename "${c%.c}").o" # shared only
-  echo "$o"
-done)
-for o in $objs; do
-  [ -f "$o" ] || { echo "FAIL: $o is missing (build the library first)"; exit 1; }
-done
-defs=$(for o in $objs; do
-  nm --defined-only -g "$o" | awk -v f="$(echo "$o" | sed 's|.*/lib/\([a-z]*\)/.*|\1|')" 'NF == 3 {print $3, f}'
-done)
-calls=0
-for o in $objs; do
-  from=$(echo "$o" | sed 's|.*/lib/\([a-z]*\)/.*|\1|')
-  for sym in $(nm -u "$o" | awk '{print $2}'); do
-    to=$(echo "$defs" | awk -v s="$sym" '$1 == s {print $2; exit}')
-    [ -n "$to" ] || continue       # libc, MPI, hwloc
-    calls=$((calls + 1))
-    if ! may_use "$from" "$to"; then
-      echo "FAIL: lib/$from/$(basename "$o" .o).c uses $sym of lib/$to: $from may not use $to"
-      status=1
-    fi
-  done
-done
-[ $status = 0 ] && echo "PASS: $folders layers; no include or call goes up or sideways ($calls calls between objects), no include circle"
+  [ -f "$o" ] || { echo "FAIL: $o is missing (build the library first)" >&2; exit 1; }
+  echo "$(basename "$(dirname "$c")") $o"
+done) || exit 1
+# Every symbol each object defines (D) and uses (U), then one pass that
+# joins them: a use of a symbol another object of lib/ defines is a call.
+calls=$(echo "$objs" | while read -r folder o; do
+  nm --defined-only -g "$o" | awk -v f="$folder" 'NF == 3 {print "D", f, $3}'
+  nm -u "$o" | awk -v f="$folder" -v o="$(basename "$o" .o)" '{print "U", f, $2, o}'
+done | awk '
+  BEGIN { split("base 0 reduce 1 topo 1 select 2 algo 3 comm 4 engine 5 api 6", l, " ")
+          for (i = 1; i < 16; i += 2) level[l[i]] = l[i + 1] }
+  $1 == "D" { def[$3] = $2; next }
+  { use[NR] = $0 }
+  END {
+    for (k in use) {
+      split(use[k], u, " "); to = def[u[3]]
+      if (to == "") continue                       # libc, MPI, hwloc
+      n++
+      if (to != u[2] && !(level[to] < level[u[2]]))
+        printf "FAIL: lib/%s/%s.c uses %s of lib/%s: %s may not use %s\n", u[2], u[4], u[3], to, u[2], to
+    }
+    print n + 0
+  }')
+echo "$calls" | grep '^FAIL' && status=1
+ncalls=$(echo "$calls" | tail -n 1)
+[ $status = 0 ] && echo "PASS: $folders layers; no include or call goes up or sideways ($ncalls calls between objects), no include circle"
 exit $status

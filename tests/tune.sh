@@ -47,3 +47,15 @@ grep -E '^ +[0-9]+ ' "$tmp/log" | while read -r bytes _model decision _rest; do
   echo "PASS: $bytes bytes -> $decision with the table"
 done || exit 1
 echo "PASS: the table covers 0 to infinity in $rules rule(s) and AUTO follows it"
+
+# -a naming only an algorithm the selector passes over here (hierarchical on
+# one node): every size falls back to the model's choice, and the table
+# still names real algorithms.
+run -n 2 "$bindir/rondo-bench" tune -a hierarchical -b 4 -e 64 -f 16 --rounds 1 --max-rounds 1 \
+  --output "$tmp/passed" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "tune -a hierarchical exited $?"; }
+grep -q 'no candidate of -a at this size' "$tmp/log" || { cat "$tmp/log"; fail "no fallback reason"; }
+grep '^allreduce ' "$tmp/passed" | awk '{print $NF}' | while read -r algo; do
+  case $algo in mpi|ring|recursive_doubling|rabenseifner|shm|hierarchical) ;;
+  *) fail "tune -a hierarchical wrote a rule for '$algo'";; esac
+done || exit 1
+echo "PASS: tune -a with no candidate at a size keeps the model's choice"

@@ -88,7 +88,8 @@ void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
     }
 }
 
-int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t *out)
+int meas_algos(rondo_comm_t comm, const char *prog, const char *list, int with_auto,
+               rondo_algo_t *out)
 {
   const size_t count = (size_t)1 << 20; /* large: every rule of the table applies */
   int n = 0;
@@ -114,7 +115,7 @@ int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t 
         rondo_algo_available(comm, out[n], count, RONDO_FLOAT32, RONDO_SUM, NULL) !=
             RONDO_SUCCESS) {
       if (meas_rank(comm) == 0)
-        fprintf(stderr, "%s\n", rondo_last_error());
+        fprintf(stderr, "%s: -a %s: %s\n", prog, tok, rondo_last_error());
       return -1;
     }
     n++;
@@ -155,26 +156,17 @@ double meas_percentile(const double *v, int n, int p)
   return n < 1 ? 0 : sorted_at(v, n, n * p / 100 < n ? n * p / 100 : n - 1, 0);
 }
 
-int meas_rank(rondo_comm_t comm)
+/* A comm query's value, -1 if it fails (the query sets that itself). */
+static int query(rondo_status_t (*q)(rondo_comm_t, int *), rondo_comm_t comm)
 {
   int v = -1;
-  rondo_comm_rank(comm, &v);
+  q(comm, &v);
   return v;
 }
 
-int meas_size(rondo_comm_t comm)
-{
-  int v = -1;
-  rondo_comm_size(comm, &v);
-  return v;
-}
-
-int meas_nodes(rondo_comm_t comm)
-{
-  int v = -1;
-  rondo_comm_node_count(comm, &v);
-  return v;
-}
+int meas_rank(rondo_comm_t comm) { return query(rondo_comm_rank, comm); }
+int meas_size(rondo_comm_t comm) { return query(rondo_comm_size, comm); }
+int meas_nodes(rondo_comm_t comm) { return query(rondo_comm_node_count, comm); }
 
 long meas_wrong_total(const meas_t *m)
 {

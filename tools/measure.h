@@ -48,9 +48,10 @@ void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,
  * rondo_algo_available() says runs on this comm and the selector would
  * consider for a large float32 sum (shm on one node, hierarchical across
  * nodes), followed by auto when with_auto. auto is accepted in a list only
- * when with_auto; an algorithm that cannot run on the comm never (the
- * message names it and why). Returns the count, or -1 for a bad list. */
-int meas_algos(rondo_comm_t comm, const char *list, int with_auto, rondo_algo_t *out);
+ * when with_auto; an algorithm that cannot run on the comm never (rank 0
+ * prints "PROG: -a NAME: why"). Returns the count, or -1 for a bad list. */
+int meas_algos(rondo_comm_t comm, const char *prog, const char *list, int with_auto,
+               rondo_algo_t *out);
 
 /* The median of v[0..n) (sorts a copy; v is left as it is). */
 double meas_median(const double *v, int n);

@@ -16,6 +16,7 @@
 
 #include "base/numbers.h"
 #include "rondo.h"
+#include "tools/launch_env.h"
 
 static void print_build(void)
 {
@@ -91,16 +92,49 @@ static void print_selection(rondo_comm_t comm)
   }
 }
 
+/* The explanation for bytes / 4 float32 elements, printed by rank 0 (the
+ * call is local: only rank 0 makes it). 0, or 1 after a message. */
+static int print_explain(rondo_comm_t comm, size_t bytes)
+{
+  size_t need = 0;
+  if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, NULL, 0, &need) != RONDO_SUCCESS) {
+    fprintf(stderr, "rondo-info: %s\n", rondo_last_error());
+    return 1;
+  }
+  char *text = malloc(need);
+  if (text == NULL) {
+    fprintf(stderr, "rondo-info: out of memory for %zu bytes of explanation\n", need);
+    return 1;
+  }
+  int rc = 0;
+  if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, text, need, NULL) == RONDO_SUCCESS)
+    printf("%s", text);
+  else {
+    fprintf(stderr, "rondo-info: %s\n", rondo_last_error());
+    rc = 1;
+  }
+  free(text);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   const char *explain = NULL;
+  size_t bytes = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--explain") == 0 && i + 1 < argc) {
       explain = argv[++i];
     } else {
-      fprintf(stderr, "usage: rondo-info [--explain BYTES]\n");
+      if (launch_first_process())
+        fprintf(stderr, "usage: rondo-info [--explain BYTES]\n");
       return 2;
     }
+  }
+  if (explain != NULL && rondo__parse_size(explain, &bytes) != 0) {
+    if (launch_first_process())
+      fprintf(stderr, "rondo-info: --explain '%s' is not a byte count such as 4096, 64K or 16M\n",
+              explain);
+    return 2;
   }
   if (rondo_init(&argc, &argv) != RONDO_SUCCESS) {
     fprintf(stderr, "rondo-info: %s\n", rondo_last_error());
@@ -110,32 +144,11 @@ int main(int argc, char **argv)
   int rank = 0;
   char buf[4096];
   int rc = 0;
-  size_t bytes = 0;
   rondo_comm_rank(comm, &rank);
-  if (explain != NULL && rondo__parse_size(explain, &bytes) != 0) {
-    if (rank == 0)
-      fprintf(stderr, "rondo-info: --explain '%s' is not a byte count such as 4096, 64K or 16M\n",
-              explain);
-    rc = 2;
-  } else if (explain != NULL) {
-    size_t need = 0;
-    char *text = NULL;
-    if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, NULL, 0, &need) !=
-            RONDO_SUCCESS ||
-        (text = malloc(need)) == NULL ||
-        rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, text, need, NULL) !=
-            RONDO_SUCCESS) {
-      fprintf(stderr, "rondo-info: %s\n", text ? rondo_last_error() : "out of memory");
-      rc = 1;
-    } else if (rank == 0) {
-      printf("%s", text);
-    }
-    free(text);
-  } else {
-    if (rank != 0) {
-      FILE *devnull = freopen("/dev/null", "w", stdout);
-      (void)devnull;
-    }
+  /* Everything below is local: rank 0 alone prints. */
+  if (rank == 0 && explain != NULL) {
+    rc = print_explain(comm, bytes);
+  } else if (rank == 0) {
     print_build();
     if (rondo_comm_topology(comm, buf, sizeof buf, NULL) == RONDO_SUCCESS)
       printf("\ntopology (rank 0)\n  %s\n", buf);

@@ -179,6 +179,28 @@ static inline int mt_query_(rondo_status_t (*query)(rondo_comm_t, int *), rondo_
 }
 #define MT_QUERY(query, comm) mt_query_(query, comm, #query, __LINE__)
 
+/* Every comm query refuses comm with status want and sets its output to -1
+ * (MPI_COMM_NULL for rondo_comm_mpi). */
+static inline void mt_queries_refused_(rondo_comm_t comm, rondo_status_t want, int line)
+{
+  static rondo_status_t (*const queries[])(rondo_comm_t, int *) = {
+      rondo_comm_rank, rondo_comm_size, rondo_comm_local_rank, rondo_comm_local_size,
+      rondo_comm_node_count};
+  static const char *const names[] = {"rondo_comm_rank", "rondo_comm_size",
+                                      "rondo_comm_local_rank", "rondo_comm_local_size",
+                                      "rondo_comm_node_count"};
+  for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+    int v = 12345;
+    mt_eq_status_((int)queries[q](comm, &v), (int)want, names[q], line);
+    mt_eq_int_(v, -1, names[q], "-1", line);
+  }
+  MPI_Comm mpi = MPI_COMM_WORLD;
+  mt_eq_status_((int)rondo_comm_mpi(comm, &mpi), (int)want, "rondo_comm_mpi", line);
+  mt_check_(mpi == MPI_COMM_NULL, line, "rondo_comm_mpi sets MPI_COMM_NULL", "%s",
+            "rondo_comm_mpi left its output");
+}
+#define MT_QUERIES_REFUSED(comm, want) mt_queries_refused_((comm), (want), __LINE__)
+
 /* ---- dtypes, written independently of the library ---------------------------- */
 
 static const char *const mt_dtype_names[RONDO_DTYPE_COUNT] = {

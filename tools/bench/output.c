@@ -133,7 +133,9 @@ int out_start(const bench_opts_t *o, rondo_comm_t comm, const char *title)
     out.json_path = o->json_path;
     out.csv_path = o->csv_path;
   }
-  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD); /* comm is rondo_world() */
+  MPI_Comm mpi = MPI_COMM_WORLD;
+  rondo_comm_mpi(comm, &mpi);
+  MPI_Bcast(&ok, 1, MPI_INT, 0, mpi);
   if (!ok) {
     if (out.json != NULL)
       fclose(out.json);

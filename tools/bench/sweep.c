@@ -384,20 +384,12 @@ static int allreduce_variants(sweep_t *s)
     int na = 0, with_mpi = 0;
     if (strcmp(tok, "all") == 0) {
       a[na++] = RONDO_ALGO_AUTO;
-      na += meas_algos(s->comm, NULL, 0, a + na);
+      na += meas_algos(s->comm, "rondo-bench", NULL, 0, a + na);
       with_mpi = 1;
     } else if (strcasecmp(tok, "MPI_Allreduce") == 0) {
       with_mpi = 1;
-    } else {
-      rondo_algo_from_name(tok, &a[na]); /* a name of the table: checked by the parser */
-      if (a[na] != RONDO_ALGO_AUTO &&
-          rondo_algo_available(s->comm, a[na], (size_t)1 << 20, RONDO_FLOAT32, RONDO_SUM,
-                               NULL) != RONDO_SUCCESS) {
-        if (s->rank == 0)
-          fprintf(stderr, "rondo-bench: -a %s: %s\n", tok, rondo_last_error());
-        return -1;
-      }
-      na++;
+    } else if ((na = meas_algos(s->comm, "rondo-bench", tok, 1, a)) < 0) {
+      return -1; /* cannot run on this comm: meas_algos said why */
     }
     for (int i = 0; i < na + with_mpi && s->nv < MAX_VARIANTS; i++) {
       variant_t v = {{0}, RONDO_ALGO_AUTO, i == na};

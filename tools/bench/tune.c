@@ -50,7 +50,9 @@ static void tune_size(meas_t *m, const bench_opts_t *o, const rondo_algo_t *all,
   rondo_algo_t cand[MAX_ALGOS];
   int n = 0;
   for (int i = 0; i < nall; i++) {
-    /* Rabenseifner below count p' is recursive doubling: not a candidate. */
+    /* Candidates: what the selector would consider at this size (not
+     * Rabenseifner below count p', which is recursive doubling then; not
+     * hierarchical on one node). */
     const char *why = NULL;
     if (rondo_algo_available(m->comm, all[i], count, RONDO_FLOAT32, RONDO_SUM, &why) ==
             RONDO_SUCCESS &&
@@ -60,6 +62,11 @@ static void tune_size(meas_t *m, const bench_opts_t *o, const rondo_algo_t *all,
   memset(res, 0, sizeof *res);
   res->bytes = bytes;
   rondo_allreduce_choice(m->comm, count, RONDO_FLOAT32, RONDO_SUM, &res->model);
+  if (n == 0) { /* -a named only algorithms the selector passes over here */
+    res->decision = res->model;
+    res->why = "no candidate of -a at this size: the model's choice";
+    return;
+  }
   int model_at = -1;
   for (int i = 0; i < n; i++) {
     res->measured[cand[i]] = 1;
@@ -169,7 +176,7 @@ int tune_main(const bench_opts_t *o)
   int rank = meas_rank(comm);
   rondo_algo_t algos[MAX_ALGOS];
   const char *list = o->algo_list != NULL && strcmp(o->algo_list, "all") != 0 ? o->algo_list : NULL;
-  int nalgos = meas_algos(comm, list, 0, algos);
+  int nalgos = meas_algos(comm, "rondo-bench", list, 0, algos);
   if (nalgos <= 0) {
     if (rank == 0)
       fprintf(stderr, "rondo-bench: tune: -a: expected names of algorithms this comm can run, "
