@@ -1,0 +1,101 @@
+#!/bin/sh
+# The multi-host test bed: emulated hosts on one machine.
+#
+#   tests/multihost/netbed.sh [-H hosts] [-r rate] -- MPIEXEC-ARGS...
+#
+# makes HOSTS network namespaces (default 2), each with one veth link to a
+# bridge in a switch namespace, and runs "mpiexec MPIEXEC-ARGS" with one
+# hydra proxy per namespace (-hosts h1,h2,...; add -ppn N or -n N as usual).
+# To MPI each namespace is its own node (MPI_COMM_TYPE_SHARED splits by
+# proxy), and traffic between them crosses the links:
+#   - UCX is restricted to TCP (UCX_TLS=tcp; with shared memory allowed it
+#     would bypass the links between namespaces of one kernel);
+#   - -r RATE rate-limits every host's link in both directions with tbf
+#     (tc syntax: 1gbit, 10gbit, 500mbit); no delay (netem is absent here).
+# Everything lives in namespaces it creates (addresses 10.199.0.0/24 inside
+# them; nothing is added to the machine's own namespace), named after this
+# process, so several beds can run at once. All of it is removed on exit,
+# also after a failure or a signal. mpiexec runs inside the switch
+# namespace, where the bridge has the gateway address the proxies call back.
+#
+# Needs root, ip (iproute2) and, with -r, tc; without them it exits 77 (the
+# automake code for "skipped") and says why.
+# Exit status: mpiexec's, or 99 when the bed cannot be built.
+set -u
+hosts=2
+rate=
+here=$(cd "$(dirname "$0")" && pwd)
+while [ $# -gt 0 ]; do
+  case $1 in
+    -H) hosts=$2; shift 2 ;;
+    -r) rate=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "netbed: unknown option $1 (usage: netbed.sh [-H hosts] [-r rate] -- mpiexec args)" >&2
+       exit 99 ;;
+  esac
+done
+case $hosts in ''|*[!0-9]*) echo "netbed: -H needs a host count, not '$hosts'" >&2; exit 99 ;; esac
+[ "$hosts" -ge 1 ] && [ "$hosts" -le 50 ] || { echo "netbed: -H must be 1-50" >&2; exit 99; }
+
+skip() { echo "netbed: skipped: $*" >&2; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root to make network namespaces"
+command -v ip >/dev/null 2>&1 || skip "needs ip (Debian package iproute2)"
+[ -z "$rate" ] || command -v tc >/dev/null 2>&1 || skip "needs tc (Debian package iproute2)"
+
+# tc rate (1gbit, 500mbit, 10gbit, 125mbps, 2000000) -> the tbf bucket, bytes.
+burst=
+if [ -n "$rate" ]; then
+  burst=$(echo "$rate" | awk '
+    match(tolower($0), /^[0-9]+(\.[0-9]+)?/) {
+      v = substr($0, 1, RLENGTH); u = tolower(substr($0, RLENGTH + 1))
+      m["bit"] = 1/8; m["kbit"] = 1e3/8; m["mbit"] = 1e6/8; m["gbit"] = 1e9/8
+      m[""] = 1; m["bps"] = 1; m["kbps"] = 1e3; m["mbps"] = 1e6; m["gbps"] = 1e9
+      if (!(u in m)) exit 1
+      b = v * m[u] / 1000; if (b < 32768) b = 32768
+      printf "%d\n", b; ok = 1 }
+    END { if (!ok) exit 1 }') || { echo "netbed: cannot read the rate '$rate' (say 1gbit, 500mbit, 10gbit)" >&2; exit 99; }
+fi
+
+tag=rb$$
+sw=$tag-sw
+cleanup() {
+  for i in $(seq 1 "$hosts"); do ip netns del "$tag-h$i" 2>/dev/null; done
+  ip netns del "$sw" 2>/dev/null # takes the bridge and the veth ends with it
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fail() { echo "netbed: $*" >&2; exit 99; }
+ip netns add "$sw" || fail "cannot make namespace $sw (is this a container without CAP_SYS_ADMIN?)"
+ip -n "$sw" link set lo up
+ip -n "$sw" link add br0 type bridge || fail "cannot make a bridge"
+ip -n "$sw" addr add 10.199.0.1/24 dev br0
+ip -n "$sw" link set br0 up
+list=
+for i in $(seq 1 "$hosts"); do
+  h=$tag-h$i
+  ip netns add "$h" || fail "cannot make namespace $h"
+  ip -n "$h" link set lo up
+  ip -n "$sw" link add "p$i" type veth peer name eth0 netns "$h" || fail "cannot make a veth pair"
+  ip -n "$sw" link set "p$i" master br0 up
+  ip -n "$h" addr add "10.199.0.$((10 + i))/24" dev eth0
+  ip -n "$h" link set eth0 up
+  if [ -n "$rate" ]; then
+    # tbf on both ends: the switch side limits what reaches the host, the
+    # host side what leaves it. The bucket holds about 1 ms at the rate (at
+    # least 32 KiB), so a burst does not hide the limit for long.
+    tc -n "$sw" qdisc add dev "p$i" root tbf rate "$rate" burst "$burst" latency 50ms ||
+      fail "tc cannot limit the link to '$rate'"
+    tc -n "$h" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 50ms ||
+      fail "tc cannot limit the link to '$rate'"
+  fi
+  list=${list:+$list,}$h
+done
+
+export NETBED_GATEWAY=10.199.0.1
+mpiexec=${MPIEXEC:-mpiexec}
+echo "netbed: $hosts hosts ($list)${rate:+, links limited to $rate}"
+# Not exec: the trap must run after mpiexec ends.
+ip netns exec "$sw" "$mpiexec" -launcher ssh -launcher-exec "$here/nslaunch" -hosts "$list" \
+  -genv UCX_TLS tcp "$@"
