@@ -69,10 +69,13 @@ const select_menu_t *algo_menu(void);
 const char *algo_names(void);
 
 /* Cost-model terms the algorithms share (each in its algorithm's file):
- * n bytes over p ranks at level lv; copy = seconds per byte of the input
- * copy (0 in place), chunk = the ring's pipeline chunk (0: its default). */
-double algo_rd_time(const select_level_t *lv, double n, int p, double copy);
-double algo_rab_time(const select_level_t *lv, double n, int p, double copy);
+ * n bytes over in's ranks and nodes (rd, rab), or over p ranks at level lv
+ * (ring); copy = seconds per byte of the input copy (0 in place), chunk =
+ * the ring's pipeline chunk (0: its default). */
+double algo_rd_time(const select_params_t *prm, const select_input_t *in, double n,
+                    double copy);
+double algo_rab_time(const select_params_t *prm, const select_input_t *in, double n,
+                     double copy);
 double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk);
 
 /* ---- dispatch (dispatch.c) --------------------------------------------------
@@ -81,7 +84,8 @@ double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk);
 /* What the selector knows about an all-reduce of count elements on comm. */
 select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op);
 /* The cost model's parameters for comm: the defaults, with the comm's
- * RONDO_RING_CHUNK_BYTES. */
+ * RONDO_RING_CHUNK_BYTES and RONDO_HIER_CHUNK_BYTES and, on several nodes,
+ * the network its topology measured (lib/topo/net.c). */
 select_params_t algo_params(rondo_comm_t comm);
 /* The comm's choice: its RONDO_ALLREDUCE_ALGO, then its tuning table, then
  * the cost model (algo_params). */

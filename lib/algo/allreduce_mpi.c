@@ -36,10 +36,9 @@ static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
  * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha. */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  const select_level_t *lv = select_p2p_level(prm, in);
-  double n = (double)in->bytes, t = algo_rd_time(lv, n, in->ranks, prm->copy_beta);
+  double n = (double)in->bytes, t = algo_rd_time(prm, in, n, prm->copy_beta);
   if (in->count >= (size_t)rondo__pof2_floor(in->ranks)) {
-    double rab = algo_rab_time(lv, n, in->ranks, prm->copy_beta);
+    double rab = algo_rab_time(prm, in, n, prm->copy_beta);
     t = rab < t ? rab : t;
   }
   return t + prm->mpi_alpha;

@@ -1,7 +1,10 @@
 /*
  * Rabenseifner's all-reduce: a reduce-scatter by recursive halving followed
  * by an allgather by recursive doubling (Thakur, Rabenseifner and Gropp,
- * 2005). Each rank sends and receives about 2 (p-1)/p of the buffer in
+ * 2005). The halving starts with the nearest partner (distance 1) and the
+ * doubling ends with it, as MPICH's does: when ranks sit on nodes in
+ * blocks, the big halves stay inside the node and only the small pieces
+ * cross the network. Each rank sends and receives about 2 (p-1)/p of the buffer in
  * 2 lg p messages: bandwidth-optimal like the ring with far fewer steps, so
  * it wins at medium sizes. Non-powers of two are folded first (fold.c).
  *
@@ -31,7 +34,7 @@ static rondo_status_t reduce_scatter_halving(const algo_allreduce_args_t *a, int
                                              void *tmp, int *lo_out, int *hi_out)
 {
   int lo = 0, hi = a->comm->pof2;
-  for (int mask = a->comm->pof2 >> 1; mask > 0; mask >>= 1) {
+  for (int mask = 1; mask < a->comm->pof2; mask <<= 1) {
     int peer = algo_fold_rank(a, newrank ^ mask);
     int mid = lo + (hi - lo) / 2;
     int keep_lo = (newrank & mask) ? mid : lo, keep_hi = (newrank & mask) ? hi : mid;
@@ -52,7 +55,7 @@ static rondo_status_t reduce_scatter_halving(const algo_allreduce_args_t *a, int
 static rondo_status_t allgather_doubling(const algo_allreduce_args_t *a, int newrank,
                                          int lo, int hi)
 {
-  for (int mask = 1; mask < a->comm->pof2; mask <<= 1) {
+  for (int mask = a->comm->pof2 >> 1; mask > 0; mask >>= 1) {
     int peer = algo_fold_rank(a, newrank ^ mask);
     int width = hi - lo;
     int plo = (newrank & mask) ? lo - width : hi;
@@ -90,27 +93,31 @@ static rondo_status_t allreduce_rabenseifner(const algo_allreduce_args_t *a)
   return algo_fold_out(a, a->recvbuf, newrank);
 }
 
-/* Cost: halving and doubling at n/2, n/4, .., n/p' (+2 fold messages of n):
- * the sum of alpha(message) + beta * (2n (p'-1)/p' (+2n)) + gamma *
- * (n (p'-1)/p' (+n)) + the input copy. */
-double algo_rab_time(const select_level_t *lv, double n, int p, double copy)
+/* Cost: a halving and a doubling step of n/2 at distance 1, n/4 at
+ * distance 2, .., n/p' at distance p'/2 (+2 fold steps of n), each priced
+ * by select_step_time, plus gamma * (n (p'-1)/p' (+n)) and the input copy.
+ * The big halves go to the nearest ranks, on the same node when ranks sit
+ * on nodes in blocks, so only the small ones cross the network. */
+double algo_rab_time(const select_params_t *prm, const select_input_t *in, double n,
+                     double copy)
 {
-  int pof2 = rondo__pof2_floor(p);
-  int fold = p != pof2;
-  double t = copy * n;
-  for (int part = 2; part <= pof2; part *= 2)
-    t += 2 * select_msg_alpha(lv, n / part); /* one halving and one doubling step */
-  if (fold)
-    t += 2 * select_msg_alpha(lv, n);
+  int pof2 = rondo__pof2_floor(in->ranks);
+  int fold = in->ranks != pof2;
   double share = (double)(pof2 - 1) / pof2;
-  return t + lv->beta * (2 * n * share + (fold ? 2 * n : 0)) +
-         lv->gamma * (n * share + (fold ? n : 0));
+  double t = copy * n + prm->intra.gamma * (n * share + (fold ? n : 0));
+  if (fold)
+    t += 2 * select_step_time(prm, in, n, 1);
+  double part = n;
+  for (int mask = 1; mask < pof2; mask <<= 1) {
+    part /= 2;
+    t += 2 * select_step_time(prm, in, part, mask); /* a halving and a doubling step */
+  }
+  return t;
 }
 
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  return algo_rab_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
-                       prm->copy_beta);
+  return algo_rab_time(prm, in, (double)in->bytes, prm->copy_beta);
 }
 
 static const char *not_chosen(const select_input_t *in)

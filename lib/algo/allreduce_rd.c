@@ -34,22 +34,26 @@ static rondo_status_t allreduce_rd(const algo_allreduce_args_t *a)
   return algo_fold_out(a, a->recvbuf, newrank);
 }
 
-/* Cost: lg p' steps (+2 folding when p != p'), each a message of n:
- * alpha(n) * steps + beta * n * steps + gamma * n * (lg p' (+1)) + the input
- * copy. */
-double algo_rd_time(const select_level_t *lv, double n, int p, double copy)
+/* Cost: lg p' steps of n at distances 1, 2, 4, .. (+2 folding steps of n
+ * between neighbours when p != p'), each priced by select_step_time (inside
+ * a node, or across with the node's crossing ranks sharing its link), plus
+ * gamma * n * (lg p' (+1)) and the input copy. */
+double algo_rd_time(const select_params_t *prm, const select_input_t *in, double n,
+                    double copy)
 {
-  int pof2 = rondo__pof2_floor(p), lg = rondo__log2(pof2);
-  int fold = p != pof2;
-  double steps = lg + (fold ? 2 : 0);
-  return copy * n + steps * select_msg_alpha(lv, n) + lv->beta * n * steps +
-         lv->gamma * n * (lg + fold);
+  int pof2 = rondo__pof2_floor(in->ranks), lg = rondo__log2(pof2);
+  int fold = in->ranks != pof2;
+  double t = copy * n + prm->intra.gamma * n * (lg + fold);
+  if (fold)
+    t += 2 * select_step_time(prm, in, n, 1);
+  for (int mask = 1; mask < pof2; mask <<= 1)
+    t += select_step_time(prm, in, n, mask);
+  return t;
 }
 
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  return algo_rd_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
-                      prm->copy_beta);
+  return algo_rd_time(prm, in, (double)in->bytes, prm->copy_beta);
 }
 
 const algo_desc_t algo_recursive_doubling = {

@@ -23,6 +23,20 @@ select_params_t algo_params(rondo_comm_t comm)
 {
   select_params_t params = select_default_params;
   params.ring_chunk = comm->cfg.ring_chunk;
+  params.hier_chunk = comm->cfg.hier_chunk;
+  const topo_t *topo = comm->topo;
+  if (topo == NULL || topo->node_count < 2)
+    return params;
+  params.inter.alpha = params.inter.rndv_alpha = topo->net.alpha;
+  params.inter.beta = topo->net.beta;
+  params.inter.eager_limit = 0;
+  if (topo->net.intra_alpha > 0) {
+    /* Measured on this comm's nodes: the one-node fit (MPICH's shared
+     * memory) may not be what these ranks use between themselves. */
+    params.intra.alpha = params.intra.rndv_alpha = topo->net.intra_alpha;
+    params.intra.beta = topo->net.intra_beta;
+    params.intra.eager_limit = 0;
+  }
   return params;
 }
 

@@ -22,6 +22,8 @@ struct shm_state {
   size_t slot_bytes;
   char **seg;           /* [size]: each rank's segment */
   uint64_t seq;         /* last sequence number used */
+  shm_progress_t progress; /* called while waiting (shm_run_with), or NULL */
+  void *progress_arg;
 };
 
 static volatile uint64_t *flag(const struct shm_state *s, int q, int which)
@@ -44,8 +46,11 @@ static void wait_flag(const struct shm_state *s, const topo_t *topo, int q, int 
                       uint64_t seq)
 {
   unsigned polls = 0;
-  while (__atomic_load_n(flag(s, q, which), __ATOMIC_ACQUIRE) < seq)
+  while (__atomic_load_n(flag(s, q, which), __ATOMIC_ACQUIRE) < seq) {
+    if (s->progress != NULL)
+      s->progress(s->progress_arg);
     topo_backoff(topo, polls++);
+  }
 }
 
 static void wait_all(const struct shm_state *s, const topo_t *topo, int which, uint64_t seq)
@@ -237,6 +242,12 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
 
 rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode)
 {
+  return shm_run_with(a, mode, NULL, NULL);
+}
+
+rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
+                            shm_progress_t progress, void *arg)
+{
   rondo_comm_t comm = a->comm;
   if (comm->shm == NULL)
     RONDO_CHECK(shm_create(comm, &comm->shm));
@@ -258,7 +269,14 @@ rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode)
   size_t rounds = (longest + r.piece - 1) / r.piece;
   r.whole = mode == SHM_ALLREDUCE && rounds == 1 &&
             shm_reduces_whole(a->count, a->count * a->esize, r.s->size);
-  for (size_t k = 0; k < rounds; k++)
-    RONDO_CHECK(round_run(&r, mode, k));
-  return RONDO_SUCCESS;
+  r.s->progress = progress;
+  r.s->progress_arg = arg;
+  rondo_status_t st = RONDO_SUCCESS;
+  for (size_t k = 0; k < rounds && st == RONDO_SUCCESS; k++) {
+    st = round_run(&r, mode, k);
+    if (progress != NULL)
+      progress(arg);
+  }
+  r.s->progress = NULL;
+  return st;
 }

@@ -34,6 +34,12 @@ typedef enum {
  * SHM_ALLREDUCE and SHM_REDUCE_SCATTER (may equal recvbuf); SHM_ALLGATHER
  * reads the owned slices of recvbuf. Collective over the node. */
 rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode);
+/* The same, calling progress(arg) after every round and while waiting for
+ * the other ranks: the hierarchical pipeline keeps its cross-node requests
+ * moving with it (MPI progresses them only inside MPI calls). */
+typedef void (*shm_progress_t)(void *arg);
+rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
+                            shm_progress_t progress, void *arg);
 
 /* Small all-reduces skip a step: every rank reduces the whole buffer from
  * every slot in rank order (identical bytes everywhere) right after the

@@ -15,6 +15,7 @@
 
 #include "algo/algo.h"
 #include "reduce/reduce.h"
+#include "topo/topo.h"
 
 /* ---- local argument checks ------------------------------------------------------ */
 
@@ -174,6 +175,14 @@ rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtyp
   select_input_t in = algo_input(comm, count, dtype, op);
   algo_choose(comm, &in, &res);
   int want = select_explain(algo_menu(), &res, &in, buf, len);
+  if (comm->topo->node_count > 1 && want >= 0) {
+    /* The network the inter-node terms were priced with. */
+    char net[256];
+    net_describe(&comm->topo->net, comm->topo->node_count, net, sizeof net);
+    size_t at = (size_t)want;
+    int more = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, "%s\n", net);
+    want += more > 0 ? more : 0;
+  }
   return api_text_result("rondo_explain", want, buf, len, needed);
 }
 

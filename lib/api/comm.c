@@ -110,13 +110,15 @@ rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len, siz
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_topology: buf is NULL with len %zu",
                        len);
   const topo_t *t = comm->topo;
+  char net[256];
+  net_describe(&t->net, t->node_count, net, sizeof net);
   int want = snprintf(buf, len,
                       "%d ranks on %d %snode(s) of %d-%d ranks; this rank: node %d, local "
-                      "rank %d of %d; hardware: %s; %d ranks share %d available cores%s",
+                      "rank %d of %d; hardware: %s; %d ranks share %d available cores%s; %s",
                       comm->size, t->node_count, comm->cfg.node_size ? "virtual " : "",
                       t->min_local, t->max_local, t->node_id, t->local_rank, t->local_size,
                       t->hw_summary, t->real_local_size, t->avail_cores,
-                      t->oversubscribed ? " (oversubscribed: waits yield)" : "");
+                      t->oversubscribed ? " (oversubscribed: waits yield)" : "", net);
   return api_text_result("rondo_comm_topology", want, buf, len, needed);
 }
 

@@ -170,6 +170,10 @@ typedef struct {
   char timeline[RONDO__KNOB_STRING_MAX]; /* RONDO_TIMELINE ("" for none) */
   double stall_warn_sec;  /* RONDO_STALL_WARN_SEC (0: no warning) */
   double stall_abort_sec; /* RONDO_STALL_ABORT_SEC (0: never) */
+  double net_latency_us;  /* RONDO_NET_LATENCY_US (0: measure) */
+  double net_gbits;       /* RONDO_NET_GBITS (0: measure) */
+  int net_calibrate;      /* RONDO_NET_CALIBRATE: 0 off, 1 on */
+  size_t hier_chunk;      /* RONDO_HIER_CHUNK_BYTES */
 } rondo__knobs_t;
 
 /* Reads every knob from the environment into *out. On a malformed value

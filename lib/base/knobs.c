@@ -23,6 +23,7 @@
 typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_INT, KNOB_STRING, KNOB_DOUBLE, KNOB_NAME } knob_type_t;
 
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
+static const char *const onoff_choices[] = {"off", "on", NULL};
 
 typedef struct {
   const char *name;
@@ -89,6 +90,23 @@ static const knob_def_t knob_table[] = {
      "seconds after which stalled requests fail with RONDO_ERR_STALLED on every "
      "rank that submitted them; 0: never",
      FIELD(stall_abort_sec), NULL, 0, 1000000, 0, NULL},
+    {"RONDO_NET_CALIBRATE", KNOB_ENUM, "on",
+     "on: a comm that spans nodes measures the network between them when it is "
+     "made (a few milliseconds; docs/multinode.md); off: the knobs below or the "
+     "model's guesses (5 us, 10 GB/s)",
+     FIELD(net_calibrate), onoff_choices, 0, 0, 1, NULL},
+    {"RONDO_NET_LATENCY_US", KNOB_DOUBLE, "0",
+     "latency of one message step between nodes in microseconds, for the cost "
+     "model; 0: measure it",
+     FIELD(net_latency_us), NULL, 0, 1000000, 1, NULL},
+    {"RONDO_NET_GBITS", KNOB_DOUBLE, "0",
+     "bandwidth of one node's network link in Gbit/s (each way), for the cost "
+     "model; 0: measure it",
+     FIELD(net_gbits), NULL, 0, 1000000, 1, NULL},
+    {"RONDO_HIER_CHUNK_BYTES", KNOB_SIZE, "1M",
+     "pipeline stripe of the hierarchical all-reduce: the node reduce-scatter of "
+     "one stripe overlaps the cross-node exchange of the one before",
+     FIELD(hier_chunk), NULL, 4096, (size_t)1 << 30, 1, NULL},
 };
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };

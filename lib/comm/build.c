@@ -137,8 +137,11 @@ static void free_topology(struct rondo_comm *c, int mpi_usable)
   c->topo = NULL;
 }
 
-/* Nodes, cross-node comms and hwloc facts; logs oversubscription once. */
-static rondo_status_t find_topology(struct rondo_comm *c, int yield)
+/* Nodes, cross-node comms, hwloc facts and the network between the nodes
+ * (measured for a user comm, the parent's for an internal one); logs
+ * oversubscription once. */
+static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_comm *parent,
+                                    int yield)
 {
   static int warned;
   c->topo = calloc(1, sizeof *c->topo);
@@ -161,6 +164,17 @@ static rondo_status_t find_topology(struct rondo_comm *c, int yield)
   for (int g = 0; g < c->topo->slices; g++)
     if (c->topo->cross[g] != MPI_COMM_NULL)
       RONDO_CHECK(sub_comm(c, c->topo->cross[g], &c->cross[g]));
+  if (parent != NULL && parent->topo != NULL) {
+    c->topo->net = parent->topo->net;
+  } else {
+    RONDO_CHECK(net_measure(c->topo, c->cfg.net_latency_us, c->cfg.net_gbits,
+                            c->cfg.net_calibrate, &c->topo->net));
+    if (c->node_count > 1) {
+      char text[256];
+      net_describe(&c->topo->net, c->node_count, text, sizeof text);
+      LOG_INFO("%s", text);
+    }
+  }
   if (c->topo->oversubscribed && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
     LOG_WARN("%d ranks share %d available cores on this node: waits yield the core "
              "instead of spinning (%s)",
@@ -193,7 +207,7 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
   }
   RONDO_CHECK_GOTO(agree_status(c, local), st, fail_setup);
   RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
-  RONDO_CHECK_GOTO(find_topology(c, yield), st, fail_setup);
+  RONDO_CHECK_GOTO(find_topology(c, parent, yield), st, fail_setup);
   if (parent == NULL)
     RONDO_CHECK_GOTO(agree_board_create(c), st, fail_setup);
   *out = c;

@@ -99,6 +99,7 @@
 #define US 1e-6
 #define NS_PER_BYTE 1e-9
 #define RING_CHUNK_DEFAULT ((size_t)256 * 1024)
+#define HIER_CHUNK_DEFAULT ((size_t)1024 * 1024)
 
 const select_params_t select_default_params = {
     .shm = {.alpha = 0.12 * US, .beta = 0.087 * NS_PER_BYTE, .gamma = 0.02 * NS_PER_BYTE},
@@ -111,6 +112,7 @@ const select_params_t select_default_params = {
     .mpi_alpha = 0.36 * US,
     .copy_beta = 0.02 * NS_PER_BYTE,
     .ring_chunk = RING_CHUNK_DEFAULT,
+    .hier_chunk = HIER_CHUNK_DEFAULT,
 };
 
 /* ---- the model ---------------------------------------------------------- */
@@ -125,6 +127,18 @@ double select_msg_alpha(const select_level_t *lv, double bytes)
 const select_level_t *select_p2p_level(const select_params_t *prm, const select_input_t *in)
 {
   return in->nodes > 1 ? &prm->inter : &prm->intra;
+}
+
+double select_step_time(const select_params_t *prm, const select_input_t *in, double bytes,
+                        int distance)
+{
+  int streams = 0;
+  if (in->nodes > 1)
+    for (int r = 0; r < in->max_local; r++)
+      streams += (r ^ distance) >= in->max_local;
+  if (streams == 0)
+    return select_msg_alpha(&prm->intra, bytes) + prm->intra.beta * bytes;
+  return select_msg_alpha(&prm->inter, bytes) + prm->inter.beta * bytes * streams;
 }
 
 static select_input_t normalized(const select_input_t *in)

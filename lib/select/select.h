@@ -48,7 +48,10 @@ typedef struct {
 typedef struct {
   select_level_t shm;   /* through a shared-memory window, within a node */
   select_level_t intra; /* MPI point-to-point between ranks of one node */
-  select_level_t inter; /* MPI point-to-point between nodes */
+  select_level_t inter; /* MPI point-to-point between nodes: alpha per
+                           message step, beta per byte through one node's
+                           link (shared by the node's ranks that cross it);
+                           measured per comm (lib/topo/net.c) */
   double mpi_alpha;     /* MPI_Allreduce's extra per-call overhead (s) */
   double copy_beta;     /* seconds per byte of a local memcpy: the
                            out-of-place input copy that recursive doubling,
@@ -56,6 +59,8 @@ typedef struct {
                            whole cost of any algorithm on one rank */
   size_t ring_chunk;    /* the ring's pipeline chunk (RONDO_RING_CHUNK_BYTES);
                            0 means its default, 256 KiB */
+  size_t hier_chunk;    /* the hierarchical pipeline's stripe
+                           (RONDO_HIER_CHUNK_BYTES); 0 means 1 MiB */
 } select_params_t;
 
 /* The defaults, fitted to the 2-rank sweep of docs/PERFORMANCE.md (2-core
@@ -65,10 +70,18 @@ extern const select_params_t select_default_params;
 /* alpha for one message of bytes at level lv (rndv_alpha above the eager
  * limit). */
 double select_msg_alpha(const select_level_t *lv, double bytes);
-/* The level a point-to-point algorithm runs at: intra on one node, inter
- * otherwise (a ring or a butterfly spanning nodes is paced by its slowest
- * link). */
+/* The level a ring runs at: intra on one node, inter otherwise (a ring
+ * spanning nodes is paced by its slowest link, which one stream crosses). */
 const select_level_t *select_p2p_level(const select_params_t *prm, const select_input_t *in);
+/* One exchange step of a butterfly (recursive doubling, Rabenseifner): every
+ * rank swaps bytes with the rank at XOR distance. Ranks are taken to sit on
+ * the nodes in blocks of max_local (what MPI launchers do by default). When
+ * no partner is on another node the step runs at the intra level: alpha +
+ * beta * bytes. Otherwise the ranks whose partner is away share their
+ * node's link: inter alpha + inter beta * bytes * (how many of them), since
+ * the inter level's beta is per byte through one node's link. */
+double select_step_time(const select_params_t *prm, const select_input_t *in, double bytes,
+                        int distance);
 
 /* ---- candidates -------------------------------------------------------------- */
 

@@ -19,6 +19,7 @@
 #define RONDO_TOPO_H
 
 #include "base/base.h"
+#include "topo/net.h"
 
 typedef struct topo {
   MPI_Comm node;      /* the ranks of this (possibly virtual) node */
@@ -37,6 +38,7 @@ typedef struct topo {
                           owner asked for it (the engine's comm, which shares
                           cores with the application's threads) */
   char hw_summary[160];
+  net_t net;           /* the network between the nodes (net.h) */
 } topo_t;
 
 /* Collective over comm (rank: this rank in it): fills the topology.

@@ -783,6 +783,23 @@ static inline void mt_expect_layout(rondo_comm_t comm)
     MT_EQ_INT(MT_QUERY(rondo_comm_node_count, comm), atoi(nodes));
   if (local != NULL)
     MT_EQ_INT(MT_QUERY(rondo_comm_local_size, comm), atoi(local));
+  if (nodes == NULL || atoi(nodes) < 2)
+    return;
+  /* Across nodes the network was measured when the comm was made (or set
+   * by RONDO_NET_*), and every rank must hold the same values, or ranks
+   * could choose different algorithms for one call. */
+  char topo[1024], *net = NULL;
+  if (MT_EQ_STATUS(rondo_comm_topology(comm, topo, sizeof topo, NULL), RONDO_SUCCESS))
+    net = strstr(topo, "network between nodes:");
+  if (!MT_CHECK(net != NULL, "the topology names the network: %s", topo))
+    return;
+  const char *knob_lat = getenv("RONDO_NET_LATENCY_US"), *knob_bw = getenv("RONDO_NET_GBITS");
+  MT_CHECK(strstr(net, knob_lat ? "us (set by knob)" : "us (measured)") != NULL, "latency source: %s", net);
+  MT_CHECK(strstr(net, knob_bw ? "link (set by knob)" : "link (measured)") != NULL, "bandwidth source: %s", net);
+  uint64_t h = mt_hash(net, strlen(net)), lo, hi;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  MT_CHECK(lo == hi, "every rank holds the same network values (rank %d: %s)", mt.rank, net);
 }
 
 static inline int mt_rondo_start(int *argc, char ***argv, const char *prog)

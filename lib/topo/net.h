@@ -1,0 +1,51 @@
+/*
+ * The network between nodes as the cost model needs it: the time of one
+ * message step and the seconds per byte through one node's link, measured
+ * when a multi-node comm is made (or set by knobs), the same on every rank.
+ * Also the point-to-point level inside a node of that comm, which on some
+ * machines (TCP only, as on the multi-host test bed) is far from the
+ * one-node defaults. Internal (prefix net_).
+ */
+#ifndef RONDO_NET_H
+#define RONDO_NET_H
+
+#include "base/base.h"
+
+typedef enum {
+  NET_DEFAULT = 0, /* not measured: the model's guess */
+  NET_MEASURED,    /* measured when the comm was made */
+  NET_KNOB         /* RONDO_NET_LATENCY_US / RONDO_NET_GBITS */
+} net_source_t;
+
+typedef struct {
+  double alpha;          /* seconds per message step between nodes */
+  double beta;           /* seconds per byte through one node's link (each way) */
+  net_source_t alpha_src, beta_src;
+  double intra_alpha;    /* point-to-point inside a node: seconds per step, */
+  double intra_beta;     /* seconds per byte; 0 when not measured (one rank
+                            per node, or no measurement): the defaults hold */
+  double seconds;        /* what the measurement cost (0: none) */
+} net_t;
+
+/* The guesses used when nothing is measured or set. */
+#define NET_DEFAULT_ALPHA 5e-6
+#define NET_DEFAULT_BETA 0.1e-9
+
+struct topo;
+
+/* Collective over the comm's ranks (node and cross communicators of topo):
+ * fills *out. With one node: the defaults, nothing exchanged. Otherwise the
+ * knobs win (latency_us, gbits > 0), and what they leave open is measured
+ * unless calibrate is 0: a few 8-byte steps and one growing transfer among
+ * the node leaders (one rank per node, in a ring), then some 8-byte steps
+ * between local ranks 0 and 1 of each node. Bounded by NET_BUDGET seconds
+ * of transfers; the leaders agree on the slowest values and each node's
+ * leader hands them to its ranks, so every rank holds the same bytes. */
+rondo_status_t net_measure(const struct topo *topo, double latency_us, double gbits,
+                           int calibrate, net_t *out);
+
+/* "latency 41.2 us, 0.93 Gbit/s per node link (measured in 3.1 ms)" and
+ * the like, for rondo-info and rondo_explain. */
+void net_describe(const net_t *net, int nodes, char *buf, size_t len);
+
+#endif /* RONDO_NET_H */
