@@ -30,16 +30,24 @@
  *
  * Across nodes (or where MPI cannot share memory) one small MPI all-reduce
  * of the status and the signature carries the check: one latency per call
- * (docs/api.md).
+ * (docs/api.md). Its packet has room for AGREE_INLINE_BYTES of data, and a
+ * small all-reduce run by the mpi algorithm travels in it: the reduction
+ * (a user-defined MPI op) combines two packets' data only when both carry
+ * the same valid signature of such a call, so the check and the data take
+ * one all-reduce instead of two. Every rank sends the same packet shape
+ * whatever its call, so a mismatch is still reported, never a hang.
  */
 #include "algo/agree.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #include "algo/algo.h"
+#include "reduce/reduce.h"
 #include "topo/topo.h"
 
 #define LINE 64
@@ -239,17 +247,110 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
 
 /* ---- the MPI check (across nodes) --------------------------------------------------------- */
 
-/* One MPI_Allreduce(MAX) over [failed, -lowest failed rank, then for the
- * collective and each field: value, ~value]. The maximum of ~value is ~(the
- * minimum), so one reduction tells whether any rank failed and whether every
- * field is equal everywhere (~ never overflows, unlike negation). */
-static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
+/* The packet: [failed, -lowest failed rank, then for the collective and each
+ * field: value, ~value], reduced by MAX, then the inline data. */
+enum { WORDS = 2 + 2 * (AGREE_SIG_MAX + 1) };
+typedef struct {
+  int64_t v[WORDS];
+  unsigned char data[AGREE_INLINE_BYTES];
+} packet_t;
+
+/* Field i of a packet (0: the collective; for an all-reduce 1 count,
+ * 2 dtype, 3 op, 4 algorithm: rondo_allreduce_algo's order). */
+static int64_t field(const packet_t *p, int i) { return p->v[2 + 2 * i]; }
+
+/* Whether p carries the data of an inline all-reduce, and its length. */
+static int carries(const packet_t *p, size_t *bytes)
 {
-  /* Always the full length: ranks in different collectives must still
+  if (p->v[0] != 0)
+    return 0;
+  for (int i = 0; i <= 4; i++)
+    if (p->v[2 + 2 * i] != ~p->v[3 + 2 * i])
+      return 0; /* a partial result of ranks that disagree */
+  int64_t count = field(p, 1), dtype = field(p, 2);
+  if (field(p, 0) != AGREE_ALLREDUCE || field(p, 4) != RONDO_ALGO_MPI || dtype < 0 ||
+      dtype >= RONDO_DTYPE_COUNT || count <= 0)
+    return 0;
+  *bytes = (size_t)count * rondo_dtype_size((rondo_dtype_t)dtype);
+  return *bytes <= AGREE_INLINE_BYTES;
+}
+
+/* MPI_User_function over packets: MAX on the words; the data reduced with
+ * rondo's kernels when both packets carry the same inline all-reduce. The
+ * ops are commutative, so MPI's order of combining gives the same bytes on
+ * every rank. */
+static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+  (void)type;
+  for (int k = 0; k < *len; k++) {
+    const packet_t *a = (const packet_t *)in + k;
+    packet_t *b = (packet_t *)inout + k;
+    size_t na, nb;
+    if (carries(a, &na) && carries(b, &nb) && memcmp(a->v, b->v, sizeof a->v) == 0) {
+      rondo_dtype_t dtype = (rondo_dtype_t)field(a, 2);
+      rondo_op_t op = (rondo_op_t)field(a, 3);
+      reduce_apply(b->data, a->data, b->data, (size_t)field(a, 1), dtype,
+                   op == RONDO_AVG ? RONDO_SUM : op);
+    }
+    for (int i = 0; i < WORDS; i++)
+      b->v[i] = a->v[i] > b->v[i] ? a->v[i] : b->v[i];
+  }
+}
+
+/* The packet's MPI datatype and op, made on first use and freed by
+ * rondo_finalize (a later rondo_init on a live MPI makes them again). */
+static pthread_mutex_t packet_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Datatype packet_type = MPI_DATATYPE_NULL;
+static MPI_Op packet_op = MPI_OP_NULL;
+
+static rondo_status_t packet_handles(MPI_Datatype *type, MPI_Op *op)
+{
+  int rc = MPI_SUCCESS;
+  pthread_mutex_lock(&packet_lock);
+  if (packet_type == MPI_DATATYPE_NULL) {
+    rc = MPI_Type_contiguous((int)sizeof(packet_t), MPI_BYTE, &packet_type);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Type_commit(&packet_type);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Op_create(packet_reduce, 1, &packet_op);
+    if (rc != MPI_SUCCESS && packet_type != MPI_DATATYPE_NULL)
+      MPI_CHECK_LOG(MPI_Type_free(&packet_type));
+  }
+  *type = packet_type;
+  *op = packet_op;
+  pthread_mutex_unlock(&packet_lock);
+  if (rc != MPI_SUCCESS)
+    return rondo__mpi_fail(rc, "MPI_Type_contiguous/MPI_Op_create (agreement)", __FILE__,
+                           __LINE__);
+  return RONDO_SUCCESS;
+}
+
+void agree_mpi_free(void)
+{
+  pthread_mutex_lock(&packet_lock);
+  if (packet_type != MPI_DATATYPE_NULL)
+    MPI_CHECK_LOG(MPI_Type_free(&packet_type));
+  if (packet_op != MPI_OP_NULL)
+    MPI_CHECK_LOG(MPI_Op_free(&packet_op));
+  pthread_mutex_unlock(&packet_lock);
+}
+
+/* One MPI_Allreduce of packets. The maximum of ~value is ~(the minimum), so
+ * one reduction tells whether any rank failed and whether every field is
+ * equal everywhere (~ never overflows, unlike negation). data: this rank's
+ * inline all-reduce input (NULL: none), its result into out. */
+static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
+                                const void *data, size_t bytes, void *out)
+{
+  MPI_Datatype type;
+  MPI_Op op;
+  RONDO_CHECK(packet_handles(&type, &op));
+  /* Always the full packet: ranks in different collectives must still
    * reduce matching buffers for the mismatch to be reported. */
-  enum { N = 2 + 2 * (AGREE_SIG_MAX + 1) };
-  int64_t v[N], r[N];
+  packet_t mine, all;
+  memset(&mine, 0, sizeof mine);
   int fields = AGREE_SIG_MAX + 1;
+  int64_t *v = mine.v, *r = all.v;
   v[0] = local != RONDO_SUCCESS;
   v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
   for (int i = 0; i < fields; i++) {
@@ -257,9 +358,16 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
     v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
     v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
   }
-  MPI_Request req; /* nonblocking: algo_waitall yields when oversubscribed */
-  MPI_CHECK(MPI_Iallreduce(v, r, N, MPI_INT64_T, MPI_MAX, comm->mpi, &req));
-  RONDO_CHECK(algo_waitall(comm, 1, &req));
+  if (data != NULL && local == RONDO_SUCCESS)
+    memcpy(mine.data, data, bytes);
+  if (comm->yield_waits) {
+    /* oversubscribed: nonblocking, so that the wait yields the core */
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, type, op, comm->mpi, &req));
+    RONDO_CHECK(algo_waitall(comm, 1, &req));
+  } else { /* a core each: MPI's blocking call, measured the faster at 4 bytes */
+    MPI_CHECK(MPI_Allreduce(&mine, &all, 1, type, op, comm->mpi));
+  }
   if (local != RONDO_SUCCESS)
     return local;
   if (r[0])
@@ -279,17 +387,33 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
                          "%lld)",
                          agree_coll_name(sig->coll), sig->field[i - 1], lo, hi, (long long)sig->value[i - 1]);
   }
+  if (data != NULL)
+    memcpy(out, all.data, bytes);
   return RONDO_SUCCESS;
 }
 
 int agree_skip;
+
+size_t agree_packet_bytes(void) { return sizeof(packet_t); }
+
+int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes)
+{
+  return comm->size > 1 && comm->board == NULL && !agree_skip && algo == RONDO_ALGO_MPI &&
+         count > 0 && bytes <= AGREE_INLINE_BYTES;
+}
+
+rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
+                                      const void *sendbuf, void *recvbuf, size_t bytes)
+{
+  return agree_mpi(comm, RONDO_SUCCESS, sig, sendbuf, bytes, recvbuf);
+}
 
 rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
   if (comm->size == 1 || agree_skip)
     return local;
   if (comm->board == NULL)
-    return agree_mpi(comm, local, sig);
+    return agree_mpi(comm, local, sig, NULL, 0, NULL);
   agree_post(comm, local, sig);
   return agree_finish(comm, local, sig);
 }

@@ -50,6 +50,22 @@ int agree_board_active(rondo_comm_t comm);
  * wait for everyone's data (shm.c). */
 void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
 rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
+/* Across nodes, the check's packet carries a small all-reduce of the mpi
+ * algorithm (agree.c): AGREE_INLINE_BYTES at most. */
+#define AGREE_INLINE_BYTES 256
+/* Whether a valid all-reduce of count elements (bytes) by algo travels in
+ * the check on comm. Equal on every rank that calls alike. */
+int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes);
+/* The check and the all-reduce of sendbuf in one exchange (valid local
+ * arguments; sig names the call, with RONDO_ALGO_MPI): recvbuf gets the
+ * reduction (AVG still to be finished by the caller) or the call fails as
+ * agree_call would. Collective. */
+rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
+                                      const void *sendbuf, void *recvbuf, size_t bytes);
+/* The size of the check's packet across nodes (the cost model prices it). */
+size_t agree_packet_bytes(void);
+/* Frees the check's MPI datatype and op (rondo_finalize). */
+void agree_mpi_free(void);
 /* bench/agree_cost only: 1 skips the agreement, to time a call without it. */
 extern int agree_skip;
 

@@ -96,19 +96,118 @@ static rondo_status_t hier_phases(const algo_allreduce_args_t *a)
 
 /* ---- the pipeline ------------------------------------------------------------- */
 
+/* One slice's cross-node all-reduce in flight. On a power-of-two number of
+ * nodes it is recursive doubling driven step by step (cross_advance):
+ * each step swaps the slice with the node at distance mask and reduces in
+ * rank order, so every node ends with the same bytes; on two nodes that is
+ * one swap, each direction of the link carrying the slice once. Otherwise
+ * MPI_Iallreduce (MPICH's nonblocking schedules can cost twice the
+ * link time on two nodes, so they are only the fallback). */
 typedef struct {
-  MPI_Request *req; /* [2 * slices]: stripe parity x slice */
+  algo_allreduce_args_t a; /* the slice: comm = the cross comm, in place */
+  char *tmp;               /* the partner's copy, a->count elements */
+  int mask;                /* the step in flight; done once >= pof2 */
+  int pof2;                /* steps to run: the cross comm's size, a power of
+                              two; 0 when none (nothing to do, or MPI's own
+                              request in req[0] is the whole op) */
+  MPI_Request req[2];      /* receive, send */
+} cross_op_t;
+
+typedef struct {
+  cross_op_t *op; /* [2 * slices]: stripe parity x slice */
   int n;
+  rondo_status_t st; /* the first failure, reported at the wait */
 } inflight_t;
 
-/* MPI_Test one by one: GCC 12 misreads MPICH's MPI_STATUSES_IGNORE (p2p.c). */
-static void test_inflight(void *arg)
+static int op_busy(const cross_op_t *o)
+{
+  return o->req[0] != MPI_REQUEST_NULL || o->req[1] != MPI_REQUEST_NULL;
+}
+
+static rondo_status_t post_step(cross_op_t *o)
+{
+  rondo_comm_t c = o->a.comm;
+  int peer = c->rank ^ o->mask;
+  size_t bytes = o->a.count * o->a.esize;
+  RONDO_CHECK(algo_irecv(c, o->tmp, bytes, peer, &o->req[0]));
+  return algo_isend(c, o->a.recvbuf, bytes, peer, &o->req[1]);
+}
+
+/* Starts the all-reduce of a->recvbuf[off, off + n) over cross. */
+static rondo_status_t cross_start(cross_op_t *o, const algo_allreduce_args_t *a,
+                                  rondo_comm_t cross, size_t off, size_t n, char *tmp,
+                                  MPI_Datatype mtype, MPI_Op mop)
+{
+  o->a = *a;
+  o->a.comm = cross;
+  o->a.sendbuf = o->a.recvbuf = (char *)a->recvbuf + off * a->esize;
+  o->a.count = n;
+  o->a.agree = NULL;
+  o->tmp = tmp;
+  o->req[0] = o->req[1] = MPI_REQUEST_NULL;
+  o->mask = 1;
+  o->pof2 = 0;
+  if (n == 0 || cross == NULL || cross->size == 1)
+    return RONDO_SUCCESS;
+  if (cross->pof2 != cross->size) { /* no steps of ours: MPI's request is the whole op */
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, o->a.recvbuf, (int)n, mtype, mop, cross->mpi,
+                             &o->req[0]));
+    return RONDO_SUCCESS;
+  }
+  o->pof2 = cross->pof2;
+  return post_step(o);
+}
+
+/* Moves o on if its step is complete: reduce, then the next step. */
+static rondo_status_t cross_advance(cross_op_t *o)
+{
+  for (int i = 0; i < 2; i++) {
+    int done = 1;
+    if (o->req[i] != MPI_REQUEST_NULL)
+      MPI_CHECK(MPI_Test(&o->req[i], &done, MPI_STATUS_IGNORE));
+    if (!done)
+      return RONDO_SUCCESS;
+  }
+  if (o->mask >= o->pof2)
+    return RONDO_SUCCESS; /* finished (or MPI's own request) */
+  int peer = o->a.comm->rank ^ o->mask;
+  algo_reduce_ordered(o->a.recvbuf, o->a.recvbuf, o->tmp, o->a.count, &o->a, peer);
+  o->mask <<= 1;
+  if (o->mask < o->pof2)
+    return post_step(o);
+  return RONDO_SUCCESS;
+}
+
+static int cross_done(const cross_op_t *o)
+{
+  return !op_busy(o) && o->mask >= o->pof2;
+}
+
+/* The shared-memory phases' progress hook: moves every op on. */
+static void advance_all(void *arg)
 {
   inflight_t *f = arg;
-  int done;
-  for (int i = 0; i < f->n; i++)
-    if (f->req[i] != MPI_REQUEST_NULL)
-      (void)MPI_Test(&f->req[i], &done, MPI_STATUS_IGNORE); /* errors: at the wait */
+  for (int i = 0; i < f->n; i++) {
+    rondo_status_t st = cross_advance(&f->op[i]);
+    if (st != RONDO_SUCCESS && f->st == RONDO_SUCCESS)
+      f->st = st;
+  }
+}
+
+/* Waits for the ops of one stripe, moving all of them on. */
+static rondo_status_t wait_ops(const topo_t *topo, inflight_t *f, cross_op_t *ops, int n)
+{
+  unsigned polls = 0;
+  for (;;) {
+    advance_all(f);
+    RONDO_CHECK(f->st);
+    int left = 0;
+    for (int i = 0; i < n; i++)
+      left += !cross_done(&ops[i]);
+    if (left == 0)
+      return RONDO_SUCCESS;
+    topo_backoff(topo, polls++);
+  }
 }
 
 /* Stripe j of a: elements [j * stripe, ...). Only the first stripe agrees
@@ -125,20 +224,20 @@ static algo_allreduce_args_t stripe_of(const algo_allreduce_args_t *a, size_t st
   return s;
 }
 
-/* The cross-node all-reduces of this rank's slices of stripe s. */
-static rondo_status_t start_cross(const algo_allreduce_args_t *s, MPI_Datatype mtype, MPI_Op mop,
-                                  MPI_Request *req)
+/* The cross-node all-reduces of this rank's slices of stripe s; tmp holds
+ * a stripe. */
+static rondo_status_t start_stripe(const algo_allreduce_args_t *s, cross_op_t *ops, char *tmp,
+                                   MPI_Datatype mtype, MPI_Op mop)
 {
-  const topo_t *topo = s->comm->topo;
+  rondo_comm_t comm = s->comm;
+  const topo_t *topo = comm->topo;
   for (int g = 0; g < topo->slices; g++) {
-    req[g] = MPI_REQUEST_NULL;
-    if (topo_owner(g, topo->local_size) != topo->local_rank)
-      continue;
     size_t off, n;
     topo_slice(s->count, topo->slices, g, &off, &n);
-    if (n > 0)
-      MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, (char *)s->recvbuf + off * s->esize, (int)n, mtype,
-                               mop, topo->cross[g], &req[g]));
+    if (topo_owner(g, topo->local_size) != topo->local_rank)
+      n = 0;
+    RONDO_CHECK(cross_start(&ops[g], s, comm->cross[g], off, n, tmp + off * s->esize, mtype,
+                            mop));
   }
   return RONDO_SUCCESS;
 }
@@ -151,30 +250,37 @@ static rondo_status_t hier_pipelined(const algo_allreduce_args_t *a, size_t stri
   MPI_Datatype mtype;
   MPI_Op mop;
   RONDO_CHECK(algo_mpi_op(a->dtype, a->op, &mtype, &mop));
-  MPI_Request *req = malloc(2 * (size_t)slices * sizeof *req);
-  if (req == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "hierarchical: %d requests", 2 * slices);
-  for (int i = 0; i < 2 * slices; i++)
-    req[i] = MPI_REQUEST_NULL;
-  inflight_t f = {req, 2 * slices};
+  inflight_t f = {calloc(2 * (size_t)slices, sizeof(cross_op_t)), 2 * slices, RONDO_SUCCESS};
+  char *tmp = malloc(2 * stripe * a->esize);
+  if (f.op == NULL || tmp == NULL) {
+    free(f.op);
+    free(tmp);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "hierarchical: pipeline of %zu-byte stripes",
+                       stripe * a->esize);
+  }
+  for (int i = 0; i < 2 * slices; i++) /* idle: pof2 0 (calloc) */
+    f.op[i].req[0] = f.op[i].req[1] = MPI_REQUEST_NULL;
   rondo_status_t st = RONDO_SUCCESS;
   for (size_t j = 0; j <= stripes && st == RONDO_SUCCESS; j++) {
     if (j < stripes) {
       algo_allreduce_args_t s = stripe_of(a, stripe, j);
-      st = shm_run_with(&s, SHM_REDUCE_SCATTER, test_inflight, &f);
+      st = shm_run_with(&s, SHM_REDUCE_SCATTER, advance_all, &f);
       if (st == RONDO_SUCCESS)
-        st = start_cross(&s, mtype, mop, req + (j % 2) * (size_t)slices);
+        st = start_stripe(&s, f.op + (j % 2) * (size_t)slices, tmp + (j % 2) * stripe * a->esize,
+                          mtype, mop);
     }
     if (j > 0 && st == RONDO_SUCCESS) {
       algo_allreduce_args_t s = stripe_of(a, stripe, j - 1);
-      st = algo_waitall(comm, slices, req + ((j - 1) % 2) * (size_t)slices);
+      st = wait_ops(comm->topo, &f, f.op + ((j - 1) % 2) * (size_t)slices, slices);
       if (st == RONDO_SUCCESS)
-        st = shm_run_with(&s, SHM_ALLGATHER, test_inflight, &f);
+        st = shm_run_with(&s, SHM_ALLGATHER, advance_all, &f);
     }
   }
-  for (int i = 0; st != RONDO_SUCCESS && i < 2 * slices; i++)
-    (void)MPI_Wait(&req[i], MPI_STATUS_IGNORE); /* collective requests cannot be freed */
-  free(req);
+  for (int i = 0; st != RONDO_SUCCESS && i < 2 * slices; i++) /* requests cannot be dropped */
+    for (int k = 0; k < 2; k++)
+      (void)MPI_Wait(&f.op[i].req[k], MPI_STATUS_IGNORE);
+  free(f.op);
+  free(tmp);
   return st;
 }
 
@@ -213,10 +319,15 @@ static double cost(const select_params_t *prm, const select_input_t *in)
   return hi + lo / k;
 }
 
-/* On one node it runs (shm with extra steps), but shm is the better pick. */
+/* On one node it runs (shm with extra steps), but shm is the better pick;
+ * with one rank per node it is a flat all-reduce plus copies. */
 static const char *not_chosen(const select_input_t *in)
 {
-  return in->nodes < 2 ? "one node: use shm" : NULL;
+  if (in->nodes < 2)
+    return "one node: use shm";
+  if (in->max_local == 1)
+    return "one rank per node: nothing to gather inside a node";
+  return NULL;
 }
 
 const algo_desc_t algo_hierarchical = {

@@ -45,7 +45,8 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 }
 
 const algo_desc_t algo_mpi = {
-    .select = {.id = RONDO_ALGO_MPI, .name = "mpi", .mem = SELECT_MEM_HOST, .cost = cost},
+    .select = {.id = RONDO_ALGO_MPI, .name = "mpi", .mem = SELECT_MEM_HOST, .cost = cost,
+               .rides_check = AGREE_INLINE_BYTES},
     .collectives = ALGO_SERVES_ALLREDUCE,
     .allreduce = allreduce_mpi,
 };

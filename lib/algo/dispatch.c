@@ -15,7 +15,8 @@ select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, 
   select_input_t in = {.count = count, .bytes = count * rondo_dtype_size(dtype),
                        .dtype = dtype, .op = op, .ranks = comm->size,
                        .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
-                       .max_local = comm->topo->max_local, .mem = SELECT_MEM_HOST};
+                       .max_local = comm->topo->max_local, .mem = SELECT_MEM_HOST,
+                       .mpi_check = comm->size > 1 && comm->board == NULL};
   return in;
 }
 
@@ -24,6 +25,7 @@ select_params_t algo_params(rondo_comm_t comm)
   select_params_t params = select_default_params;
   params.ring_chunk = comm->cfg.ring_chunk;
   params.hier_chunk = comm->cfg.hier_chunk;
+  params.check_bytes = agree_packet_bytes();
   const topo_t *topo = comm->topo;
   if (topo == NULL || topo->node_count < 2)
     return params;

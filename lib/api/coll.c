@@ -115,6 +115,13 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   if (st == RONDO_SUCCESS && algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) &&
       comm->shm != NULL && !agree_skip)
     return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, &sig);
+  /* Across nodes a small mpi all-reduce rides in the check's packet. */
+  if (st == RONDO_SUCCESS && agree_inline_fits(comm, algo, count, bytes)) {
+    RONDO_CHECK(agree_allreduce_inline(comm, &sig, sendbuf, recvbuf, bytes));
+    if (op == RONDO_AVG)
+      reduce_average(recvbuf, count, dtype, comm->size);
+    return RONDO_SUCCESS;
+  }
   RONDO_CHECK(agree_call(comm, st, &sig));
   return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
 }

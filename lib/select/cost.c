@@ -3,19 +3,24 @@
  * the menu's candidates and its explanation.
  *
  * Model. Notation: n bytes, p ranks, p' the largest power of two <= p, N
- * nodes, L ranks on the fullest node. A point-to-point algorithm runs at the
- * intra level on one node and at the inter level otherwise (a ring or a
- * butterfly spanning nodes is paced by its slowest link). alpha(m) is the
- * level's alpha for a message of m bytes (rndv_alpha above eager_limit).
+ * nodes, L ranks on the fullest node. A ring runs at the intra level on one
+ * node and at the inter level otherwise (it is paced by its slowest link,
+ * which one stream crosses). A butterfly step (select_step_time) runs at the
+ * intra level when no partner is on another node, else at the inter level
+ * with the node's crossing ranks sharing its link: the inter level's beta is
+ * per byte through one node's link. alpha(m) is the level's alpha for a
+ * message of m bytes (rndv_alpha above eager_limit). Across nodes every
+ * algorithm also pays the argument check, an MPI all-reduce of its packet
+ * (recursive doubling + mpi_alpha), except mpi for calls that ride in it.
  * Each algorithm's formula lives with its code (lib/algo/allreduce_*.c);
  * for reference, all of them:
  *
- *   recursive doubling  steps lg p' (+2 folding when p != p'), each a
- *                       message of n: alpha(n) * steps + beta * n * steps
+ *   recursive doubling  steps at distance 1, 2, .., p'/2 (+2 folding steps
+ *                       when p != p'), each a step of n
  *                       + gamma * n * (lg p' (+1)) + copy
- *   Rabenseifner        halving and doubling at n/2, n/4, .., n/p' (+2 fold
- *                       messages of n): sum of alpha(message) + beta *
- *                       (2n (p'-1)/p' (+2n)) + gamma * (n (p'-1)/p' (+n)) + copy
+ *   Rabenseifner        halving and doubling steps of n/2 at distance 1, n/4
+ *                       at 2, .., n/p' at p'/2 (+2 fold steps of n)
+ *                       + gamma * (n (p'-1)/p' (+n)) + copy
  *   ring                2 (p-1) steps of chunks of c = min(n/p, ring_chunk):
  *                       alpha(c) * steps + max(M, R) + min(M, R) * c / (n/p),
  *                       M = beta * 2n (p-1)/p, R = gamma * n (p-1)/p
@@ -26,8 +31,10 @@
  *                       n/L bytes of L inputs: it reads n)
  *   hierarchical        shm reduce-scatter (alpha + beta n + gamma n), the
  *                       cheaper of ring and recursive doubling on n/L bytes
- *                       among N ranks at the inter level (in place: no copy),
- *                       shm allgather (alpha + beta n)
+ *                       among N ranks at the inter level with beta x L (the
+ *                       node's L streams share its link), shm allgather
+ *                       (alpha + beta n); above one stripe (hier_chunk) the
+ *                       cores' and the link's work overlap: max + min / k
  *   nccl                the ring formula at the point-to-point level (a
  *                       placeholder: it only competes on device memory, where
  *                       it is the only candidate)
@@ -87,8 +94,10 @@
  * (2 synchronizations), beta from the 64 MiB slope with gamma the reduction
  * kernel's; it predicts 4 KiB-64 KiB within 10% and over-predicts the
  * cache-resident 256 KiB-1 MiB by 2x, which still ranks shm first at every
- * size on one node, as measured. The inter level (5 us, 10 GB/s) is a typical
- * Ethernet/InfiniBand guess, to be measured on a real cluster.
+ * size on one node, as measured. The inter level here (5 us, 10 GB/s) is only
+ * the guess for RONDO_NET_CALIBRATE=off: a comm that spans nodes measures its
+ * own (lib/topo/net.c), and so does the intra level of such a comm, whose
+ * ranks may talk through something other than MPICH's shared memory.
  */
 #include "select/select.h"
 
@@ -139,6 +148,21 @@ double select_step_time(const select_params_t *prm, const select_input_t *in, do
   if (streams == 0)
     return select_msg_alpha(&prm->intra, bytes) + prm->intra.beta * bytes;
   return select_msg_alpha(&prm->inter, bytes) + prm->inter.beta * bytes * streams;
+}
+
+/* The argument check across nodes: MPICH's recursive doubling of the
+ * check's packet, plus its per-call overhead. */
+static double check_time(const select_params_t *prm, const select_input_t *in)
+{
+  int pof2 = 1;
+  while (pof2 * 2 <= in->ranks)
+    pof2 *= 2;
+  double bytes = (double)prm->check_bytes, t = prm->mpi_alpha;
+  if (pof2 != in->ranks)
+    t += 2 * select_step_time(prm, in, bytes, 1);
+  for (int mask = 1; mask < pof2; mask <<= 1)
+    t += select_step_time(prm, in, bytes, mask);
+  return t;
 }
 
 static select_input_t normalized(const select_input_t *in)
@@ -197,6 +221,8 @@ void select_predict(const select_params_t *params, const select_menu_t *menu,
     /* On one rank every algorithm is a copy. */
     if (!c->why_not)
       c->seconds = s.ranks == 1 ? (double)s.bytes * params->copy_beta : a->cost(params, &s);
+    if (!c->why_not && s.ranks > 1 && s.mpi_check && s.bytes > a->rides_check)
+      c->seconds += check_time(params, &s);
   }
 }
 

@@ -31,6 +31,9 @@ typedef struct {
   int min_local;       /* fewest ranks on a node */
   int max_local;       /* most ranks on a node */
   select_mem_t mem;
+  int mpi_check;       /* the argument check is an MPI all-reduce (across
+                          nodes) that every algorithm pays first, but for
+                          data that rides in it (select_algo_t) */
 } select_input_t;
 
 /* One level of the machine: alpha = seconds per message (or per
@@ -61,6 +64,8 @@ typedef struct {
                            0 means its default, 256 KiB */
   size_t hier_chunk;    /* the hierarchical pipeline's stripe
                            (RONDO_HIER_CHUNK_BYTES); 0 means 1 MiB */
+  size_t check_bytes;   /* the argument check's packet across nodes
+                           (lib/algo/agree.c) */
 } select_params_t;
 
 /* The defaults, fitted to the 2-rank sweep of docs/PERFORMANCE.md (2-core
@@ -105,6 +110,10 @@ typedef struct select_algo {
   /* Predicted seconds for the call (ranks >= 2: the selector prices one
    * rank itself, as a copy). */
   double (*cost)(const select_params_t *prm, const select_input_t *in);
+  /* Calls of at most this many bytes travel inside the argument check
+   * when it is an MPI all-reduce (in->mpi_check): they do not pay for it
+   * separately. 0: none. */
+  size_t rides_check;
 } select_algo_t;
 
 /* The candidates, in order of preference on a tie. */

@@ -36,10 +36,10 @@ struct topo;
 /* Collective over the comm's ranks (node and cross communicators of topo):
  * fills *out. With one node: the defaults, nothing exchanged. Otherwise the
  * knobs win (latency_us, gbits > 0), and what they leave open is measured
- * unless calibrate is 0: a few 8-byte steps and one growing transfer among
- * the node leaders (one rank per node, in a ring), then some 8-byte steps
- * between local ranks 0 and 1 of each node. Bounded by NET_BUDGET seconds
- * of transfers; the leaders agree on the slowest values and each node's
+ * unless calibrate is 0: some steps between local ranks 0 and 1 of node 0,
+ * then a few 8-byte steps and one growing transfer among the node leaders
+ * (one rank per node, in a ring). The growth stops after 20 ms of
+ * transfers; the leaders agree on the slowest values and each node's
  * leader hands them to its ranks, so every rank holds the same bytes. */
 rondo_status_t net_measure(const struct topo *topo, double latency_us, double gbits,
                            int calibrate, net_t *out);

@@ -365,6 +365,99 @@ static void test_default_params_pick_hierarchical_across_nodes(void **state)
                        RONDO_ALGO_HIERARCHICAL);
 }
 
+/* A butterfly step across nodes: the node's crossing ranks share its link. */
+static void test_butterfly_steps_share_the_node_link(void **state)
+{
+  (void)state;
+  double n = 1 << 20, us = 1e-6, ns = 1e-9;
+  select_input_t in = layout(1 << 18, 8, 2, HOST_ALGOS); /* 2 nodes x 4 ranks */
+  /* distance 1 and 2 stay inside a node: intra */
+  assert_close(select_step_time(&unit_params, &in, n, 1), 1 * us + n * 1 * ns);
+  assert_close(select_step_time(&unit_params, &in, n, 2), 1 * us + n * 1 * ns);
+  /* distance 4: all 4 ranks of a node cross, sharing the link */
+  assert_close(select_step_time(&unit_params, &in, n, 4), 10 * us + n * 4 * ns * 4);
+  /* 3 ranks per node (6 ranks): at distance 2, ranks 1 and 2 of node 0 have
+   * partners 3 and 0; only rank 1 crosses */
+  in = layout(1 << 18, 6, 2, HOST_ALGOS);
+  assert_close(select_step_time(&unit_params, &in, n, 2), 10 * us + n * 4 * ns * 1);
+  /* one node: always intra */
+  in = layout(1 << 18, 8, 1, HOST_ALGOS);
+  assert_close(select_step_time(&unit_params, &in, n, 4), 1 * us + n * 1 * ns);
+}
+
+/* Rabenseifner sends its big halves to the nearest ranks: on 2 nodes x 2
+ * ranks only the n/4 step crosses, with both ranks of a node. */
+static void test_rabenseifner_crosses_with_its_small_pieces(void **state)
+{
+  (void)state;
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  select_input_t in = layout(1024, 4, 2, BIT(RONDO_ALGO_RABENSEIFNER));
+  select_predict(&unit_params, menu(), &in, c);
+  double n = 4096, us = 1e-6, ns = 1e-9;
+  double near = 2 * (1 * us + n / 2 * 1 * ns), far = 2 * (10 * us + n / 4 * 4 * ns * 2);
+  double rab = near + far + 0.75 * n * 2 * ns + n * 0.25 * ns;
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, rab);
+}
+
+/* Across nodes every algorithm pays the argument check's all-reduce but mpi
+ * for calls that ride in it: so AUTO picks mpi for small calls there. */
+static void test_small_calls_across_nodes_ride_in_the_check(void **state)
+{
+  (void)state;
+  select_params_t p = select_default_params;
+  p.inter.alpha = 6e-6;
+  p.inter.beta = 8e-9; /* 1 Gbit/s */
+  p.check_bytes = 384;
+  select_input_t in = layout(16, 2, 2, HOST_ALGOS); /* 64 bytes, 2 x 1 */
+  in.mpi_check = 1;
+  expect_choice(&p, &in, RONDO_ALGO_MPI);
+  select_candidate_t with[SELECT_MAX_ALGOS], without[SELECT_MAX_ALGOS];
+  select_predict(&p, menu(), &in, with);
+  in.mpi_check = 0;
+  select_predict(&p, menu(), &in, without);
+  assert_close(with[RONDO_ALGO_MPI].seconds, without[RONDO_ALGO_MPI].seconds);
+  assert_true(with[RONDO_ALGO_RING].seconds > without[RONDO_ALGO_RING].seconds + 6e-6);
+  /* above the packet's room mpi pays the check like the others */
+  in = layout(1024, 2, 2, HOST_ALGOS);
+  in.mpi_check = 1;
+  select_predict(&p, menu(), &in, with);
+  in.mpi_check = 0;
+  select_predict(&p, menu(), &in, without);
+  assert_true(with[RONDO_ALGO_MPI].seconds > without[RONDO_ALGO_MPI].seconds + 6e-6);
+}
+
+/* Hierarchical with one rank per node is a flat all-reduce plus copies. */
+static void test_hierarchical_not_chosen_with_one_rank_per_node(void **state)
+{
+  (void)state;
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  select_input_t in = layout(1 << 20, 2, 2, HOST_ALGOS);
+  select_predict(&unit_params, menu(), &in, c);
+  assert_non_null(c[RONDO_ALGO_HIERARCHICAL].why_not);
+  assert_int_equal(c[RONDO_ALGO_HIERARCHICAL].can_run, 1);
+}
+
+/* Above one stripe the hierarchical pipeline overlaps the node phases with
+ * the link: on a slow link it costs about the link's time, not the sum. */
+static void test_hierarchical_pipeline_overlaps_cores_and_link(void **state)
+{
+  (void)state;
+  select_params_t p = unit_params;
+  p.hier_chunk = 1 << 20;
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  select_input_t in = layout((size_t)1 << 22, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL)); /* 16 MiB */
+  select_predict(&p, menu(), &in, c);
+  double n = 16.0 * (1 << 20), ns = 1e-9;
+  double cores = 2 * 0.5e-6 + (2 * 0.5 * ns + 1 * ns) * n;
+  double link_bound = n * 4 * ns; /* 2 (N-1)/N n through a 4 ns/B link */
+  double t = c[RONDO_ALGO_HIERARCHICAL].seconds;
+  assert_true(t >= link_bound);
+  assert_true(t < link_bound + cores / 2); /* most of the cores' work hidden */
+  p.hier_chunk = (size_t)1 << 30; /* one stripe: the phases add up */
+  select_predict(&p, menu(), &in, c);
+  assert_true(c[RONDO_ALGO_HIERARCHICAL].seconds > link_bound + cores);
+}
+
 /* ---- tuning tables ----------------------------------------------------------------- */
 
 static select_table_t *parse_ok(const char *text)
@@ -693,6 +786,11 @@ int main(void)
       cmocka_unit_test(test_default_params_rank_the_2rank_sweep),
       cmocka_unit_test(test_default_params_pick_shm_on_one_node),
       cmocka_unit_test(test_default_params_pick_hierarchical_across_nodes),
+      cmocka_unit_test(test_butterfly_steps_share_the_node_link),
+      cmocka_unit_test(test_rabenseifner_crosses_with_its_small_pieces),
+      cmocka_unit_test(test_small_calls_across_nodes_ride_in_the_check),
+      cmocka_unit_test(test_hierarchical_not_chosen_with_one_rank_per_node),
+      cmocka_unit_test(test_hierarchical_pipeline_overlaps_cores_and_link),
       cmocka_unit_test(test_parse_good_table_with_comments),
       cmocka_unit_test(test_range_bounds),
       cmocka_unit_test(test_empty_text_is_an_empty_table),
