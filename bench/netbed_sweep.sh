@@ -16,6 +16,7 @@ for rate in 1gbit 10gbit unlimited; do
     limit=
     [ "$rate" = unlimited ] || limit="-r $rate"
     echo "== $rate, 2 hosts x $2 ranks -> $name"
+    : > "$name"
     # shellcheck disable=SC2086
     timeout 600 sh "$here/tests/multihost/netbed.sh" $limit -- -n "$1" -ppn "$2" \
       -genv RONDO_LOG info "$build/tools/rondo-bench" -b 4 -e 16M -f 4 -n 10 -w 3 -q \

@@ -248,10 +248,12 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
 /* ---- the MPI check (across nodes) --------------------------------------------------------- */
 
 /* The packet: [failed, -lowest failed rank, then for the collective and each
- * field: value, ~value], reduced by MAX, then the inline data. */
+ * field: value, ~value], reduced by MAX; the lowest rank whose data the
+ * packet holds (MIN), then the inline data. */
 enum { WORDS = 2 + 2 * (AGREE_SIG_MAX + 1) };
 typedef struct {
   int64_t v[WORDS];
+  int64_t first;
   unsigned char data[AGREE_INLINE_BYTES];
 } packet_t;
 
@@ -276,9 +278,10 @@ static int carries(const packet_t *p, size_t *bytes)
 }
 
 /* MPI_User_function over packets: MAX on the words; the data reduced with
- * rondo's kernels when both packets carry the same inline all-reduce. The
- * ops are commutative, so MPI's order of combining gives the same bytes on
- * every rank. */
+ * rondo's kernels when both packets carry the same inline all-reduce, the
+ * partial result of the lower ranks first (as reduce_ordered does), so two
+ * partners combining the same two partials get the same bytes even where
+ * operand order shows (NaN payloads). */
 static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
 {
   (void)type;
@@ -289,16 +292,18 @@ static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
     if (carries(a, &na) && carries(b, &nb) && memcmp(a->v, b->v, sizeof a->v) == 0) {
       rondo_dtype_t dtype = (rondo_dtype_t)field(a, 2);
       rondo_op_t op = (rondo_op_t)field(a, 3);
-      reduce_apply(b->data, a->data, b->data, (size_t)field(a, 1), dtype,
-                   op == RONDO_AVG ? RONDO_SUM : op);
+      const unsigned char *lo = a->first < b->first ? a->data : b->data;
+      const unsigned char *hi = a->first < b->first ? b->data : a->data;
+      reduce_apply(b->data, lo, hi, (size_t)field(a, 1), dtype, op == RONDO_AVG ? RONDO_SUM : op);
     }
     for (int i = 0; i < WORDS; i++)
       b->v[i] = a->v[i] > b->v[i] ? a->v[i] : b->v[i];
+    b->first = a->first < b->first ? a->first : b->first;
   }
 }
 
-/* The packet's MPI datatype and op, made on first use and freed by
- * rondo_finalize (a later rondo_init on a live MPI makes them again). */
+/* The packet's MPI datatype and op, made on first use (by whichever thread
+ * gets there first) and freed by rondo_finalize. */
 static pthread_mutex_t packet_lock = PTHREAD_MUTEX_INITIALIZER;
 static MPI_Datatype packet_type = MPI_DATATYPE_NULL;
 static MPI_Op packet_op = MPI_OP_NULL;
@@ -358,16 +363,15 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
     v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
     v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
   }
+  mine.first = comm->rank;
   if (data != NULL && local == RONDO_SUCCESS)
     memcpy(mine.data, data, bytes);
-  if (comm->yield_waits) {
-    /* oversubscribed: nonblocking, so that the wait yields the core */
-    MPI_Request req;
-    MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, type, op, comm->mpi, &req));
-    RONDO_CHECK(algo_waitall(comm, 1, &req));
-  } else { /* a core each: MPI's blocking call, measured the faster at 4 bytes */
-    MPI_CHECK(MPI_Allreduce(&mine, &all, 1, type, op, comm->mpi));
-  }
+  /* Nonblocking on every rank (a blocking collective may not match a
+   * nonblocking one, and only oversubscribed nodes yield): algo_waitall
+   * yields on such a node and waits in MPI_Wait elsewhere. */
+  MPI_Request req;
+  MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, type, op, comm->mpi, &req));
+  RONDO_CHECK(algo_waitall(comm, 1, &req));
   if (local != RONDO_SUCCESS)
     return local;
   if (r[0])

@@ -11,11 +11,12 @@
  * over N nodes can send through it.
  *
  * Pipelined above one stripe (RONDO_HIER_CHUNK_BYTES, 1 MiB): the buffer is
- * cut into stripes and stripe j's cross-node all-reduces (MPI_Iallreduce on
- * the cross communicators) run while the node reduce-scatters stripe j+1
+ * cut into stripes and stripe j's cross-node all-reduces (nonblocking
+ * recursive doubling on a power-of-two node count, MPI_Iallreduce
+ * otherwise; see cross_op_t) run while the node reduce-scatters stripe j+1
  * and gathers stripe j-1, so the link stays busy while the cores copy and
- * reduce. MPI moves a nonblocking collective only inside MPI calls, so the
- * shared-memory phases test the requests after every round and while they
+ * reduce. MPI moves requests only inside MPI calls, so the shared-memory
+ * phases move the cross-node steps on after every round and while they
  * wait (shm_run_with). Below one stripe the phases run one after another,
  * the cross phase by ring or recursive doubling as the cost model says.
  *
@@ -106,6 +107,10 @@ static rondo_status_t hier_phases(const algo_allreduce_args_t *a)
 typedef struct {
   algo_allreduce_args_t a; /* the slice: comm = the cross comm, in place */
   char *tmp;               /* the partner's copy, a->count elements */
+  int parity;              /* the stripe's j % 2: two stripes are in flight on
+                              one cross comm, and their steps may finish in
+                              any order, so each (stripe, step) has its own
+                              tag (cross_tag) */
   int mask;                /* the step in flight; done once >= pof2 */
   int pof2;                /* steps to run: the cross comm's size, a power of
                               two; 0 when none (nothing to do, or MPI's own
@@ -124,19 +129,32 @@ static int op_busy(const cross_op_t *o)
   return o->req[0] != MPI_REQUEST_NULL || o->req[1] != MPI_REQUEST_NULL;
 }
 
+/* The tag of a step: the stripe's parity and the step's distance (a power
+ * of two below 2^30), so that a message of stripe j+1 never matches a
+ * receive of stripe j between the same two ranks. */
+static int cross_tag(const cross_op_t *o)
+{
+  int lg = 0;
+  while ((1 << lg) < o->mask)
+    lg++;
+  return 1 + 2 * lg + o->parity;
+}
+
+/* A stripe holds at most RONDO_HIER_CHUNK_BYTES (<= 1 GiB): int counts. */
 static rondo_status_t post_step(cross_op_t *o)
 {
   rondo_comm_t c = o->a.comm;
-  int peer = c->rank ^ o->mask;
-  size_t bytes = o->a.count * o->a.esize;
-  RONDO_CHECK(algo_irecv(c, o->tmp, bytes, peer, &o->req[0]));
-  return algo_isend(c, o->a.recvbuf, bytes, peer, &o->req[1]);
+  int peer = c->rank ^ o->mask, tag = cross_tag(o);
+  int bytes = (int)(o->a.count * o->a.esize);
+  MPI_CHECK(MPI_Irecv(o->tmp, bytes, MPI_BYTE, peer, tag, c->mpi, &o->req[0]));
+  MPI_CHECK(MPI_Isend(o->a.recvbuf, bytes, MPI_BYTE, peer, tag, c->mpi, &o->req[1]));
+  return RONDO_SUCCESS;
 }
 
 /* Starts the all-reduce of a->recvbuf[off, off + n) over cross. */
 static rondo_status_t cross_start(cross_op_t *o, const algo_allreduce_args_t *a,
                                   rondo_comm_t cross, size_t off, size_t n, char *tmp,
-                                  MPI_Datatype mtype, MPI_Op mop)
+                                  int parity, MPI_Datatype mtype, MPI_Op mop)
 {
   o->a = *a;
   o->a.comm = cross;
@@ -147,6 +165,7 @@ static rondo_status_t cross_start(cross_op_t *o, const algo_allreduce_args_t *a,
   o->req[0] = o->req[1] = MPI_REQUEST_NULL;
   o->mask = 1;
   o->pof2 = 0;
+  o->parity = parity;
   if (n == 0 || cross == NULL || cross->size == 1)
     return RONDO_SUCCESS;
   if (cross->pof2 != cross->size) { /* no steps of ours: MPI's request is the whole op */
@@ -227,7 +246,7 @@ static algo_allreduce_args_t stripe_of(const algo_allreduce_args_t *a, size_t st
 /* The cross-node all-reduces of this rank's slices of stripe s; tmp holds
  * a stripe. */
 static rondo_status_t start_stripe(const algo_allreduce_args_t *s, cross_op_t *ops, char *tmp,
-                                   MPI_Datatype mtype, MPI_Op mop)
+                                   int parity, MPI_Datatype mtype, MPI_Op mop)
 {
   rondo_comm_t comm = s->comm;
   const topo_t *topo = comm->topo;
@@ -236,8 +255,8 @@ static rondo_status_t start_stripe(const algo_allreduce_args_t *s, cross_op_t *o
     topo_slice(s->count, topo->slices, g, &off, &n);
     if (topo_owner(g, topo->local_size) != topo->local_rank)
       n = 0;
-    RONDO_CHECK(cross_start(&ops[g], s, comm->cross[g], off, n, tmp + off * s->esize, mtype,
-                            mop));
+    RONDO_CHECK(cross_start(&ops[g], s, comm->cross[g], off, n, tmp + off * s->esize, parity,
+                            mtype, mop));
   }
   return RONDO_SUCCESS;
 }
@@ -267,7 +286,7 @@ static rondo_status_t hier_pipelined(const algo_allreduce_args_t *a, size_t stri
       st = shm_run_with(&s, SHM_REDUCE_SCATTER, advance_all, &f);
       if (st == RONDO_SUCCESS)
         st = start_stripe(&s, f.op + (j % 2) * (size_t)slices, tmp + (j % 2) * stripe * a->esize,
-                          mtype, mop);
+                          (int)(j % 2), mtype, mop);
     }
     if (j > 0 && st == RONDO_SUCCESS) {
       algo_allreduce_args_t s = stripe_of(a, stripe, j - 1);
@@ -276,9 +295,17 @@ static rondo_status_t hier_pipelined(const algo_allreduce_args_t *a, size_t stri
         st = shm_run_with(&s, SHM_ALLGATHER, advance_all, &f);
     }
   }
-  for (int i = 0; st != RONDO_SUCCESS && i < 2 * slices; i++) /* requests cannot be dropped */
-    for (int k = 0; k < 2; k++)
+  /* After a failure: cancel our own steps (their partners may be gone) and
+   * finish the requests, which may not be dropped; an MPI_Iallreduce
+   * (req[0] of an op without steps) cannot be cancelled, only waited for. */
+  for (int i = 0; st != RONDO_SUCCESS && i < 2 * slices; i++)
+    for (int k = 0; k < 2; k++) {
+      if (f.op[i].req[k] == MPI_REQUEST_NULL)
+        continue;
+      if (f.op[i].pof2 > 0)
+        (void)MPI_Cancel(&f.op[i].req[k]);
       (void)MPI_Wait(&f.op[i].req[k], MPI_STATUS_IGNORE);
+    }
   free(f.op);
   free(tmp);
   return st;
@@ -293,13 +320,13 @@ static rondo_status_t allreduce_hier(const algo_allreduce_args_t *a)
 }
 
 /* Cost. The node phases: reduce-scatter alpha + (beta + gamma) n and
- * allgather alpha + beta n at the shm level. The cross phase: the cheaper
- * of ring and recursive doubling on n/L bytes among N ranks at the inter
- * level, whose link the L ranks of a node share (beta x L): together they
- * move 2 (N-1)/N n through it. Up to one stripe the three add up. Above,
- * k stripes: the cores' work (both node phases) and the link's (k cross
- * phases of a stripe each) overlap, all but one stripe of the smaller:
- * max(C, X) + min(C, X) / k. */
+ * allgather alpha + beta n at the shm level. The cross phase: ring or
+ * recursive doubling (pipelined: recursive doubling) on n/L bytes among N
+ * ranks at the inter level, whose link the L ranks of a node share
+ * (beta x L): with the ring they move 2 (N-1)/N n through it. Up to one
+ * stripe the three add up. Above, k stripes: the cores' work (both node
+ * phases) and the link's (k cross phases of a stripe each) overlap, all
+ * but one stripe of the smaller: max(C, X) + min(C, X) / k. */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   const select_level_t *sh = &prm->shm;
@@ -312,7 +339,9 @@ static double cost(const select_params_t *prm, const select_input_t *in)
   select_input_t cin = cross_input(in, slice);
   double ring = algo_ring_time(&link.inter, slice, in->nodes, prm->ring_chunk);
   double rd = algo_rd_time(&link, &cin, slice, 0);
-  double wire = k * (ring < rd ? ring : rd);
+  /* one stripe: the cheaper of the two (cross_allreduce); pipelined:
+   * recursive doubling (MPI_Iallreduce off powers of two, priced alike) */
+  double wire = k * (k == 1 && ring < rd ? ring : rd);
   if (k == 1)
     return cores + wire;
   double hi = cores > wire ? cores : wire, lo = cores > wire ? wire : cores;

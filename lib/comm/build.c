@@ -167,7 +167,7 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
   if (parent != NULL && parent->topo != NULL) {
     c->topo->net = parent->topo->net;
   } else {
-    RONDO_CHECK(net_measure(c->topo, c->cfg.net_latency_us, c->cfg.net_gbits,
+    RONDO_CHECK(net_measure(c->mpi, c->topo, c->cfg.net_latency_us, c->cfg.net_gbits,
                             c->cfg.net_calibrate, &c->topo->net));
     if (c->node_count > 1) {
       char text[256];

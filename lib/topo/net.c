@@ -171,8 +171,8 @@ static rondo_status_t node_bcast(const topo_t *topo, double *v, int n)
 
 enum { V_ALPHA, V_BETA, V_INTRA_ALPHA, V_INTRA_BETA, V_SECONDS, V_COUNT };
 
-rondo_status_t net_measure(const topo_t *topo, double latency_us, double gbits, int calibrate,
-                           net_t *out)
+rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us, double gbits,
+                           int calibrate, net_t *out)
 {
   memset(out, 0, sizeof *out);
   out->alpha = NET_DEFAULT_ALPHA;
@@ -196,7 +196,7 @@ rondo_status_t net_measure(const topo_t *topo, double latency_us, double gbits, 
   int ok = bytes == 0 || (sbuf != NULL && rbuf != NULL), all_ok = 0;
   rondo_status_t st = RONDO_SUCCESS;
   double start = MPI_Wtime();
-  MPI_CHECK_GOTO(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, topo->node), st, done);
+  MPI_CHECK_GOTO(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), st, done);
   if (!all_ok) {
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "network measurement: %zu-byte buffers", bytes);
     goto done;

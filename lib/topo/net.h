@@ -33,16 +33,15 @@ typedef struct {
 
 struct topo;
 
-/* Collective over the comm's ranks (node and cross communicators of topo):
- * fills *out. With one node: the defaults, nothing exchanged. Otherwise the
+/* Collective over comm (the communicator topo was made from): fills *out. With one node: the defaults, nothing exchanged. Otherwise the
  * knobs win (latency_us, gbits > 0), and what they leave open is measured
  * unless calibrate is 0: some steps between local ranks 0 and 1 of node 0,
  * then a few 8-byte steps and one growing transfer among the node leaders
  * (one rank per node, in a ring). The growth stops after 20 ms of
  * transfers; the leaders agree on the slowest values and each node's
  * leader hands them to its ranks, so every rank holds the same bytes. */
-rondo_status_t net_measure(const struct topo *topo, double latency_us, double gbits,
-                           int calibrate, net_t *out);
+rondo_status_t net_measure(MPI_Comm comm, const struct topo *topo, double latency_us,
+                           double gbits, int calibrate, net_t *out);
 
 /* "latency 41.2 us, 0.93 Gbit/s per node link (measured in 3.1 ms)" and
  * the like, for rondo-info and rondo_explain. */

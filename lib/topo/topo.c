@@ -94,6 +94,27 @@ static rondo_status_t probe_hw(MPI_Comm real_node, topo_t *t)
   return RONDO_SUCCESS;
 }
 
+/* Ranks of comm on this machine, by processor name (the host name): network
+ * namespaces (the multi-host test bed) or containers can split one machine
+ * into several MPI nodes whose ranks still share its cores. Two names with
+ * the same hash count as one machine, which can only overstate sharing. */
+static rondo_status_t machine_ranks(MPI_Comm comm, int rank, int *out)
+{
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int len = 0;
+  MPI_CHECK(MPI_Get_processor_name(name, &len));
+  unsigned h = 2166136261u;
+  for (int i = 0; i < len; i++)
+    h = (h ^ (unsigned char)name[i]) * 16777619u;
+  MPI_Comm same;
+  MPI_CHECK(MPI_Comm_split(comm, (int)(h & 0x7fffffff), rank, &same));
+  rondo_status_t st = RONDO_SUCCESS;
+  MPI_CHECK_GOTO(MPI_Comm_size(same, out), st, done);
+done:
+  MPI_CHECK_LOG(MPI_Comm_free(&same));
+  return st;
+}
+
 /* ---- nodes ---------------------------------------------------------------------- */
 
 void topo_slice(size_t count, int slices, int g, size_t *start, size_t *len)
@@ -158,6 +179,10 @@ rondo_status_t topo_create(MPI_Comm comm, int rank, int node_size, topo_t *t)
   MPI_CHECK_GOTO(MPI_Comm_rank(real, &real_rank), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_size(real, &t->real_local_size), st, fail);
   RONDO_CHECK_GOTO(probe_hw(real, t), st, fail);
+  int on_machine;
+  RONDO_CHECK_GOTO(machine_ranks(comm, rank, &on_machine), st, fail);
+  if (on_machine > t->real_local_size)
+    t->real_local_size = on_machine; /* several MPI nodes on one machine */
   t->oversubscribed = t->avail_cores > 0 && t->real_local_size > t->avail_cores;
   t->yield = t->oversubscribed;
 

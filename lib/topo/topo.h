@@ -30,7 +30,9 @@ typedef struct topo {
   int slices;         /* G = max_local */
   MPI_Comm *cross;    /* [slices]: cross[g] if this rank owns slice g, else MPI_COMM_NULL */
   /* hwloc, for the real node this rank is on */
-  int real_local_size; /* ranks of this comm on the real node */
+  int real_local_size; /* ranks of this comm on the real node, or on this
+                          machine when several nodes share it (network
+                          namespaces, containers: same host name) */
   int cores;           /* cores of the machine */
   int avail_cores;     /* cores in the union of the real node's ranks' cpusets */
   int oversubscribed;  /* real_local_size > avail_cores */

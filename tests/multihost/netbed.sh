@@ -15,7 +15,8 @@
 # Everything lives in namespaces it creates (addresses 10.199.0.0/24 inside
 # them; nothing is added to the machine's own namespace), named after this
 # process, so several beds can run at once. All of it is removed on exit,
-# also after a failure or a signal. mpiexec runs inside the switch
+# also after a failure or a signal (not after SIGKILL: then "ip netns list"
+# shows the rb<pid>-* namespaces to delete). mpiexec runs inside the switch
 # namespace, where the bridge has the gateway address the proxies call back.
 #
 # Needs root, ip (iproute2) and, with -r, tc; without them it exits 77 (the
@@ -63,24 +64,27 @@ cleanup() {
   ip netns del "$sw" 2>/dev/null # takes the bridge and the veth ends with it
 }
 trap cleanup EXIT
+trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
 fail() { echo "netbed: $*" >&2; exit 99; }
-ip netns add "$sw" || fail "cannot make namespace $sw (is this a container without CAP_SYS_ADMIN?)"
-ip -n "$sw" link set lo up
+# Root without CAP_SYS_ADMIN (a plain container) cannot make namespaces:
+# that is a machine without the bed, not a failure.
+ip netns add "$sw" 2>/dev/null || skip "cannot make a network namespace (a container without CAP_SYS_ADMIN?)"
+ip -n "$sw" link set lo up || fail "cannot bring up lo in $sw"
 ip -n "$sw" link add br0 type bridge || fail "cannot make a bridge"
-ip -n "$sw" addr add 10.199.0.1/24 dev br0
-ip -n "$sw" link set br0 up
+ip -n "$sw" addr add 10.199.0.1/24 dev br0 || fail "cannot address the bridge"
+ip -n "$sw" link set br0 up || fail "cannot bring up the bridge"
 list=
 for i in $(seq 1 "$hosts"); do
   h=$tag-h$i
   ip netns add "$h" || fail "cannot make namespace $h"
-  ip -n "$h" link set lo up
+  ip -n "$h" link set lo up || fail "cannot bring up lo in $h"
   ip -n "$sw" link add "p$i" type veth peer name eth0 netns "$h" || fail "cannot make a veth pair"
-  ip -n "$sw" link set "p$i" master br0 up
-  ip -n "$h" addr add "10.199.0.$((10 + i))/24" dev eth0
-  ip -n "$h" link set eth0 up
+  ip -n "$sw" link set "p$i" master br0 up || fail "cannot attach p$i to the bridge"
+  ip -n "$h" addr add "10.199.0.$((10 + i))/24" dev eth0 || fail "cannot address eth0 in $h"
+  ip -n "$h" link set eth0 up || fail "cannot bring up eth0 in $h"
   if [ -n "$rate" ]; then
     # tbf on both ends: the switch side limits what reaches the host, the
     # host side what leaves it. The bucket holds about 0.5 ms at the rate (at
