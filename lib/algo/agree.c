@@ -39,7 +39,6 @@
  */
 #include "algo/agree.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) && defined(__SSE2__)
@@ -282,7 +281,7 @@ static int carries(const packet_t *p, size_t *bytes)
  * partial result of the lower ranks first (as reduce_ordered does), so two
  * partners combining the same two partials get the same bytes even where
  * operand order shows (NaN payloads). */
-static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
+void agree_packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
 {
   (void)type;
   for (int k = 0; k < *len; k++) {
@@ -302,44 +301,6 @@ static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
   }
 }
 
-/* The packet's MPI datatype and op, made on first use (by whichever thread
- * gets there first) and freed by rondo_finalize. */
-static pthread_mutex_t packet_lock = PTHREAD_MUTEX_INITIALIZER;
-static MPI_Datatype packet_type = MPI_DATATYPE_NULL;
-static MPI_Op packet_op = MPI_OP_NULL;
-
-static rondo_status_t packet_handles(MPI_Datatype *type, MPI_Op *op)
-{
-  int rc = MPI_SUCCESS;
-  pthread_mutex_lock(&packet_lock);
-  if (packet_type == MPI_DATATYPE_NULL) {
-    rc = MPI_Type_contiguous((int)sizeof(packet_t), MPI_BYTE, &packet_type);
-    if (rc == MPI_SUCCESS)
-      rc = MPI_Type_commit(&packet_type);
-    if (rc == MPI_SUCCESS)
-      rc = MPI_Op_create(packet_reduce, 1, &packet_op);
-    if (rc != MPI_SUCCESS && packet_type != MPI_DATATYPE_NULL)
-      MPI_CHECK_LOG(MPI_Type_free(&packet_type));
-  }
-  *type = packet_type;
-  *op = packet_op;
-  pthread_mutex_unlock(&packet_lock);
-  if (rc != MPI_SUCCESS)
-    return rondo__mpi_fail(rc, "MPI_Type_contiguous/MPI_Op_create (agreement)", __FILE__,
-                           __LINE__);
-  return RONDO_SUCCESS;
-}
-
-void agree_mpi_free(void)
-{
-  pthread_mutex_lock(&packet_lock);
-  if (packet_type != MPI_DATATYPE_NULL)
-    MPI_CHECK_LOG(MPI_Type_free(&packet_type));
-  if (packet_op != MPI_OP_NULL)
-    MPI_CHECK_LOG(MPI_Op_free(&packet_op));
-  pthread_mutex_unlock(&packet_lock);
-}
-
 /* One MPI_Allreduce of packets. The maximum of ~value is ~(the minimum), so
  * one reduction tells whether any rank failed and whether every field is
  * equal everywhere (~ never overflows, unlike negation). data: this rank's
@@ -349,7 +310,7 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
 {
   MPI_Datatype type;
   MPI_Op op;
-  RONDO_CHECK(packet_handles(&type, &op));
+  RONDO_CHECK(algo_mpi_packet(&type, &op));
   /* Always the full packet: ranks in different collectives must still
    * reduce matching buffers for the mismatch to be reported. */
   packet_t mine, all;

@@ -31,9 +31,10 @@ typedef struct {
   rondo_dtype_t dtype;
   rondo_op_t op;       /* SUM, MIN, MAX or PROD */
   size_t esize;        /* bytes per element */
-  /* shm only: the call's signature, not yet agreed on; the first round
-   * posts it to the comm's argument board with its data (shm.c). NULL:
-   * agreed before the call. */
+  /* The call's signature, not yet agreed on, for the two algorithms that
+   * fold the check into their data: shm's first round posts it to the
+   * comm's argument board (shm.c), and mpi sends a small call across nodes
+   * inside the check's packet (agree.c). NULL: agreed before the call. */
   const agree_sig_t *agree;
 } algo_allreduce_args_t;
 
@@ -136,7 +137,10 @@ rondo_status_t algo_scratch(rondo_comm_t comm, size_t bytes, void **buf);
  * (MPICH 4.0 compares MPI_UINT8_T as signed there). */
 rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mtype,
                            MPI_Op *mop);
-/* Frees what algo_mpi_op created (called by rondo_finalize). */
+/* The datatype and op of the argument check's packet across nodes
+ * (agree.c), made with algo_mpi_op's. */
+rondo_status_t algo_mpi_packet(MPI_Datatype *type, MPI_Op *op);
+/* Frees what algo_mpi_op and algo_mpi_packet created (rondo_finalize). */
 void algo_mpi_op_free(void);
 
 /* Byte messages on the comm's private communicator: any size with an MPI-4

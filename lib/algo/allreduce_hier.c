@@ -32,6 +32,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/numbers.h"
 #include "topo/topo.h"
 
 /* The candidates for a cross-node slice: one rank per node. */
@@ -134,10 +135,7 @@ static int op_busy(const cross_op_t *o)
  * receive of stripe j between the same two ranks. */
 static int cross_tag(const cross_op_t *o)
 {
-  int lg = 0;
-  while ((1 << lg) < o->mask)
-    lg++;
-  return 1 + 2 * lg + o->parity;
+  return 1 + 2 * rondo__log2(o->mask) + o->parity;
 }
 
 /* A stripe holds at most RONDO_HIER_CHUNK_BYTES (<= 1 GiB): int counts. */

@@ -4,7 +4,9 @@
  * over rondo's kernels for float16/bfloat16 and floating MIN/MAX (p2p.c).
  * Counts beyond INT_MAX are reduced in pieces, which works with MPI-3
  * libraries and with user-defined ops. Nonblocking plus algo_waitall, so
- * that the wait yields the core on an oversubscribed node (p2p.c).
+ * that the wait yields the core on an oversubscribed node (p2p.c). A call
+ * of at most AGREE_INLINE_BYTES across nodes travels inside the argument
+ * check's all-reduce instead (agree.c), so it costs one all-reduce.
  */
 #include "algo/algo.h"
 
@@ -16,6 +18,9 @@
 
 static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
 {
+  if (a->agree != NULL) /* small, across nodes: the data rides in the check */
+    return agree_allreduce_inline(a->comm, a->agree, a->sendbuf, a->recvbuf,
+                                  a->count * a->esize);
   MPI_Datatype mtype;
   MPI_Op mop;
   RONDO_CHECK(algo_mpi_op(a->dtype, a->op, &mtype, &mop));

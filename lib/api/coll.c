@@ -109,19 +109,15 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
   agree_sig_add(&sig, "algorithm", algo);
-  /* shm agrees in its first round, with the data (free); the others first.
+  /* shm agrees in its first round, with the data (free), and a small mpi
+   * call across nodes rides in the check's packet; the others agree first.
    * (The first shm call makes the shared window, a collective step: it
    * agrees first too.) */
-  if (st == RONDO_SUCCESS && algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) &&
-      comm->shm != NULL && !agree_skip)
+  if (st == RONDO_SUCCESS &&
+      ((algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) && comm->shm != NULL &&
+        !agree_skip) ||
+       agree_inline_fits(comm, algo, count, bytes)))
     return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, &sig);
-  /* Across nodes a small mpi all-reduce rides in the check's packet. */
-  if (st == RONDO_SUCCESS && agree_inline_fits(comm, algo, count, bytes)) {
-    RONDO_CHECK(agree_allreduce_inline(comm, &sig, sendbuf, recvbuf, bytes));
-    if (op == RONDO_AVG)
-      reduce_average(recvbuf, count, dtype, comm->size);
-    return RONDO_SUCCESS;
-  }
   RONDO_CHECK(agree_call(comm, st, &sig));
   return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
 }

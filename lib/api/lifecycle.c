@@ -223,10 +223,8 @@ static rondo_status_t finalize(int by_mpi)
     api_comm_free(list, !mpi_finalized);
     list = next;
   }
-  if (!mpi_finalized) {
+  if (!mpi_finalized)
     algo_mpi_op_free();
-    agree_mpi_free();
-  }
   topo_shutdown();
   if (owns_mpi && !mpi_finalized)
     MPI_CHECK(PMPI_Finalize());

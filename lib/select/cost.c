@@ -101,6 +101,8 @@
  */
 #include "select/select.h"
 
+#include "base/numbers.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -154,9 +156,7 @@ double select_step_time(const select_params_t *prm, const select_input_t *in, do
  * check's packet, plus its per-call overhead. */
 static double check_time(const select_params_t *prm, const select_input_t *in)
 {
-  int pof2 = 1;
-  while (pof2 * 2 <= in->ranks)
-    pof2 *= 2;
+  int pof2 = rondo__pof2_floor(in->ranks);
   double bytes = (double)prm->check_bytes, t = prm->mpi_alpha;
   if (pof2 != in->ranks)
     t += 2 * select_step_time(prm, in, bytes, 1);

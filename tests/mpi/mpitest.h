@@ -832,7 +832,9 @@ static inline int mt_rondo_start(int *argc, char ***argv, const char *prog)
  * with the verdict. The clock starts inside MPI_Finalize (the delete
  * callback of an attribute on MPI_COMM_SELF, which MPI_Finalize runs
  * first), so rondo_finalize's own work is not covered: a hang there still
- * fails. Only the bed sets it: elsewhere a hang in finalize fails too. */
+ * fails. Ranks leaving this way can make the others' finalize fail and
+ * hydra report it; tests/mpi/launch then keeps the summary line's verdict.
+ * Only the bed sets it: elsewhere a hang in finalize fails too. */
 static int mt_final_rc;
 static void mt_finalize_stuck(int sig)
 {
@@ -844,23 +846,12 @@ static void mt_finalize_stuck(int sig)
   _exit(mt_final_rc);
 }
 
-/* A rank whose peers left that way may see MPI_Finalize fail and MPICH call
- * exit(1); once finalize has begun the verdict stands, so the exit status
- * is the verdict. */
-static int mt_in_finalize;
-static void mt_exit_with_verdict(void)
-{
-  if (mt_in_finalize)
-    _exit(mt_final_rc);
-}
-
 static int mt_finalize_started(MPI_Comm comm, int key, void *value, void *extra)
 {
   (void)comm;
   (void)key;
   (void)value;
   (void)extra;
-  mt_in_finalize = 1;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = mt_finalize_stuck;
@@ -875,7 +866,6 @@ static inline void mt_guard_finalize(int rc)
   if (sec == NULL || atoi(sec) <= 0)
     return;
   mt_final_rc = rc;
-  atexit(mt_exit_with_verdict);
   int key;
   MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, mt_finalize_started, &key, NULL);
   MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL);
