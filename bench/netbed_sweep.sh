@@ -2,29 +2,38 @@
 # rondo-bench across emulated hosts (tests/multihost/netbed.sh), one run per
 # link speed and layout, as docs/PERFORMANCE.md reports them:
 #   bench/netbed_sweep.sh [BUILD_DIR] [OUT_DIR]
+# then bench/netbed_table.py OUT_DIR/*.json prints the tables.
+# Environment:
+#   NETBED_LAYOUTS  hosts x ranks per host, space-separated (default "2x1 2x2";
+#                   the 16-core device machine: "4x4")
+#   NETBED_RATES    link speeds (default "1gbit 10gbit unlimited")
+#   RONDO_BENCH     the rondo-bench to run (default BUILD_DIR/tools/rondo-bench)
+#   MPIEXEC         the launcher netbed.sh runs (default mpiexec)
 # Needs root and iproute2. Every run uses the library's defaults (no tuning
 # file: the selector decides from the network it measures).
 set -u
 build=${1:-build}
 out=${2:-netbed-sweep}
 here=$(cd "$(dirname "$0")/.." && pwd)
+bench=${RONDO_BENCH:-$build/tools/rondo-bench}
 mkdir -p "$out"
-for rate in 1gbit 10gbit unlimited; do
-  for layout in "2 1" "4 2"; do
-    set -- $layout
-    name=$out/$rate-$(( $1 / $2 ))x$2.txt
+for rate in ${NETBED_RATES:-1gbit 10gbit unlimited}; do
+  for layout in ${NETBED_LAYOUTS:-2x1 2x2}; do
+    hosts=${layout%x*}
+    ppn=${layout#*x}
+    name=$out/$rate-$layout
     limit=
     [ "$rate" = unlimited ] || limit="-r $rate"
-    echo "== $rate, 2 hosts x $2 ranks -> $name"
-    : > "$name"
+    echo "== $rate, $hosts hosts x $ppn ranks -> $name.txt, $name.json"
+    : > "$name.txt"
     # shellcheck disable=SC2086
-    timeout 600 sh "$here/tests/multihost/netbed.sh" $limit -- -n "$1" -ppn "$2" \
-      -genv RONDO_LOG info "$build/tools/rondo-bench" -b 4 -e 16M -f 4 -n 10 -w 3 -q \
-      > "$name" 2>&1 &
+    timeout 600 sh "$here/tests/multihost/netbed.sh" -H "$hosts" $limit -- \
+      -n $((hosts * ppn)) -ppn "$ppn" -genv RONDO_LOG info \
+      "$bench" -b 4 -e 16M -f 4 -n 10 -w 3 -q --json "$name.json" > "$name.txt" 2>&1 &
     run=$!
     # MPICH 4.0.2 can hang in MPI_Finalize over TCP (docs/multinode.md): once
     # the table is complete, give the run 20 s to end, then stop it.
-    while kill -0 "$run" 2>/dev/null && ! grep -q '^# average bus bandwidth' "$name"; do
+    while kill -0 "$run" 2>/dev/null && ! grep -q '^# average bus bandwidth' "$name.txt"; do
       sleep 1
     done
     i=0

@@ -327,12 +327,19 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
   mine.first = comm->rank;
   if (data != NULL && local == RONDO_SUCCESS)
     memcpy(mine.data, data, bytes);
-  /* Nonblocking on every rank (a blocking collective may not match a
-   * nonblocking one, and only oversubscribed nodes yield): algo_waitall
-   * yields on such a node and waits in MPI_Wait elsewhere. */
-  MPI_Request req;
-  MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, type, op, comm->mpi, &req));
-  RONDO_CHECK(algo_waitall(comm, 1, &req));
+  /* Blocking where no rank yields, so MPI picks its best all-reduce (on
+   * several ranks per node MPICH's blocking one can be node-aware, its
+   * nonblocking one is not). Where
+   * some rank yields, nonblocking on every rank (a blocking collective may
+   * not match a nonblocking one): algo_waitall yields on an oversubscribed
+   * node and waits in MPI_Wait elsewhere. */
+  if (!comm->yield_any) {
+    MPI_CHECK(MPI_Allreduce(&mine, &all, 1, type, op, comm->mpi));
+  } else {
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, type, op, comm->mpi, &req));
+    RONDO_CHECK(algo_waitall(comm, 1, &req));
+  }
   if (local != RONDO_SUCCESS)
     return local;
   if (r[0])

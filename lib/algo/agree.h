@@ -52,7 +52,9 @@ void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
 /* Across nodes, the check's packet carries a small all-reduce of the mpi
  * algorithm (agree.c): AGREE_INLINE_BYTES at most. */
-#define AGREE_INLINE_BYTES 256
+#ifndef AGREE_INLINE_BYTES
+#define AGREE_INLINE_BYTES 1024
+#endif
 /* Whether a valid all-reduce of count elements (bytes) by algo travels in
  * the check on comm. Equal on every rank that calls alike. */
 int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes);

@@ -99,23 +99,31 @@ static rondo_status_t hier_phases(const algo_allreduce_args_t *a)
 /* ---- the pipeline ------------------------------------------------------------- */
 
 /* One slice's cross-node all-reduce in flight. On a power-of-two number of
- * nodes it is recursive doubling driven step by step (cross_advance):
- * each step swaps the slice with the node at distance mask and reduces in
- * rank order, so every node ends with the same bytes; on two nodes that is
- * one swap, each direction of the link carrying the slice once. Otherwise
- * MPI_Iallreduce (MPICH's nonblocking schedules can cost twice the
- * link time on two nodes, so they are only the fallback). */
+ * nodes it is Rabenseifner's: recursive halving (a reduce-scatter) and then
+ * recursive doubling of the halves (an allgather), driven step by step
+ * (cross_advance), so each node's link carries 2 (N-1)/N of the slice each
+ * way, the least any all-reduce can send, where recursive doubling of the
+ * whole slice would carry lg N slices. Each element is reduced on one rank
+ * only and copied from there, so every node ends with the same bytes.
+ * Otherwise MPI_Iallreduce (MPICH's nonblocking schedules can cost twice
+ * the link time on two nodes, so they are only the fallback). */
+enum { CROSS_MAX_LG = 30 };
 typedef struct {
   algo_allreduce_args_t a; /* the slice: comm = the cross comm, in place */
-  char *tmp;               /* the partner's copy, a->count elements */
+  char *tmp;               /* the partner's copy of a half, a->count elements */
   int parity;              /* the stripe's j % 2: two stripes are in flight on
                               one cross comm, and their steps may finish in
                               any order, so each (stripe, step) has its own
                               tag (cross_tag) */
-  int mask;                /* the step in flight; done once >= pof2 */
-  int pof2;                /* steps to run: the cross comm's size, a power of
-                              two; 0 when none (nothing to do, or MPI's own
-                              request in req[0] is the whole op) */
+  int step;                /* the step in flight; done once >= steps */
+  int steps;               /* 2 lg N halving and doubling steps; 0 when none
+                              (nothing to do, or MPI's own request in req[0]
+                              is the whole op) */
+  int lg;                  /* lg N: steps below it halve, the others double */
+  size_t lo, len;          /* the elements this rank holds reduced (halving)
+                              or gathered (doubling) so far */
+  size_t part_lo[CROSS_MAX_LG], part_len[CROSS_MAX_LG]; /* lo, len before halving
+                                                           step s, for doubling */
   MPI_Request req[2];      /* receive, send */
 } cross_op_t;
 
@@ -130,22 +138,57 @@ static int op_busy(const cross_op_t *o)
   return o->req[0] != MPI_REQUEST_NULL || o->req[1] != MPI_REQUEST_NULL;
 }
 
-/* The tag of a step: the stripe's parity and the step's distance (a power
- * of two below 2^30), so that a message of stripe j+1 never matches a
- * receive of stripe j between the same two ranks. */
+/* The tag of a step: the stripe's parity and the step, so that a message of
+ * stripe j+1 never matches a receive of stripe j between the same two ranks. */
 static int cross_tag(const cross_op_t *o)
 {
-  return 1 + 2 * rondo__log2(o->mask) + o->parity;
+  return 1 + 2 * o->step + o->parity;
+}
+
+/* Halving step s (s < lg) pairs ranks at distance N/2^(s+1); doubling steps
+ * go back up: distance 1, 2, ..., N/2. */
+static int step_mask(const cross_op_t *o)
+{
+  int s = o->step < o->lg ? o->step : 2 * o->lg - 1 - o->step;
+  return 1 << (o->lg - 1 - s);
+}
+
+/* Whether this rank keeps the lower half at halving step s. */
+static int keeps_lower(const cross_op_t *o, int mask)
+{
+  return (o->a.comm->rank & mask) == 0;
 }
 
 /* A stripe holds at most RONDO_HIER_CHUNK_BYTES (<= 1 GiB): int counts. */
 static rondo_status_t post_step(cross_op_t *o)
 {
   rondo_comm_t c = o->a.comm;
-  int peer = c->rank ^ o->mask, tag = cross_tag(o);
-  int bytes = (int)(o->a.count * o->a.esize);
-  MPI_CHECK(MPI_Irecv(o->tmp, bytes, MPI_BYTE, peer, tag, c->mpi, &o->req[0]));
-  MPI_CHECK(MPI_Isend(o->a.recvbuf, bytes, MPI_BYTE, peer, tag, c->mpi, &o->req[1]));
+  int mask = step_mask(o), peer = c->rank ^ mask, tag = cross_tag(o);
+  size_t es = o->a.esize;
+  char *buf = o->a.recvbuf;
+  size_t send_lo, send_len, recv_lo, recv_len;
+  char *into;
+  if (o->step < o->lg) { /* halving: send the half the partner keeps, receive ours */
+    size_t lower = o->len / 2;
+    int lower_mine = keeps_lower(o, mask);
+    size_t keep_lo = lower_mine ? o->lo : o->lo + lower, keep_len = lower_mine ? lower : o->len - lower;
+    send_lo = lower_mine ? o->lo + lower : o->lo;
+    send_len = o->len - keep_len;
+    recv_lo = keep_lo;
+    recv_len = keep_len;
+    into = o->tmp + recv_lo * es;
+  } else { /* doubling: send what we hold, receive the partner's half of the parent */
+    int s = 2 * o->lg - 1 - o->step;
+    size_t plo = o->part_lo[s], plen = o->part_len[s];
+    send_lo = o->lo;
+    send_len = o->len;
+    recv_lo = keeps_lower(o, mask) ? plo + o->len : plo;
+    recv_len = plen - o->len;
+    into = buf + recv_lo * es;
+  }
+  MPI_CHECK(MPI_Irecv(into, (int)(recv_len * es), MPI_BYTE, peer, tag, c->mpi, &o->req[0]));
+  MPI_CHECK(MPI_Isend(buf + send_lo * es, (int)(send_len * es), MPI_BYTE, peer, tag, c->mpi,
+                      &o->req[1]));
   return RONDO_SUCCESS;
 }
 
@@ -161,8 +204,7 @@ static rondo_status_t cross_start(cross_op_t *o, const algo_allreduce_args_t *a,
   o->a.agree = NULL;
   o->tmp = tmp;
   o->req[0] = o->req[1] = MPI_REQUEST_NULL;
-  o->mask = 1;
-  o->pof2 = 0;
+  o->step = o->steps = 0;
   o->parity = parity;
   if (n == 0 || cross == NULL || cross->size == 1)
     return RONDO_SUCCESS;
@@ -171,11 +213,15 @@ static rondo_status_t cross_start(cross_op_t *o, const algo_allreduce_args_t *a,
                              &o->req[0]));
     return RONDO_SUCCESS;
   }
-  o->pof2 = cross->pof2;
+  o->lg = rondo__log2(cross->pof2);
+  o->steps = 2 * o->lg;
+  o->lo = 0;
+  o->len = n;
   return post_step(o);
 }
 
-/* Moves o on if its step is complete: reduce, then the next step. */
+/* Moves o on if its step is complete: reduce (halving) or take the gathered
+ * half (doubling), then the next step. */
 static rondo_status_t cross_advance(cross_op_t *o)
 {
   for (int i = 0; i < 2; i++) {
@@ -185,19 +231,33 @@ static rondo_status_t cross_advance(cross_op_t *o)
     if (!done)
       return RONDO_SUCCESS;
   }
-  if (o->mask >= o->pof2)
+  if (o->step >= o->steps)
     return RONDO_SUCCESS; /* finished (or MPI's own request) */
-  int peer = o->a.comm->rank ^ o->mask;
-  algo_reduce_ordered(o->a.recvbuf, o->a.recvbuf, o->tmp, o->a.count, &o->a, peer);
-  o->mask <<= 1;
-  if (o->mask < o->pof2)
+  int mask = step_mask(o);
+  if (o->step < o->lg) {
+    size_t lower = o->len / 2;
+    o->part_lo[o->step] = o->lo;
+    o->part_len[o->step] = o->len;
+    if (!keeps_lower(o, mask))
+      o->lo += lower;
+    o->len = keeps_lower(o, mask) ? lower : o->len - lower;
+    char *mine = (char *)o->a.recvbuf + o->lo * o->a.esize;
+    algo_reduce_ordered(mine, mine, o->tmp + o->lo * o->a.esize, o->len, &o->a,
+                        o->a.comm->rank ^ mask);
+  } else {
+    int s = 2 * o->lg - 1 - o->step;
+    o->lo = o->part_lo[s];
+    o->len = o->part_len[s];
+  }
+  o->step++;
+  if (o->step < o->steps)
     return post_step(o);
   return RONDO_SUCCESS;
 }
 
 static int cross_done(const cross_op_t *o)
 {
-  return !op_busy(o) && o->mask >= o->pof2;
+  return !op_busy(o) && o->step >= o->steps;
 }
 
 /* The shared-memory phases' progress hook: moves every op on. */
@@ -267,15 +327,14 @@ static rondo_status_t hier_pipelined(const algo_allreduce_args_t *a, size_t stri
   MPI_Datatype mtype;
   MPI_Op mop;
   RONDO_CHECK(algo_mpi_op(a->dtype, a->op, &mtype, &mop));
+  /* tmp: the comm's scratch, kept between calls (a fresh 2-stripe buffer
+   * per call would fault its pages in every time). */
+  char *tmp;
+  RONDO_CHECK(algo_scratch(comm, 2 * stripe * a->esize, (void **)&tmp));
   inflight_t f = {calloc(2 * (size_t)slices, sizeof(cross_op_t)), 2 * slices, RONDO_SUCCESS};
-  char *tmp = malloc(2 * stripe * a->esize);
-  if (f.op == NULL || tmp == NULL) {
-    free(f.op);
-    free(tmp);
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "hierarchical: pipeline of %zu-byte stripes",
-                       stripe * a->esize);
-  }
-  for (int i = 0; i < 2 * slices; i++) /* idle: pof2 0 (calloc) */
+  if (f.op == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "hierarchical: pipeline of %d slices", slices);
+  for (int i = 0; i < 2 * slices; i++) /* idle: steps 0 (calloc) */
     f.op[i].req[0] = f.op[i].req[1] = MPI_REQUEST_NULL;
   rondo_status_t st = RONDO_SUCCESS;
   for (size_t j = 0; j <= stripes && st == RONDO_SUCCESS; j++) {
@@ -300,13 +359,65 @@ static rondo_status_t hier_pipelined(const algo_allreduce_args_t *a, size_t stri
     for (int k = 0; k < 2; k++) {
       if (f.op[i].req[k] == MPI_REQUEST_NULL)
         continue;
-      if (f.op[i].pof2 > 0)
+      if (f.op[i].steps > 0)
         (void)MPI_Cancel(&f.op[i].req[k]);
       (void)MPI_Wait(&f.op[i].req[k], MPI_STATUS_IGNORE);
     }
   free(f.op);
-  free(tmp);
   return st;
+}
+
+/* Cost. The node phases: reduce-scatter alpha + (beta + gamma) n and
+ * allgather alpha + beta n at the shm level (C). The cross phase (X) on
+ * n/L bytes among N ranks at the inter level, whose link the L ranks of a
+ * node share (beta x L): ring or recursive doubling in one stripe
+ * (cross_allreduce), Rabenseifner pipelined on a power-of-two node count
+ * (MPI_Iallreduce otherwise, priced as recursive doubling); ring and
+ * Rabenseifner move 2 (N-1)/N n through the link. In one stripe the phases
+ * add up: C + X. Pipelined in k stripes the cores' work and the link's
+ * overlap, all but one stripe of the smaller: max(C, X) + min(C, X) / k. */
+typedef struct {
+  double whole;     /* the phases one after another, on the whole buffer */
+  double pipelined; /* in stripes; 0 when the buffer is one stripe */
+  double stripe_wire; /* one stripe's cross phase */
+} hier_times_t;
+
+static hier_times_t hier_times(const select_params_t *prm, const select_input_t *in)
+{
+  const select_level_t *sh = &prm->shm;
+  double n = (double)in->bytes;
+  double cores = 2 * sh->alpha + (2 * sh->beta + sh->gamma) * n;
+  select_params_t link = cross_params(prm, in->max_local);
+  double slice = n / in->max_local;
+  select_input_t cin = cross_input(in, slice);
+  double rd = algo_rd_time(&link, &cin, slice, 0);
+  double ring = algo_ring_time(&link.inter, slice, in->nodes, prm->ring_chunk);
+  hier_times_t t = {cores + (ring < rd ? ring : rd), 0, 0};
+  double chunk = (double)(prm->hier_chunk ? prm->hier_chunk : (size_t)1 << 20);
+  double k = ceil(n / chunk);
+  if (in->nodes < 2 || k < 2)
+    return t;
+  slice = n / k / in->max_local;
+  cin = cross_input(in, slice);
+  int pof2 = rondo__pof2_floor(in->nodes) == in->nodes;
+  t.stripe_wire = pof2 ? algo_rab_time(&link, &cin, slice, 0) : algo_rd_time(&link, &cin, slice, 0);
+  double wire = k * t.stripe_wire;
+  double hi = cores > wire ? cores : wire, lo = cores > wire ? wire : cores;
+  t.pipelined = hi + lo / k;
+  return t;
+}
+
+/* Whether to pipeline: measured, not modelled. On 4 hosts x 4 ranks the
+ * pipeline won where one stripe crosses the link in about a millisecond
+ * (10 Gbit/s, 1 MiB stripes: 16 MiB in 26.8 ms against 33.8 ms in one
+ * piece) and lost where it takes over 10 ms (1 Gbit/s: 355 against 235 ms;
+ * 256 KiB stripes, 3 ms each, lost too), although the model predicts a
+ * small gain in both: on a slow link the two stripes' streams compete for
+ * it instead of overlapping with the cores. So stripes must cross in at
+ * most 2 ms. */
+static int hier_pipelines(const hier_times_t *t)
+{
+  return t->pipelined > 0 && t->stripe_wire <= 2e-3;
 }
 
 static rondo_status_t allreduce_hier(const algo_allreduce_args_t *a)
@@ -314,36 +425,16 @@ static rondo_status_t allreduce_hier(const algo_allreduce_args_t *a)
   size_t stripe = a->comm->cfg.hier_chunk / a->esize;
   if (a->comm->topo->node_count < 2 || stripe == 0 || a->count <= stripe)
     return hier_phases(a);
-  return hier_pipelined(a, stripe);
+  select_params_t prm = algo_params(a->comm);
+  select_input_t in = algo_input(a->comm, a->count, a->dtype, a->op);
+  hier_times_t t = hier_times(&prm, &in);
+  return hier_pipelines(&t) ? hier_pipelined(a, stripe) : hier_phases(a);
 }
 
-/* Cost. The node phases: reduce-scatter alpha + (beta + gamma) n and
- * allgather alpha + beta n at the shm level. The cross phase: ring or
- * recursive doubling (pipelined: recursive doubling) on n/L bytes among N
- * ranks at the inter level, whose link the L ranks of a node share
- * (beta x L): with the ring they move 2 (N-1)/N n through it. Up to one
- * stripe the three add up. Above, k stripes: the cores' work (both node
- * phases) and the link's (k cross phases of a stripe each) overlap, all
- * but one stripe of the smaller: max(C, X) + min(C, X) / k. */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  const select_level_t *sh = &prm->shm;
-  double n = (double)in->bytes;
-  double cores = 2 * sh->alpha + (2 * sh->beta + sh->gamma) * n;
-  select_params_t link = cross_params(prm, in->max_local);
-  double chunk = (double)(prm->hier_chunk ? prm->hier_chunk : (size_t)1 << 20);
-  double k = in->nodes > 1 && n > chunk ? ceil(n / chunk) : 1;
-  double piece = n / k, slice = piece / in->max_local;
-  select_input_t cin = cross_input(in, slice);
-  double ring = algo_ring_time(&link.inter, slice, in->nodes, prm->ring_chunk);
-  double rd = algo_rd_time(&link, &cin, slice, 0);
-  /* one stripe: the cheaper of the two (cross_allreduce); pipelined:
-   * recursive doubling (MPI_Iallreduce off powers of two, priced alike) */
-  double wire = k * (k == 1 && ring < rd ? ring : rd);
-  if (k == 1)
-    return cores + wire;
-  double hi = cores > wire ? cores : wire, lo = cores > wire ? wire : cores;
-  return hi + lo / k;
+  hier_times_t t = hier_times(prm, in);
+  return hier_pipelines(&t) ? t.pipelined : t.whole;
 }
 
 /* On one node it runs (shm with extra steps), but shm is the better pick;

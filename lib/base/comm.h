@@ -33,6 +33,9 @@ struct rondo_comm {
   int yield_waits;   /* the node is oversubscribed: point-to-point waits poll
                         and yield the core (algo_waitall) instead of MPI_Wait,
                         which spins for a whole time slice */
+  int yield_any;     /* some rank of the comm has yield_waits: collectives that
+                        every rank must enter alike (the argument check) are
+                        nonblocking, so that those ranks can yield */
   struct agree_board *board;  /* argument board of a one-node user comm, or NULL */
 
   /* lib/algo: made on first use, by the thread running the collective */

@@ -107,6 +107,7 @@ static rondo_status_t sub_comm(const struct rondo_comm *parent, MPI_Comm mpi,
   c->forced_algo = RONDO_ALGO_AUTO;
   c->last_algo = RONDO_ALGO_AUTO;
   c->yield_waits = parent->yield_waits;
+  c->yield_any = parent->yield_any;
   MPI_CHECK_GOTO(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_rank(mpi, &c->rank), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_size(mpi, &c->size), st, fail);
@@ -155,6 +156,7 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
   }
   c->topo->yield |= yield;
   c->yield_waits = c->topo->yield;
+  MPI_CHECK(MPI_Allreduce(&c->yield_waits, &c->yield_any, 1, MPI_INT, MPI_MAX, c->mpi));
   c->local_rank = c->topo->local_rank;
   c->local_size = c->topo->local_size;
   c->node_count = c->topo->node_count;

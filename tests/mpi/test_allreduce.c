@@ -253,9 +253,21 @@ int main(int argc, char **argv)
     }
   }
 
-  size_t p = (size_t)mt.size, counts[7], ncounts = 0;
-  size_t wanted[7] = {0, 1, 2, p - 1, p, p + 1, BIG_COUNT};
-  for (size_t i = 0; i < 7; i++) { /* dedupe: p-1 may equal 0, 1 or 2 */
+  /* MPITEST_EXTRA_COUNTS=n,n,...: more counts (the multi-node runs add the
+   * edges of the argument check's inline data, AGREE_INLINE_BYTES). */
+  size_t p = (size_t)mt.size, counts[15], ncounts = 0;
+  size_t wanted[15] = {0, 1, 2, p - 1, p, p + 1, BIG_COUNT}, nwanted = 7;
+  const char *extra = getenv("MPITEST_EXTRA_COUNTS");
+  for (char *end; extra != NULL && *extra != '\0' && nwanted < 15; extra = end + (*end == ',')) {
+    unsigned long long v = strtoull(extra, &end, 10);
+    if (end == extra || v > BIG_COUNT) {
+      fprintf(stderr, "MPITEST_EXTRA_COUNTS: expected counts up to %zu, separated by commas\n",
+              BIG_COUNT);
+      return 99;
+    }
+    wanted[nwanted++] = (size_t)v;
+  }
+  for (size_t i = 0; i < nwanted; i++) { /* dedupe: p-1 may equal 0, 1 or 2 */
     int dup = 0;
     for (size_t j = 0; j < ncounts; j++)
       dup |= counts[j] == wanted[i];

@@ -438,18 +438,20 @@ static void test_hierarchical_not_chosen_with_one_rank_per_node(void **state)
 }
 
 /* Above one stripe the hierarchical pipeline overlaps the node phases with
- * the link: on a slow link it costs about the link's time, not the sum. */
+ * the link: where a stripe crosses the link quickly it costs about the
+ * link's time, not the sum. */
 static void test_hierarchical_pipeline_overlaps_cores_and_link(void **state)
 {
   (void)state;
   select_params_t p = unit_params;
+  p.inter.beta = 0.4e-9; /* 20 Gbit/s: a 1 MiB stripe crosses in under 1 ms */
   p.hier_chunk = 1 << 20;
   select_candidate_t c[SELECT_MAX_ALGOS];
   select_input_t in = layout((size_t)1 << 22, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL)); /* 16 MiB */
   select_predict(&p, menu(), &in, c);
   double n = 16.0 * (1 << 20), ns = 1e-9;
   double cores = 2 * 0.5e-6 + (2 * 0.5 * ns + 1 * ns) * n;
-  double link_bound = n * 4 * ns; /* 2 (N-1)/N n through a 4 ns/B link */
+  double link_bound = n * 0.4 * ns; /* 2 (N-1)/N n through a 0.4 ns/B link */
   double t = c[RONDO_ALGO_HIERARCHICAL].seconds;
   assert_true(t >= link_bound && t >= cores);
   p.hier_chunk = (size_t)1 << 30; /* one stripe: the phases add up */
@@ -457,6 +459,24 @@ static void test_hierarchical_pipeline_overlaps_cores_and_link(void **state)
   double whole = c[RONDO_ALGO_HIERARCHICAL].seconds;
   assert_true(whole > link_bound + cores);
   assert_true(t < whole); /* pipelined: the cores' work hides behind the link */
+}
+
+/* On a slow link a stripe takes longer than 2 ms to cross, and the
+ * pipeline (which measured slower there) is not run: the cost is the
+ * phases one after another, as with a single stripe. */
+static void test_hierarchical_no_pipeline_on_a_slow_link(void **state)
+{
+  (void)state;
+  select_params_t p = unit_params;
+  p.inter.beta = 64 * 1e-9; /* 125 Mbit/s: 1 MiB stripes take ~25 ms */
+  p.hier_chunk = 1 << 20;
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  select_input_t in = layout((size_t)1 << 22, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL));
+  select_predict(&p, menu(), &in, c);
+  double striped = c[RONDO_ALGO_HIERARCHICAL].seconds;
+  p.hier_chunk = (size_t)1 << 30;
+  select_predict(&p, menu(), &in, c);
+  assert_true(striped == c[RONDO_ALGO_HIERARCHICAL].seconds);
 }
 
 /* ---- tuning tables ----------------------------------------------------------------- */
@@ -792,6 +812,7 @@ int main(void)
       cmocka_unit_test(test_small_calls_across_nodes_ride_in_the_check),
       cmocka_unit_test(test_hierarchical_not_chosen_with_one_rank_per_node),
       cmocka_unit_test(test_hierarchical_pipeline_overlaps_cores_and_link),
+      cmocka_unit_test(test_hierarchical_no_pipeline_on_a_slow_link),
       cmocka_unit_test(test_parse_good_table_with_comments),
       cmocka_unit_test(test_range_bounds),
       cmocka_unit_test(test_empty_text_is_an_empty_table),
