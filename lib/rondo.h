@@ -181,6 +181,13 @@ RONDO_API rondo_comm_t rondo_world(void);
  * application's) and returns a new comm in *comm (NULL on failure). Works
  * without rondo_init() when the application initialized MPI itself. */
 RONDO_API rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm);
+/* Collective over comm: a new comm of the ranks that passed the same color
+ * (>= 0), ordered by key, then by rank in comm; *newcomm is NULL on a rank
+ * that passed a negative color (MPI_UNDEFINED). For bindings without MPI
+ * handles (Python); C callers may as well split the MPI communicator and
+ * call rondo_comm_create. */
+RONDO_API rondo_status_t rondo_comm_split(rondo_comm_t comm, int color, int key,
+                                          rondo_comm_t *newcomm);
 /* Collective. Frees the comm and sets *comm to NULL. Later calls with a
  * stale copy of the handle fail with RONDO_ERR_INVALID_COMM. */
 RONDO_API rondo_status_t rondo_comm_destroy(rondo_comm_t *comm);

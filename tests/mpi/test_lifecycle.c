@@ -132,6 +132,36 @@ static void check_comm_create(void)
   }
   MPI_Comm_free(&split);
 
+  /* rondo_comm_split: color = rank % 3, reversed order by key; rank 0
+   * passes a negative color and gets no comm. */
+  mt_where("rondo_comm_split(world, rank %% 3, -rank)");
+  int color = mt.rank == 0 ? -1 : mt.rank % 3;
+  c = (rondo_comm_t)members;
+  if (MT_EQ_STATUS(rondo_comm_split(rondo_world(), color, -mt.rank, &c), RONDO_SUCCESS)) {
+    if (color < 0) {
+      MT_CHECK(c == NULL, "a negative color gives no comm");
+    } else if (MT_CHECK(c != NULL, "*newcomm set")) {
+      n = 0;
+      for (int r = mt.size - 1; r >= 1; r--) /* key -rank: highest rank first */
+        if (r % 3 == color)
+          members[n++] = r;
+      int rank = -1, size = -1;
+      rondo_comm_rank(c, &rank);
+      rondo_comm_size(c, &size);
+      MT_EQ_INT(size, n);
+      MT_CHECK(rank >= 0 && rank < n && members[rank] == mt.rank,
+               "rank %d in the split comm is world rank %d", rank, mt.rank);
+      check_allreduce_on(c, members, n);
+      MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+    }
+  }
+  /* A NULL pointer on rank 0 only: rank 0 fails with INVALID_ARG, the
+   * others with PEER, and nobody waits. */
+  c = NULL;
+  rondo_status_t split_st = rondo_comm_split(rondo_world(), 0, 0, mt.rank == 0 ? NULL : &c);
+  MT_EQ_STATUS(split_st, mt.rank == 0 ? RONDO_ERR_INVALID_ARG : RONDO_ERR_PEER);
+  MT_CHECK(c == NULL, "no comm after a failed split");
+
   mt_where("rondo_comm_create(MPI_COMM_SELF)");
   if (MT_EQ_STATUS(rondo_comm_create(MPI_COMM_SELF, &c), RONDO_SUCCESS) &&
       MT_CHECK(c != NULL, "*comm set")) {

@@ -1,0 +1,565 @@
+"""rondo for Python: MPI-native collectives on NumPy arrays.
+
+    import numpy as np, rondo
+    rondo.init()
+    total = rondo.allreduce(np.ones(4, np.float32))      # a new array
+    rondo.shutdown()
+
+Run it under mpiexec (mpiexec -n 2 python3 script.py). Every function is a
+collective over the world comm unless called on a Comm from Comm.split().
+Errors from rondo raise RondoError (status name, message, rank); arrays
+rondo cannot take raise TypeError or ValueError, and the other ranks of
+that call get RondoError("RONDO_ERR_PEER") instead of waiting. See
+docs/python.md.
+"""
+import atexit
+import ctypes
+import itertools
+import pickle
+import threading
+
+import numpy as np
+
+from . import _lib
+
+__all__ = [
+    "RondoError", "Comm", "Handle", "init", "shutdown", "is_initialized", "rank", "size",
+    "local_rank", "local_size", "world", "allreduce", "allreduce_", "allreduce_async",
+    "grouped_allreduce", "broadcast", "broadcast_", "allgather", "alltoall", "reduce_scatter",
+    "barrier", "join", "broadcast_object", "allgather_object", "version",
+]
+
+
+class RondoError(RuntimeError):
+    """A failed rondo call. status: the status name ("RONDO_ERR_MISMATCH"),
+    message: what rondo said, rank: the rank that raised it."""
+
+    def __init__(self, status, message, rank):
+        self.status = status
+        self.message = message
+        self.rank = rank
+        super().__init__("%s on rank %s: %s" % (status, rank, message))
+
+
+def version():
+    return _lib.version_string().decode()
+
+
+# ---- dtypes and ops ----------------------------------------------------------------
+
+_NP_DTYPES = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int32): 2,
+              np.dtype(np.int64): 3, np.dtype(np.float16): 4, np.dtype(np.float32): 6,
+              np.dtype(np.float64): 7}
+BFLOAT16 = 5
+
+
+def dtype_code(dtype, as_bfloat16=False):
+    """rondo's dtype for a NumPy dtype. bfloat16: a dtype named "bfloat16"
+    (ml_dtypes), or uint16 data with as_bfloat16=True."""
+    dt = np.dtype(dtype)
+    if as_bfloat16:
+        if dt.itemsize != 2:
+            raise TypeError("rondo: bfloat16 data must be 2-byte elements (a uint16 view), not %s"
+                            % dt)
+        return BFLOAT16
+    if dt.name == "bfloat16":
+        return BFLOAT16
+    code = _NP_DTYPES.get(dt)
+    if code is None:
+        raise TypeError("rondo: dtype %s is not supported (int8, uint8, int32, int64, float16, "
+                        "float32, float64; bfloat16 as a uint16 view with dtype='bfloat16')" % dt)
+    return code
+
+
+_OPS = {"sum": 0, "average": 1, "avg": 1, "min": 2, "max": 3, "product": 4, "prod": 4}
+
+
+def op_code(op):
+    if isinstance(op, int) and 0 <= op < len(_lib.OPS):
+        return op
+    code = _OPS.get(str(op).lower())
+    if code is None:
+        raise ValueError("rondo: op %r is not one of %s" % (op, ", ".join(_lib.OPS)))
+    return code
+
+
+_ALGO_CODES = {None: 0}
+_ALGO_CODES.update({name: i for i, name in enumerate(_lib.ALGOS)})
+
+
+def algo_code(algorithm):
+    if algorithm is None:
+        return 0
+    try:
+        return _lib.ALGOS.index(str(algorithm).lower())
+    except ValueError:
+        raise ValueError("rondo: algorithm %r is not one of %s"
+                         % (algorithm, ", ".join(_lib.ALGOS))) from None
+
+
+# ---- the library's state -----------------------------------------------------------
+
+_state = threading.local()
+_world = None
+_initialized = False
+_orphans = []       # requests whose Handle was dropped before wait()
+_orphans_lock = threading.Lock()
+
+
+def _raise_status(st, rank_):
+    if st != _lib.SUCCESS:
+        name = _lib.status_name(st).decode()
+        msg = (_lib.last_error() or b"").decode(errors="replace")
+        if msg.startswith(name + ": "):
+            msg = msg[len(name) + 2:]
+        raise RondoError(name, msg, rank_)
+
+
+def init():
+    """Initializes rondo (and MPI, with MPI_THREAD_MULTIPLE, unless the
+    process already did). Idempotent."""
+    global _world, _initialized
+    if _initialized:
+        return
+    st = _lib.init(None, None)
+    if st != _lib.SUCCESS:
+        _raise_status(st, -1)
+    _world = Comm(_lib.world(), owned=False)
+    _initialized = True
+
+
+def is_initialized():
+    return _initialized
+
+
+def shutdown():
+    """Waits for every dropped request, then finalizes rondo (and MPI if
+    rondo started it). Collective. Called at exit if the program did not."""
+    global _world, _initialized
+    if not _initialized:
+        return
+    _reap(block=True)
+    _initialized = False
+    _world = None
+    st = _lib.finalize()
+    _raise_status(st, -1)
+
+
+atexit.register(shutdown)
+
+
+def world():
+    if not _initialized:
+        raise RondoError("RONDO_ERR_NOT_INITIALIZED", "call rondo.init() first", -1)
+    return _world
+
+
+def rank():
+    return world().rank
+
+
+def size():
+    return world().size
+
+
+def local_rank():
+    return world().local_rank
+
+
+def local_size():
+    return world().local_size
+
+
+# ---- buffers -----------------------------------------------------------------------
+
+def _ptr(a):
+    return a.ctypes.data
+
+
+def _check_array(a, what, writable=False):
+    """The reason rondo cannot use a, or None."""
+    if not isinstance(a, np.ndarray):
+        return TypeError("rondo: %s must be a numpy.ndarray, not %s" % (what, type(a).__name__))
+    if not a.flags.c_contiguous:
+        return ValueError("rondo: %s must be C-contiguous (use numpy.ascontiguousarray)" % what)
+    if writable and not a.flags.writeable:
+        return ValueError("rondo: %s is read-only and cannot be reduced in place" % what)
+    return None
+
+
+# ---- requests ----------------------------------------------------------------------
+
+class Handle:
+    """An asynchronous request. wait() returns its result (and raises
+    RondoError if it failed); done() tells whether it completed. The arrays
+    it reads and writes stay alive until it completes, also if this handle is
+    dropped first (shutdown() waits for those)."""
+
+    __slots__ = ("_req", "_keep", "_result", "_comm", "__weakref__")
+
+    def __init__(self, req, keep, result, comm):
+        self._req = req
+        self._keep = keep
+        self._result = result
+        self._comm = comm
+
+    def done(self):
+        if self._req is None:
+            return True
+        flag = ctypes.c_int(0)
+        _raise_status(_lib.test(self._req, ctypes.byref(flag)), self._comm.rank)
+        return bool(flag.value)
+
+    def wait(self):
+        if self._req is not None:
+            req = ctypes.c_void_p(self._req)
+            self._req = None
+            st = _lib.wait(ctypes.byref(req))
+            self._keep = None
+            _raise_status(st, self._comm.rank)
+        return self._result
+
+    def __del__(self):
+        if getattr(self, "_req", None) is not None:
+            with _orphans_lock:
+                _orphans.append((self._req, self._keep))
+
+
+def _reap(block=False):
+    """Releases dropped requests that completed (all of them if block)."""
+    with _orphans_lock:
+        pending = list(_orphans)
+        _orphans.clear()
+    left = []
+    for req, keep in pending:
+        flag = ctypes.c_int(1)
+        if not block:
+            _lib.test(req, ctypes.byref(flag))
+        if flag.value:
+            r = ctypes.c_void_p(req)
+            _lib.wait(ctypes.byref(r))  # its status went to nobody: dropped
+        else:
+            left.append((req, keep))
+    if left:
+        with _orphans_lock:
+            _orphans.extend(left)
+
+
+# ---- comms -------------------------------------------------------------------------
+
+class Comm:
+    """A rondo comm: the world comm (rondo.world()) or one made by split()."""
+
+    def __init__(self, handle, owned=True):
+        self._h = handle
+        self._owned = owned
+        self._names = itertools.count()
+        out = ctypes.c_int()
+        for field, fn in (("rank", _lib.comm_rank), ("size", _lib.comm_size),
+                          ("local_rank", _lib.comm_local_rank),
+                          ("local_size", _lib.comm_local_size),
+                          ("nodes", _lib.comm_node_count)):
+            _raise_status(fn(handle, ctypes.byref(out)), -1)
+            setattr(self, field, out.value)
+
+    def __repr__(self):
+        return "<rondo.Comm rank %d of %d, %d node(s)>" % (self.rank, self.size, self.nodes)
+
+    def split(self, color, key=0):
+        """Collective: a new Comm of the ranks that passed the same color
+        (>= 0), ordered by key; None on ranks that pass a negative color."""
+        out = ctypes.c_void_p()
+        _raise_status(_lib.comm_split(self._h, int(color), int(key), ctypes.byref(out)),
+                      self.rank)
+        return Comm(out.value) if out.value else None
+
+    def destroy(self):
+        """Collective: frees the comm (its pending requests fail)."""
+        if self._owned and self._h:
+            h = ctypes.c_void_p(self._h)
+            self._h = None
+            _raise_status(_lib.comm_destroy(ctypes.byref(h)), self.rank)
+
+    def topology(self):
+        buf = ctypes.create_string_buffer(1024)
+        _lib.comm_topology(self._h, buf, len(buf), None)
+        return buf.value.decode()
+
+    def explain(self, nbytes, dtype=np.float32, op="sum"):
+        """Why allreduce picks what it picks for nbytes of dtype."""
+        code = dtype_code(dtype)
+        count = int(nbytes) // np.dtype(dtype).itemsize if code != BFLOAT16 else int(nbytes) // 2
+        need = ctypes.c_size_t(0)
+        _lib.explain(self._h, count, code, op_code(op), None, 0, ctypes.byref(need))
+        buf = ctypes.create_string_buffer(need.value)
+        _raise_status(_lib.explain(self._h, count, code, op_code(op), buf, need.value, None),
+                      self.rank)
+        return buf.value.decode()
+
+    def _auto_name(self, kind):
+        return "%s.noname.%d" % (kind, next(self._names))
+
+    # -- the local failure protocol: a rank that cannot take part still
+    # enters the collective with an invalid dtype, so rondo's argument check
+    # fails the call on every rank (RONDO_ERR_PEER on the others), then
+    # raises its own reason.
+    def _refuse(self, err, call):
+        call()
+        raise err
+
+    # -- all-reduce ---------------------------------------------------------------
+    def _allreduce_into(self, src, dst, codes, prescale, postscale):
+        if prescale != 1.0:
+            scaled = np.empty_like(src)
+            np.multiply(src, prescale, out=scaled, casting="unsafe")
+            src = scaled
+        st = _lib.allreduce_algo(self._h, src.ctypes.data, dst.ctypes.data, src.size, *codes)
+        _raise_status(st, self.rank)
+        if postscale != 1.0:
+            np.multiply(dst, postscale, out=dst, casting="unsafe")
+        return dst
+
+    def _refuse_allreduce(self, err):
+        self._refuse(err, lambda: _lib.allreduce_algo(self._h, None, None, 0, 99, 0, 0))
+
+    def _fast_codes(self, array, op, algorithm, dtype, writable):
+        """(dtype, op, algorithm) codes when the call is plainly valid, else
+        None (the careful path then says what is wrong)."""
+        try:
+            flags = array.flags
+            if not flags.c_contiguous or (writable and not flags.writeable) or dtype is not None:
+                return None
+            return _NP_DTYPES[array.dtype], _OPS[op], _ALGO_CODES[algorithm]
+        except (AttributeError, KeyError, TypeError):
+            return None
+
+    def _validate_allreduce(self, array, op, algorithm, dtype, writable):
+        err = _check_array(array, "array", writable)
+        if err is None:
+            try:
+                return dtype_code(array.dtype, dtype == "bfloat16"), op_code(op), \
+                    algo_code(algorithm)
+            except (TypeError, ValueError) as e:
+                err = e
+        self._refuse_allreduce(err)
+
+    def allreduce(self, array, op="sum", name=None, algorithm=None, prescale=1.0,
+                  postscale=1.0, dtype=None):
+        """The reduction of array over the comm's ranks, as a new array.
+        name is accepted for Horovod's signature; blocking calls need none."""
+        codes = self._fast_codes(array, op, algorithm, dtype, False)
+        if codes is None:
+            codes = self._validate_allreduce(array, op, algorithm, dtype, False)
+        out = np.empty_like(array)
+        if prescale == 1.0 and postscale == 1.0:  # the common call: nothing else to do
+            _raise_status(_lib.allreduce_algo(self._h, array.ctypes.data, out.ctypes.data,
+                                              array.size, *codes), self.rank)
+            return out
+        return self._allreduce_into(array, out, codes, prescale, postscale)
+
+    def allreduce_(self, array, op="sum", name=None, algorithm=None, prescale=1.0,
+                   postscale=1.0, dtype=None):
+        """In place: array holds the reduction afterwards; returns it."""
+        codes = self._fast_codes(array, op, algorithm, dtype, True)
+        if codes is None:
+            codes = self._validate_allreduce(array, op, algorithm, dtype, True)
+        if prescale != 1.0:
+            np.multiply(array, prescale, out=array, casting="unsafe")
+        return self._allreduce_into(array, array, codes, 1.0, postscale)
+
+    def allreduce_async(self, array, op="sum", name=None, algorithm=None, prescale=1.0,
+                        postscale=1.0, dtype=None, out=None, group=None, group_size=0):
+        """Submits an all-reduce to the fusion engine under name (every rank
+        must use the same names; None: a per-comm counter, so every rank must
+        submit its unnamed requests in the same order). Returns a Handle whose
+        wait() gives the result (out, or a new array; out=array is in place)."""
+        _reap()
+        for arr, what, writable in ((array, "array", False), (out, "out", True)):
+            if arr is not None:
+                err = _check_array(arr, what, writable)
+                if err is not None:
+                    raise err
+        code = dtype_code(array.dtype, dtype == "bfloat16")
+        if out is None:
+            out = np.empty_like(array)
+        elif out.shape != array.shape or out.dtype != array.dtype:
+            raise ValueError("rondo: out must have the array's shape and dtype")
+        opts = _lib.AsyncOpts(ctypes.sizeof(_lib.AsyncOpts), float(prescale), float(postscale),
+                              algo_code(algorithm), None, None,
+                              group.encode() if group else None, int(group_size))
+        req = ctypes.c_void_p()
+        nm = (name or self._auto_name("allreduce")).encode()
+        st = _lib.allreduce_async(self._h, nm, _ptr(array), _ptr(out), array.size, code,
+                                  op_code(op), ctypes.byref(opts), ctypes.byref(req))
+        _raise_status(st, self.rank)
+        return Handle(req.value, (array, out), out, self)
+
+    def grouped_allreduce(self, arrays, op="sum", name=None, algorithm=None, prescale=1.0,
+                          postscale=1.0):
+        """All-reduces a list of arrays as one fused group; a list of results."""
+        base = name or self._auto_name("grouped_allreduce")
+        hs = [self.allreduce_async(a, op, "%s.%d" % (base, i), algorithm, prescale, postscale,
+                                   group=base, group_size=len(arrays))
+              for i, a in enumerate(arrays)]
+        return [h.wait() for h in hs]
+
+    # -- broadcast ----------------------------------------------------------------
+    def broadcast_(self, array, root_rank=0):
+        """In place: every rank's array becomes root_rank's; returns it."""
+        err = _check_array(array, "array", writable=True)
+        if err is None:
+            try:
+                code = dtype_code(array.dtype)
+            except TypeError as e:
+                err = e
+        if err is not None:
+            self._refuse(err, lambda: _lib.broadcast(self._h, None, 0, 99, int(root_rank)))
+        _raise_status(_lib.broadcast(self._h, _ptr(array), array.size, code, int(root_rank)),
+                      self.rank)
+        return array
+
+    def broadcast(self, array, root_rank=0):
+        """root_rank's array, as a new array on every rank."""
+        out = np.array(array, copy=True, order="C") if isinstance(array, np.ndarray) else array
+        return self.broadcast_(out, root_rank)
+
+    # -- allgather ----------------------------------------------------------------
+    def allgather(self, array):
+        """Every rank's array concatenated along the first dimension, in rank
+        order; the first dimension may differ across ranks, the others and
+        the dtype may not (ValueError on every rank)."""
+        err = _check_array(array, "array")
+        code = -1
+        if err is None:
+            try:
+                code = dtype_code(array.dtype)
+            except TypeError as e:
+                err = e
+        arr = array if err is None else np.zeros(0, np.int8)
+        if err is None and arr.ndim == 0:
+            arr = arr.reshape(1)
+        rows = arr.shape[0] if arr.ndim else 0
+        row = int(np.prod(arr.shape[1:])) if arr.ndim > 1 else 1
+        # [rows, row elements, dtype, trailing-shape hash] from every rank
+        meta = np.array([rows, row, code, hash(arr.shape[1:]) & 0x7fffffffffff], np.int64)
+        if err is not None:
+            meta[:] = -1
+        allmeta = np.empty((self.size, 4), np.int64)
+        _raise_status(_lib.allgather(self._h, _ptr(meta), _ptr(allmeta), 4, 3), self.rank)
+        if err is not None:
+            raise err
+        bad = [r for r in range(self.size) if allmeta[r, 0] < 0]
+        if bad:
+            raise RondoError("RONDO_ERR_PEER",
+                             "rondo.allgather: rank %d passed an array rondo cannot take"
+                             % bad[0], self.rank)
+        if (allmeta[:, 1:] != allmeta[0, 1:]).any():
+            raise ValueError("rondo.allgather: ranks passed arrays whose dtypes or shapes beyond "
+                             "the first dimension differ")
+        counts = (allmeta[:, 0] * allmeta[:, 1]).astype(np.uintp)
+        out = np.empty((int(allmeta[:, 0].sum()),) + arr.shape[1:], arr.dtype)
+        cp = counts.ctypes.data_as(_lib.c_size_p)
+        _raise_status(_lib.allgatherv(self._h, _ptr(arr), arr.size, _ptr(out), cp, None, code),
+                      self.rank)
+        return out
+
+    # -- alltoall, reduce_scatter ---------------------------------------------------
+    def alltoall(self, array):
+        """Block i (the first dimension cut into size equal blocks) goes to
+        rank i; the result holds block j from rank j."""
+        err = _check_array(array, "array")
+        if err is None:
+            try:
+                code = dtype_code(array.dtype)
+                if array.ndim == 0 or array.shape[0] % self.size:
+                    raise ValueError("rondo.alltoall: the first dimension (%s) must be a "
+                                     "multiple of the comm size %d"
+                                     % (array.shape[0] if array.ndim else "scalar", self.size))
+            except (TypeError, ValueError) as e:
+                err = e
+        if err is not None:
+            self._refuse(err, lambda: _lib.alltoall(self._h, None, None, 0, 99))
+        out = np.empty_like(array)
+        _raise_status(_lib.alltoall(self._h, _ptr(array), _ptr(out), array.size // self.size,
+                                    code), self.rank)
+        return out
+
+    def reduce_scatter(self, array, op="sum"):
+        """The reduction of block rank (the first dimension cut into size
+        equal blocks) of every rank's array."""
+        err = _check_array(array, "array")
+        if err is None:
+            try:
+                code = dtype_code(array.dtype)
+                opc = op_code(op)
+                if array.ndim == 0 or array.shape[0] % self.size:
+                    raise ValueError("rondo.reduce_scatter: the first dimension must be a "
+                                     "multiple of the comm size %d" % self.size)
+            except (TypeError, ValueError) as e:
+                err = e
+        if err is not None:
+            self._refuse(err, lambda: _lib.reduce_scatter(self._h, None, None, 0, 99, 0))
+        out = np.empty((array.shape[0] // self.size,) + array.shape[1:], array.dtype)
+        _raise_status(_lib.reduce_scatter(self._h, _ptr(array), _ptr(out), out.size, code, opc),
+                      self.rank)
+        return out
+
+    # -- the rest ------------------------------------------------------------------
+    def barrier(self):
+        _raise_status(_lib.barrier(self._h), self.rank)
+
+    def join(self):
+        """This rank has no more requests (uneven data): it serves the
+        others' all-reduces with zeros until every rank has joined. Returns
+        the rank that joined last."""
+        _reap(block=True)
+        last = ctypes.c_int(-1)
+        _raise_status(_lib.join(self._h, ctypes.byref(last)), self.rank)
+        return last.value
+
+    def broadcast_object(self, obj=None, root_rank=0):
+        """root_rank's obj (pickled), on every rank."""
+        data = pickle.dumps(obj) if self.rank == root_rank else b""
+        n = self.broadcast_(np.array([len(data)], np.int64), root_rank)[0]
+        buf = np.frombuffer(data, np.uint8).copy() if self.rank == root_rank \
+            else np.empty(int(n), np.uint8)
+        self.broadcast_(buf, root_rank)
+        return obj if self.rank == root_rank else pickle.loads(buf.tobytes())
+
+    def allgather_object(self, obj):
+        """Every rank's obj (pickled), as a list in rank order."""
+        data = np.frombuffer(pickle.dumps(obj), np.uint8)
+        sizes = self.allgather(np.array([data.size], np.int64))
+        flat = self.allgather(data)
+        out, at = [], 0
+        for n in sizes:
+            out.append(pickle.loads(flat[at:at + int(n)].tobytes()))
+            at += int(n)
+        return out
+
+
+def _w(name):
+    method = getattr(Comm, name)
+
+    def call(*args, **kwargs):
+        if _world is None:
+            world()  # raises: not initialized
+        return method(_world, *args, **kwargs)
+    call.__name__ = name
+    call.__doc__ = method.__doc__
+    return call
+
+
+allreduce = _w("allreduce")
+allreduce_ = _w("allreduce_")
+allreduce_async = _w("allreduce_async")
+grouped_allreduce = _w("grouped_allreduce")
+broadcast = _w("broadcast")
+broadcast_ = _w("broadcast_")
+allgather = _w("allgather")
+alltoall = _w("alltoall")
+reduce_scatter = _w("reduce_scatter")
+barrier = _w("barrier")
+join = _w("join")
+broadcast_object = _w("broadcast_object")
+allgather_object = _w("allgather_object")

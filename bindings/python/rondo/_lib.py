@@ -1,0 +1,103 @@
+"""librondo through ctypes: finding the library, the C prototypes, the enums.
+
+The library is looked up in this order:
+  1. RONDO_LIBRARY, a path to librondo.so (a build tree:
+     build/lib/.libs/librondo.so);
+  2. the directory `make install` recorded in _install.py;
+  3. the dynamic linker's own search (librondo.so.0 in /usr/local/lib once
+     ldconfig has run, or LD_LIBRARY_PATH).
+"""
+import ctypes
+import os
+
+DTYPES = ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+OPS = ("sum", "average", "min", "max", "product")
+ALGOS = ("auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical",
+         "nccl")
+SUCCESS = 0
+ERR_INVALID_ARG = 1
+
+
+def _candidates():
+    env = os.environ.get("RONDO_LIBRARY")
+    if env:
+        return [env], "RONDO_LIBRARY=" + env
+    names = []
+    try:
+        from . import _install  # written by `make install`
+        names.append(os.path.join(_install.LIBDIR, "librondo.so.0"))
+    except ImportError:
+        pass
+    names += ["librondo.so.0", "librondo.so"]
+    return names, "the installed librondo"
+
+
+def _load():
+    names, where = _candidates()
+    errors = []
+    for name in names:
+        try:
+            # RTLD_GLOBAL: MPICH and UCX load plugins that need its symbols.
+            return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:
+            errors.append(str(e))
+    raise ImportError(
+        "rondo: cannot load librondo (%s: %s). Build rondo and set "
+        "RONDO_LIBRARY=/path/to/build/lib/.libs/librondo.so, or install it "
+        "(make install, then ldconfig) -- see docs/python.md" % (where, "; ".join(errors)))
+
+
+lib = _load()
+
+c_int_p = ctypes.POINTER(ctypes.c_int)
+c_size_p = ctypes.POINTER(ctypes.c_size_t)
+vp = ctypes.c_void_p
+sz = ctypes.c_size_t
+ci = ctypes.c_int
+
+
+class AsyncOpts(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("prescale", ctypes.c_double),
+                ("postscale", ctypes.c_double), ("algo", ctypes.c_int),
+                ("callback", ctypes.c_void_p), ("user", ctypes.c_void_p),
+                ("group", ctypes.c_char_p), ("group_size", ctypes.c_int)]
+
+
+def _proto(name, args, res=ci):
+    f = getattr(lib, name)
+    f.argtypes = args
+    f.restype = res
+    return f
+
+
+status_name = _proto("rondo_status_name", [ci], ctypes.c_char_p)
+last_error = _proto("rondo_last_error", [], ctypes.c_char_p)
+version_string = _proto("rondo_version_string", [], ctypes.c_char_p)
+init = _proto("rondo_init", [vp, vp])
+finalize = _proto("rondo_finalize", [])
+world = _proto("rondo_world", [], vp)
+comm_split = _proto("rondo_comm_split", [vp, ci, ci, ctypes.POINTER(vp)])
+comm_destroy = _proto("rondo_comm_destroy", [ctypes.POINTER(vp)])
+comm_rank = _proto("rondo_comm_rank", [vp, c_int_p])
+comm_size = _proto("rondo_comm_size", [vp, c_int_p])
+comm_local_rank = _proto("rondo_comm_local_rank", [vp, c_int_p])
+comm_local_size = _proto("rondo_comm_local_size", [vp, c_int_p])
+comm_node_count = _proto("rondo_comm_node_count", [vp, c_int_p])
+comm_topology = _proto("rondo_comm_topology", [vp, ctypes.c_char_p, sz, c_size_p])
+explain = _proto("rondo_explain", [vp, sz, ci, ci, ctypes.c_char_p, sz, c_size_p])
+allreduce_algo = _proto("rondo_allreduce_algo", [vp, vp, vp, sz, ci, ci, ci])
+broadcast = _proto("rondo_broadcast", [vp, vp, sz, ci, ci])
+allgather = _proto("rondo_allgather", [vp, vp, vp, sz, ci])
+allgatherv = _proto("rondo_allgatherv", [vp, vp, sz, vp, c_size_p, c_size_p, ci])
+reduce_scatter = _proto("rondo_reduce_scatter", [vp, vp, vp, sz, ci, ci])
+alltoall = _proto("rondo_alltoall", [vp, vp, vp, sz, ci])
+barrier = _proto("rondo_barrier", [vp])
+allreduce_async = _proto("rondo_allreduce_async",
+                         [vp, ctypes.c_char_p, vp, vp, sz, ci, ci, ctypes.POINTER(AsyncOpts),
+                          ctypes.POINTER(vp)])
+broadcast_async = _proto("rondo_broadcast_async",
+                         [vp, ctypes.c_char_p, vp, sz, ci, ci, ctypes.POINTER(AsyncOpts),
+                          ctypes.POINTER(vp)])
+test = _proto("rondo_test", [vp, c_int_p])
+wait = _proto("rondo_wait", [ctypes.POINTER(vp)])
+join = _proto("rondo_join", [vp, c_int_p])

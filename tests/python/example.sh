@@ -1,0 +1,48 @@
+#!/bin/sh
+# examples/python/train_fashion_mnist.py (rondo.torch as Horovod) trains at
+# 2 ranks: a short run (1 epoch on the first 12000 images, about 15 s) must
+# reach a test accuracy above 0.6 (it gets about 0.76; an untrained or
+# broken model gets about 0.1), and both ranks must have trained.
+# Skipped (77) without torch or numpy for /usr/bin/python3, without the
+# Fashion-MNIST files (Debian: apt-get install dataset-fashion-mnist), or
+# with a sanitizer build of the library.
+set -u
+python=${RONDO_PYTHON:-/usr/bin/python3}
+srcdir=${top_srcdir:-.}
+data=/usr/share/datasets/fashion-mnist
+lib=$(cd "${top_builddir:-.}/lib/.libs" 2>/dev/null && pwd)/librondo.so
+[ -f "$lib" ] || { echo "skipped: no shared librondo"; exit 77; }
+# A sanitizer build's library cannot be loaded into an interpreter that was
+# not started with the sanitizer's runtime first.
+if nm -D "$lib" 2>/dev/null | grep -q -E ' U __(asan|tsan|ubsan)_'; then
+  echo "skipped: a sanitizer build"; exit 77
+fi
+for m in numpy torch; do
+  "$python" -c "import $m" 2>/dev/null || { echo "skipped: $python cannot import $m"; exit 77; }
+done
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte \
+         t10k-labels-idx1-ubyte; do
+  [ -f "$data/$f.gz" ] || { echo "skipped: no $data/$f.gz (dataset-fashion-mnist)"; exit 77; }
+done
+out=$(mktemp) || exit 99
+trap 'rm -f "$out"' EXIT
+fail() { cat "$out"; echo "FAIL: $*"; exit 1; }
+
+# timeout: a hang (a rank stuck in a collective) fails instead of blocking
+# make check.
+RONDO_LIBRARY=$lib PYTHONPATH=$srcdir/bindings/python${PYTHONPATH:+:$PYTHONPATH} \
+  timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-180}" "${MPIEXEC:-mpiexec}" -n 2 "$python" \
+  "$srcdir/examples/python/train_fashion_mnist.py" --epochs 1 --limit 12000 --data "$data" \
+  > "$out" 2>&1 || fail "the example exited with status $?"
+
+# Each rank prints its shard: both must be there, with half the images each.
+for r in 0 1; do
+  grep -q "^rank $r of 2: 6000 training images" "$out" || fail "no line from rank $r of 2"
+done
+acc=$(sed -n 's/^final test accuracy: \([0-9.]*\) (2 ranks, 1 epochs, .*/\1/p' "$out")
+[ -n "$acc" ] || fail "no 'final test accuracy: ... (2 ranks, 1 epochs' line"
+# awk compares as numbers: exit 0 when acc > 0.6.
+awk -v a="$acc" 'BEGIN { exit !(a + 0 > 0.6) }' || fail "test accuracy $acc is not above 0.6"
+cat "$out"
+echo "ok: 2 ranks, 1 epoch on 12000 images: test accuracy $acc > 0.6"
+exit 0

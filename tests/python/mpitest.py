@@ -1,0 +1,61 @@
+"""A small checker for the Python tests run under mpiexec (tests/python/launch):
+every rank counts its checks and failures; finish() prints the summary line
+the launcher and CI read, and exits 1 if any rank failed."""
+import os
+import sys
+import traceback
+
+import rondo
+
+checks = 0
+failures = 0
+where = ""
+
+
+def section(name):
+    global where
+    where = name
+
+
+def check(cond, what, *args):
+    global checks, failures
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL [rank %s] %s: %s" % (os.environ.get("PMI_RANK", "?"), where,
+                                          what % args if args else what), file=sys.stderr)
+        if failures > 50:
+            sys.exit(1)
+    return cond
+
+
+def raises(exc, fn, *args, **kwargs):
+    """Checks that fn raises exc; returns the exception (or None)."""
+    try:
+        fn(*args, **kwargs)
+    except exc as e:
+        check(True, "raised")
+        return e
+    except Exception as e:  # noqa: BLE001 - the check says what was raised instead
+        check(False, "%s raised %s: %s, expected %s", getattr(fn, "__name__", fn),
+              type(e).__name__, e, exc.__name__)
+        return None
+    check(False, "%s did not raise %s", getattr(fn, "__name__", fn), exc.__name__)
+    return None
+
+
+def run(name, tests):
+    """Runs each test (a function) and finishes."""
+    for t in tests:
+        section(t.__name__)
+        try:
+            t()
+        except Exception:  # noqa: BLE001 - a test that throws is a failure, not a crash
+            check(False, "raised:\n%s", traceback.format_exc())
+    import numpy as np
+    total = rondo.allreduce(np.array([checks, failures], np.int64))
+    if rondo.rank() == 0:
+        print("%s (%d ranks): %d checks, %d failed" % (name, rondo.size(), total[0], total[1]))
+    sys.stdout.flush()
+    rondo.shutdown()
+    sys.exit(1 if total[1] else 0)
