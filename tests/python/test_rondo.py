@@ -91,6 +91,9 @@ def test_allreduce_shapes_algorithms_scales():
         algos.append("shm")
     for a in algos:
         check(np.array_equal(rondo.allreduce(x, algorithm=a), want), "algorithm %s", a)
+    out = np.empty_like(x)
+    check(rondo.allreduce(x, out=out) is out and np.array_equal(out, want), "out=")
+    raises(ValueError, rondo.allreduce, x, out=np.empty(3, np.float32))
     got = rondo.allreduce(x, prescale=2.0, postscale=0.5)
     check(np.array_equal(got, want), "prescale 2, postscale 0.5: %s", got.ravel()[:4])
     got = rondo.allreduce(np.ones(5, np.float64), postscale=0.25)

@@ -344,13 +344,23 @@ class Comm:
         self._refuse_allreduce(err)
 
     def allreduce(self, array, op="sum", name=None, algorithm=None, prescale=1.0,
-                  postscale=1.0, dtype=None):
-        """The reduction of array over the comm's ranks, as a new array.
+                  postscale=1.0, dtype=None, out=None):
+        """The reduction of array over the comm's ranks, as a new array, or
+        into out (same shape and dtype, C-contiguous and writable): reusing
+        out spares large arrays the page faults of a fresh one per call.
         name is accepted for Horovod's signature; blocking calls need none."""
         codes = self._fast_codes(array, op, algorithm, dtype, False)
         if codes is None:
             codes = self._validate_allreduce(array, op, algorithm, dtype, False)
-        out = np.empty_like(array)
+        if out is None:
+            out = np.empty_like(array)
+        elif out is not array:
+            err = _check_array(out, "out", writable=True)
+            if err is None and (out.shape != array.shape or out.dtype != array.dtype):
+                err = ValueError("rondo: out must have the array's shape %s and dtype %s"
+                                 % (array.shape, array.dtype))
+            if err is not None:
+                self._refuse_allreduce(err)
         if prescale == 1.0 and postscale == 1.0:  # the common call: nothing else to do
             _raise_status(_lib.allreduce_algo(self._h, array.ctypes.data, out.ctypes.data,
                                               array.size, *codes), self.rank)
