@@ -117,7 +117,7 @@ class Net(torch.nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
-def batch(seed, n=12):
+def batch(seed, n=24):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(n, 8, generator=g), torch.randint(0, 4, (n,), generator=g)
 
@@ -148,7 +148,8 @@ def train_distributed(steps, passes=1, compression=hvd.Compression.none):
     if R == 0:
         model.load_state_dict(ref_start.state_dict())
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-    per = 12 // N
+    per = 24 // N  # 24 samples: equal shards and micro-batches at 1-4 ranks
+    assert per * N == 24 and per % passes == 0, "the shards must be equal"
     for s in range(steps):
         x, y = batch(s)
         xs, ys = x[R * per:(R + 1) * per], y[R * per:(R + 1) * per]
