@@ -220,6 +220,7 @@ def main():
         out = np.empty(count, np.float32)    # ctypes' preallocated output
         pyout = np.empty(count, np.float32)  # py's, reused (out=) like the C call's
         out.fill(np.nan)                     # a call that writes nothing fails the check
+        pyout.fill(np.nan)
         px, pout = x.__array_interface__["data"][0], out.__array_interface__["data"][0]
         xi = x.copy()                        # py_: reduced in place
         xc = x.copy()                        # ctypes_: reduced in place
@@ -229,6 +230,14 @@ def main():
         last = {}
         failed = dict.fromkeys(ways, 0)     # calls that returned a status
 
+        def c_call_timed(way, src, dst):
+            """The C call through ctypes, timed; a failed call is counted."""
+            t0 = perf()
+            st = c_call(handle, src, dst, count, FLOAT32, SUM, AUTO)
+            t1 = perf()
+            failed[way] += st != 0
+            return t1 - t0
+
         def call(way):
             """One untimed-setup + timed call; returns seconds."""
             if way == "py":
@@ -236,33 +245,26 @@ def main():
                 r = allreduce(x, out=pyout)
                 t1 = perf()
                 last["py"] = r
-            elif way == "ctypes":
-                t0 = perf()
-                st = c_call(handle, px, pout, count, FLOAT32, SUM, AUTO)
-                t1 = perf()
-                if st:
-                    failed["ctypes"] += 1
+                return t1 - t0
+            if way == "ctypes":
                 last["ctypes"] = out
-            elif way == "ctypes_":
+                return c_call_timed(way, px, pout)
+            if way == "ctypes_":
                 np.copyto(xc, x)
-                t0 = perf()
-                st = c_call(handle, pxc, pxc, count, FLOAT32, SUM, AUTO)
-                t1 = perf()
-                if st:
-                    failed["ctypes_"] += 1
                 last["ctypes_"] = xc
-            elif way == "py_":
+                return c_call_timed(way, pxc, pxc)
+            if way == "py_":
                 np.copyto(xi, x)
                 t0 = perf()
                 allreduce_(xi)
                 t1 = perf()
                 last["py_"] = xi
-            else:
-                tt.copy_(tsrc)
-                t0 = perf()
-                dist.all_reduce(tt)
-                t1 = perf()
-                last["gloo"] = tt.numpy()
+                return t1 - t0
+            tt.copy_(tsrc)
+            t0 = perf()
+            dist.all_reduce(tt)
+            t1 = perf()
+            last["gloo"] = tt.numpy()
             return t1 - t0
 
         for w in ways:

@@ -76,7 +76,7 @@ struct agree_board {
 
 static const char *const colls[AGREE_COLLS] = {
     "rondo_allreduce", "rondo_broadcast", "rondo_allgather", "rondo_allgatherv",
-    "rondo_reduce_scatter", "rondo_alltoall", "rondo_barrier"};
+    "rondo_reduce_scatter", "rondo_alltoall", "rondo_barrier", "rondo_comm_split"};
 
 const char *agree_coll_name(agree_coll_t coll)
 {
@@ -266,7 +266,7 @@ static int carries(const packet_t *p, size_t *bytes)
   if (p->v[0] != 0)
     return 0;
   for (int i = 0; i <= 4; i++)
-    if (p->v[2 + 2 * i] != ~p->v[3 + 2 * i])
+    if (field(p, i) != ~p->v[3 + 2 * i])
       return 0; /* a partial result of ranks that disagree */
   int64_t count = field(p, 1), dtype = field(p, 2);
   if (field(p, 0) != AGREE_ALLREDUCE || field(p, 4) != RONDO_ALGO_MPI || dtype < 0 ||

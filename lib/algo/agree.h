@@ -21,6 +21,7 @@ typedef enum {
   AGREE_REDUCE_SCATTER,
   AGREE_ALLTOALL,
   AGREE_BARRIER,
+  AGREE_COMM_SPLIT,
   AGREE_COLLS
 } agree_coll_t;
 

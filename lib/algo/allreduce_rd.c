@@ -43,12 +43,7 @@ double algo_rd_time(const select_params_t *prm, const select_input_t *in, double
 {
   int pof2 = rondo__pof2_floor(in->ranks), lg = rondo__log2(pof2);
   int fold = in->ranks != pof2;
-  double t = copy * n + prm->intra.gamma * n * (lg + fold);
-  if (fold)
-    t += 2 * select_step_time(prm, in, n, 1);
-  for (int mask = 1; mask < pof2; mask <<= 1)
-    t += select_step_time(prm, in, n, mask);
-  return t;
+  return copy * n + prm->intra.gamma * n * (lg + fold) + select_rd_steps_time(prm, in, n);
 }
 
 static double cost(const select_params_t *prm, const select_input_t *in)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "algo/agree.h"
 #include "comm/comm.h"
 #include "engine/engine.h"
 #include "topo/topo.h"
@@ -45,21 +46,18 @@ rondo_status_t rondo_comm_split(rondo_comm_t comm, int color, int key, rondo_com
   if (newcomm != NULL)
     *newcomm = NULL;
   RONDO_CHECK(api_enter(comm));
-  /* A bad argument on one rank must fail the call on all, or the others
-   * would wait in MPI_Comm_split: the lowest such rank, agreed. */
-  int bad = newcomm == NULL ? comm->rank : comm->size, first = comm->size;
-  MPI_CHECK(MPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, comm->mpi));
-  if (newcomm == NULL)
-    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_split: newcomm pointer is NULL");
-  if (first < comm->size)
-    return rondo__fail(RONDO_ERR_PEER,
-                       "rondo_comm_split: rank %d of this comm passed a NULL newcomm pointer",
-                       first);
+  /* The collectives' argument check: a bad argument on one rank fails the
+   * call on all, or the others would wait in MPI_Comm_split. */
+  rondo_status_t st = newcomm != NULL ? RONDO_SUCCESS
+                                      : rondo__fail(RONDO_ERR_INVALID_ARG,
+                                                    "rondo_comm_split: newcomm pointer is NULL");
+  agree_sig_t sig = {.coll = AGREE_COMM_SPLIT};
+  RONDO_CHECK(agree_call(comm, st, &sig));
   MPI_Comm sub = MPI_COMM_NULL;
   MPI_CHECK(MPI_Comm_split(comm->mpi, color < 0 ? MPI_UNDEFINED : color, key, &sub));
   if (sub == MPI_COMM_NULL)
     return RONDO_SUCCESS;
-  rondo_status_t st = rondo_comm_create(sub, newcomm);
+  st = rondo_comm_create(sub, newcomm);
   MPI_CHECK_LOG(MPI_Comm_free(&sub));
   return st;
 }

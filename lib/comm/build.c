@@ -156,7 +156,7 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
   }
   c->topo->yield |= yield;
   c->yield_waits = c->topo->yield;
-  MPI_CHECK(MPI_Allreduce(&c->yield_waits, &c->yield_any, 1, MPI_INT, MPI_MAX, c->mpi));
+  c->yield_any = c->topo->any_oversubscribed || yield; /* yield: equal on every rank */
   c->local_rank = c->topo->local_rank;
   c->local_size = c->topo->local_size;
   c->node_count = c->topo->node_count;

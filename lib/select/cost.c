@@ -152,17 +152,23 @@ double select_step_time(const select_params_t *prm, const select_input_t *in, do
   return select_msg_alpha(&prm->inter, bytes) + prm->inter.beta * bytes * streams;
 }
 
-/* The argument check across nodes: MPICH's recursive doubling of the
- * check's packet, plus its per-call overhead. */
-static double check_time(const select_params_t *prm, const select_input_t *in)
+double select_rd_steps_time(const select_params_t *prm, const select_input_t *in,
+                            double bytes)
 {
   int pof2 = rondo__pof2_floor(in->ranks);
-  double bytes = (double)prm->check_bytes, t = prm->mpi_alpha;
+  double t = 0;
   if (pof2 != in->ranks)
     t += 2 * select_step_time(prm, in, bytes, 1);
   for (int mask = 1; mask < pof2; mask <<= 1)
     t += select_step_time(prm, in, bytes, mask);
   return t;
+}
+
+/* The argument check across nodes: MPICH's recursive doubling of the
+ * check's packet, plus its per-call overhead. */
+static double check_time(const select_params_t *prm, const select_input_t *in)
+{
+  return prm->mpi_alpha + select_rd_steps_time(prm, in, (double)prm->check_bytes);
 }
 
 static select_input_t normalized(const select_input_t *in)

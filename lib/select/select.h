@@ -87,6 +87,11 @@ const select_level_t *select_p2p_level(const select_params_t *prm, const select_
  * the inter level's beta is per byte through one node's link. */
 double select_step_time(const select_params_t *prm, const select_input_t *in, double bytes,
                         int distance);
+/* The steps of recursive doubling on bytes among in's ranks: at distance 1,
+ * 2, .., p'/2, plus 2 folding steps (distance 1) when p is not a power of
+ * two; each a select_step_time. */
+double select_rd_steps_time(const select_params_t *prm, const select_input_t *in,
+                            double bytes);
 
 /* ---- candidates -------------------------------------------------------------- */
 

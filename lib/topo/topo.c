@@ -125,10 +125,11 @@ void topo_slice(size_t count, int slices, int g, size_t *start, size_t *len)
   *len = base + (i < extra);
 }
 
-/* Node ids: the node's leaders (local rank 0), numbered by rank. */
+/* Node ids: the node's leaders (local rank 0), numbered by rank; the
+ * smallest and largest node, and whether any node is oversubscribed. */
 static rondo_status_t number_nodes(MPI_Comm comm, int rank, topo_t *t)
 {
-  int leader = t->local_rank == 0, sizes[2], minmax[2];
+  int leader = t->local_rank == 0, sizes[3], maxima[3];
   MPI_Comm leaders;
   MPI_CHECK(MPI_Comm_split(comm, leader ? 0 : MPI_UNDEFINED, rank, &leaders));
   if (leader) {
@@ -145,9 +146,11 @@ static rondo_status_t number_nodes(MPI_Comm comm, int rank, topo_t *t)
   t->node_count = ids[1];
   sizes[0] = -t->local_size;
   sizes[1] = t->local_size;
-  MPI_CHECK(MPI_Allreduce(sizes, minmax, 2, MPI_INT, MPI_MAX, comm));
-  t->min_local = -minmax[0];
-  t->max_local = minmax[1];
+  sizes[2] = t->oversubscribed;
+  MPI_CHECK(MPI_Allreduce(sizes, maxima, 3, MPI_INT, MPI_MAX, comm));
+  t->min_local = -maxima[0];
+  t->max_local = maxima[1];
+  t->any_oversubscribed = maxima[2];
   return RONDO_SUCCESS;
 }
 

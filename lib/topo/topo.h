@@ -36,6 +36,7 @@ typedef struct topo {
   int cores;           /* cores of the machine */
   int avail_cores;     /* cores in the union of the real node's ranks' cpusets */
   int oversubscribed;  /* real_local_size > avail_cores */
+  int any_oversubscribed; /* on some node of the comm (equal on every rank) */
   int yield;           /* waits yield at once: oversubscribed, or the comm's
                           owner asked for it (the engine's comm, which shares
                           cores with the application's threads) */

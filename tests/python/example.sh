@@ -7,19 +7,9 @@
 # Fashion-MNIST files (Debian: apt-get install dataset-fashion-mnist), or
 # with a sanitizer build of the library.
 set -u
-python=${RONDO_PYTHON:-/usr/bin/python3}
-srcdir=${top_srcdir:-.}
+. "${top_srcdir:-.}/tests/python/common.sh"
+rondo_python_env numpy torch
 data=/usr/share/datasets/fashion-mnist
-lib=$(cd "${top_builddir:-.}/lib/.libs" 2>/dev/null && pwd)/librondo.so
-[ -f "$lib" ] || { echo "skipped: no shared librondo"; exit 77; }
-# A sanitizer build's library cannot be loaded into an interpreter that was
-# not started with the sanitizer's runtime first.
-if nm -D "$lib" 2>/dev/null | grep -q -E ' U __(asan|tsan|ubsan)_'; then
-  echo "skipped: a sanitizer build"; exit 77
-fi
-for m in numpy torch; do
-  "$python" -c "import $m" 2>/dev/null || { echo "skipped: $python cannot import $m"; exit 77; }
-done
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte \
          t10k-labels-idx1-ubyte; do
   [ -f "$data/$f.gz" ] || { echo "skipped: no $data/$f.gz (dataset-fashion-mnist)"; exit 77; }
@@ -30,7 +20,7 @@ fail() { cat "$out"; echo "FAIL: $*"; exit 1; }
 
 # timeout: a hang (a rank stuck in a collective) fails instead of blocking
 # make check.
-RONDO_LIBRARY=$lib PYTHONPATH=$srcdir/bindings/python${PYTHONPATH:+:$PYTHONPATH} \
+PYTHONPATH=$srcdir/bindings/python${PYTHONPATH:+:$PYTHONPATH} \
   timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-180}" "${MPIEXEC:-mpiexec}" -n 2 "$python" \
   "$srcdir/examples/python/train_fashion_mnist.py" --epochs 1 --limit 12000 --data "$data" \
   > "$out" 2>&1 || fail "the example exited with status $?"

@@ -5,16 +5,8 @@
 #   pip install --target DIR.
 # Skipped (77) without /usr/bin/python3's venv, pip or numpy.
 set -u
-python=${RONDO_PYTHON:-/usr/bin/python3}
-srcdir=${top_srcdir:-.}
-lib=$(cd "${top_builddir:-.}/lib/.libs" 2>/dev/null && pwd)/librondo.so
-[ -f "$lib" ] || { echo "skipped: no shared librondo"; exit 77; }
-if nm -D "$lib" 2>/dev/null | grep -q -E ' U __(asan|tsan|ubsan)_'; then
-  echo "skipped: a sanitizer build"; exit 77
-fi
-for m in venv pip numpy; do
-  "$python" -c "import $m" 2>/dev/null || { echo "skipped: $python cannot import $m"; exit 77; }
-done
+. "${top_srcdir:-.}/tests/python/common.sh"
+rondo_python_env venv pip numpy
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 # pip builds in the source tree; build from a copy so the checkout stays clean.
@@ -27,10 +19,10 @@ check() { # what, command...
 probe='import rondo, numpy as np; rondo.init(); x = rondo.allreduce(np.arange(3.0)); assert (x == np.arange(3.0)).all(), x; print(rondo.__file__); rondo.shutdown()'
 check "venv --system-site-packages" "$python" -m venv --system-site-packages "$tmp/venv"
 check "pip install into the venv" "$tmp/venv/bin/pip" install --no-build-isolation --no-index "$tmp/src"
-check "the venv's rondo works" env RONDO_LIBRARY="$lib" "$tmp/venv/bin/python" -c "$probe"
+check "the venv's rondo works" "$tmp/venv/bin/python" -c "$probe"
 grep -q "$tmp/venv/" "$tmp/out" || { echo "FAIL: not the venv's copy: $(cat "$tmp/out")"; status=1; }
 check "pip install --target" "$python" -m pip install --no-build-isolation --no-index --no-deps --target "$tmp/target" "$tmp/src"
-check "the target's rondo works" env RONDO_LIBRARY="$lib" PYTHONPATH="$tmp/target" "$python" -c "$probe"
+check "the target's rondo works" env PYTHONPATH="$tmp/target" "$python" -c "$probe"
 grep -q "$tmp/target/" "$tmp/out" || { echo "FAIL: not the target's copy"; status=1; }
 # Without a library to load: an ImportError that says what to do.
 check "a clear ImportError without librondo" env RONDO_LIBRARY=/nonexistent/librondo.so \

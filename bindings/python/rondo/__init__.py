@@ -62,9 +62,9 @@ def dtype_code(dtype, as_bfloat16=False):
             raise TypeError("rondo: bfloat16 data must be 2-byte elements (a uint16 view), not %s"
                             % dt)
         return BFLOAT16
-    if dt.name == "bfloat16":
-        return BFLOAT16
     code = _NP_DTYPES.get(dt)
+    if code is None and dt.name == "bfloat16":
+        return BFLOAT16
     if code is None:
         raise TypeError("rondo: dtype %s is not supported (int8, uint8, int32, int64, float16, "
                         "float32, float64; bfloat16 as a uint16 view with dtype='bfloat16')" % dt)
@@ -99,7 +99,6 @@ def algo_code(algorithm):
 
 # ---- the library's state -----------------------------------------------------------
 
-_state = threading.local()
 _world = None
 _initialized = False
 _orphans = []       # requests whose Handle was dropped before wait()
@@ -394,15 +393,26 @@ class Comm:
             out = np.empty_like(array)
         elif out.shape != array.shape or out.dtype != array.dtype:
             raise ValueError("rondo: out must have the array's shape and dtype")
+        return self._submit_allreduce(_ptr(array), _ptr(out), array.size, code, op, name,
+                                      algorithm, prescale, postscale, (array, out), group,
+                                      group_size)
+
+    def _submit_allreduce(self, src, dst, count, code, op, name, algorithm, prescale,
+                          postscale, keep, group=None, group_size=0):
+        """The engine submission under allreduce_async and rondo.torch: src
+        and dst are addresses, keep holds what must stay alive until the
+        request completes, its last item the result. Unnamed requests of both
+        share this comm's counter."""
+        _reap()
         opts = _lib.AsyncOpts(ctypes.sizeof(_lib.AsyncOpts), float(prescale), float(postscale),
                               algo_code(algorithm), None, None,
                               group.encode() if group else None, int(group_size))
         req = ctypes.c_void_p()
         nm = (name or self._auto_name("allreduce")).encode()
-        st = _lib.allreduce_async(self._h, nm, _ptr(array), _ptr(out), array.size, code,
-                                  op_code(op), ctypes.byref(opts), ctypes.byref(req))
+        st = _lib.allreduce_async(self._h, nm, src, dst, count, code, op_code(op),
+                                  ctypes.byref(opts), ctypes.byref(req))
         _raise_status(st, self.rank)
-        return Handle(req.value, (array, out), out, self)
+        return Handle(req.value, keep, keep[-1], self)
 
     def grouped_allreduce(self, arrays, op="sum", name=None, algorithm=None, prescale=1.0,
                           postscale=1.0):

@@ -11,9 +11,6 @@ otherwise they raise TypeError. Asynchronous calls go through rondo's fusion
 engine, matched across ranks by name, as Horovod's are. docs/python.md has
 the migration table: what maps one to one, what differs, what is missing.
 """
-import ctypes
-import itertools
-
 import torch
 
 import rondo as _r
@@ -136,34 +133,27 @@ class _TorchHandle:
         self.target = target  # in place with compression: copy the result back here
 
 
-_names = itertools.count()
-
-
 def _submit(tensor, output, name, op, prescale, postscale, group=None, group_size=0):
-    comm = _r.world()
-    code = _dtype(tensor)
-    _r._reap()
-    opts = _lib.AsyncOpts(ctypes.sizeof(_lib.AsyncOpts), float(prescale), float(postscale), 0,
-                          None, None, group.encode() if group else None, int(group_size))
-    req = ctypes.c_void_p()
-    nm = (name or "allreduce.noname.%d" % next(_names)).encode()
-    st = _lib.allreduce_async(comm._h, nm, tensor.data_ptr(), output.data_ptr(),
-                              tensor.numel(), code, _r.op_code(op), ctypes.byref(opts),
-                              ctypes.byref(req))
-    _r._raise_status(st, comm.rank)
-    return _r.Handle(req.value, (tensor, output), output, comm)
+    return _r.world()._submit_allreduce(tensor.data_ptr(), output.data_ptr(), tensor.numel(),
+                                        _dtype(tensor), op, name, None, prescale, postscale,
+                                        (tensor, output), group, group_size)
+
+
+def _start(tensor, name, op, prescale, postscale, compression, group=None, group_size=0):
+    """An all-reduce of tensor (compressed) into a new tensor."""
+    wire, ctx = compression.compress(tensor.detach())
+    wire = wire.contiguous()
+    out = torch.empty_like(wire)
+    h = _submit(wire, out, name, op, prescale, postscale, group, group_size)
+    return _TorchHandle(h, out, ctx, compression)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, compression=Compression.none):
     """Starts an all-reduce into a new tensor; synchronize(handle) returns it.
     The default op is Average, as in Horovod."""
-    op = _op(op, average)
-    wire, ctx = compression.compress(tensor.detach())
-    wire = wire.contiguous()
-    out = torch.empty_like(wire)
-    h = _submit(wire, out, name, op, prescale_factor, postscale_factor)
-    return _TorchHandle(h, out, ctx, compression)
+    return _start(tensor, name, _op(op, average), prescale_factor, postscale_factor,
+                  compression)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -240,15 +230,9 @@ def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor
                       postscale_factor=1.0, compression=Compression.none):
     """All-reduces the tensors as one fused group; a list of new tensors."""
     op = _op(op, average)
-    base = name or "grouped_allreduce.noname.%d" % next(_names)
-    handles = []
-    for i, t in enumerate(tensors):
-        wire, ctx = compression.compress(t.detach())
-        wire = wire.contiguous()
-        out = torch.empty_like(wire)
-        h = _submit(wire, out, "%s.%d" % (base, i), op, prescale_factor, postscale_factor,
-                    group=base, group_size=len(tensors))
-        handles.append(_TorchHandle(h, out, ctx, compression))
+    base = name or _r.world()._auto_name("grouped_allreduce")
+    handles = [_start(t, "%s.%d" % (base, i), op, prescale_factor, postscale_factor, compression,
+                      group=base, group_size=len(tensors)) for i, t in enumerate(tensors)]
     return [synchronize(h) for h in handles]
 
 
