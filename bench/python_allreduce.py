@@ -2,7 +2,8 @@
 """All-reduce from Python: rondo's NumPy API, the raw C call through ctypes,
 and torch.distributed's gloo backend, side by side in one process.
 
-    RONDO_LIBRARY=$PWD/build/lib/.libs/librondo.so PYTHONPATH=$PWD/bindings/python \\
+    RONDO_LIBRARY=$PWD/build/lib/.libs/librondo.so \\
+        PYTHONPATH=$PWD/build/bindings/python:$PWD/bindings/python \\
         mpiexec -n 2 /usr/bin/python3 bench/python_allreduce.py -b 8 -e 64M -f 2
 
 float32 sum, every size from -b to -e (times -f). Per size, the ways:
@@ -10,23 +11,26 @@ float32 sum, every size from -b to -e (times -f). Per size, the ways:
          reused output y, the default configuration (AUTO); without out= a
          new array per call adds its page faults (docs/python.md);
   ctypes rondo._lib.allreduce_algo(handle, in, out, count, FLOAT32, SUM,
-         AUTO) with a preallocated output: the same C call with nothing of
+         AUTO) into py's output y: the same C call with nothing of
          the Python layer but the foreign call itself;
   py_    rondo.allreduce_(x): the NumPy API in place;
-  ctypes_ the C call of ctypes, in place (in == out): py_'s baseline, as
+  ctypes_ the C call of ctypes, in place on py_'s array: py_'s baseline, as
          ctypes is py's;
   gloo   torch.distributed.all_reduce(t), gloo backend, a CPU float32
          tensor: in place (gloo has no out-of-place all-reduce).
 The in-place ways get their input back (a copy, outside the timed region)
 before every call, so every call reduces the same data.
 
-Method (as rondo-bench's sweep): warm-up calls of every way, then the timed
-calls cut into up to 5 rounds; every round starts with a barrier and runs
-the ways in a different order, each way's share after a barrier of its own,
-so a noisy moment of the shared machine hits every way alike. Every call is
-timed on its own with time.perf_counter. A cell is the rank's median over
-its calls, the slowest rank's (max over ranks); the JSON also has the mean
-over ranks of the medians, which is what rondo-bench's "median" column is.
+Method: warm-up calls of every way, then the timed calls of rondo's ways
+interleaved one by one: per round one call of each, in an order drawn anew
+every round (the same on every rank), each call after a barrier, so a noisy
+moment of the shared machine hits every way alike and no way always follows
+the same one. gloo's calls come after, in a block of their own: its threads
+stay busy a while after a call and would slow whichever call came next.
+Every call is timed on its own with time.perf_counter. A cell is the rank's
+median over its calls, the slowest rank's (max over ranks); the JSON also
+has the mean over ranks of the medians, which is what rondo-bench's
+"median" column is.
 
 Check: the result of the last timed call of every way is compared element
 by element with the exact sum (inputs are small integers, exact in
@@ -49,7 +53,6 @@ import rondo
 from rondo import _lib
 
 FLOAT32, SUM, AUTO = 6, 0, 0
-MAX_ROUNDS = 5
 WAYS = ("py", "ctypes", "py_", "ctypes_", "gloo")
 PAIRS = (("py", "ctypes", "overhead"), ("py_", "ctypes_", "overhead_inplace"))
 
@@ -169,6 +172,7 @@ def main():
         "torch": torch.__version__ if torch else None,
         "torch_threads": torch.get_num_threads() if torch else None,
         "topology": comm.topology(), "knobs": knobs,
+        "fast_path": rondo._fast is not None,
         "options": {"minbytes": lo, "maxbytes": hi, "stepfactor": o.stepfactor,
                     "iters": o.iters, "warmup": o.warmup_iters},
     }
@@ -181,6 +185,8 @@ def main():
               % (now, nranks, comm.nodes, comm.local_size, header["python"], header["numpy"],
                  header["torch"] or "-", header["torch_threads"] or "-"))
         print("# topology: %s" % header["topology"])
+        print("# common call in C (rondo._fast): %s" % (
+            "yes" if header["fast_path"] else "no (not built, or RONDO_PYTHON_FAST=0)"))
         for line in klines:
             print(line)
         print("# ways: py = rondo.allreduce(x, out=y) (out of place, AUTO, y reused like ctypes' output);")
@@ -209,7 +215,6 @@ def main():
     src_all = pattern * np.float32(rank + 1)            # this rank's input
     want_all = pattern * np.float32(nranks * (nranks + 1) // 2)   # the exact sum
     perf = time.perf_counter
-    rounds = min(o.iters, MAX_ROUNDS)
     allreduce, allreduce_ = rondo.allreduce, rondo.allreduce_
     c_call = _lib.allreduce_algo
 
@@ -217,14 +222,13 @@ def main():
         count = nbytes // 4
         x = src_all[:count].copy()           # py, ctypes: the input, never written
         want = want_all[:count]
-        out = np.empty(count, np.float32)    # ctypes' preallocated output
-        pyout = np.empty(count, np.float32)  # py's, reused (out=) like the C call's
-        out.fill(np.nan)                     # a call that writes nothing fails the check
-        pyout.fill(np.nan)
+        # py and ctypes write the same output, py_ and ctypes_ reduce the same
+        # array in place: a pair differs in nothing but the Python layer (two
+        # buffers of 1 MiB differed by up to 4% in the C call's time alone)
+        out = np.empty(count, np.float32)
         px, pout = x.__array_interface__["data"][0], out.__array_interface__["data"][0]
-        xi = x.copy()                        # py_: reduced in place
-        xc = x.copy()                        # ctypes_: reduced in place
-        pxc = xc.__array_interface__["data"][0]
+        xi = x.copy()
+        pxi = xi.__array_interface__["data"][0]
         tt = torch.from_numpy(x.copy()) if dist else None   # gloo: in place
         tsrc = torch.from_numpy(x) if dist else None
         last = {}
@@ -242,7 +246,7 @@ def main():
             """One untimed-setup + timed call; returns seconds."""
             if way == "py":
                 t0 = perf()
-                r = allreduce(x, out=pyout)
+                r = allreduce(x, out=out)
                 t1 = perf()
                 last["py"] = r
                 return t1 - t0
@@ -250,9 +254,9 @@ def main():
                 last["ctypes"] = out
                 return c_call_timed(way, px, pout)
             if way == "ctypes_":
-                np.copyto(xc, x)
-                last["ctypes_"] = xc
-                return c_call_timed(way, pxc, pxc)
+                np.copyto(xi, x)
+                last["ctypes_"] = xi
+                return c_call_timed(way, pxi, pxi)
             if way == "py_":
                 np.copyto(xi, x)
                 t0 = perf()
@@ -272,15 +276,21 @@ def main():
             for _ in range(o.warmup_iters):
                 call(w)
         times = {w: [] for w in ways}
-        for r in range(rounds):
-            share = o.iters // rounds + (r < o.iters % rounds)
-            comm.barrier()
-            for j in range(len(ways)):
-                w = ways[(r + j) % len(ways)]
+        rondo_ways = [w for w in ways if w != "gloo"]
+        order = np.random.default_rng(si)      # the same orders on every rank
+        for r in range(o.iters):
+            checked = r == o.iters - 1
+            for w in order.permutation(rondo_ways):
+                if checked:        # a call that writes nothing must fail the check
+                    out.fill(np.nan)
                 comm.barrier()
-                t = times[w]
-                for _ in range(share):
-                    t.append(call(w))
+                times[w].append(call(w))
+                if checked:        # kept before the pair's other way reuses the buffer
+                    last[w] = np.array(last[w], copy=True)
+        if "gloo" in ways:
+            for _ in range(o.iters):
+                comm.barrier()
+                times["gloo"].append(call("gloo"))
 
         # the check: the last timed call of every way, every element
         wrong_mine = np.zeros(len(ways), np.int64)

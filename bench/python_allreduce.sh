@@ -35,7 +35,7 @@ python=${PYTHON:-/usr/bin/python3}
 np=${NP:-2}
 sizes="-b ${MINBYTES:-8} -e ${MAXBYTES:-64M} -f ${FACTOR:-2} -n ${ITERS:-50} -w ${WARMUP:-5}"
 export RONDO_LIBRARY="$lib"
-export PYTHONPATH="$top/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$build/bindings/python:$top/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
 rc=0
 
 run() {

@@ -5,11 +5,11 @@
 # The Debian packages a build and 'make check' need (python3-matplotlib:
 # bench/plot.py, which the tests run on a real rondo-bench result;
 # libopenblas-dev, zlib1g-dev and dataset-fashion-mnist: rondo-train;
-# python3-numpy, python3-torch, python3-pip, python3-venv: the Python
+# python3-numpy, python3-torch, python3-pip, python3-venv, python3-dev: the Python
 # bindings and their tests, docs/python.md).
 RONDO_DEBS="build-essential autoconf automake libtool pkg-config mpich libmpich-dev
 libhwloc-dev libcmocka-dev python3 python3-matplotlib libopenblas-dev zlib1g-dev
-dataset-fashion-mnist python3-numpy python3-torch python3-pip python3-venv"
+dataset-fashion-mnist python3-numpy python3-torch python3-pip python3-venv python3-dev"
 
 rondo_install_deps() {
   missing=

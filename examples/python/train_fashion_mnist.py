@@ -1,7 +1,8 @@
 """Data-parallel training of a small CNN on Fashion-MNIST with rondo.torch,
 written the way a Horovod user would write it (import rondo.torch as hvd).
 
-    RONDO_LIBRARY=build/lib/.libs/librondo.so PYTHONPATH=bindings/python \
+    RONDO_LIBRARY=build/lib/.libs/librondo.so \
+    PYTHONPATH=build/bindings/python:bindings/python \
         mpiexec -n 2 /usr/bin/python3 examples/python/train_fashion_mnist.py
 
 Each rank trains on its own shard of the training set; DistributedOptimizer

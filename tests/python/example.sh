@@ -20,7 +20,7 @@ fail() { cat "$out"; echo "FAIL: $*"; exit 1; }
 
 # timeout: a hang (a rank stuck in a collective) fails instead of blocking
 # make check.
-PYTHONPATH=$srcdir/bindings/python${PYTHONPATH:+:$PYTHONPATH} \
+PYTHONPATH=$rondo_pythonpath${PYTHONPATH:+:$PYTHONPATH} \
   timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-180}" "${MPIEXEC:-mpiexec}" -n 2 "$python" \
   "$srcdir/examples/python/train_fashion_mnist.py" --epochs 1 --limit 12000 --data "$data" \
   > "$out" 2>&1 || fail "the example exited with status $?"

@@ -17,6 +17,11 @@ check() { # what, command...
   if "$@" > "$tmp/out" 2>&1; then echo "ok: $what"; else echo "FAIL: $what"; cat "$tmp/out"; status=1; fi
 }
 probe='import rondo, numpy as np; rondo.init(); x = rondo.allreduce(np.arange(3.0)); assert (x == np.arange(3.0)).all(), x; print(rondo.__file__); rondo.shutdown()'
+# With Python's headers, pip compiles rondo/_fast too, and the installed
+# package must load it.
+if "$python" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  probe="$probe; assert rondo._fast is not None, 'rondo._fast was not installed'"
+fi
 check "venv --system-site-packages" "$python" -m venv --system-site-packages "$tmp/venv"
 check "pip install into the venv" "$tmp/venv/bin/pip" install --no-build-isolation --no-index "$tmp/src"
 check "the venv's rondo works" "$tmp/venv/bin/python" -c "$probe"

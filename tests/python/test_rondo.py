@@ -3,6 +3,7 @@
 results, identical on every rank; the error mapping; async handles and the
 lifetime of their buffers; join with uneven steps; sub-comms."""
 import gc
+import os
 
 import numpy as np
 
@@ -53,6 +54,12 @@ def same_everywhere(a):
 
 def test_basics():
     check(rondo.is_initialized(), "initialized")
+    # which path the common all-reduce takes: the launcher expects rondo/_fast
+    # where the build made it; RONDO_PYTHON_FAST=0 must turn it off
+    if os.environ.get("RONDO_EXPECT_FAST") == "1":
+        check(rondo._fast is not None, "rondo._fast loaded (the build made it)")
+    if os.environ.get("RONDO_PYTHON_FAST") == "0":
+        check(rondo._fast is None, "RONDO_PYTHON_FAST=0: no rondo._fast")
     check(0 <= R < N, "rank %d of %d", R, N)
     check(0 <= rondo.local_rank() < rondo.local_size() <= N, "local rank")
     check(rondo.version().count(".") == 2, "version %s", rondo.version())
@@ -125,6 +132,21 @@ def test_bad_arrays():
     raises(TypeError, rondo.allreduce, [1, 2, 3])
     raises(ValueError, rondo.allreduce, np.zeros(4, np.float32), op="median")
     raises(ValueError, rondo.allreduce, np.zeros(4, np.float32), algorithm="magic")
+    raises(ValueError, rondo.allreduce, np.zeros(4, np.float32), op=["sum"])
+    raises(ValueError, rondo.allreduce_, np.zeros(4, np.float32), op=["sum"])
+    # out= that the fast path must hand to the careful one
+    x = np.ones(4, np.float32)
+    e = raises(ValueError, rondo.allreduce, ro, out=ro)
+    check(e is not None and "read-only" in str(e), "read-only out=: %s", e)
+    raises(ValueError, rondo.allreduce, x, out=np.empty(4, np.float64))
+    raises(ValueError, rondo.allreduce, x, out=np.empty((2, 2), np.float32))
+    raises(ValueError, rondo.allreduce, x, out=np.empty(8, np.float32)[::2])
+    raises(TypeError, rondo.allreduce, x, out=[0.0] * 4)
+    # a byte-swapped float32 is not rondo's float32: refused, never reduced as one
+    e = raises(TypeError, rondo.allreduce, np.ones(4, np.dtype(">f4")))
+    check(e is not None, "big-endian float32 refused")
+    check(np.array_equal(rondo.allreduce(x), np.full(4, N, np.float32)),
+          "a valid call after the refusals")
 
 
 def test_errors_reach_every_rank():

@@ -15,12 +15,17 @@ docs/python.md.
 import atexit
 import ctypes
 import itertools
+import os
 import pickle
 import threading
 
 import numpy as np
 
-from . import _lib
+# The compiled part (rondo/_fast*.so) may lie in the build tree's copy of
+# this directory, on PYTHONPATH beside the sources (docs/python.md).
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
+from . import _lib  # noqa: E402 - after the path
 
 __all__ = [
     "RondoError", "Comm", "Handle", "init", "shutdown", "is_initialized", "rank", "size",
@@ -85,6 +90,25 @@ def op_code(op):
 
 _ALGO_CODES = {None: 0}
 _ALGO_CODES.update({name: i for i, name in enumerate(_lib.ALGOS)})
+
+
+def _load_fast():
+    """rondo._fast (_fast.c), the common blocking all-reduce in C, set up
+    with this module's tables; None where it was not built or
+    RONDO_PYTHON_FAST=0 (then every call takes the Python path)."""
+    if os.environ.get("RONDO_PYTHON_FAST", "1") == "0":
+        return None
+    try:
+        from . import _fast
+    except ImportError:
+        return None
+    formats = {memoryview(np.empty(0, dt)).format: code for dt, code in _NP_DTYPES.items()}
+    address = ctypes.cast(_lib.allreduce_algo, ctypes.c_void_p).value
+    _fast.setup(address, np.ndarray, formats, dict(_OPS), dict(_ALGO_CODES))
+    return _fast
+
+
+_fast = _load_fast()
 
 
 def algo_code(algorithm):
@@ -321,17 +345,6 @@ class Comm:
     def _refuse_allreduce(self, err):
         self._refuse(err, lambda: _lib.allreduce_algo(self._h, None, None, 0, 99, 0, 0))
 
-    def _fast_codes(self, array, op, algorithm, dtype, writable):
-        """(dtype, op, algorithm) codes when the call is plainly valid, else
-        None (the careful path then says what is wrong)."""
-        try:
-            flags = array.flags
-            if not flags.c_contiguous or (writable and not flags.writeable) or dtype is not None:
-                return None
-            return _NP_DTYPES[array.dtype], _OPS[op], _ALGO_CODES[algorithm]
-        except (AttributeError, KeyError, TypeError):
-            return None
-
     def _validate_allreduce(self, array, op, algorithm, dtype, writable):
         err = _check_array(array, "array", writable)
         if err is None:
@@ -348,30 +361,36 @@ class Comm:
         into out (same shape and dtype, C-contiguous and writable): reusing
         out spares large arrays the page faults of a fresh one per call.
         name is accepted for Horovod's signature; blocking calls need none."""
-        codes = self._fast_codes(array, op, algorithm, dtype, False)
-        if codes is None:
-            codes = self._validate_allreduce(array, op, algorithm, dtype, False)
+        if _fast is not None and dtype is None and prescale == 1.0 and postscale == 1.0:
+            if out is None and type(array) is np.ndarray:
+                out = np.empty_like(array)
+            st = _fast.allreduce(self._h, array, out, op, algorithm)  # the common call in C
+            if st == 0:
+                return out
+            if st > 0:
+                _raise_status(st, self.rank)
+        codes = self._validate_allreduce(array, op, algorithm, dtype, False)
         if out is None:
             out = np.empty_like(array)
-        elif out is not array:
+        else:
             err = _check_array(out, "out", writable=True)
             if err is None and (out.shape != array.shape or out.dtype != array.dtype):
                 err = ValueError("rondo: out must have the array's shape %s and dtype %s"
                                  % (array.shape, array.dtype))
             if err is not None:
                 self._refuse_allreduce(err)
-        if prescale == 1.0 and postscale == 1.0:  # the common call: nothing else to do
-            _raise_status(_lib.allreduce_algo(self._h, array.ctypes.data, out.ctypes.data,
-                                              array.size, *codes), self.rank)
-            return out
         return self._allreduce_into(array, out, codes, prescale, postscale)
 
     def allreduce_(self, array, op="sum", name=None, algorithm=None, prescale=1.0,
                    postscale=1.0, dtype=None):
         """In place: array holds the reduction afterwards; returns it."""
-        codes = self._fast_codes(array, op, algorithm, dtype, True)
-        if codes is None:
-            codes = self._validate_allreduce(array, op, algorithm, dtype, True)
+        if _fast is not None and dtype is None and prescale == 1.0 and postscale == 1.0:
+            st = _fast.allreduce(self._h, array, array, op, algorithm)  # the common call in C
+            if st == 0:
+                return array
+            if st > 0:
+                _raise_status(st, self.rank)
+        codes = self._validate_allreduce(array, op, algorithm, dtype, True)
         if prescale != 1.0:
             np.multiply(array, prescale, out=array, casting="unsafe")
         return self._allreduce_into(array, array, codes, 1.0, postscale)
@@ -570,8 +589,21 @@ def _w(name):
     return call
 
 
-allreduce = _w("allreduce")
-allreduce_ = _w("allreduce_")
+# the two hot calls forward by position, without _w's *args/**kwargs
+def allreduce(array, op="sum", name=None, algorithm=None, prescale=1.0, postscale=1.0,
+              dtype=None, out=None):
+    return (_world or world()).allreduce(array, op, name, algorithm, prescale, postscale,
+                                         dtype, out)
+
+
+def allreduce_(array, op="sum", name=None, algorithm=None, prescale=1.0, postscale=1.0,
+               dtype=None):
+    return (_world or world()).allreduce_(array, op, name, algorithm, prescale, postscale,
+                                          dtype)
+
+
+allreduce.__doc__ = Comm.allreduce.__doc__
+allreduce_.__doc__ = Comm.allreduce_.__doc__
 allreduce_async = _w("allreduce_async")
 grouped_allreduce = _w("grouped_allreduce")
 broadcast = _w("broadcast")
