@@ -123,7 +123,8 @@ typedef enum {
   RONDO_ALGO_SHM = 5,
   RONDO_ALGO_HIERARCHICAL = 6,
   RONDO_ALGO_NCCL = 7,
-  RONDO_ALGO_COUNT = 8
+  RONDO_ALGO_STAGED = 8, /* device buffers through pinned host memory */
+  RONDO_ALGO_COUNT = 9
 } rondo_algo_t;
 
 /* Opaque: an MPI communicator (a private duplicate) plus rondo's state. */
@@ -150,7 +151,7 @@ RONDO_API size_t rondo_dtype_size(rondo_dtype_t dtype);
 RONDO_API const char *rondo_op_name(rondo_op_t op);
 RONDO_API rondo_status_t rondo_op_from_name(const char *name, rondo_op_t *op);
 /* "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm",
- * "hierarchical", "nccl"; NULL for an invalid value. */
+ * "hierarchical", "nccl", "staged"; NULL for an invalid value. */
 RONDO_API const char *rondo_algo_name(rondo_algo_t algo);
 RONDO_API rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo);
 
@@ -257,6 +258,14 @@ RONDO_API rondo_status_t rondo_algo_available(rondo_comm_t comm, rondo_algo_t al
 RONDO_API rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
                                        rondo_op_t op, char *buf, size_t len,
                                        size_t *needed);
+/* The same for a call on these buffers: in device memory (CUDA), the
+ * choice among the device algorithms (nccl, staged), with a line on which
+ * ranks use which GPUs once the comm made its first device call. Host
+ * buffers: as rondo_explain(). Both buffers must be in the same memory. */
+RONDO_API rondo_status_t rondo_explain_call(rondo_comm_t comm, const void *sendbuf,
+                                            const void *recvbuf, size_t count,
+                                            rondo_dtype_t dtype, rondo_op_t op, char *buf,
+                                            size_t len, size_t *needed);
 /* One line on the comm's topology: nodes (real or virtual), ranks per node,
  * the hardware hwloc sees and whether the node is oversubscribed. */
 RONDO_API rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len,

@@ -48,7 +48,8 @@ echo "== 3/3 ThreadSanitizer, threaded tests (build-tsan/)"
 rondo_build "$RONDO_TOP/build-tsan" --enable-sanitizers=thread --disable-static
 tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-np3.mpi
   tests/mpi/engine-stall-np2.mpi tests/mpi/engine-unstarted-np2.mpi
-  tests/mpi/lifecycle-mpifirst-np2.mpi tests/timeline.sh tests/train/accuracy.sh
+  tests/mpi/lifecycle-mpifirst-np2.mpi tests/mpi/device-np2.mpi tests/mpi/device-gpu-each-np2.mpi
+  tests/timeline.sh tests/train/accuracy.sh
   tests/train/parity.sh tests/train/checkpoint.sh"
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" check \

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The library's layers (docs/architecture.md), bottom up:
-#   0 base  1 reduce, topo  2 select  3 algo  4 comm  5 engine  6 api
+#   0 base  1 reduce, topo  2 select, device  3 algo  4 comm  5 engine  6 api
 # A file may use its own folder and the folders below it, never one above
 # and never a sibling on its own level (reduce and topo know nothing of each
 # other). Checked two ways:
@@ -16,7 +16,7 @@ status=0
 
 level() {
   case $1 in
-  base) echo 0 ;; reduce | topo) echo 1 ;; select) echo 2 ;; algo) echo 3 ;;
+  base) echo 0 ;; reduce | topo) echo 1 ;; select | device) echo 2 ;; algo) echo 3 ;;
   comm) echo 4 ;; engine) echo 5 ;; api) echo 6 ;; *) echo x ;;
   esac
 }
@@ -111,8 +111,8 @@ calls=$(echo "$objs" | while read -r folder o; do
   nm --defined-only -g "$o" | awk -v f="$folder" 'NF == 3 {print "D", f, $3}'
   nm -u "$o" | awk -v f="$folder" -v o="$(basename "$o" .o)" '{print "U", f, $2, o}'
 done | awk '
-  BEGIN { split("base 0 reduce 1 topo 1 select 2 algo 3 comm 4 engine 5 api 6", l, " ")
-          for (i = 1; i < 16; i += 2) level[l[i]] = l[i + 1] }
+  BEGIN { split("base 0 reduce 1 topo 1 select 2 device 2 algo 3 comm 4 engine 5 api 6", l, " ")
+          for (i = 1; i < 18; i += 2) level[l[i]] = l[i + 1] }
   $1 == "D" { def[$3] = $2; next }
   { use[NR] = $0 }
   END {

@@ -7,7 +7,9 @@
  * Contract for every all-reduce algorithm:
  *  - The arguments were validated and agreed on by every rank (lib/api),
  *    but for shm, which agrees in its first round (agree below).
- *  - op is SUM, MIN, MAX or PROD; AVG arrives as SUM and the caller finishes.
+ *  - op is SUM, MIN, MAX or PROD; for a host algorithm AVG arrives as SUM
+ *    and the caller finishes, a device algorithm (nccl, staged) gets AVG and
+ *    finishes it itself (its recvbuf is device memory).
  *  - Any count >= 1 (count 0 never reaches an algorithm), any comm size,
  *    sendbuf == recvbuf for in place.
  *  - Every rank ends with identical bytes in recvbuf: each element's final
@@ -58,7 +60,7 @@ typedef struct algo_desc {
 } algo_desc_t;
 
 extern const algo_desc_t algo_mpi, algo_ring, algo_recursive_doubling, algo_rabenseifner,
-    algo_shm, algo_hierarchical, algo_nccl;
+    algo_shm, algo_hierarchical, algo_nccl, algo_staged;
 
 /* The descriptor of an id, or NULL (AUTO and values outside the table). */
 const algo_desc_t *algo_find(rondo_algo_t id);
@@ -82,8 +84,12 @@ double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk);
 /* ---- dispatch (dispatch.c) --------------------------------------------------
  * For lib/api's blocking calls and lib/engine's fused buffers. */
 
-/* What the selector knows about an all-reduce of count elements on comm. */
+/* What the selector knows about an all-reduce of count elements on comm,
+ * in host memory (algo_input) or in mem (for device memory: whether there
+ * is NCCL and whether ranks share a GPU, from the comm's GPU state). */
 select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op);
+select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                              rondo_op_t op, select_mem_t mem);
 /* The cost model's parameters for comm: the defaults, with the comm's
  * RONDO_RING_CHUNK_BYTES and RONDO_HIER_CHUNK_BYTES and, on several nodes,
  * the network its topology measured (lib/topo/net.c). */
@@ -103,6 +109,15 @@ rondo_status_t algo_check(rondo_comm_t comm, rondo_algo_t algo, const select_inp
  * is then checked with algo_check. Local, same outcome on every rank. */
 rondo_status_t algo_allreduce_resolve(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
                                       rondo_op_t op, rondo_algo_t *algo);
+/* The same for buffers in mem. */
+rondo_status_t algo_allreduce_resolve_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                          rondo_op_t op, select_mem_t mem, rondo_algo_t *algo);
+/* The host algorithm for a device algorithm's host part (staging): the
+ * comm's choice among host algorithms, honouring RONDO_ALLREDUCE_ALGO only
+ * when it names a host algorithm. */
+rondo_status_t algo_allreduce_resolve_host(rondo_comm_t comm, size_t count,
+                                           rondo_dtype_t dtype, rondo_op_t op,
+                                           rondo_algo_t *algo);
 /* Runs a resolved all-reduce: count 0 does nothing, AVG is SUM then a
  * division by the comm size. agree: the signature shm agrees on in its
  * first round, or NULL (agreed before). */

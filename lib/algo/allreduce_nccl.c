@@ -1,14 +1,17 @@
 /*
- * NCCL all-reduce, for buffers in device memory. Its row in the table is
- * here before the CUDA/NCCL backend is: the selector lists it (rondo_explain
- * says why it is not chosen), the tuning parser and RONDO_ALLREDUCE_ALGO
- * know its name, and forcing it fails with RONDO_ERR_UNSUPPORTED and the
- * reason. The backend gives it a run function.
+ * NCCL all-reduce, for buffers in device memory: one ncclAllReduce on the
+ * comm's NCCL communicator and stream (lib/algo/gpu.c makes both on the
+ * first device call). The blocking call then waits for the stream's event,
+ * polling NCCL's asynchronous error, the other ranks' failures and the
+ * timeout, so it never hangs. AVG is NCCL's ncclAvg (docs/gpu.md: its
+ * rounding). NCCL refuses two ranks on one device ("Duplicate GPU
+ * detected"); where ranks share one, the staging algorithm serves.
  */
-#include "algo/algo.h"
+#include "algo/gpu.h"
 
-/* Cost: a placeholder, the ring formula at the point-to-point level; it
- * only competes on device memory, where it is the only candidate. */
+/* Cost: the ring formula at the point-to-point level. It competes only
+ * with staging, which pays the same plus two copies, so NCCL wins
+ * wherever it can run. */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   return algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
@@ -17,13 +20,43 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 
 static const char *cannot_run(const select_input_t *in)
 {
-  (void)in;
-  return "this rondo has no NCCL backend";
+  if (in->mem != SELECT_MEM_DEVICE)
+    return NULL; /* the selector's memory rule says it */
+  if (!in->has_nccl)
+    return "this rondo has no NCCL (configure --with-nccl)";
+  if (in->gpu_shared > 0)
+    return "two or more ranks share a GPU, which NCCL refuses (the GPUs line says which)";
+  return NULL;
+}
+
+static rondo_status_t run(const algo_allreduce_args_t *a)
+{
+  gpu_state_t *g;
+  int prev;
+  RONDO_CHECK(gpu_enter(a->comm, &g, &prev));
+  dev_coll_t *coll = NULL;
+  rondo_status_t st = gpu_coll(a->comm, &coll);
+  if (st == RONDO_SUCCESS) {
+    st = g->dev->coll_allreduce(coll, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
+                                g->stream);
+    if (st != RONDO_SUCCESS)
+      st = gpu_fail(a->comm, st);
+  }
+  /* A non-blocking communicator may still be enqueueing: the event must
+   * come after the collective. */
+  if (st == RONDO_SUCCESS)
+    st = gpu_wait(a->comm, NULL, "enqueueing ncclAllReduce");
+  if (st == RONDO_SUCCESS && (st = g->dev->event_record(g->event[0], g->stream)) != RONDO_SUCCESS)
+    st = gpu_fail(a->comm, st);
+  if (st == RONDO_SUCCESS)
+    st = gpu_wait(a->comm, g->event[0], "ncclAllReduce");
+  gpu_leave(g, prev);
+  return st;
 }
 
 const algo_desc_t algo_nccl = {
     .select = {.id = RONDO_ALGO_NCCL, .name = "nccl", .mem = SELECT_MEM_DEVICE,
                .cannot_run = cannot_run, .cost = cost},
     .collectives = ALGO_SERVES_ALLREDUCE,
-    .allreduce = NULL,
+    .allreduce = run,
 };

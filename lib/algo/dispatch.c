@@ -7,17 +7,28 @@
  */
 #include "algo/algo.h"
 
+#include "algo/gpu.h"
 #include "reduce/reduce.h"
 #include "topo/topo.h"
 
-select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op)
+select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                              rondo_op_t op, select_mem_t mem)
 {
   select_input_t in = {.count = count, .bytes = count * rondo_dtype_size(dtype),
                        .dtype = dtype, .op = op, .ranks = comm->size,
                        .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
-                       .max_local = comm->topo->max_local, .mem = SELECT_MEM_HOST,
+                       .max_local = comm->topo->max_local, .mem = mem,
                        .mpi_check = comm->size > 1 && comm->board == NULL};
+  if (mem == SELECT_MEM_DEVICE) {
+    in.has_nccl = dev_backend()->coll_id != NULL;
+    in.gpu_shared = comm->gpu != NULL ? comm->gpu->shared : -1;
+  }
   return in;
+}
+
+select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op)
+{
+  return algo_input_mem(comm, count, dtype, op, SELECT_MEM_HOST);
 }
 
 select_params_t algo_params(rondo_comm_t comm)
@@ -42,14 +53,20 @@ select_params_t algo_params(rondo_comm_t comm)
   return params;
 }
 
-rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res)
+/* forced: the comm's RONDO_ALLREDUCE_ALGO, or AUTO for none. */
+static rondo_algo_t choose(rondo_comm_t comm, rondo_algo_t forced, const select_input_t *in,
+                           select_result_t *res)
 {
   select_params_t params = algo_params(comm);
-  rondo_algo_t algo =
-      select_choose(&params, algo_menu(), comm->tuning, comm->forced_algo, in, res);
+  rondo_algo_t algo = select_choose(&params, algo_menu(), comm->tuning, forced, in, res);
   LOG_DEBUG("allreduce of %zu bytes on %d ranks / %d nodes: %s (%s)", in->bytes, comm->size,
             in->nodes, algo == RONDO_ALGO_AUTO ? "none" : rondo_algo_name(algo), res->reason);
   return algo;
+}
+
+rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res)
+{
+  return choose(comm, comm->forced_algo, in, res);
 }
 
 rondo_status_t algo_check(rondo_comm_t comm, rondo_algo_t algo, const select_input_t *in,
@@ -82,18 +99,21 @@ rondo_status_t algo_check(rondo_comm_t comm, rondo_algo_t algo, const select_inp
   return st;
 }
 
-rondo_status_t algo_allreduce_resolve(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
-                                      rondo_op_t op, rondo_algo_t *algo)
+/* forced: as in choose. */
+static rondo_status_t resolve(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                              rondo_op_t op, select_mem_t mem, rondo_algo_t forced,
+                              rondo_algo_t *algo)
 {
   if (*algo == RONDO_ALGO_AUTO && comm->last_algo != RONDO_ALGO_AUTO &&
-      comm->last_count == count && comm->last_dtype == dtype && comm->last_op == op) {
+      comm->last_count == count && comm->last_dtype == dtype && comm->last_op == op &&
+      comm->last_mem == (int)mem && comm->last_forced == forced) {
     *algo = comm->last_algo;
     return RONDO_SUCCESS; /* checked when it was chosen */
   }
-  select_input_t in = algo_input(comm, count, dtype, op);
+  select_input_t in = algo_input_mem(comm, count, dtype, op, mem);
   if (*algo == RONDO_ALGO_AUTO) {
     select_result_t res;
-    *algo = algo_choose(comm, &in, &res);
+    *algo = choose(comm, forced, &in, &res);
     if (*algo == RONDO_ALGO_AUTO)
       return rondo__fail(RONDO_ERR_UNSUPPORTED, "no all-reduce algorithm is eligible: %s",
                          res.reason);
@@ -106,6 +126,8 @@ rondo_status_t algo_allreduce_resolve(rondo_comm_t comm, size_t count, rondo_dty
     comm->last_count = count;
     comm->last_dtype = dtype;
     comm->last_op = op;
+    comm->last_mem = (int)mem;
+    comm->last_forced = forced;
     comm->last_algo = *algo;
     return RONDO_SUCCESS;
   }
@@ -115,20 +137,48 @@ rondo_status_t algo_allreduce_resolve(rondo_comm_t comm, size_t count, rondo_dty
   return st;
 }
 
+rondo_status_t algo_allreduce_resolve(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                      rondo_op_t op, rondo_algo_t *algo)
+{
+  return resolve(comm, count, dtype, op, SELECT_MEM_HOST, comm->forced_algo, algo);
+}
+
+rondo_status_t algo_allreduce_resolve_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                          rondo_op_t op, select_mem_t mem, rondo_algo_t *algo)
+{
+  return resolve(comm, count, dtype, op, mem, comm->forced_algo, algo);
+}
+
+rondo_status_t algo_allreduce_resolve_host(rondo_comm_t comm, size_t count,
+                                           rondo_dtype_t dtype, rondo_op_t op,
+                                           rondo_algo_t *algo)
+{
+  /* A forced device algorithm (RONDO_ALLREDUCE_ALGO=staged) chose the
+   * device call; its host part is the selector's. */
+  const algo_desc_t *f = algo_find(comm->forced_algo);
+  rondo_algo_t forced =
+      f != NULL && f->select.mem == SELECT_MEM_HOST ? comm->forced_algo : RONDO_ALGO_AUTO;
+  *algo = RONDO_ALGO_AUTO;
+  return resolve(comm, count, dtype, op, SELECT_MEM_HOST, forced, algo);
+}
+
 rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                   size_t count, rondo_dtype_t dtype, rondo_op_t op,
                                   rondo_algo_t algo, const agree_sig_t *agree)
 {
   if (count == 0)
     return RONDO_SUCCESS;
+  const algo_desc_t *d = algo_find(algo);
+  /* A device algorithm finishes AVG itself: its recvbuf is not host memory. */
+  int host_avg = op == RONDO_AVG && d->select.mem == SELECT_MEM_HOST;
   algo_allreduce_args_t a = {
       .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-      .dtype = dtype, .op = op == RONDO_AVG ? RONDO_SUM : op,
+      .dtype = dtype, .op = host_avg ? RONDO_SUM : op,
       .esize = rondo_dtype_size(dtype), .agree = agree};
   LOG_DEBUG("allreduce %zu x %s %s: %s", count, rondo_dtype_name(dtype), rondo_op_name(op),
             rondo_algo_name(algo));
-  RONDO_CHECK(algo_find(algo)->allreduce(&a));
-  if (op == RONDO_AVG)
+  RONDO_CHECK(d->allreduce(&a));
+  if (host_avg)
     reduce_average(recvbuf, count, dtype, comm->size);
   return RONDO_SUCCESS;
 }

@@ -27,6 +27,7 @@ static const select_algo_t *const rows[] = {
     &algo_shm.select,
     &algo_hierarchical.select,
     &algo_nccl.select,
+    &algo_staged.select,
 };
 
 enum { ALGOS = sizeof rows / sizeof rows[0] };

@@ -108,6 +108,8 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
   RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
   RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
+  RONDO_CHECK(api_host_only("rondo_allreduce_async", sendbuf, bytes, "sendbuf"));
+  RONDO_CHECK(api_host_only("rondo_allreduce_async", recvbuf, bytes, "recvbuf"));
   eng_sig_t sig = {.kind = ENG_ALLREDUCE, .dtype = dtype, .op = op, .algo = o.algo,
                    .root = -1, .count = count, .prescale = o.prescale,
                    .postscale = o.postscale};
@@ -123,6 +125,7 @@ rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *
   RONDO_CHECK(begin("rondo_broadcast_async", comm, name, opts, dtype, &o, req));
   RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(api_check_buffer(buf, count, "buf"));
+  RONDO_CHECK(api_host_only("rondo_broadcast_async", buf, bytes, "buf"));
   if (root < 0 || root >= comm->size)
     return rondo__fail(RONDO_ERR_INVALID_ROOT, "'%s': root %d is not a rank of this comm (0..%d)",
                        name, root, comm->size - 1);
@@ -142,6 +145,7 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
   RONDO_CHECK(api_bytes(rows, row_count, &elems));
   RONDO_CHECK(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(api_check_buffer(sendbuf, elems, "sendbuf"));
+  RONDO_CHECK(api_host_only("rondo_allgather_async", sendbuf, bytes, "sendbuf"));
   eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
                    .postscale = 1};

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/gpu.h"
+#include "device/device.h"
 #include "reduce/reduce.h"
 #include "topo/topo.h"
 
@@ -49,6 +51,20 @@ rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes)
     return rondo__fail(RONDO_ERR_COUNT_OVERFLOW,
                        "count %zu x %zu-byte elements overflows size_t", count, esize);
   *bytes = count * esize;
+  return RONDO_SUCCESS;
+}
+
+/* The collectives other than the all-reduce run host algorithms: device
+ * buffers are refused (on every rank, through the agreement). */
+rondo_status_t api_host_only(const char *fn, const void *buf, size_t bytes, const char *name)
+{
+  int device = -1;
+  RONDO_CHECK(dev_memory_device(buf, bytes, &device));
+  if (device >= 0)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED,
+                       "%s: %s is memory of device %d; only rondo_allreduce takes device "
+                       "buffers in this release (docs/gpu.md)",
+                       fn, name, device);
   return RONDO_SUCCESS;
 }
 
@@ -94,13 +110,41 @@ static rondo_status_t allreduce_args(const void *sendbuf, void *recvbuf, size_t 
   return RONDO_SUCCESS;
 }
 
+/* An all-reduce of device buffers (lib/algo/gpu.c, docs/gpu.md): the
+ * arguments are agreed on first (the algorithm as requested: the choice
+ * needs the comm's GPU layout), then the comm's GPU state is attached
+ * (collective, once), then the choice is made and run. */
+static rondo_status_t allreduce_device(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                       rondo_algo_t algo, int device, rondo_status_t st)
+{
+  if (st == RONDO_SUCCESS)
+    st = gpu_usable(comm); /* a failure that broke this comm's GPU state */
+  agree_sig_t sig = {.coll = AGREE_ALLREDUCE};
+  agree_sig_add(&sig, "count", (int64_t)count);
+  agree_sig_add(&sig, "dtype", dtype);
+  agree_sig_add(&sig, "op", op);
+  agree_sig_add(&sig, "memory (0 host, 1 device)", 1);
+  agree_sig_add(&sig, "algorithm", algo);
+  RONDO_CHECK(agree_call(comm, st, &sig));
+  RONDO_CHECK(gpu_attach(comm, device));
+  /* the same choice on every rank: same arguments, same GPU layout */
+  RONDO_CHECK(algo_allreduce_resolve_mem(comm, count, dtype, op, SELECT_MEM_DEVICE, &algo));
+  return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
+}
+
 rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t count, rondo_dtype_t dtype, rondo_op_t op,
                                     rondo_algo_t algo)
 {
   size_t bytes = 0;
+  int device = -1;
   RONDO_CHECK(api_enter(comm));
   rondo_status_t st = allreduce_args(sendbuf, recvbuf, count, dtype, op, algo, &bytes);
+  if (st == RONDO_SUCCESS)
+    st = dev_call_memory("rondo_allreduce", sendbuf, recvbuf, bytes, &device);
+  if (device >= 0)
+    return allreduce_device(comm, sendbuf, recvbuf, count, dtype, op, algo, device, st);
   if (st == RONDO_SUCCESS)
     st = algo_allreduce_resolve(comm, count, dtype, op, &algo);
 
@@ -108,6 +152,7 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
+  agree_sig_add(&sig, "memory (0 host, 1 device)", 0);
   agree_sig_add(&sig, "algorithm", algo);
   /* shm agrees in its first round, with the data (free), and a small mpi
    * call across nodes rides in the check's packet; the others agree first.
@@ -168,25 +213,57 @@ rondo_status_t rondo_algo_available(rondo_comm_t comm, rondo_algo_t algo, size_t
   return algo_check(comm, algo, &in, why);
 }
 
-rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
-                             rondo_op_t op, char *buf, size_t len, size_t *needed)
+/* Appends a line to an explanation of want bytes so far. */
+static int append_line(int want, char *buf, size_t len, const char *line)
 {
-  RONDO_CHECK(query_args(comm, count, dtype, op));
+  size_t at = (size_t)want;
+  int more = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, "%s\n", line);
+  return want + (more > 0 ? more : 0);
+}
+
+static rondo_status_t explain(const char *fn, rondo_comm_t comm, size_t count,
+                              rondo_dtype_t dtype, rondo_op_t op, select_mem_t mem, char *buf,
+                              size_t len, size_t *needed)
+{
   if (buf == NULL && len > 0)
-    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_explain: buf is NULL with len %zu", len);
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: buf is NULL with len %zu", fn, len);
   select_result_t res;
-  select_input_t in = algo_input(comm, count, dtype, op);
+  select_input_t in = algo_input_mem(comm, count, dtype, op, mem);
   algo_choose(comm, &in, &res);
   int want = select_explain(algo_menu(), &res, &in, buf, len);
   if (comm->topo->node_count > 1 && want >= 0) {
     /* The network the inter-node terms were priced with. */
     char net[256];
     net_describe(&comm->topo->net, comm->topo->node_count, net, sizeof net);
-    size_t at = (size_t)want;
-    int more = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, "%s\n", net);
-    want += more > 0 ? more : 0;
+    want = append_line(want, buf, len, net);
   }
-  return api_text_result("rondo_explain", want, buf, len, needed);
+  if (mem == SELECT_MEM_DEVICE && want >= 0)
+    want = append_line(want, buf, len,
+                       comm->gpu != NULL ? comm->gpu->layout
+                                         : "GPUs: not known before the comm's first call on "
+                                           "device buffers (nccl is priced as if no GPU is "
+                                           "shared)");
+  return api_text_result(fn, want, buf, len, needed);
+}
+
+rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                             rondo_op_t op, char *buf, size_t len, size_t *needed)
+{
+  RONDO_CHECK(query_args(comm, count, dtype, op));
+  return explain("rondo_explain", comm, count, dtype, op, SELECT_MEM_HOST, buf, len, needed);
+}
+
+rondo_status_t rondo_explain_call(rondo_comm_t comm, const void *sendbuf, const void *recvbuf,
+                                  size_t count, rondo_dtype_t dtype, rondo_op_t op, char *buf,
+                                  size_t len, size_t *needed)
+{
+  size_t bytes = 0;
+  int device = -1;
+  RONDO_CHECK(query_args(comm, count, dtype, op));
+  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(dev_call_memory("rondo_explain_call", sendbuf, recvbuf, bytes, &device));
+  return explain("rondo_explain_call", comm, count, dtype, op,
+                 device >= 0 ? SELECT_MEM_DEVICE : SELECT_MEM_HOST, buf, len, needed);
 }
 
 /* ---- data movement and reduce-scatter ------------------------------------------- */
@@ -203,6 +280,8 @@ rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
     st = api_bytes(count, rondo_dtype_size(dtype), &bytes);
   if (st == RONDO_SUCCESS)
     st = api_check_buffer(buf, count, "buf");
+  if (st == RONDO_SUCCESS)
+    st = api_host_only("rondo_broadcast", buf, bytes, "buf");
   agree_sig_t sig = {.coll = AGREE_BROADCAST};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
@@ -228,7 +307,8 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
   if (!in_place_ok && count > 0 && sendbuf == recvbuf)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: in place (sendbuf == recvbuf) is not allowed",
                        fn);
-  return RONDO_SUCCESS;
+  RONDO_CHECK(api_host_only(fn, sendbuf, *bytes, "sendbuf"));
+  return api_host_only(fn, recvbuf, *bytes, "recvbuf");
 }
 
 rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
@@ -262,7 +342,7 @@ static rondo_status_t allgatherv_args(rondo_comm_t comm, const void *sendbuf,
                                       const size_t *recvcounts, const size_t *displs,
                                       rondo_dtype_t dtype)
 {
-  size_t esize = rondo_dtype_size(dtype), bytes, end = 0;
+  size_t esize = rondo_dtype_size(dtype), bytes = 0, end = 0;
   RONDO_CHECK(api_check_dtype(dtype));
   if (recvcounts == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_allgatherv: recvcounts is NULL");
@@ -280,7 +360,8 @@ static rondo_status_t allgatherv_args(rondo_comm_t comm, const void *sendbuf,
   RONDO_CHECK(api_bytes(end, esize, &bytes));
   RONDO_CHECK(api_check_buffer(sendbuf, sendcount, "sendbuf"));
   RONDO_CHECK(api_check_buffer(recvbuf, end, "recvbuf"));
-  return RONDO_SUCCESS;
+  RONDO_CHECK(api_host_only("rondo_allgatherv", sendbuf, sendcount * esize, "sendbuf"));
+  return api_host_only("rondo_allgatherv", recvbuf, bytes, "recvbuf");
 }
 
 rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf, size_t sendcount,

@@ -79,6 +79,9 @@ rondo_status_t rondo__fail(rondo_status_t st, const char *fmt, ...)
 rondo_status_t rondo__fail_quiet(rondo_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void rondo__clear_error(void);
+/* rondo_last_error() without its leading status name ("RONDO_ERR_CUDA: "),
+ * to pass a failure's text on under its status. */
+const char *rondo__last_error_text(void);
 /* Converts a failed MPI call into RONDO_ERR_MPI with the call, the MPI error
  * string, the rank and the source location. */
 rondo_status_t rondo__mpi_fail(int mpi_rc, const char *call, const char *file,
@@ -174,6 +177,8 @@ typedef struct {
   double net_gbits;       /* RONDO_NET_GBITS (0: measure) */
   int net_calibrate;      /* RONDO_NET_CALIBRATE: 0 off, 1 on */
   size_t hier_chunk;      /* RONDO_HIER_CHUNK_BYTES */
+  size_t stage_chunk;     /* RONDO_STAGE_CHUNK_BYTES */
+  double device_timeout_sec; /* RONDO_DEVICE_TIMEOUT_SEC (0: never) */
 } rondo__knobs_t;
 
 /* Reads every knob from the environment into *out. On a malformed value

@@ -15,6 +15,7 @@ struct shm_state;
 struct agree_board;
 struct select_table;
 struct engine;
+struct gpu_state;
 
 struct rondo_comm {
   /* lib/comm: set once when the comm is built, then read-only */
@@ -47,7 +48,10 @@ struct rondo_comm {
   size_t last_count;
   rondo_dtype_t last_dtype;
   rondo_op_t last_op;
+  int last_mem;               /* select_mem_t */
+  rondo_algo_t last_forced;   /* the forced algorithm it was chosen under */
   rondo_algo_t last_algo;     /* RONDO_ALGO_AUTO: none yet */
+  struct gpu_state *gpu;      /* device buffers' state (lib/algo/gpu.c), or NULL */
 
   /* lib/engine: the asynchronous engine, or NULL */
   struct engine *engine;

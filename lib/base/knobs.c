@@ -107,6 +107,16 @@ static const knob_def_t knob_table[] = {
      "pipeline stripe of the hierarchical all-reduce: the node reduce-scatter of "
      "one stripe overlaps the cross-node exchange of the one before",
      FIELD(hier_chunk), NULL, 4096, (size_t)1 << 30, 1, NULL},
+    {"RONDO_STAGE_CHUNK_BYTES", KNOB_SIZE, "1M",
+     "pipeline chunk of the staged all-reduce of device buffers: the copies of "
+     "one chunk to and from pinned host memory overlap the host all-reduce of "
+     "another",
+     FIELD(stage_chunk), NULL, 256, (size_t)1 << 30, 1, NULL},
+    {"RONDO_DEVICE_TIMEOUT_SEC", KNOB_DOUBLE, "300",
+     "seconds a call on device buffers waits for its GPU work (a copy, NCCL's "
+     "initialization or collective) before it fails on every rank and aborts "
+     "the comm's NCCL communicator; 0: never",
+     FIELD(device_timeout_sec), NULL, 0, 1000000, 0, NULL},
 };
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };

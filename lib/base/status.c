@@ -71,6 +71,12 @@ void rondo__clear_error(void) { last_error[0] = '\0'; }
 
 const char *rondo_last_error(void) { return last_error; }
 
+const char *rondo__last_error_text(void)
+{
+  const char *sep = strstr(last_error, ": ");
+  return strncmp(last_error, "RONDO_", 6) == 0 && sep != NULL ? sep + 2 : last_error;
+}
+
 rondo_status_t rondo__mpi_fail(int mpi_rc, const char *call, const char *file,
                                int line)
 {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "algo/gpu.h"
 #include "algo/shm.h"
 #include "base/numbers.h"
 #include "select/select.h"
@@ -227,6 +228,7 @@ fail_dup:
 
 void comm_free(struct rondo_comm *c, int mpi_usable)
 {
+  gpu_detach(c, mpi_usable);
   agree_board_free(c, mpi_usable);
   free_topology(c, mpi_usable);
   if (c->owns_tuning)

@@ -31,6 +31,11 @@ typedef struct {
   int min_local;       /* fewest ranks on a node */
   int max_local;       /* most ranks on a node */
   select_mem_t mem;
+  /* device memory only: */
+  int has_nccl;        /* the device backend has a collective library */
+  int gpu_shared;      /* 1: a device serves two or more ranks; 0: none
+                          does; -1: not known yet (before the comm's first
+                          call on device buffers) */
   int mpi_check;       /* the argument check is an MPI all-reduce (across
                           nodes) that every algorithm pays first, but for
                           data that rides in it (select_algo_t) */

@@ -208,7 +208,8 @@ static const char *const mt_dtype_names[RONDO_DTYPE_COUNT] = {
 static const size_t mt_dtype_sizes[RONDO_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8};
 static const char *const mt_op_names[RONDO_OP_COUNT] = {"sum", "avg", "min", "max", "prod"};
 static const char *const mt_algo_names[RONDO_ALGO_COUNT] = {
-    "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical", "nccl"};
+    "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical", "nccl",
+    "staged"};
 
 static inline size_t mt_dtype_size(rondo_dtype_t dt)
 {

@@ -233,10 +233,12 @@ int main(int argc, char **argv)
            MT_QUERY(rondo_comm_local_size, comm), getenv("MPITEST_ALGOS") ? ", MPITEST_ALGOS=" : "",
            getenv("MPITEST_ALGOS") ? getenv("MPITEST_ALGOS") : "");
   /* What the comm can run, against the rules written out here: every host
-   * algorithm, but shm only on one node; nccl nowhere (no backend). An
-   * algorithm that cannot run fails the call on every rank, saying why. */
+   * algorithm, but shm only on one node; the device algorithms (nccl,
+   * staged) never on these host buffers. An algorithm that cannot run
+   * fails the call on every rank, saying why. */
   for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
-    int want = a != RONDO_ALGO_NCCL && (a != RONDO_ALGO_SHM || nodes == 1);
+    int device = a == RONDO_ALGO_NCCL || a == RONDO_ALGO_STAGED;
+    int want = !device && (a != RONDO_ALGO_SHM || nodes == 1);
     const char *why = NULL;
     mt_where("rondo_algo_available(%s) on %d node(s)", mt_algo_str((rondo_algo_t)a), nodes);
     rondo_status_t st = rondo_algo_available(comm, (rondo_algo_t)a, 1000, RONDO_FLOAT32,

@@ -173,13 +173,15 @@ static void test_algo_available(void **state)
   (void)state;
   const char *why = "unset";
   /* One rank, one node: every host algorithm runs, and the selector would
-   * consider each but hierarchical (why says so); nccl has no backend. */
+   * consider each but hierarchical (why says so); the device algorithms
+   * need device memory. */
   for (int id = RONDO_ALGO_MPI; id < RONDO_ALGO_COUNT; id++) {
-    rondo_status_t want = id == RONDO_ALGO_NCCL ? RONDO_ERR_UNSUPPORTED : RONDO_SUCCESS;
+    int device = id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED;
+    rondo_status_t want = device ? RONDO_ERR_UNSUPPORTED : RONDO_SUCCESS;
     expect_status(rondo_algo_available(world, (rondo_algo_t)id, 8, RONDO_FLOAT32, RONDO_SUM, &why),
                   want);
-    if (id == RONDO_ALGO_NCCL)
-      assert_non_null(why);
+    if (device)
+      assert_string_equal(why, "needs device memory");
     else if (id == RONDO_ALGO_HIERARCHICAL)
       assert_non_null(why != NULL ? strstr(why, "one node") : NULL);
     else
@@ -200,7 +202,7 @@ static void test_algo_available(void **state)
   expect_status(rondo_allreduce_algo(world, a, b, 8, RONDO_FLOAT32, RONDO_SUM, RONDO_ALGO_NCCL),
                 RONDO_ERR_UNSUPPORTED);
   assert_non_null(strstr(rondo_last_error(), "the nccl all-reduce cannot run"));
-  assert_non_null(strstr(rondo_last_error(), "NCCL backend"));
+  assert_non_null(strstr(rondo_last_error(), "needs device memory"));
 }
 
 /* Each comm reads the knobs when it is made and keeps them. */

@@ -22,24 +22,13 @@
 #define P2P_ALGOS                                                                   \
   (BIT(RONDO_ALGO_MPI) | BIT(RONDO_ALGO_RING) | BIT(RONDO_ALGO_RECURSIVE_DOUBLING) | \
    BIT(RONDO_ALGO_RABENSEIFNER))
-#define ALL_ALGOS (HOST_ALGOS | BIT(RONDO_ALGO_NCCL))
+#define DEVICE_ALGOS (BIT(RONDO_ALGO_NCCL) | BIT(RONDO_ALGO_STAGED))
+#define ALL_ALGOS (HOST_ALGOS | DEVICE_ALGOS)
 
 /* The algorithms on the menu of the next selector calls (bits of ids):
  * layout() sets it, a test may change it. The rows are the library's own
- * descriptors (lib/algo/table.c), but for nccl: this release has no NCCL
- * backend, so its row can never run; a stand-in device algorithm under its
- * id and name (the ring's cost at the point-to-point level, as nccl's row
- * has) exercises the selector's device-memory rules. */
+ * descriptors (lib/algo/table.c). */
 static unsigned menu_bits;
-
-static double device_cost(const select_params_t *prm, const select_input_t *in)
-{
-  return algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
-                        prm->ring_chunk);
-}
-
-static const select_algo_t device_algo = {.id = RONDO_ALGO_NCCL, .name = "nccl",
-                                          .mem = SELECT_MEM_DEVICE, .cost = device_cost};
 
 static const select_menu_t *menu(void)
 {
@@ -49,7 +38,7 @@ static const select_menu_t *menu(void)
   m.n = 0;
   for (int i = 0; i < all->n; i++)
     if (menu_bits & BIT(all->algo[i]->id))
-      rows[m.n++] = all->algo[i]->id == RONDO_ALGO_NCCL ? &device_algo : all->algo[i];
+      rows[m.n++] = all->algo[i];
   return &m;
 }
 
@@ -274,11 +263,20 @@ static void test_host_memory_never_picks_nccl(void **state)
   expect_choice(&unit_params, &in, RONDO_ALGO_AUTO);
 }
 
-static void test_device_memory_picks_nccl_only(void **state)
+/* Device buffers on ranks with a GPU each, NCCL built. */
+static select_input_t device_layout(size_t count, int ranks, int nodes, unsigned available)
+{
+  select_input_t in = layout(count, ranks, nodes, available);
+  in.mem = SELECT_MEM_DEVICE;
+  in.has_nccl = 1;
+  in.gpu_shared = 0;
+  return in;
+}
+
+static void test_device_memory_picks_nccl(void **state)
 {
   (void)state;
-  select_input_t in = layout(1 << 20, 4, 2, ALL_ALGOS);
-  in.mem = SELECT_MEM_DEVICE;
+  select_input_t in = device_layout(1 << 20, 4, 2, ALL_ALGOS);
   select_result_t res;
   assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_NCCL);
   for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_NCCL; a++) {
@@ -288,13 +286,54 @@ static void test_device_memory_picks_nccl_only(void **state)
                         a == RONDO_ALGO_SHM ? "ranks span more than one node (use hierarchical)"
                                             : "host algorithm: buffer is device memory");
   }
+  /* staging runs too, but pays two copies more than NCCL at every size */
+  assert_true(res.cand[RONDO_ALGO_STAGED].can_run);
+  assert_null(res.cand[RONDO_ALGO_STAGED].why_not);
+  for (size_t n = 1; n <= ((size_t)1 << 28); n *= 8) {
+    in = device_layout(n, 8, 2, ALL_ALGOS);
+    assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_NCCL);
+    assert_true(res.cand[RONDO_ALGO_STAGED].seconds > res.cand[RONDO_ALGO_NCCL].seconds);
+  }
+  /* on one rank too (a copy either way; nccl comes first) */
+  in = device_layout(1000, 1, 1, ALL_ALGOS);
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_NCCL);
 }
 
-static void test_device_memory_without_nccl_chooses_none(void **state)
+static void test_shared_gpu_or_no_nccl_picks_staged(void **state)
 {
   (void)state;
-  select_input_t in = layout(1 << 20, 4, 1, HOST_ALGOS);
-  in.mem = SELECT_MEM_DEVICE;
+  select_result_t res;
+  /* several ranks on one GPU: NCCL refuses them */
+  select_input_t in = device_layout(1 << 20, 4, 1, ALL_ALGOS);
+  in.gpu_shared = 1;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_STAGED);
+  assert_false(res.cand[RONDO_ALGO_NCCL].can_run);
+  assert_non_null(strstr(res.cand[RONDO_ALGO_NCCL].why_not, "share a GPU"));
+  /* a rondo without NCCL */
+  in = device_layout(1 << 20, 4, 1, ALL_ALGOS);
+  in.has_nccl = 0;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_STAGED);
+  assert_non_null(strstr(res.cand[RONDO_ALGO_NCCL].why_not, "no NCCL"));
+  /* before the first device call the layout is unknown (-1): nccl stays
+   * eligible, so rondo_explain_call shows what a GPU per rank would get */
+  in = device_layout(1 << 20, 4, 1, ALL_ALGOS);
+  in.gpu_shared = -1;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_NCCL);
+  /* the explanation names the reason */
+  char text[4096];
+  in = device_layout(1 << 20, 4, 1, ALL_ALGOS);
+  in.gpu_shared = 1;
+  choose(&unit_params, NULL, &in, &res);
+  assert_true(select_explain(menu(), &res, &in, text, sizeof text) > 0);
+  assert_contains(text, "device memory");
+  assert_contains(text, "share a GPU");
+  assert_contains(text, "staged");
+}
+
+static void test_device_memory_without_device_algorithms_chooses_none(void **state)
+{
+  (void)state;
+  select_input_t in = device_layout(1 << 20, 4, 1, HOST_ALGOS);
   select_result_t res;
   assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_AUTO);
   assert_int_equal(res.choice, RONDO_ALGO_AUTO);
@@ -727,11 +766,11 @@ static void test_algorithm_table_is_complete(void **state)
     assert_non_null(strstr(algo_names(), d->select.name));
     /* the menu is the table, in its order */
     assert_ptr_equal(all->algo[id - 1], &d->select);
-    /* built: host algorithms run; nccl has no backend in this release */
-    if (id == RONDO_ALGO_NCCL)
-      assert_null(d->allreduce);
-    else
-      assert_non_null(d->allreduce);
+    /* every row runs (nccl and staged on device buffers: lib/algo/gpu.c) */
+    assert_non_null(d->allreduce);
+    assert_int_equal(d->select.mem, id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED
+                                        ? SELECT_MEM_DEVICE
+                                        : SELECT_MEM_HOST);
   }
 }
 
@@ -801,8 +840,9 @@ int main(void)
       cmocka_unit_test(test_shm_only_on_one_node_and_hierarchical_only_across),
       cmocka_unit_test(test_unavailable_algorithms_are_not_eligible),
       cmocka_unit_test(test_host_memory_never_picks_nccl),
-      cmocka_unit_test(test_device_memory_picks_nccl_only),
-      cmocka_unit_test(test_device_memory_without_nccl_chooses_none),
+      cmocka_unit_test(test_device_memory_picks_nccl),
+      cmocka_unit_test(test_shared_gpu_or_no_nccl_picks_staged),
+      cmocka_unit_test(test_device_memory_without_device_algorithms_chooses_none),
       cmocka_unit_test(test_forced_wins_even_when_not_eligible),
       cmocka_unit_test(test_default_params_rank_the_2rank_sweep),
       cmocka_unit_test(test_default_params_pick_shm_on_one_node),

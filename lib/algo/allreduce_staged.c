@@ -1,0 +1,134 @@
+/*
+ * Staged all-reduce, for buffers in device memory where NCCL cannot serve
+ * (ranks sharing a GPU, a rondo without NCCL): the data pass through
+ * pinned host memory and a host all-reduce, chunk by chunk, so that the
+ * copies overlap the host algorithm.
+ *
+ * The comm's pinned buffer holds two chunks of RONDO_STAGE_CHUNK_BYTES.
+ * Chunk k goes down into half k % 2, is reduced there in place by the host
+ * all-reduce the selector picks for a chunk (host memory, any host
+ * algorithm, AVG finished on the host) and goes back up into recvbuf. One
+ * stream keeps the copies in order, so the copy down of chunk k + 1 and
+ * the copy up of chunk k - 1 run while the host reduces chunk k:
+ *
+ *     stream:  down 0 | down 1, up 0 | down 2, up 1 | ...
+ *     host:           | reduce 0     | reduce 1     | ...
+ *
+ * The host all-reduces are MPI collectives that every rank must enter as
+ * often as the others. A rank that fails (a copy, a timeout, another
+ * rank's failure heard on the fault line) therefore keeps taking part in
+ * the remaining chunks' all-reduces with whatever its buffer holds, and
+ * returns the failure at the end; every rank fails the call.
+ */
+#include "algo/gpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+
+/* PCIe-class copy bandwidth for the model (s/byte): pinned host <-> device
+ * copies reach about 25 GB/s on PCIe 4 and 54 GB/s on an H100 host. */
+#define STAGE_COPY_BETA (1.0 / 25e9)
+
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  return 2.0 * STAGE_COPY_BETA * (double)in->bytes +
+         algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
+                        prm->ring_chunk);
+}
+
+static size_t chunk_bytes(rondo_comm_t comm, size_t esize)
+{
+  size_t c = comm->cfg.stage_chunk / esize * esize;
+  return c ? c : esize;
+}
+
+/* The pinned buffer of two chunks (kept between calls). */
+static rondo_status_t stage_buffer(gpu_state_t *g, size_t bytes)
+{
+  if (g->stage_bytes >= bytes)
+    return RONDO_SUCCESS;
+  g->dev->host_free(g->stage);
+  g->stage = NULL;
+  g->stage_bytes = 0;
+  RONDO_CHECK(g->dev->host_alloc(&g->stage, bytes));
+  g->stage_bytes = bytes;
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t run(const algo_allreduce_args_t *a)
+{
+  rondo_comm_t comm = a->comm;
+  gpu_state_t *g;
+  int prev;
+  RONDO_CHECK(gpu_enter(comm, &g, &prev));
+  size_t total = a->count * a->esize, chunk = chunk_bytes(comm, a->esize);
+  size_t nchunks = (total + chunk - 1) / chunk;
+  size_t half = total < chunk ? total : chunk;
+  rondo_status_t st = stage_buffer(g, 2 * half);
+  /* every rank must know whether every rank has a buffer before the first
+   * collective below */
+  int ok = st == RONDO_SUCCESS, all_ok = 0;
+  MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm->mpi));
+  if (!all_ok) {
+    gpu_leave(g, prev);
+    return st != RONDO_SUCCESS
+               ? st
+               : rondo__fail(RONDO_ERR_PEER, "another rank has no pinned staging buffer");
+  }
+  /* The host algorithm for one chunk: the same choice on every rank. */
+  size_t n0 = half / a->esize;
+  rondo_algo_t host = RONDO_ALGO_AUTO;
+  rondo_status_t hst = algo_allreduce_resolve_host(comm, n0, a->dtype, a->op, &host);
+  const char *src = a->sendbuf;
+  char *dst = a->recvbuf, *buf[2] = {g->stage, (char *)g->stage + half}, *spare = NULL;
+
+#define DEVICE_STEP(call)                                                      \
+  do {                                                                         \
+    if (st == RONDO_SUCCESS && (st = (call)) != RONDO_SUCCESS)                 \
+      st = gpu_fail(comm, st);                                                 \
+  } while (0)
+
+  DEVICE_STEP(g->dev->copy_async(buf[0], src, nchunks > 1 ? chunk : total, g->stream));
+  DEVICE_STEP(g->dev->event_record(g->event[0], g->stream));
+  for (size_t k = 0; k < nchunks; k++) {
+    size_t off = k * chunk, len = total - off < chunk ? total - off : chunk;
+    char *b = buf[k % 2];
+    if (st == RONDO_SUCCESS)
+      st = gpu_wait(comm, g->event[k % 2], "a copy to the staging buffer");
+    if (k + 1 < nchunks) {
+      size_t noff = off + chunk, nlen = total - noff < chunk ? total - noff : chunk;
+      DEVICE_STEP(g->dev->copy_async(buf[(k + 1) % 2], src + noff, nlen, g->stream));
+      DEVICE_STEP(g->dev->event_record(g->event[(k + 1) % 2], g->stream));
+    }
+    /* Always: the other ranks are in this collective too. After a failure
+     * the stream may still be using the staging buffer: take part from a
+     * buffer of its own. */
+    if (st != RONDO_SUCCESS && spare == NULL && (spare = malloc(half)) != NULL)
+      memset(spare, 0, half);
+    char *h = st != RONDO_SUCCESS && spare != NULL ? spare : b;
+    rondo_status_t r =
+        hst != RONDO_SUCCESS
+            ? hst
+            : algo_allreduce_run(comm, h, h, len / a->esize, a->dtype, a->op, host, NULL);
+    if (st == RONDO_SUCCESS && r != RONDO_SUCCESS)
+      st = r;
+    DEVICE_STEP(g->dev->copy_async(dst + off, b, len, g->stream));
+    if (st == RONDO_SUCCESS)
+      st = gpu_heard(comm);
+  }
+  DEVICE_STEP(g->dev->event_record(g->event[2], g->stream));
+  if (st == RONDO_SUCCESS)
+    st = gpu_wait(comm, g->event[2], "a copy from the staging buffer");
+#undef DEVICE_STEP
+  free(spare);
+  gpu_leave(g, prev);
+  return st;
+}
+
+const algo_desc_t algo_staged = {
+    .select = {.id = RONDO_ALGO_STAGED, .name = "staged", .mem = SELECT_MEM_DEVICE,
+               .cost = cost},
+    .collectives = ALGO_SERVES_ALLREDUCE,
+    .allreduce = run,
+};

@@ -1,0 +1,356 @@
+/*
+ * A comm's GPU state: attach (device, stream, events, the layout of the
+ * ranks on the devices, the fault line), the NCCL communicator, waits that
+ * cannot hang, and the failure path. gpu.h has the rules.
+ */
+#include "algo/gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "topo/topo.h"
+
+enum { FAULT_TAG = 1, UUID_BYTES = 64, HOST_BYTES = MPI_MAX_PROCESSOR_NAME };
+
+/* What each rank tells the others at attach. */
+typedef struct {
+  int32_t status;       /* this rank's attach so far */
+  int32_t device;
+  char uuid[UUID_BYTES];
+  char host[HOST_BYTES];
+} member_t;
+
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_us(long us)
+{
+  struct timespec ts = {0, us * 1000};
+  nanosleep(&ts, NULL);
+}
+
+static void free_state(gpu_state_t *g)
+{
+  if (g == NULL)
+    return;
+  for (int i = 0; i < GPU_EVENTS; i++)
+    g->dev->event_destroy(g->event[i]);
+  g->dev->stream_destroy(g->stream);
+  g->dev->host_free(g->stage);
+  free(g);
+}
+
+/* One line naming which ranks use which device. */
+static void describe(gpu_state_t *g, const member_t *m, int p)
+{
+  int shared = 0, devices = 0;
+  char first[128] = "";
+  for (int r = 0; r < p; r++) {
+    int seen = 0;
+    for (int q = 0; q < r && !seen; q++)
+      seen = strcmp(m[q].uuid, m[r].uuid) == 0 && strcmp(m[q].host, m[r].host) == 0;
+    devices += !seen;
+    for (int q = r + 1; q < p; q++)
+      if (strcmp(m[q].uuid, m[r].uuid) == 0 && strcmp(m[q].host, m[r].host) == 0) {
+        if (!shared)
+          snprintf(first, sizeof first, "ranks %d and %d share device %d (%.32s) on %.32s", r,
+                   q, (int)m[r].device, m[r].uuid, m[r].host);
+        shared = 1;
+      }
+  }
+  g->shared = shared;
+  if (shared)
+    snprintf(g->layout, sizeof g->layout, "GPUs: %d rank(s) on %d device(s); %s", p, devices,
+             first);
+  else
+    snprintf(g->layout, sizeof g->layout, "GPUs: %d rank(s) on %d device(s), one each", p,
+             devices);
+}
+
+static rondo_status_t post_fault_line(gpu_state_t *g)
+{
+  MPI_CHECK(MPI_Irecv(g->fault_in, GPU_FAULT_BYTES, MPI_CHAR, MPI_ANY_SOURCE, FAULT_TAG, g->mpi,
+                      &g->fault_req));
+  return RONDO_SUCCESS;
+}
+
+/* This rank's part of attach: device, uuid, stream, events. */
+static rondo_status_t attach_local(gpu_state_t *g, int device, member_t *me)
+{
+  int prev = -1;
+  RONDO_CHECK(g->dev->get_device(&prev));
+  if (prev != device)
+    RONDO_CHECK(g->dev->set_device(device));
+  rondo_status_t st = g->dev->uuid(device, me->uuid, sizeof me->uuid);
+  if (st == RONDO_SUCCESS)
+    st = g->dev->stream_create(&g->stream);
+  for (int i = 0; i < GPU_EVENTS && st == RONDO_SUCCESS; i++)
+    st = g->dev->event_create(&g->event[i]);
+  if (prev != device)
+    (void)g->dev->set_device(prev);
+  return st;
+}
+
+rondo_status_t gpu_attach(rondo_comm_t comm, int device)
+{
+  if (comm->gpu != NULL)
+    return RONDO_SUCCESS;
+  int p = comm->size, len = 0;
+  gpu_state_t *g = calloc(1, sizeof *g);
+  member_t me = {.status = RONDO_SUCCESS, .device = device};
+  member_t *all = calloc((size_t)p, sizeof *all);
+  rondo_status_t st = RONDO_SUCCESS;
+  char why[256] = "";
+  if (g == NULL || all == NULL) {
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "GPU state of a %d-rank comm", p);
+  } else {
+    g->dev = dev_backend();
+    g->device = device;
+    g->mpi = MPI_COMM_NULL;
+    g->fault_req = MPI_REQUEST_NULL;
+    st = attach_local(g, device, &me);
+    if (MPI_Get_processor_name(me.host, &len) != MPI_SUCCESS)
+      snprintf(me.host, sizeof me.host, "node %d", comm->topo->node_id);
+  }
+  if (st != RONDO_SUCCESS)
+    snprintf(why, sizeof why, "%s", rondo__last_error_text());
+  me.status = st;
+  /* Everyone learns everyone's outcome and device, also after a failure
+   * here, so that all ranks return together. */
+  member_t *recv = all != NULL ? all : &me;
+  int rc = MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, recv, all != NULL ? (int)sizeof me : 0,
+                         MPI_BYTE, comm->mpi);
+  if (rc != MPI_SUCCESS && st == RONDO_SUCCESS)
+    st = rondo__mpi_fail(rc, "MPI_Allgather", __FILE__, __LINE__);
+  int bad = -1;
+  for (int r = 0; all != NULL && r < p && st == RONDO_SUCCESS; r++)
+    if (all[r].status != RONDO_SUCCESS)
+      bad = r;
+  if (st == RONDO_SUCCESS && bad >= 0)
+    st = rondo__fail(RONDO_ERR_PEER,
+                     "rank %d could not set up its GPU state (%s); its rondo_last_error() "
+                     "says why",
+                     bad, rondo_status_name((rondo_status_t)all[bad].status));
+  else if (st != RONDO_SUCCESS && why[0])
+    rondo__fail_quiet(st, "%s", why);
+  if (st == RONDO_SUCCESS) {
+    MPI_CHECK_GOTO(MPI_Comm_dup(comm->mpi, &g->mpi), st, out);
+    MPI_CHECK_GOTO(MPI_Comm_set_errhandler(g->mpi, MPI_ERRORS_RETURN), st, out);
+    RONDO_CHECK_GOTO(post_fault_line(g), st, out);
+    describe(g, all, p);
+    LOG_INFO("%s", g->layout);
+    comm->gpu = g;
+    g = NULL;
+  }
+out:
+  if (g != NULL && g->mpi != MPI_COMM_NULL)
+    MPI_CHECK_LOG(MPI_Comm_free(&g->mpi));
+  if (g != NULL && g->dev != NULL)
+    free_state(g);
+  else
+    free(g);
+  free(all);
+  return st;
+}
+
+void gpu_detach(rondo_comm_t comm, int mpi_usable)
+{
+  gpu_state_t *g = comm->gpu;
+  if (g == NULL)
+    return;
+  comm->gpu = NULL;
+  int prev = -1;
+  (void)g->dev->get_device(&prev);
+  (void)g->dev->set_device(g->device);
+  if (g->coll != NULL) {
+    g->dev->coll_destroy(g->coll);
+    g->coll = NULL;
+  }
+  if (mpi_usable) {
+    /* Every rank's fault messages were sent before it got here: after the
+     * barrier (on the comm's own communicator: the state's may hold a
+     * collective a broken rank left behind), take them and the posted
+     * receive out of MPI. */
+    MPI_CHECK_LOG(MPI_Barrier(comm->mpi));
+    for (;;) {
+      int done = 0;
+      if (MPI_Test(&g->fault_req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done)
+        break;
+      if (post_fault_line(g) != RONDO_SUCCESS)
+        break;
+    }
+    if (g->fault_req != MPI_REQUEST_NULL) {
+      MPI_CHECK_LOG(MPI_Cancel(&g->fault_req));
+      MPI_CHECK_LOG(MPI_Wait(&g->fault_req, MPI_STATUS_IGNORE));
+    }
+    /* A broken state's duplicate may hold an operation that never
+     * completes (a peer that failed before joining it): never free it. */
+    if (g->broken == RONDO_SUCCESS)
+      MPI_CHECK_LOG(MPI_Comm_free(&g->mpi));
+  }
+  const dev_backend_t *dev = g->dev;
+  free_state(g);
+  if (prev >= 0)
+    (void)dev->set_device(prev);
+}
+
+rondo_status_t gpu_usable(rondo_comm_t comm)
+{
+  gpu_state_t *g = comm->gpu;
+  if (g == NULL)
+    return RONDO_SUCCESS;
+  if (g->broken == RONDO_SUCCESS)
+    RONDO_CHECK(gpu_heard(comm));
+  if (g->broken != RONDO_SUCCESS)
+    return rondo__fail(g->broken,
+                       "this comm's GPU state failed earlier (%s): destroy the comm and make "
+                       "a new one",
+                       g->broken_msg);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t gpu_enter(rondo_comm_t comm, gpu_state_t **out, int *prev)
+{
+  gpu_state_t *g = comm->gpu;
+  *out = NULL;
+  *prev = -1;
+  if (g == NULL)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED, "this comm has no GPU state (an internal error: "
+                                              "device algorithms run after gpu_attach)");
+  if (g->broken != RONDO_SUCCESS)
+    return rondo__fail(g->broken,
+                       "this comm's GPU state failed earlier (%s): destroy the comm and make "
+                       "a new one",
+                       g->broken_msg);
+  RONDO_CHECK(gpu_heard(comm)); /* another rank's failure since the last call */
+  RONDO_CHECK(g->dev->get_device(prev));
+  if (*prev != g->device)
+    RONDO_CHECK(g->dev->set_device(g->device));
+  *out = g;
+  return RONDO_SUCCESS;
+}
+
+void gpu_leave(gpu_state_t *g, int prev)
+{
+  if (g != NULL && prev >= 0 && prev != g->device)
+    (void)g->dev->set_device(prev);
+}
+
+static void brk(gpu_state_t *g, rondo_status_t st, const char *msg)
+{
+  if (g->broken != RONDO_SUCCESS)
+    return;
+  g->broken = st;
+  snprintf(g->broken_msg, sizeof g->broken_msg, "%s", msg);
+  if (g->coll != NULL) {
+    g->dev->coll_abort(g->coll);
+    g->coll = NULL;
+  }
+}
+
+rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st)
+{
+  gpu_state_t *g = comm->gpu;
+  char msg[GPU_FAULT_BYTES];
+  snprintf(msg, sizeof msg, "%s", rondo__last_error_text());
+  if (g == NULL || g->broken != RONDO_SUCCESS)
+    return rondo__fail(st, "%s", msg);
+  /* The message: status (4 bytes) then text. */
+  char out[GPU_FAULT_BYTES];
+  int32_t s32 = (int32_t)st;
+  memcpy(out, &s32, sizeof s32);
+  snprintf(out + sizeof s32, sizeof out - sizeof s32, "rank %d: %.290s", comm->rank, msg);
+  /* One small message to each other rank: sent eagerly, so each send
+   * returns at once, whatever the receiver is doing. */
+  for (int r = 0; r < comm->size; r++)
+    if (r != comm->rank)
+      MPI_CHECK_LOG(MPI_Send(out, GPU_FAULT_BYTES, MPI_CHAR, r, FAULT_TAG, g->mpi));
+  brk(g, st, msg);
+  LOG_ERROR("%s (the other ranks are told; this comm's device calls now fail)", msg);
+  return rondo__fail_quiet(st, "%s", msg);
+}
+
+rondo_status_t gpu_heard(rondo_comm_t comm)
+{
+  gpu_state_t *g = comm->gpu;
+  int done = 0;
+  MPI_Status status;
+  MPI_CHECK(MPI_Test(&g->fault_req, &done, &status));
+  if (!done)
+    return RONDO_SUCCESS;
+  int32_t s32;
+  memcpy(&s32, g->fault_in, sizeof s32);
+  g->fault_in[GPU_FAULT_BYTES - 1] = '\0';
+  char msg[GPU_FAULT_BYTES];
+  snprintf(msg, sizeof msg, "%s", g->fault_in + sizeof s32);
+  rondo_status_t st = (rondo_status_t)s32;
+  if (st <= RONDO_SUCCESS || st >= RONDO_STATUS_COUNT)
+    st = RONDO_ERR_INTERNAL;
+  (void)post_fault_line(g); /* further messages wait there until teardown */
+  brk(g, st, msg);
+  return rondo__fail(st, "%s", msg);
+}
+
+rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what)
+{
+  gpu_state_t *g = comm->gpu;
+  double start = now(), limit = comm->cfg.device_timeout_sec;
+  for (long us = 20;; us = us < 1000 ? 2 * us : 1000) {
+    int done = 0;
+    rondo_status_t st = e != NULL ? g->dev->event_query(e, &done)
+                                  : g->dev->coll_state(g->coll, &done);
+    if (st == RONDO_SUCCESS && e != NULL && g->coll != NULL) {
+      int ready = 0; /* NCCL's asynchronous error, while its work may be queued */
+      st = g->dev->coll_state(g->coll, &ready);
+    }
+    if (st != RONDO_SUCCESS)
+      return gpu_fail(comm, st);
+    if (done)
+      return RONDO_SUCCESS;
+    RONDO_CHECK(gpu_heard(comm));
+    if (limit > 0 && now() - start > limit)
+      return gpu_fail(comm, rondo__fail_quiet(
+                                e != NULL ? RONDO_ERR_CUDA : RONDO_ERR_NCCL,
+                                "%s did not complete within RONDO_DEVICE_TIMEOUT_SEC=%g s", what,
+                                limit));
+    sleep_us(us);
+  }
+}
+
+rondo_status_t gpu_coll(rondo_comm_t comm, dev_coll_t **out)
+{
+  gpu_state_t *g = comm->gpu;
+  *out = g->coll;
+  if (g->coll != NULL)
+    return RONDO_SUCCESS;
+  /* Rank 0 makes the id; the broadcast carries its status too, so that
+   * every rank fails together if it could not. */
+  struct {
+    int32_t status;
+    dev_coll_id_t id;
+  } msg = {RONDO_SUCCESS, {{0}}};
+  if (comm->rank == 0) {
+    if (g->dev->coll_id == NULL)
+      msg.status = rondo__fail(RONDO_ERR_UNSUPPORTED, "no NCCL in this rondo");
+    else
+      msg.status = g->dev->coll_id(&msg.id);
+  }
+  MPI_CHECK(MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, comm->mpi));
+  if (msg.status != RONDO_SUCCESS)
+    return comm->rank == 0 ? (rondo_status_t)msg.status
+                           : rondo__fail(RONDO_ERR_PEER,
+                                         "rank 0 could not make the NCCL id (%s)",
+                                         rondo_status_name((rondo_status_t)msg.status));
+  rondo_status_t st = g->dev->coll_init(&g->coll, comm->size, &msg.id, comm->rank, g->mpi);
+  if (st != RONDO_SUCCESS)
+    return gpu_fail(comm, st);
+  RONDO_CHECK(gpu_wait(comm, NULL, "NCCL communicator initialization"));
+  LOG_INFO("NCCL communicator of %d ranks ready", comm->size);
+  *out = g->coll;
+  return RONDO_SUCCESS;
+}

@@ -1,0 +1,80 @@
+/*
+ * A comm's GPU state (gpu.c): what the device algorithms (allreduce_nccl.c,
+ * allreduce_staged.c) share. Made by the first call on device buffers,
+ * collectively, after the call's arguments were agreed on; freed with the
+ * comm. Internal (prefix gpu_).
+ *
+ * Failures. A device failure on one rank (a CUDA or NCCL error, a timeout
+ * past RONDO_DEVICE_TIMEOUT_SEC) is sent to the other ranks on the state's
+ * "fault line": a receive every rank keeps posted on its own duplicate
+ * communicator, which every device wait polls. The rank that failed and
+ * every rank that hears of it abort the comm's NCCL communicator and fail
+ * the call with the first error's status and message. The state is then
+ * broken: every later device call on the comm fails at once with that
+ * error, and the comm must be destroyed. Nothing waits forever: every
+ * wait polls its event, NCCL's asynchronous error, the fault line and the
+ * clock, and sleeps between polls (20 us, doubling to 1 ms).
+ */
+#ifndef RONDO_ALGO_GPU_H
+#define RONDO_ALGO_GPU_H
+
+#include "algo/algo.h"
+#include "device/device.h"
+
+enum { GPU_FAULT_BYTES = 320, GPU_EVENTS = 3 };
+
+typedef struct gpu_state {
+  const dev_backend_t *dev;
+  MPI_Comm mpi;          /* a duplicate of the comm's: the fault line, and the
+                            double's collectives */
+  int device;            /* this rank's device (its buffers' device) */
+  int shared;            /* 1: some device serves two or more ranks of the comm */
+  char layout[200];      /* one line: which ranks use which devices */
+  dev_stream_t *stream;
+  dev_event_t *event[GPU_EVENTS];
+  dev_coll_t *coll;      /* NCCL communicator, made by the first NCCL call */
+  void *stage;           /* pinned staging buffer (allreduce_staged.c), or NULL */
+  size_t stage_bytes;
+  rondo_status_t broken; /* RONDO_SUCCESS, or the failure that broke the state */
+  char broken_msg[GPU_FAULT_BYTES];
+  MPI_Request fault_req; /* the posted fault-line receive */
+  char fault_in[GPU_FAULT_BYTES];
+} gpu_state_t;
+
+/* Collective over comm, all ranks with device buffers (device is the one
+ * this rank's buffers are on). A no-op once attached. Any rank's failure
+ * fails the call on every rank (RONDO_ERR_PEER on the others). */
+rondo_status_t gpu_attach(rondo_comm_t comm, int device);
+/* At comm teardown (collective when mpi_usable). */
+void gpu_detach(rondo_comm_t comm, int mpi_usable);
+
+/* RONDO_SUCCESS unless the comm's state is broken (also by a failure
+ * another rank sent since); then that failure. Local. */
+rondo_status_t gpu_usable(rondo_comm_t comm);
+
+/* The comm's state, or its failure: RONDO_ERR_UNSUPPORTED if never
+ * attached, the breaking error if broken. Makes the state's device current
+ * (*prev gets the caller's, for gpu_leave). */
+rondo_status_t gpu_enter(rondo_comm_t comm, gpu_state_t **g, int *prev);
+void gpu_leave(gpu_state_t *g, int prev);
+
+/* The comm's NCCL communicator, made on first use: collective over the
+ * comm, waits until it is ready. */
+rondo_status_t gpu_coll(rondo_comm_t comm, dev_coll_t **coll);
+
+/* Waits for event e of the state's stream (and, while NCCL work may be on
+ * it, for NCCL's asynchronous error); e == NULL waits for the NCCL
+ * communicator to be ready (initialization or enqueueing in progress).
+ * what names the wait in a timeout's message. On failure the state is
+ * broken and the other ranks are told. */
+rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what);
+
+/* A failure another rank sent on the fault line, if one arrived: breaks
+ * the state and returns it; else RONDO_SUCCESS. */
+rondo_status_t gpu_heard(rondo_comm_t comm);
+
+/* A local failure st (its message in rondo_last_error()) of a device call:
+ * tells the other ranks, aborts NCCL, breaks the state; returns st. */
+rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st);
+
+#endif /* RONDO_ALGO_GPU_H */

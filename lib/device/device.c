@@ -1,0 +1,73 @@
+/*
+ * Which backend is in use, and what memory a call's buffers are in.
+ */
+#include "device/device.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+static _Atomic(const dev_backend_t *) chosen = NULL;
+
+const dev_backend_t *dev_backend(void)
+{
+  const dev_backend_t *b = atomic_load(&chosen);
+  return b != NULL ? b : &dev_cuda;
+}
+
+void dev_use_backend(const dev_backend_t *b) { atomic_store(&chosen, b); }
+
+/* Whether the backend has any device: asked once per backend and process,
+ * so that a host-only program never pays a device call per collective. */
+static int has_devices(const dev_backend_t *b)
+{
+  static _Atomic(const dev_backend_t *) asked = NULL;
+  static atomic_int answer = 0;
+  if (atomic_load(&asked) != b) {
+    int n = 0;
+    if (b->device_count(&n) != RONDO_SUCCESS)
+      n = 0; /* logged by the backend; treat as none */
+    atomic_store(&answer, n > 0);
+    atomic_store(&asked, b);
+  }
+  return atomic_load(&answer);
+}
+
+rondo_status_t dev_memory_device(const void *buf, size_t bytes, int *device)
+{
+  *device = -1;
+  const dev_backend_t *b = dev_backend();
+  (void)bytes; /* count 0 on a device pointer is a device call too */
+  if (buf == NULL || !has_devices(b))
+    return RONDO_SUCCESS;
+  return b->pointer_device(buf, device);
+}
+
+static const char *where(int device, char *text, size_t len)
+{
+  if (device < 0)
+    snprintf(text, len, "host memory");
+  else
+    snprintf(text, len, "memory of device %d", device);
+  return text;
+}
+
+rondo_status_t dev_call_memory(const char *fn, const void *sendbuf, const void *recvbuf,
+                               size_t bytes, int *device)
+{
+  int s = -1, r = -1;
+  *device = -1;
+  RONDO_CHECK(dev_memory_device(sendbuf, bytes, &s));
+  if (recvbuf == sendbuf)
+    r = s;
+  else
+    RONDO_CHECK(dev_memory_device(recvbuf, bytes, &r));
+  if (s != r) {
+    char a[40], c[40];
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "%s: sendbuf is %s but recvbuf is %s: both buffers of a call must "
+                       "be in the same memory (docs/gpu.md)",
+                       fn, where(s, a, sizeof a), where(r, c, sizeof c));
+  }
+  *device = s;
+  return RONDO_SUCCESS;
+}

@@ -1,0 +1,297 @@
+/*
+ * test_device - the all-reduce of device buffers, driven through the host
+ * double of the device backend (lib/device/host_double.c): the GPU code's
+ * control flow without a GPU. It is not GPU verification (tests/gpu/run.sh
+ * is).
+ *
+ * MPITEST_DEVICES=n gives the double n devices per host (default 1). Each
+ * rank uses device local_rank % n, so with n below the ranks on a host,
+ * ranks share a device, and AUTO must choose staging (NCCL refuses shared
+ * GPUs); with one device per rank it must choose nccl.
+ *
+ *  - exact results: every dtype x op, counts 0, 1, 2, 7, p-1, p+1, 257,
+ *    1031, in place and out of place, by AUTO, staged and (one device per
+ *    rank) nccl, against closed-form results, identical bytes on every
+ *    rank; one call of 100003 elements through many staging chunks;
+ *  - memory rules: host and device buffers mixed in one call, a rank with
+ *    host buffers among ranks with device buffers, the other collectives
+ *    and the engine refusing device buffers, explanations;
+ *  - failures, each on a comm of its own: an injected copy failure, an
+ *    NCCL collective failure, an NCCL initialization failure, a timeout.
+ *    One rank fails; every rank's call fails with the first error's status
+ *    and message, the comm's later device calls fail at once, and the comm
+ *    is destroyed with the failed work still draining, leaving no device
+ *    allocation behind.
+ */
+#include "mpitest.h"
+
+#include "device/device.h"
+
+static const dev_backend_t *dev = &dev_host_double;
+static int devices = 1, shared;
+
+#define CAP_COUNT ((size_t)100003)
+
+typedef struct {
+  char *input, *want, *host; /* host memory */
+  char *send, *recv;         /* "device" memory */
+} bufs_t;
+
+static void *dev_alloc(size_t bytes)
+{
+  void *p = NULL;
+  if (dev->mem_alloc(&p, bytes) != RONDO_SUCCESS) {
+    fprintf(stderr, "test_device: device allocation of %zu bytes failed\n", bytes);
+    MPI_Abort(MPI_COMM_WORLD, 99);
+  }
+  return p;
+}
+
+static rondo_status_t call(rondo_comm_t comm, rondo_algo_t algo, const void *s, void *r,
+                           size_t count, rondo_dtype_t dt, rondo_op_t op)
+{
+  return algo == RONDO_ALGO_AUTO ? rondo_allreduce(comm, s, r, count, dt, op)
+                                 : rondo_allreduce_algo(comm, s, r, count, dt, op, algo);
+}
+
+/* One call on device buffers (the double's device memory is host memory,
+ * so the test reads and writes it directly, as cudaMemcpy would). */
+static void run_case(rondo_comm_t comm, rondo_algo_t algo, rondo_dtype_t dt, rondo_op_t op,
+                     size_t count, int inplace, const bufs_t *b)
+{
+  size_t es = mt_dtype_size(dt), n = count * es, guard = MT_GUARD * es;
+  mt_where("%s dtype=%s op=%s count=%zu %s", mt_algo_str(algo), mt_dtype_str(dt), mt_op_str(op),
+           count, inplace ? "in-place" : "out-of-place");
+  char *src = inplace ? b->recv : b->send;
+  memcpy(src, b->input, n);
+  memset(src + n, MT_POISON, guard);
+  if (!inplace)
+    memset(b->recv, MT_POISON, n + guard);
+  rondo_status_t st = call(comm, algo, src, b->recv, count, dt, op);
+  if (MT_EQ_STATUS(st, RONDO_SUCCESS)) {
+    mt_check_elems("result", dt, b->recv, b->want, count);
+    mt_check_poison("bytes past the end of recvbuf", b->recv + n, guard);
+    if (!inplace)
+      mt_check_elems("sendbuf after the call", dt, b->send, b->input, count);
+  }
+  mt_hash_record(b->recv, n);
+}
+
+static void test_exact(rondo_comm_t comm, const bufs_t *b)
+{
+  size_t p = (size_t)mt.size;
+  size_t counts[] = {0, 1, 2, 7, p - 1, p + 1, 257, 1031};
+  rondo_algo_t algos[] = {RONDO_ALGO_AUTO, RONDO_ALGO_STAGED, RONDO_ALGO_NCCL};
+  int nalgos = shared ? 2 : 3;
+  /* oversubscribed (3 ranks and up): fewer counts for the forced algorithms */
+  int trim = mt.size > 2;
+  for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++) {
+    for (int op = 0; op < RONDO_OP_COUNT; op++)
+      for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        if (c > 0 && counts[c] == counts[c - 1])
+          continue;
+        mt.salt = counts[c];
+        mt_fill_input((rondo_dtype_t)dt, (rondo_op_t)op, 0, counts[c], b->input);
+        mt_fill_reduced((rondo_dtype_t)dt, (rondo_op_t)op, 0, counts[c], b->want);
+        for (int a = 0; a < nalgos; a++)
+          for (int ip = 0; ip < 2; ip++)
+            if (!trim || a == 0 || counts[c] == 1031 || ip == 0)
+              run_case(comm, algos[a], (rondo_dtype_t)dt, (rondo_op_t)op, counts[c], ip, b);
+      }
+    mt_hash_flush();
+  }
+  /* many staging chunks (RONDO_STAGE_CHUNK_BYTES is small in the .mpi files) */
+  mt.salt = CAP_COUNT;
+  mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, CAP_COUNT, b->input);
+  mt_fill_reduced(RONDO_FLOAT32, RONDO_SUM, 0, CAP_COUNT, b->want);
+  for (int a = 0; a < nalgos; a++)
+    run_case(comm, algos[a], RONDO_FLOAT32, RONDO_SUM, CAP_COUNT, 0, b);
+  mt_hash_flush();
+}
+
+static void expect_message(const char *part)
+{
+  MT_CHECK(strstr(rondo_last_error(), part) != NULL, "message '%s' contains '%s'",
+           rondo_last_error(), part);
+}
+
+static void test_choice(rondo_comm_t comm, const bufs_t *b)
+{
+  mt_where("rondo_explain_call on device buffers");
+  char text[4096];
+  size_t need = 0;
+  MT_EQ_STATUS(rondo_explain_call(comm, b->send, b->recv, 1000, RONDO_FLOAT32, RONDO_SUM, text,
+                                  sizeof text, &need),
+               RONDO_SUCCESS);
+  MT_CHECK(strstr(text, "device memory") != NULL, "explanation names device memory: %s", text);
+  MT_CHECK(strstr(text, "GPUs: ") != NULL, "explanation has the GPUs line: %s", text);
+  const char *want = shared ? "choice: staged" : "choice: nccl";
+  MT_CHECK(strstr(text, want) != NULL, "'%s' in: %s", want, text);
+  if (shared)
+    MT_CHECK(strstr(text, "share a GPU") != NULL && strstr(text, "share device") != NULL,
+             "explanation says why not nccl and which ranks share: %s", text);
+  /* host buffers: the host choice, no device line */
+  MT_EQ_STATUS(rondo_explain_call(comm, b->input, b->want, 1000, RONDO_FLOAT32, RONDO_SUM, text,
+                                  sizeof text, &need),
+               RONDO_SUCCESS);
+  MT_CHECK(strstr(text, "host memory") != NULL && strstr(text, "GPUs:") == NULL,
+           "host buffers explained as host: %s", text);
+  /* forcing nccl on a shared GPU fails on every rank, saying why */
+  if (shared) {
+    mt_where("nccl forced on a shared GPU");
+    MT_EQ_STATUS(rondo_allreduce_algo(comm, b->send, b->recv, 10, RONDO_FLOAT32, RONDO_SUM,
+                                      RONDO_ALGO_NCCL),
+                 RONDO_ERR_UNSUPPORTED);
+    expect_message("share a GPU");
+  }
+}
+
+static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
+{
+  float *hs = (float *)b->host;
+  mt_where("host sendbuf, device recvbuf on every rank");
+  MT_EQ_STATUS(rondo_allreduce(comm, hs, b->recv, 8, RONDO_FLOAT32, RONDO_SUM),
+               RONDO_ERR_INVALID_ARG);
+  expect_message("sendbuf is host memory but recvbuf is memory of device");
+  mt_where("device sendbuf, host recvbuf on rank 0 only");
+  rondo_status_t st =
+      rondo_allreduce(comm, b->send, mt.rank == 0 ? hs : (void *)b->recv, 8, RONDO_FLOAT32,
+                      RONDO_SUM);
+  MT_EQ_STATUS(st, mt.rank == 0 ? RONDO_ERR_INVALID_ARG : RONDO_ERR_PEER);
+  if (mt.size > 1) {
+    mt_where("host buffers on rank 0, device buffers elsewhere");
+    st = mt.rank == 0 ? rondo_allreduce(comm, hs, hs + 8, 8, RONDO_FLOAT32, RONDO_SUM)
+                      : rondo_allreduce(comm, b->send, b->recv, 8, RONDO_FLOAT32, RONDO_SUM);
+    MT_EQ_STATUS(st, RONDO_ERR_MISMATCH);
+    expect_message("memory");
+  }
+  mt_where("the other collectives refuse device buffers");
+  MT_EQ_STATUS(rondo_broadcast(comm, b->recv, 8, RONDO_FLOAT32, 0), RONDO_ERR_UNSUPPORTED);
+  expect_message("only rondo_allreduce takes device buffers");
+  MT_EQ_STATUS(rondo_allgather(comm, b->send, b->recv, 4, RONDO_FLOAT32),
+               RONDO_ERR_UNSUPPORTED);
+  MT_EQ_STATUS(rondo_reduce_scatter(comm, b->send, b->recv, 2, RONDO_FLOAT32, RONDO_SUM),
+               RONDO_ERR_UNSUPPORTED);
+  MT_EQ_STATUS(rondo_alltoall(comm, b->send, b->recv, 2, RONDO_FLOAT32), RONDO_ERR_UNSUPPORTED);
+  mt_where("the engine refuses device buffers at submission");
+  rondo_request_t req = NULL;
+  MT_EQ_STATUS(rondo_allreduce_async(comm, "dev", b->send, b->recv, 8, RONDO_FLOAT32, RONDO_SUM,
+                                     NULL, &req),
+               RONDO_ERR_UNSUPPORTED);
+  MT_CHECK(req == NULL, "no request");
+  /* the comm still works afterwards */
+  mt_where("a valid device call after the refusals");
+  mt_fill_input(RONDO_INT32, RONDO_SUM, 0, 5, b->send);
+  mt_fill_reduced(RONDO_INT32, RONDO_SUM, 0, 5, b->want);
+  if (MT_EQ_STATUS(rondo_allreduce(comm, b->send, b->recv, 5, RONDO_INT32, RONDO_SUM),
+                   RONDO_SUCCESS))
+    mt_check_elems("result", RONDO_INT32, b->recv, b->want, 5);
+}
+
+/* ---- failures ------------------------------------------------------------------- */
+
+typedef struct {
+  const char *name;
+  dev_double_point_t point; /* what fails (or is slow) on the failing rank */
+  rondo_status_t status;    /* what every rank's call fails with */
+  rondo_algo_t algo;
+  long delay_us;            /* > 0: a delay past the timeout instead of a failure */
+  const char *says;         /* in the failing rank's message */
+} fault_t;
+
+static void test_fault(const fault_t *f, const bufs_t *b)
+{
+  int victim = mt.size - 1;
+  size_t live_before = dev_double_live();
+  mt_where("fault '%s': comm create", f->name);
+  if (f->delay_us > 0)
+    setenv("RONDO_DEVICE_TIMEOUT_SEC", "0.5", 1);
+  rondo_comm_t comm = NULL;
+  MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &comm), RONDO_SUCCESS);
+  unsetenv("RONDO_DEVICE_TIMEOUT_SEC");
+  if (comm == NULL)
+    return;
+  if (mt.rank == victim) {
+    if (f->delay_us > 0)
+      dev_double_delay(f->point, f->delay_us);
+    else
+      dev_double_fail(f->point, 1, f->status);
+  }
+  mt_where("fault '%s': the call", f->name);
+  mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, 3000, b->send);
+  rondo_status_t st =
+      rondo_allreduce_algo(comm, b->send, b->recv, 3000, RONDO_FLOAT32, RONDO_SUM, f->algo);
+  dev_double_reset();
+  MT_EQ_STATUS(st, f->status);
+  expect_message(f->says);
+  if (mt.rank != victim && !(f->delay_us > 0 && f->algo == RONDO_ALGO_NCCL)) {
+    /* (waiting on NCCL, every rank may time out before it hears another) */
+    char who[32];
+    snprintf(who, sizeof who, "rank %d: ", victim);
+    expect_message(who);
+  }
+  mt_where("fault '%s': the next call", f->name);
+  st = rondo_allreduce_algo(comm, b->send, b->recv, 10, RONDO_FLOAT32, RONDO_SUM, f->algo);
+  MT_CHECK(st == f->status || st == RONDO_ERR_PEER, "later calls fail (%s: %s)",
+           mt_status_name(st), rondo_last_error());
+  MT_CHECK(st == RONDO_ERR_PEER || strstr(rondo_last_error(), "destroy the comm") != NULL,
+           "says what to do: %s", rondo_last_error());
+  mt_where("fault '%s': host calls still work", f->name);
+  int one = 1, sum = 0;
+  MT_EQ_STATUS(rondo_allreduce(comm, &one, &sum, 1, RONDO_INT32, RONDO_SUM), RONDO_SUCCESS);
+  MT_EQ_INT(sum, mt.size);
+  mt_where("fault '%s': destroy", f->name);
+  MT_EQ_STATUS(rondo_comm_destroy(&comm), RONDO_SUCCESS);
+  MT_EQ_INT(dev_double_live(), live_before);
+}
+
+int main(int argc, char **argv)
+{
+  const char *d = getenv("MPITEST_DEVICES");
+  devices = d != NULL ? atoi(d) : 1;
+  dev_use_backend(&dev_host_double);
+  dev_double_devices(devices);
+  if (mt_rondo_start(&argc, &argv, "test_device"))
+    return 1;
+  rondo_comm_t world = rondo_world();
+  int local = MT_QUERY(rondo_comm_local_rank, world);
+  int local_size = MT_QUERY(rondo_comm_local_size, world);
+  shared = local_size > devices;
+  if (dev->set_device(local % devices) != RONDO_SUCCESS)
+    return 1;
+  if (mt.rank == 0)
+    printf("test_device: the host double, %d device(s) per host, %d rank(s) per host: %s\n",
+           devices, local_size, shared ? "ranks share devices (staged)" : "a device each (nccl)");
+
+  size_t cap = (CAP_COUNT + MT_GUARD) * 8;
+  bufs_t b = {mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), dev_alloc(cap), dev_alloc(cap)};
+
+  test_exact(world, &b);
+  test_choice(world, &b);
+  test_memory_rules(world, &b);
+
+  const fault_t faults[] = {
+      {"a failed copy", DEV_DOUBLE_COPY, RONDO_ERR_CUDA, RONDO_ALGO_STAGED, 0,
+       "injected failure of copy #1"},
+      {"a copy past the timeout", DEV_DOUBLE_COPY, RONDO_ERR_CUDA, RONDO_ALGO_STAGED, 1500000,
+       "did not complete within RONDO_DEVICE_TIMEOUT_SEC=0.5 s"},
+      {"a failed NCCL collective", DEV_DOUBLE_COLL, RONDO_ERR_NCCL, RONDO_ALGO_NCCL, 0,
+       "injected failure of collective #1"},
+      {"a failed NCCL initialization", DEV_DOUBLE_COLL_INIT, RONDO_ERR_NCCL, RONDO_ALGO_NCCL, 0,
+       "injected failure of collective init #1"},
+      {"an NCCL collective past the timeout", DEV_DOUBLE_COLL, RONDO_ERR_CUDA, RONDO_ALGO_NCCL,
+       1500000, "did not complete within RONDO_DEVICE_TIMEOUT_SEC=0.5 s"},
+  };
+  for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+    if (faults[i].algo != RONDO_ALGO_NCCL || !shared)
+      test_fault(&faults[i], &b);
+
+  dev->mem_free(b.send);
+  dev->mem_free(b.recv);
+  free(b.input);
+  free(b.want);
+  free(b.host);
+  int rc = mt_finish();
+  rondo_finalize();
+  return rc;
+}
