@@ -29,7 +29,7 @@ static const char *cannot_run(const select_input_t *in)
   return NULL;
 }
 
-static rondo_status_t run(const algo_allreduce_args_t *a)
+rondo_status_t algo_nccl_enqueue(const algo_allreduce_args_t *a)
 {
   gpu_state_t *g;
   int prev;
@@ -42,13 +42,24 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
     if (st != RONDO_SUCCESS)
       st = gpu_fail(a->comm, st);
   }
-  /* A non-blocking communicator may still be enqueueing: the event must
-   * come after the collective. */
+  /* A non-blocking communicator may still be enqueueing: what the caller
+   * records on the stream next must come after the collective. */
   if (st == RONDO_SUCCESS)
     st = gpu_wait(a->comm, NULL, "enqueueing ncclAllReduce");
-  if (st == RONDO_SUCCESS && (st = g->dev->event_record(g->event[0], g->stream)) != RONDO_SUCCESS)
+  gpu_leave(g, prev);
+  return st;
+}
+
+static rondo_status_t run(const algo_allreduce_args_t *a)
+{
+  RONDO_CHECK(algo_nccl_enqueue(a));
+  gpu_state_t *g;
+  int prev;
+  RONDO_CHECK(gpu_enter(a->comm, &g, &prev));
+  rondo_status_t st = g->dev->event_record(g->event[0], g->stream);
+  if (st != RONDO_SUCCESS)
     st = gpu_fail(a->comm, st);
-  if (st == RONDO_SUCCESS)
+  else
     st = gpu_wait(a->comm, g->event[0], "ncclAllReduce");
   gpu_leave(g, prev);
   return st;

@@ -296,30 +296,61 @@ rondo_status_t gpu_heard(rondo_comm_t comm)
   return rondo__fail(st, "%s", msg);
 }
 
-rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what)
+double gpu_now(void) { return now(); }
+
+rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, double since,
+                        int *done)
 {
   gpu_state_t *g = comm->gpu;
-  double start = now(), limit = comm->cfg.device_timeout_sec;
+  double limit = comm->cfg.device_timeout_sec;
+  *done = 0;
+  if (g->broken != RONDO_SUCCESS)
+    return rondo__fail_quiet(g->broken, "%s", g->broken_msg);
+  rondo_status_t st = e != NULL ? g->dev->event_query(e, done)
+                                : g->dev->coll_state(g->coll, done);
+  if (st == RONDO_SUCCESS && e != NULL && g->coll != NULL) {
+    int ready = 0; /* NCCL's asynchronous error, while its work may be queued */
+    st = g->dev->coll_state(g->coll, &ready);
+  }
+  if (st != RONDO_SUCCESS) {
+    *done = 0;
+    return gpu_fail(comm, st);
+  }
+  if (*done)
+    return RONDO_SUCCESS;
+  RONDO_CHECK(gpu_heard(comm));
+  if (limit > 0 && now() - since > limit)
+    return gpu_fail(comm, rondo__fail_quiet(
+                              e != NULL ? RONDO_ERR_CUDA : RONDO_ERR_NCCL,
+                              "%s did not complete within RONDO_DEVICE_TIMEOUT_SEC=%g s", what,
+                              limit));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what)
+{
+  double start = now();
   for (long us = 20;; us = us < 1000 ? 2 * us : 1000) {
     int done = 0;
-    rondo_status_t st = e != NULL ? g->dev->event_query(e, &done)
-                                  : g->dev->coll_state(g->coll, &done);
-    if (st == RONDO_SUCCESS && e != NULL && g->coll != NULL) {
-      int ready = 0; /* NCCL's asynchronous error, while its work may be queued */
-      st = g->dev->coll_state(g->coll, &ready);
-    }
-    if (st != RONDO_SUCCESS)
-      return gpu_fail(comm, st);
+    RONDO_CHECK(gpu_poll(comm, e, what, start, &done));
     if (done)
       return RONDO_SUCCESS;
-    RONDO_CHECK(gpu_heard(comm));
-    if (limit > 0 && now() - start > limit)
-      return gpu_fail(comm, rondo__fail_quiet(
-                                e != NULL ? RONDO_ERR_CUDA : RONDO_ERR_NCCL,
-                                "%s did not complete within RONDO_DEVICE_TIMEOUT_SEC=%g s", what,
-                                limit));
     sleep_us(us);
   }
+}
+
+rondo_status_t gpu_agree_usable(rondo_comm_t comm)
+{
+  rondo_status_t mine = gpu_usable(comm);
+  int bad = mine != RONDO_SUCCESS, any = 0;
+  MPI_CHECK(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm->mpi));
+  if (mine != RONDO_SUCCESS)
+    return mine;
+  if (any)
+    return rondo__fail(RONDO_ERR_PEER,
+                       "another rank's GPU state for this comm failed earlier (its log says "
+                       "why)");
+  return RONDO_SUCCESS;
 }
 
 rondo_status_t gpu_coll(rondo_comm_t comm, dev_coll_t **out)

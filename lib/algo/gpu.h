@@ -69,6 +69,20 @@ rondo_status_t gpu_coll(rondo_comm_t comm, dev_coll_t **coll);
  * broken and the other ranks are told. */
 rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what);
 
+/* One step of gpu_wait: *done = 1 once e (or the NCCL communicator) is
+ * ready; RONDO_SUCCESS with *done = 0 while it is not and since (a
+ * gpu_now() time) is within the timeout. Failures as gpu_wait's. For the
+ * engine, which polls its device batches between cycles. */
+rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, double since,
+                        int *done);
+double gpu_now(void);
+
+/* Collective over comm: RONDO_SUCCESS if every rank's GPU state is
+ * usable, else this rank's failure or RONDO_ERR_PEER (the engine asks
+ * before each device batch, so that no rank runs a batch's collectives
+ * alone). */
+rondo_status_t gpu_agree_usable(rondo_comm_t comm);
+
 /* A failure another rank sent on the fault line, if one arrived: breaks
  * the state and returns it; else RONDO_SUCCESS. */
 rondo_status_t gpu_heard(rondo_comm_t comm);
@@ -76,5 +90,10 @@ rondo_status_t gpu_heard(rondo_comm_t comm);
 /* A local failure st (its message in rondo_last_error()) of a device call:
  * tells the other ranks, aborts NCCL, breaks the state; returns st. */
 rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st);
+
+/* The nccl algorithm without its final wait (allreduce_nccl.c): the
+ * collective is on the state's stream when it returns. The engine records
+ * its own event after it and polls that (gpu_poll). */
+rondo_status_t algo_nccl_enqueue(const algo_allreduce_args_t *a);
 
 #endif /* RONDO_ALGO_GPU_H */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/device.h"
 #include "engine/engine.h"
 
 #define NAME_MAX_BYTES 255
@@ -51,7 +52,7 @@ static rondo_status_t check_name(const char *name)
 /* A request from checked arguments, submitted; frees it on failure. */
 static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
                              const rondo_async_opts_t *o, const void *sendbuf, void *recvbuf,
-                             uint64_t rows, rondo_request_t *out)
+                             uint64_t rows, int device, rondo_request_t *out)
 {
   struct rondo_request *r = calloc(1, sizeof *r);
   if (r == NULL || (r->name = strdup(name)) == NULL ||
@@ -66,6 +67,7 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
   r->rows = rows;
   r->sendbuf = sendbuf;
   r->recvbuf = recvbuf;
+  r->device = device;
   r->callback = o->callback;
   r->user = o->user;
   r->group_size = o->group_size;
@@ -108,12 +110,18 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
   RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
   RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
-  RONDO_CHECK(api_host_only("rondo_allreduce_async", sendbuf, bytes, "sendbuf"));
-  RONDO_CHECK(api_host_only("rondo_allreduce_async", recvbuf, bytes, "recvbuf"));
+  int device = -1;
+  RONDO_CHECK(dev_call_memory("rondo_allreduce_async", sendbuf, recvbuf, bytes, &device));
+  if (device >= 0 && (o.prescale != 1.0 || o.postscale != 1.0))
+    return rondo__fail(RONDO_ERR_UNSUPPORTED,
+                       "rondo_allreduce_async: '%s': prescale and postscale need host buffers "
+                       "(scaling device memory needs a kernel rondo does not have; op AVG "
+                       "divides by the comm size)",
+                       name);
   eng_sig_t sig = {.kind = ENG_ALLREDUCE, .dtype = dtype, .op = op, .algo = o.algo,
-                   .root = -1, .count = count, .prescale = o.prescale,
+                   .root = -1, .mem = device >= 0, .count = count, .prescale = o.prescale,
                    .postscale = o.postscale};
-  return submit(comm, name, sig, &o, sendbuf, recvbuf, 0, req);
+  return submit(comm, name, sig, &o, sendbuf, recvbuf, 0, device, req);
 }
 
 rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *buf,
@@ -132,7 +140,7 @@ rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *
   eng_sig_t sig = {.kind = ENG_BROADCAST, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = root, .count = count, .prescale = 1,
                    .postscale = 1};
-  return submit(comm, name, sig, &o, buf, buf, 0, req);
+  return submit(comm, name, sig, &o, buf, buf, 0, -1, req);
 }
 
 rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const void *sendbuf,
@@ -149,7 +157,7 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
   eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
                    .postscale = 1};
-  return submit(comm, name, sig, &o, sendbuf, NULL, rows, req);
+  return submit(comm, name, sig, &o, sendbuf, NULL, rows, -1, req);
 }
 
 rondo_status_t rondo_test(rondo_request_t req, int *done)

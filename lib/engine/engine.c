@@ -32,6 +32,9 @@
 #endif
 
 #define IDLE_MAX_S 0.05      /* longest sleep of an idle engine between cycles */
+/* Polls of device batches in flight: from 20 us, doubling to 1 ms. */
+#define DEVICE_POLL_MIN_S 20e-6
+#define DEVICE_POLL_MAX_S 1e-3
 #define POLL_SPIN 64         /* MPI_Test polls before the first sleep (busy engine) */
 #define POLL_SLEEP_MAX_S 0.002
 #define BUSY_FINE_S 0.002    /* a busy engine polls every 20 us for this long */
@@ -481,6 +484,7 @@ static void *engine_main(void *arg)
   rondo_status_t st = startup(e);
   e->idle = 0;
   double cycle_s = e->owner->cfg.cycle_time_ms * 1e-3, idle = cycle_s, retry = RETRY_MIN_S;
+  double device_nap = DEVICE_POLL_MIN_S;
   while (st == RONDO_SUCCESS) {
     double t0 = eng_now();
     pthread_mutex_lock(&e->lock);
@@ -508,6 +512,7 @@ static void *engine_main(void *arg)
       eng_timeline_mark(e->timeline, "cycle", t0);
     }
     eng_execute(e, &cyc);
+    size_t device_busy = e->ninflight > 0 ? eng_poll_device(e) : 0;
     prune_pending(e);
     int busy = cyc.anyone_pending || e->joined, cyc_progress = cyc.nresp > 0;
     int all_stopping = cyc.all_stopping;
@@ -518,10 +523,16 @@ static void *engine_main(void *arg)
       break;
 
     pthread_mutex_lock(&e->lock);
-    e->idle = !busy;
+    e->idle = !busy && !device_busy;
     if (e->queue_head != NULL || e->stop || e->join_wanted) {
       idle = cycle_s; /* new work: negotiate again at once */
       retry = RETRY_MIN_S;
+    } else if (device_busy) {
+      /* GPU work in flight: poll it soon (its events are not signals), and
+       * wake for new submissions meanwhile */
+      struct timespec ts = deadline(device_nap);
+      pthread_cond_timedwait(&e->work, &e->lock, &ts);
+      device_nap = device_nap * 2 < DEVICE_POLL_MAX_S ? device_nap * 2 : DEVICE_POLL_MAX_S;
     } else if (busy) {
       /* Requests wait for other ranks, which are most likely still
        * submitting the same burst: ask again soon, then less and less
@@ -543,8 +554,13 @@ static void *engine_main(void *arg)
       if (idle < 1e-4)
         idle = 1e-4;
     }
+    if (!device_busy)
+      device_nap = DEVICE_POLL_MIN_S;
     pthread_mutex_unlock(&e->lock);
   }
+  /* GPU work still queued finishes (or fails) before the requests of the
+   * shutdown are failed and the buffers freed. */
+  eng_drain_device(e);
   if (st != RONDO_SUCCESS) {
     LOG_ERROR("engine stopped: %s", rondo_last_error());
     pthread_mutex_lock(&e->lock);

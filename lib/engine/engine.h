@@ -23,7 +23,8 @@ typedef enum { ENG_ALLREDUCE = 0, ENG_BROADCAST = 1, ENG_ALLGATHER = 2 } eng_kin
 
 /* What must be equal on every rank for a name. */
 typedef struct {
-  int32_t kind, dtype, op, algo, root, pad;
+  int32_t kind, dtype, op, algo, root;
+  int32_t mem;         /* 0: host buffers, 1: device buffers */
   uint64_t count;      /* allreduce, broadcast: elements; allgather: elements per row */
   double prescale, postscale;
 } eng_sig_t;
@@ -36,6 +37,7 @@ struct rondo_request {
   uint64_t rows;              /* allgather: this rank's rows */
   const void *sendbuf;
   void *recvbuf;
+  int device;                 /* the buffers' device, or -1 (host memory) */
   rondo_callback_t callback;
   void *user;
   char *group;                /* NULL, or announced only with its whole group */
@@ -81,6 +83,17 @@ typedef struct {
 
 typedef struct eng_timeline eng_timeline_t;
 
+/* A batch of device all-reduces whose GPU work is queued: its requests
+ * complete when its event does (fusion.c, polled by the engine loop). */
+typedef struct {
+  struct rondo_request **reqs;
+  size_t n;
+  struct dev_event *event;
+  double since;               /* gpu_now() when it was queued */
+  double t0;                  /* engine clock, for the timeline */
+  char args[160];             /* the timeline span's arguments */
+} eng_inflight_t;
+
 struct engine {
   MPI_Comm mpi;               /* negotiation traffic (a dup of the comm's) */
   rondo_comm_t owner;         /* the user comm this engine serves (its knobs: owner->cfg) */
@@ -122,6 +135,10 @@ struct engine {
   size_t fusion_bytes;
   void *identity;             /* join: identity contributions */
   size_t identity_bytes;
+  void *dfusion;              /* device fusion buffer (on exec's GPU), or NULL */
+  size_t dfusion_bytes;
+  eng_inflight_t *inflight;   /* device batches whose GPU work is queued */
+  size_t ninflight, cap_inflight;
   eng_timeline_t *timeline;
 };
 
@@ -207,8 +224,15 @@ const eng_sig_t *eng_cache_sig(const eng_cache_t *c, int id);
 /* ---- fusion.c -------------------------------------------------------------------- */
 
 /* Runs the ready responses of one cycle, in an order that is the same on
- * every rank, and completes their requests. */
+ * every rank, and completes their requests (device batches: once their GPU
+ * work is done, see eng_poll_device). */
 void eng_execute(struct engine *e, const eng_cycle_t *cycle);
+/* Completes the device batches whose GPU work is done (or failed, or timed
+ * out). Never blocks. Returns how many are still in flight. */
+size_t eng_poll_device(struct engine *e);
+/* At shutdown: waits for every device batch (polling, within the device
+ * timeout), then frees the device fusion buffer. */
+void eng_drain_device(struct engine *e);
 
 /* ---- timeline.c ------------------------------------------------------------------- */
 

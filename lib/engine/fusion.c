@@ -23,7 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "algo/algo.h"
+#include "algo/gpu.h"
 #include "reduce/reduce.h"
 
 typedef struct {
@@ -163,6 +166,226 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
     free(reqs);
 }
 
+/* ---- device all-reduce batches -------------------------------------------------------
+ * The same packing as host batches, on the GPU: the requests' buffers are
+ * copied into a device fusion buffer on the exec comm's stream, reduced
+ * there by nccl (queued) or staged (its host part runs here), copied out,
+ * and an event recorded after them. The batch then waits in e->inflight,
+ * and the engine loop completes it when the event is done (eng_poll_device):
+ * the engine thread never waits for the GPU while it has other work. Every
+ * rank runs the same batches in the same order, so the collectives on the
+ * stream match. Before each batch the ranks agree that every rank's GPU
+ * state is usable, so that no rank runs a batch's collectives alone after
+ * another rank's failure. */
+
+static rondo_status_t inflight_push(struct engine *e, eng_inflight_t *b)
+{
+  if (e->ninflight == e->cap_inflight) {
+    size_t cap = e->cap_inflight ? 2 * e->cap_inflight : 8;
+    eng_inflight_t *n = realloc(e->inflight, cap * sizeof *n);
+    if (n == NULL)
+      return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: device batch list");
+    e->inflight = n;
+    e->cap_inflight = cap;
+  }
+  e->inflight[e->ninflight++] = *b;
+  return RONDO_SUCCESS;
+}
+
+/* The device of a batch: its first real request's, else (a joined rank
+ * with phantoms only) the thread's current one. */
+static rondo_status_t batch_device(const item_t *it, size_t n, const dev_backend_t *dev,
+                                   int *device)
+{
+  for (size_t i = 0; i < n; i++)
+    if (!it[i].req->phantom) {
+      *device = it[i].req->device;
+      return RONDO_SUCCESS;
+    }
+  return dev->get_device(device);
+}
+
+/* Copies the batch's inputs into the device fusion buffer (phantoms: the
+ * identity, from host memory, waited for before the host buffer is
+ * reused). */
+static rondo_status_t fuse_in(struct engine *e, gpu_state_t *g, item_t *it, size_t n,
+                              size_t esize)
+{
+  rondo_comm_t x = e->exec;
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct rondo_request *r = it[i].req;
+    size_t cnt = it[i].resp->sig.count, b = cnt * esize;
+    char *dst = (char *)e->dfusion + off;
+    off += b;
+    if (b == 0)
+      continue;
+    if (!r->phantom) {
+      RONDO_CHECK(g->dev->copy_async(dst, r->sendbuf, b, g->stream));
+      continue;
+    }
+    RONDO_CHECK(grow(&e->identity, &e->identity_bytes, b));
+    fill_identity(e->identity, cnt, (rondo_dtype_t)it[i].resp->sig.dtype,
+                  (rondo_op_t)it[i].resp->sig.op);
+    RONDO_CHECK(g->dev->copy_async(dst, e->identity, b, g->stream));
+    RONDO_CHECK(g->dev->event_record(g->event[1], g->stream));
+    RONDO_CHECK(gpu_wait(x, g->event[1], "a copy into the device fusion buffer"));
+  }
+  return RONDO_SUCCESS;
+}
+
+/* This rank's preparation of a batch: the fusion buffer, the inputs in it. */
+static rondo_status_t prepare(struct engine *e, gpu_state_t *g, item_t *it, size_t n,
+                              size_t bytes, size_t esize)
+{
+  if (e->dfusion_bytes < bytes) {
+    g->dev->mem_free(e->dfusion);
+    e->dfusion = NULL;
+    e->dfusion_bytes = 0;
+    RONDO_CHECK(g->dev->mem_alloc(&e->dfusion, bytes + 1));
+    e->dfusion_bytes = bytes + 1;
+  }
+  return fuse_in(e, g, it, n, esize);
+}
+
+static void run_device_batch(struct engine *e, item_t *it, size_t n)
+{
+  rondo_comm_t x = e->exec;
+  const eng_sig_t *s = &it[0].resp->sig;
+  rondo_dtype_t dtype = (rondo_dtype_t)s->dtype;
+  rondo_op_t op = (rondo_op_t)s->op;
+  size_t esize = rondo_dtype_size(dtype), total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += it[i].resp->sig.count;
+  int device = -1, prev = -1, single = n == 1 && !it[0].req->phantom;
+  gpu_state_t *g = NULL;
+  rondo_algo_t algo = (rondo_algo_t)s->algo;
+  eng_inflight_t b = {.n = n, .since = gpu_now(), .t0 = eng_now()};
+  /* Collective steps (attach, the agreement) are reached by every rank
+   * alike; local failures before the agreement break this rank's GPU state
+   * (gpu_fail tells the others), so the agreement fails the batch
+   * everywhere. */
+  rondo_status_t st = RONDO_SUCCESS;
+  if (x->gpu == NULL) {
+    if (batch_device(it, n, dev_backend(), &device) != RONDO_SUCCESS)
+      device = -1; /* attach fails, on every rank */
+    st = gpu_attach(x, device);
+  }
+  if (st == RONDO_SUCCESS) {
+    rondo_status_t local = gpu_enter(x, &g, &prev);
+    if (local == RONDO_SUCCESS && !single &&
+        (local = prepare(e, g, it, n, total * esize, esize)) != RONDO_SUCCESS)
+      (void)gpu_fail(x, local);
+    st = gpu_agree_usable(x);
+  }
+  if (st == RONDO_SUCCESS)
+    st = algo_allreduce_resolve_mem(x, total, dtype, op, SELECT_MEM_DEVICE, &algo);
+  /* from here on, failures go through gpu_fail (the algorithms do) */
+  const void *src = single ? it[0].req->sendbuf : e->dfusion;
+  void *dst = single ? it[0].req->recvbuf : e->dfusion;
+  if (st == RONDO_SUCCESS && total > 0) {
+    algo_allreduce_args_t a = {.comm = x, .sendbuf = src, .recvbuf = dst, .count = total,
+                               .dtype = dtype, .op = op, .esize = esize};
+    st = algo == RONDO_ALGO_NCCL ? algo_nccl_enqueue(&a)
+                                 : algo_allreduce_run(x, src, dst, total, dtype, op, algo, NULL);
+  }
+  for (size_t i = 0, off = 0; st == RONDO_SUCCESS && !single && i < n; i++) {
+    struct rondo_request *r = it[i].req;
+    size_t bytes = it[i].resp->sig.count * esize;
+    if (!r->phantom && bytes > 0 &&
+        (st = g->dev->copy_async(r->recvbuf, (char *)e->dfusion + off, bytes, g->stream)) !=
+            RONDO_SUCCESS)
+      st = gpu_fail(x, st);
+    off += bytes;
+  }
+  if (st == RONDO_SUCCESS) {
+    st = g->dev->event_create(&b.event);
+    if (st == RONDO_SUCCESS)
+      st = g->dev->event_record(b.event, g->stream);
+    if (st != RONDO_SUCCESS)
+      st = gpu_fail(x, st);
+  }
+  if (st == RONDO_SUCCESS) {
+    snprintf(b.args, sizeof b.args,
+             "{\"algorithm\":\"%s\",\"fused\":%zu,\"bytes\":%zu,\"memory\":\"device\"}",
+             rondo_algo_name(algo), n, total * esize);
+    b.reqs = malloc(n * sizeof *b.reqs);
+    for (size_t i = 0; b.reqs != NULL && i < n; i++)
+      b.reqs[i] = it[i].req;
+    if (b.reqs != NULL && inflight_push(e, &b) == RONDO_SUCCESS) {
+      /* Ran: no longer pending for the negotiation (the in-flight table
+       * keeps the names until eng_poll_device completes them). */
+      for (size_t i = 0; i < n; i++) {
+        struct rondo_request *r = it[i].req;
+        if (r->pidx >= 0 && (size_t)r->pidx < e->npending && e->pending[r->pidx] == r)
+          e->pending[r->pidx] = NULL;
+        r->pidx = -1;
+      }
+      gpu_leave(g, prev);
+      return;
+    }
+    free(b.reqs);
+    /* no memory to keep it in flight: wait for its GPU work here */
+    st = gpu_wait(x, b.event, "a fused device all-reduce");
+  }
+  if (g != NULL && b.event != NULL)
+    g->dev->event_destroy(b.event);
+  gpu_leave(g, prev);
+  const char *msg = st == RONDO_SUCCESS ? NULL : rondo_last_error();
+  for (size_t i = 0; i < n; i++)
+    eng_complete(e, it[i].req, st, msg);
+}
+
+/* The batch's requests, completed with st (their GPU work is done or given
+ * up); the batch's event freed. */
+static void device_batch_done(struct engine *e, eng_inflight_t *b, rondo_status_t st)
+{
+  double t = eng_now();
+  for (size_t i = 0; i < b->n; i++)
+    span(e, b->reqs[i], "ALLREDUCE", b->t0, t, b->args);
+  eng_complete_many(e, b->reqs, b->n, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
+  if (e->exec->gpu != NULL)
+    e->exec->gpu->dev->event_destroy(b->event);
+  free(b->reqs);
+}
+
+size_t eng_poll_device(struct engine *e)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < e->ninflight; i++) {
+    eng_inflight_t *b = &e->inflight[i];
+    int done = 0;
+    rondo_status_t st = gpu_poll(e->exec, b->event, "a fused device all-reduce", b->since, &done);
+    if (st != RONDO_SUCCESS || done)
+      device_batch_done(e, b, st);
+    else
+      e->inflight[kept++] = *b;
+  }
+  e->ninflight = kept;
+  return kept;
+}
+
+void eng_drain_device(struct engine *e)
+{
+  for (long us = 20; eng_poll_device(e) > 0; us = us < 1000 ? 2 * us : 1000) {
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+  }
+  free(e->inflight);
+  e->inflight = NULL;
+  e->cap_inflight = 0;
+  gpu_state_t *g = e->exec->gpu;
+  if (e->dfusion != NULL && g != NULL) {
+    /* After a failure the stream may still hold copies of the buffer: let
+     * them finish (their errors are already reported). Nothing else is
+     * pending at shutdown. */
+    (void)g->dev->stream_sync(g->stream);
+    g->dev->mem_free(e->dfusion);
+  }
+  e->dfusion = NULL;
+  e->dfusion_bytes = 0;
+}
+
 /* Tensors above this many bytes are not fused: copying them into the
  * fusion buffer and out again moves more memory than the one all-reduce
  * latency fusion saves. Measured with bench/engine_bench -w resnet50
@@ -170,10 +393,19 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
  * 256 KiB, 2.14x at 1 MiB and 3.62x with no limit. */
 #define FUSE_MAX_TENSOR_BYTES ((size_t)256 << 10)
 
+/* Host and device requests are never fused together. */
 static int same_group(const eng_sig_t *a, const eng_sig_t *b)
 {
   return a->dtype == b->dtype && a->op == b->op && a->prescale == b->prescale &&
-         a->postscale == b->postscale && a->algo == b->algo;
+         a->postscale == b->postscale && a->algo == b->algo && a->mem == b->mem;
+}
+
+static void run_any_batch(struct engine *e, item_t *it, size_t n)
+{
+  if (it[0].resp->sig.mem)
+    run_device_batch(e, it, n);
+  else
+    run_batch(e, it, n);
 }
 
 static void run_allreduces(struct engine *e, item_t *it, size_t n)
@@ -200,11 +432,11 @@ static void run_allreduces(struct engine *e, item_t *it, size_t n)
       size_t b = it[i].resp->sig.count * esize;
       if (b > FUSE_MAX_TENSOR_BYTES) { /* big: straight from the caller's buffers */
         taken[i] = 1;
-        run_batch(e, &it[i], 1);
+        run_any_batch(e, &it[i], 1);
         continue;
       }
       if (nb > 0 && (limit == 0 || bytes + b > limit)) {
-        run_batch(e, batch, nb);
+        run_any_batch(e, batch, nb);
         nb = 0;
         bytes = 0;
       }
@@ -213,7 +445,7 @@ static void run_allreduces(struct engine *e, item_t *it, size_t n)
       taken[i] = 1;
     }
     if (nb > 0)
-      run_batch(e, batch, nb);
+      run_any_batch(e, batch, nb);
   }
   free(taken);
   free(batch);

@@ -36,8 +36,8 @@ enum {
 int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b)
 {
   return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op && a->algo == b->algo &&
-         a->root == b->root && a->count == b->count && a->prescale == b->prescale &&
-         a->postscale == b->postscale;
+         a->root == b->root && a->mem == b->mem && a->count == b->count &&
+         a->prescale == b->prescale && a->postscale == b->postscale;
 }
 
 void eng_cycle_free(eng_cycle_t *c)
@@ -237,6 +237,9 @@ static void describe_mismatch(const eng_sig_t *a, int ra, const eng_sig_t *b, in
              rb, rondo_op_name((rondo_op_t)b->op));
   else if (a->root != b->root)
     snprintf(buf, len, "root: rank %d has %d, rank %d has %d", ra, a->root, rb, b->root);
+  else if (a->mem != b->mem)
+    snprintf(buf, len, "memory: rank %d has %s buffers, rank %d %s buffers", ra,
+             a->mem ? "device" : "host", rb, b->mem ? "device" : "host");
   else if (a->prescale != b->prescale)
     snprintf(buf, len, "prescale: rank %d has %g, rank %d has %g", ra, a->prescale, rb,
              b->prescale);

@@ -15,7 +15,13 @@
  *    rank; one call of 100003 elements through many staging chunks;
  *  - memory rules: host and device buffers mixed in one call, a rank with
  *    host buffers among ranks with device buffers, the other collectives
- *    and the engine refusing device buffers, explanations;
+ *    and the engine's broadcast and allgather refusing device buffers,
+ *    explanations;
+ *  - the engine: device and host requests (never fused together) of several
+ *    sizes, exact, in and out of place; scales refused; a name with host
+ *    buffers on one rank and device buffers on another (a mismatch); a
+ *    failed batch on one rank failing it everywhere; a comm destroyed with
+ *    a device batch still in flight;
  *  - failures, each on a comm of its own: an injected copy failure, an
  *    NCCL collective failure, an NCCL initialization failure, a timeout.
  *    One rank fails; every rank's call fails with the first error's status
@@ -173,10 +179,11 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
   MT_EQ_STATUS(rondo_reduce_scatter(comm, b->send, b->recv, 2, RONDO_FLOAT32, RONDO_SUM),
                RONDO_ERR_UNSUPPORTED);
   MT_EQ_STATUS(rondo_alltoall(comm, b->send, b->recv, 2, RONDO_FLOAT32), RONDO_ERR_UNSUPPORTED);
-  mt_where("the engine refuses device buffers at submission");
+  mt_where("the engine's broadcast and allgather refuse device buffers at submission");
   rondo_request_t req = NULL;
-  MT_EQ_STATUS(rondo_allreduce_async(comm, "dev", b->send, b->recv, 8, RONDO_FLOAT32, RONDO_SUM,
-                                     NULL, &req),
+  MT_EQ_STATUS(rondo_broadcast_async(comm, "dev", b->send, 8, RONDO_FLOAT32, 0, NULL, &req),
+               RONDO_ERR_UNSUPPORTED);
+  MT_EQ_STATUS(rondo_allgather_async(comm, "dev", b->send, 1, 8, RONDO_FLOAT32, NULL, &req),
                RONDO_ERR_UNSUPPORTED);
   MT_CHECK(req == NULL, "no request");
   /* the comm still works afterwards */
@@ -186,6 +193,183 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
   if (MT_EQ_STATUS(rondo_allreduce(comm, b->send, b->recv, 5, RONDO_INT32, RONDO_SUM),
                    RONDO_SUCCESS))
     mt_check_elems("result", RONDO_INT32, b->recv, b->want, 5);
+}
+
+/* ---- the engine ------------------------------------------------------------------- */
+
+enum { ENG_REQS = 6 };
+
+/* Device requests of several sizes and dtypes, host requests among them
+ * (never fused with them), all waited for and checked exactly. */
+static void test_engine(rondo_comm_t comm)
+{
+  static const size_t counts[ENG_REQS] = {1, 1000, 7, 70000, 0, 257};
+  static const rondo_dtype_t dts[ENG_REQS] = {RONDO_FLOAT32, RONDO_FLOAT32, RONDO_INT64,
+                                              RONDO_FLOAT32, RONDO_FLOAT32, RONDO_FLOAT16};
+  static const rondo_op_t ops[ENG_REQS] = {RONDO_SUM, RONDO_SUM, RONDO_MAX,
+                                           RONDO_AVG, RONDO_SUM, RONDO_SUM};
+  char *in[ENG_REQS], *out[ENG_REQS], *want[ENG_REQS], *hin[ENG_REQS], *hout[ENG_REQS];
+  rondo_request_t req[2 * ENG_REQS];
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < ENG_REQS; i++) {
+      size_t bytes = counts[i] * mt_dtype_size(dts[i]) + 8;
+      in[i] = dev_alloc(bytes);
+      out[i] = dev_alloc(bytes);
+      want[i] = mt_alloc(bytes);
+      hin[i] = mt_alloc(bytes);
+      hout[i] = mt_alloc(bytes);
+      mt.salt = 100 * (uint64_t)round + (uint64_t)i;
+      mt_fill_input(dts[i], ops[i], 0, counts[i], in[i]);
+      mt_fill_input(dts[i], ops[i], 0, counts[i], hin[i]);
+      mt_fill_reduced(dts[i], ops[i], 0, counts[i], want[i]);
+    }
+    /* every rank submits in another order (the engine matches names) */
+    for (int k = 0; k < ENG_REQS; k++) {
+      int i = (k + mt.rank) % ENG_REQS;
+      char name[32];
+      mt_where("engine round %d: submit device request %d", round, i);
+      snprintf(name, sizeof name, "dev.%d.%d", round, i);
+      MT_EQ_STATUS(rondo_allreduce_async(comm, name, in[i], round ? in[i] : out[i], counts[i],
+                                         dts[i], ops[i], NULL, &req[i]),
+                   RONDO_SUCCESS);
+      snprintf(name, sizeof name, "host.%d.%d", round, i);
+      MT_EQ_STATUS(rondo_allreduce_async(comm, name, hin[i], hout[i], counts[i], dts[i],
+                                         ops[i], NULL, &req[ENG_REQS + i]),
+                   RONDO_SUCCESS);
+    }
+    for (int i = 0; i < ENG_REQS; i++) {
+      mt_where("engine round %d (%s): request %d, %zu x %s %s", round,
+               round ? "in place" : "out of place", i, counts[i], mt_dtype_str(dts[i]),
+               mt_op_str(ops[i]));
+      if (req[i] != NULL && MT_EQ_STATUS(rondo_wait(&req[i]), RONDO_SUCCESS))
+        mt_check_elems("device result", dts[i], round ? in[i] : out[i], want[i], counts[i]);
+      if (req[ENG_REQS + i] != NULL &&
+          MT_EQ_STATUS(rondo_wait(&req[ENG_REQS + i]), RONDO_SUCCESS))
+        mt_check_elems("host result", dts[i], hout[i], want[i], counts[i]);
+      mt_hash_record(round ? in[i] : out[i], counts[i] * mt_dtype_size(dts[i]));
+      dev->mem_free(in[i]);
+      dev->mem_free(out[i]);
+      free(want[i]);
+      free(hin[i]);
+      free(hout[i]);
+    }
+    mt_hash_flush();
+  }
+  float *x = dev_alloc(64), *y = dev_alloc(64), hx[16] = {0};
+  rondo_request_t r = NULL;
+  mt_where("engine: scales on device buffers are refused");
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.postscale = 0.5;
+  MT_EQ_STATUS(rondo_allreduce_async(comm, "scaled", x, y, 4, RONDO_FLOAT32, RONDO_SUM, &o, &r),
+               RONDO_ERR_UNSUPPORTED);
+  MT_CHECK(r == NULL, "no request");
+  if (mt.size > 1) {
+    mt_where("engine: rank 0 host buffers, the others device buffers, one name");
+    MT_EQ_STATUS(mt.rank == 0
+                     ? rondo_allreduce_async(comm, "mixed", hx, hx, 4, RONDO_FLOAT32, RONDO_SUM,
+                                             NULL, &r)
+                     : rondo_allreduce_async(comm, "mixed", x, y, 4, RONDO_FLOAT32, RONDO_SUM,
+                                             NULL, &r),
+                 RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_MISMATCH);
+    expect_message("memory: rank 0 has host buffers");
+  }
+  dev->mem_free(x);
+  dev->mem_free(y);
+}
+
+/* One rank's failed copy into the device fusion buffer fails the batch on
+ * every rank; the engine's later device requests fail on every rank (its
+ * GPU state is broken), its host requests still run. */
+static void test_engine_fault(void)
+{
+  size_t live_before = dev_double_live();
+  rondo_comm_t comm = NULL;
+  mt_where("engine fault: comm create");
+  MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &comm), RONDO_SUCCESS);
+  if (comm == NULL)
+    return;
+  float *x = dev_alloc(64), *y = dev_alloc(64);
+  rondo_request_t r[2] = {NULL, NULL};
+  /* a first batch attaches the engine's GPU state; the second fails */
+  for (int round = 0; round < 2; round++) {
+    if (round == 1 && mt.rank == mt.size - 1)
+      dev_double_fail(DEV_DOUBLE_COPY, 1, RONDO_ERR_CUDA);
+    mt_where("engine fault: round %d", round);
+    rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+    o.group = "g";
+    o.group_size = 2; /* both in one fused batch: copies into the fusion buffer */
+    MT_EQ_STATUS(rondo_allreduce_async(comm, "a", x, y, 4, RONDO_FLOAT32, RONDO_SUM, &o, &r[0]),
+                 RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_allreduce_async(comm, "b", x + 8, y + 8, 4, RONDO_FLOAT32, RONDO_SUM, &o,
+                                       &r[1]),
+                 RONDO_SUCCESS);
+    for (int i = 0; i < 2; i++)
+      if (r[i] != NULL) {
+        rondo_status_t st = rondo_wait(&r[i]);
+        if (round == 0)
+          MT_EQ_STATUS(st, RONDO_SUCCESS);
+        else
+          MT_CHECK(st == RONDO_ERR_CUDA || st == RONDO_ERR_PEER,
+                   "the failed batch fails on every rank: %s: %s", mt_status_name(st),
+                   rondo_last_error());
+      }
+    dev_double_reset();
+  }
+  mt_where("engine fault: a later device request");
+  MT_EQ_STATUS(rondo_allreduce_async(comm, "c", x, y, 4, RONDO_FLOAT32, RONDO_SUM, NULL, &r[0]),
+               RONDO_SUCCESS);
+  rondo_status_t st = rondo_wait(&r[0]);
+  MT_CHECK(st == RONDO_ERR_CUDA || st == RONDO_ERR_PEER, "fails: %s: %s", mt_status_name(st),
+           rondo_last_error());
+  mt_where("engine fault: a host request still runs");
+  int one = 1, sum = 0;
+  MT_EQ_STATUS(rondo_allreduce_async(comm, "h", &one, &sum, 1, RONDO_INT32, RONDO_SUM, NULL,
+                                     &r[0]),
+               RONDO_SUCCESS);
+  if (MT_EQ_STATUS(rondo_wait(&r[0]), RONDO_SUCCESS))
+    MT_EQ_INT(sum, mt.size);
+  MT_EQ_STATUS(rondo_comm_destroy(&comm), RONDO_SUCCESS);
+  dev->mem_free(x);
+  dev->mem_free(y);
+  MT_EQ_INT(dev_double_live(), live_before);
+}
+
+/* The comm is destroyed while a device batch's GPU work is queued (slow):
+ * the request completes (its work finished first) and nothing leaks. */
+static void test_engine_teardown_in_flight(void)
+{
+  size_t live_before = dev_double_live();
+  rondo_comm_t comm = NULL;
+  mt_where("engine teardown: comm create");
+  MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &comm), RONDO_SUCCESS);
+  if (comm == NULL)
+    return;
+  int32_t *x = dev_alloc(64), want[4];
+  mt.salt = 7;
+  mt_fill_input(RONDO_INT32, RONDO_SUM, 0, 4, x);
+  mt_fill_reduced(RONDO_INT32, RONDO_SUM, 0, 4, want);
+  dev_double_delay(DEV_DOUBLE_COPY, 200000);
+  dev_double_delay(DEV_DOUBLE_COLL, 200000);
+  rondo_request_t r = NULL;
+  MT_EQ_STATUS(rondo_allreduce_async(comm, "slow", x, x, 4, RONDO_INT32, RONDO_SUM, NULL, &r),
+               RONDO_SUCCESS);
+  /* 50 ms: the engine has taken it and its GPU work (200 ms) is queued */
+  struct timespec ts = {0, 50000000};
+  nanosleep(&ts, NULL);
+  int done = 1;
+  rondo_test(r, &done);
+  MT_CHECK(!done, "the request is still in flight when the comm is destroyed");
+  mt_where("engine teardown: destroy with the request in flight");
+  MT_EQ_STATUS(rondo_comm_destroy(&comm), RONDO_SUCCESS);
+  dev_double_reset();
+  rondo_status_t st = rondo_wait(&r);
+  MT_CHECK(st == RONDO_SUCCESS || st == RONDO_ERR_SHUT_DOWN, "completed or shut down: %s",
+           mt_status_name(st));
+  if (st == RONDO_SUCCESS)
+    mt_check_elems("result", RONDO_INT32, x, want, 4);
+  dev->mem_free(x);
+  MT_EQ_INT(dev_double_live(), live_before);
 }
 
 /* ---- failures ------------------------------------------------------------------- */
@@ -269,6 +453,9 @@ int main(int argc, char **argv)
   test_exact(world, &b);
   test_choice(world, &b);
   test_memory_rules(world, &b);
+  test_engine(world);
+  test_engine_fault();
+  test_engine_teardown_in_flight();
 
   const fault_t faults[] = {
       {"a failed copy", DEV_DOUBLE_COPY, RONDO_ERR_CUDA, RONDO_ALGO_STAGED, 0,
