@@ -1,13 +1,18 @@
 /*
- * test_device - the all-reduce of device buffers, driven through the host
- * double of the device backend (lib/device/host_double.c): the GPU code's
- * control flow without a GPU. It is not GPU verification (tests/gpu/run.sh
- * is).
+ * test_device - the all-reduce of device buffers.
  *
- * MPITEST_DEVICES=n gives the double n devices per host (default 1). Each
- * rank uses device local_rank % n, so with n below the ranks on a host,
- * ranks share a device, and AUTO must choose staging (NCCL refuses shared
- * GPUs); with one device per rank it must choose nccl.
+ * By default it drives the host double of the device backend
+ * (lib/device/host_double.c): the GPU code's control flow without a GPU,
+ * which is not GPU verification. MPITEST_BACKEND=cuda runs the same checks
+ * on real CUDA devices (tests/gpu/run.sh does, on a GPU machine), but for
+ * the injected failures, which only the double can make; without a device
+ * it skips (77).
+ *
+ * MPITEST_DEVICES=n gives the double n devices per host (default 1; with
+ * CUDA, the machine's). Each rank uses device local_rank % n, so with n
+ * below the ranks on a host, ranks share a device, and AUTO must choose
+ * staging (NCCL refuses shared GPUs); with one device per rank it must
+ * choose nccl.
  *
  *  - exact results: every dtype x op, counts 0, 1, 2, 7, p-1, p+1, 257,
  *    1031, in place and out of place, by AUTO, staged and (one device per
@@ -34,14 +39,41 @@
 #include "device/device.h"
 
 static const dev_backend_t *dev = &dev_host_double;
-static int devices = 1, shared;
+static int devices = 1, shared, real; /* real: CUDA, not the double */
 
 #define CAP_COUNT ((size_t)100003)
 
 typedef struct {
-  char *input, *want, *host; /* host memory */
-  char *send, *recv;         /* "device" memory */
+  char *input, *want, *host, *out; /* host memory */
+  char *send, *recv;               /* device memory */
 } bufs_t;
+
+/* Host <-> device copies of the test itself: with the double a memcpy (so
+ * they never count as the double's copies, where failures are injected),
+ * with CUDA a copy on the test's own stream, waited for. */
+static dev_stream_t *test_stream;
+
+static void copy(void *dst, const void *src, size_t n)
+{
+  if (n == 0)
+    return;
+  if (!real) {
+    memcpy(dst, src, n);
+    return;
+  }
+  if (dev->copy_async(dst, src, n, test_stream) != RONDO_SUCCESS ||
+      dev->stream_sync(test_stream) != RONDO_SUCCESS) {
+    fprintf(stderr, "test_device: a test copy failed: %s\n", rondo_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 99);
+  }
+}
+
+/* Fills n bytes of device memory with the poison byte. */
+static void poison(void *d, size_t n, char *scratch)
+{
+  memset(scratch, MT_POISON, n);
+  copy(d, scratch, n);
+}
 
 static void *dev_alloc(size_t bytes)
 {
@@ -69,18 +101,22 @@ static void run_case(rondo_comm_t comm, rondo_algo_t algo, rondo_dtype_t dt, ron
   mt_where("%s dtype=%s op=%s count=%zu %s", mt_algo_str(algo), mt_dtype_str(dt), mt_op_str(op),
            count, inplace ? "in-place" : "out-of-place");
   char *src = inplace ? b->recv : b->send;
-  memcpy(src, b->input, n);
-  memset(src + n, MT_POISON, guard);
+  copy(src, b->input, n);
+  poison(src + n, guard, b->out);
   if (!inplace)
-    memset(b->recv, MT_POISON, n + guard);
+    poison(b->recv, n + guard, b->out);
   rondo_status_t st = call(comm, algo, src, b->recv, count, dt, op);
+  copy(b->out, b->recv, n + guard);
   if (MT_EQ_STATUS(st, RONDO_SUCCESS)) {
-    mt_check_elems("result", dt, b->recv, b->want, count);
-    mt_check_poison("bytes past the end of recvbuf", b->recv + n, guard);
-    if (!inplace)
-      mt_check_elems("sendbuf after the call", dt, b->send, b->input, count);
+    mt_check_elems("result", dt, b->out, b->want, count);
+    mt_check_poison("bytes past the end of recvbuf", b->out + n, guard);
+    if (!inplace) {
+      copy(b->out, b->send, n);
+      mt_check_elems("sendbuf after the call", dt, b->out, b->input, count);
+      copy(b->out, b->recv, n);
+    }
   }
-  mt_hash_record(b->recv, n);
+  mt_hash_record(b->out, n);
 }
 
 static void test_exact(rondo_comm_t comm, const bufs_t *b)
@@ -188,11 +224,14 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
   MT_CHECK(req == NULL, "no request");
   /* the comm still works afterwards */
   mt_where("a valid device call after the refusals");
-  mt_fill_input(RONDO_INT32, RONDO_SUM, 0, 5, b->send);
+  mt_fill_input(RONDO_INT32, RONDO_SUM, 0, 5, b->out);
+  copy(b->send, b->out, 5 * 4);
   mt_fill_reduced(RONDO_INT32, RONDO_SUM, 0, 5, b->want);
   if (MT_EQ_STATUS(rondo_allreduce(comm, b->send, b->recv, 5, RONDO_INT32, RONDO_SUM),
-                   RONDO_SUCCESS))
-    mt_check_elems("result", RONDO_INT32, b->recv, b->want, 5);
+                   RONDO_SUCCESS)) {
+    copy(b->out, b->recv, 5 * 4);
+    mt_check_elems("result", RONDO_INT32, b->out, b->want, 5);
+  }
 }
 
 /* ---- the engine ------------------------------------------------------------------- */
@@ -219,8 +258,8 @@ static void test_engine(rondo_comm_t comm)
       hin[i] = mt_alloc(bytes);
       hout[i] = mt_alloc(bytes);
       mt.salt = 100 * (uint64_t)round + (uint64_t)i;
-      mt_fill_input(dts[i], ops[i], 0, counts[i], in[i]);
       mt_fill_input(dts[i], ops[i], 0, counts[i], hin[i]);
+      copy(in[i], hin[i], counts[i] * mt_dtype_size(dts[i]));
       mt_fill_reduced(dts[i], ops[i], 0, counts[i], want[i]);
     }
     /* every rank submits in another order (the engine matches names) */
@@ -241,12 +280,15 @@ static void test_engine(rondo_comm_t comm)
       mt_where("engine round %d (%s): request %d, %zu x %s %s", round,
                round ? "in place" : "out of place", i, counts[i], mt_dtype_str(dts[i]),
                mt_op_str(ops[i]));
-      if (req[i] != NULL && MT_EQ_STATUS(rondo_wait(&req[i]), RONDO_SUCCESS))
-        mt_check_elems("device result", dts[i], round ? in[i] : out[i], want[i], counts[i]);
+      size_t bytes = counts[i] * mt_dtype_size(dts[i]);
       if (req[ENG_REQS + i] != NULL &&
           MT_EQ_STATUS(rondo_wait(&req[ENG_REQS + i]), RONDO_SUCCESS))
         mt_check_elems("host result", dts[i], hout[i], want[i], counts[i]);
-      mt_hash_record(round ? in[i] : out[i], counts[i] * mt_dtype_size(dts[i]));
+      if (req[i] != NULL && MT_EQ_STATUS(rondo_wait(&req[i]), RONDO_SUCCESS)) {
+        copy(hout[i], round ? in[i] : out[i], bytes);
+        mt_check_elems("device result", dts[i], hout[i], want[i], counts[i]);
+      }
+      mt_hash_record(hout[i], bytes);
       dev->mem_free(in[i]);
       dev->mem_free(out[i]);
       free(want[i]);
@@ -345,9 +387,10 @@ static void test_engine_teardown_in_flight(void)
   MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &comm), RONDO_SUCCESS);
   if (comm == NULL)
     return;
-  int32_t *x = dev_alloc(64), want[4];
+  int32_t *x = dev_alloc(64), want[4], got[4];
   mt.salt = 7;
-  mt_fill_input(RONDO_INT32, RONDO_SUM, 0, 4, x);
+  mt_fill_input(RONDO_INT32, RONDO_SUM, 0, 4, got);
+  copy(x, got, sizeof got);
   mt_fill_reduced(RONDO_INT32, RONDO_SUM, 0, 4, want);
   dev_double_delay(DEV_DOUBLE_COPY, 200000);
   dev_double_delay(DEV_DOUBLE_COLL, 200000);
@@ -366,8 +409,10 @@ static void test_engine_teardown_in_flight(void)
   rondo_status_t st = rondo_wait(&r);
   MT_CHECK(st == RONDO_SUCCESS || st == RONDO_ERR_SHUT_DOWN, "completed or shut down: %s",
            mt_status_name(st));
-  if (st == RONDO_SUCCESS)
-    mt_check_elems("result", RONDO_INT32, x, want, 4);
+  if (st == RONDO_SUCCESS) {
+    copy(got, x, sizeof got);
+    mt_check_elems("result", RONDO_INT32, got, want, 4);
+  }
   dev->mem_free(x);
   MT_EQ_INT(dev_double_live(), live_before);
 }
@@ -402,7 +447,8 @@ static void test_fault(const fault_t *f, const bufs_t *b)
       dev_double_fail(f->point, 1, f->status);
   }
   mt_where("fault '%s': the call", f->name);
-  mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, 3000, b->send);
+  mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, 3000, b->out);
+  copy(b->send, b->out, 3000 * 4);
   rondo_status_t st =
       rondo_allreduce_algo(comm, b->send, b->recv, 3000, RONDO_FLOAT32, RONDO_SUM, f->algo);
   dev_double_reset();
@@ -431,53 +477,77 @@ static void test_fault(const fault_t *f, const bufs_t *b)
 
 int main(int argc, char **argv)
 {
-  const char *d = getenv("MPITEST_DEVICES");
-  devices = d != NULL ? atoi(d) : 1;
-  dev_use_backend(&dev_host_double);
-  dev_double_devices(devices);
+  const char *backend = getenv("MPITEST_BACKEND"), *d = getenv("MPITEST_DEVICES");
+  real = backend != NULL && strcmp(backend, "cuda") == 0;
+  dev = real ? &dev_cuda : &dev_host_double;
+  if (real) {
+    if (dev->device_count(&devices) != RONDO_SUCCESS)
+      devices = 0;
+  } else {
+    devices = d != NULL ? atoi(d) : 1;
+    dev_use_backend(&dev_host_double);
+    dev_double_devices(devices);
+  }
   if (mt_rondo_start(&argc, &argv, "test_device"))
     return 1;
+  int any = devices, all = devices;
+  MPI_Allreduce(&devices, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&devices, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all < 1) {
+    int rc = mt_skip(any ? "some ranks see no CUDA device" : "no CUDA device (cudaGetDeviceCount)");
+    rondo_finalize();
+    return rc;
+  }
   rondo_comm_t world = rondo_world();
   int local = MT_QUERY(rondo_comm_local_rank, world);
   int local_size = MT_QUERY(rondo_comm_local_size, world);
   shared = local_size > devices;
-  if (dev->set_device(local % devices) != RONDO_SUCCESS)
+  if (dev->set_device(local % devices) != RONDO_SUCCESS ||
+      (real && dev->stream_create(&test_stream) != RONDO_SUCCESS)) {
+    fprintf(stderr, "test_device: %s\n", rondo_last_error());
     return 1;
+  }
   if (mt.rank == 0)
-    printf("test_device: the host double, %d device(s) per host, %d rank(s) per host: %s\n",
-           devices, local_size, shared ? "ranks share devices (staged)" : "a device each (nccl)");
+    printf("test_device: %s, %d device(s) per host, %d rank(s) per host: %s\n",
+           real ? "CUDA" : "the host double", devices, local_size,
+           shared ? "ranks share devices (staged)" : "a device each (nccl)");
 
   size_t cap = (CAP_COUNT + MT_GUARD) * 8;
-  bufs_t b = {mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), dev_alloc(cap), dev_alloc(cap)};
+  bufs_t b = {mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), dev_alloc(cap),
+              dev_alloc(cap)};
 
   test_exact(world, &b);
   test_choice(world, &b);
   test_memory_rules(world, &b);
   test_engine(world);
-  test_engine_fault();
-  test_engine_teardown_in_flight();
-
-  const fault_t faults[] = {
-      {"a failed copy", DEV_DOUBLE_COPY, RONDO_ERR_CUDA, RONDO_ALGO_STAGED, 0,
-       "injected failure of copy #1"},
-      {"a copy past the timeout", DEV_DOUBLE_COPY, RONDO_ERR_CUDA, RONDO_ALGO_STAGED, 1500000,
-       "did not complete within RONDO_DEVICE_TIMEOUT_SEC=0.5 s"},
-      {"a failed NCCL collective", DEV_DOUBLE_COLL, RONDO_ERR_NCCL, RONDO_ALGO_NCCL, 0,
-       "injected failure of collective #1"},
-      {"a failed NCCL initialization", DEV_DOUBLE_COLL_INIT, RONDO_ERR_NCCL, RONDO_ALGO_NCCL, 0,
-       "injected failure of collective init #1"},
-      {"an NCCL collective past the timeout", DEV_DOUBLE_COLL, RONDO_ERR_CUDA, RONDO_ALGO_NCCL,
-       1500000, "did not complete within RONDO_DEVICE_TIMEOUT_SEC=0.5 s"},
-  };
-  for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
-    if (faults[i].algo != RONDO_ALGO_NCCL || !shared)
-      test_fault(&faults[i], &b);
+  if (!real) { /* failures and delays are injected into the double */
+    test_engine_fault();
+    test_engine_teardown_in_flight();
+    const fault_t faults[] = {
+        {"a failed copy", DEV_DOUBLE_COPY, RONDO_ERR_CUDA, RONDO_ALGO_STAGED, 0,
+         "injected failure of copy #1"},
+        {"a copy past the timeout", DEV_DOUBLE_COPY, RONDO_ERR_CUDA, RONDO_ALGO_STAGED, 1500000,
+         "did not complete within RONDO_DEVICE_TIMEOUT_SEC=0.5 s"},
+        {"a failed NCCL collective", DEV_DOUBLE_COLL, RONDO_ERR_NCCL, RONDO_ALGO_NCCL, 0,
+         "injected failure of collective #1"},
+        {"a failed NCCL initialization", DEV_DOUBLE_COLL_INIT, RONDO_ERR_NCCL, RONDO_ALGO_NCCL,
+         0, "injected failure of collective init #1"},
+        {"an NCCL collective past the timeout", DEV_DOUBLE_COLL, RONDO_ERR_CUDA,
+         RONDO_ALGO_NCCL, 1500000, "did not complete within RONDO_DEVICE_TIMEOUT_SEC=0.5 s"},
+    };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+      if (faults[i].algo != RONDO_ALGO_NCCL || !shared)
+        test_fault(&faults[i], &b);
+  }
 
   dev->mem_free(b.send);
   dev->mem_free(b.recv);
+  if (test_stream != NULL)
+    dev->stream_destroy(test_stream);
   free(b.input);
   free(b.want);
   free(b.host);
+  free(b.out);
   int rc = mt_finish();
   rondo_finalize();
   return rc;

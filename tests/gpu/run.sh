@@ -1,0 +1,76 @@
+#!/bin/sh
+# GPU verification of the CUDA/NCCL backend (docs/gpu.md, "What was verified
+# where"), on a machine with a CUDA GPU. Exits 77 without one, 1 if anything
+# failed. Every step prints its command and its output.
+#
+#   tests/gpu/run.sh [TEST_DEVICE [OUT_DIR]]
+#
+# TEST_DEVICE: the test program (default build/tests/mpi/test_device, or
+# .device/gpu/test_device where tests/gpu/pack.sh put it for the device
+# kit); OUT_DIR: where the logs go (default $OUT, else /tmp/gpu-run).
+# MPIEXEC: the launcher (default $MPX of the kit's env.sh, else mpiexec).
+#
+#   1. 1 rank: the NCCL all-reduce of every dtype and op on device buffers,
+#      exact, in and out of place; AUTO chooses nccl; the engine's fused
+#      device requests; the memory rules (mixed buffers refused, clearly).
+#   2. 2, 4 and 8 ranks on the one GPU: the staged all-reduce exact for
+#      every dtype and op; AUTO chooses staged, and rondo_explain_call says
+#      why (NCCL refuses two ranks on one GPU) and which ranks share it.
+#   3. rondo-bench --memory device, where it is built: the nccl path
+#      against raw ncclAllReduce at 1 rank, staged against the host
+#      all-reduce plus pinned copies at 2 ranks.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+td=${1:-}
+if [ -z "$td" ]; then
+  here=$(cd "$(dirname "$0")" && pwd)
+  for c in "$top/build/tests/mpi/test_device" "$here/test_device"; do
+    [ -x "$c" ] && { td=$c; break; }
+  done
+fi
+[ -n "$td" ] && [ -x "$td" ] || { echo "$0: no test_device (build rondo first)" >&2; exit 2; }
+out=${2:-${OUT:-/tmp/gpu-run}}
+mkdir -p "$out" || exit 2
+mpiexec=${MPIEXEC:-${MPX:-mpiexec}}
+
+# NCCL may live in a Python wheel there (nvidia-nccl-cu13): let the loader find it.
+for d in $(python3 -c 'import glob, site; print(" ".join(glob.glob(p + "/nvidia/*/lib") for p in site.getsitepackages()))' 2>/dev/null | tr -d "[]',"); do
+  [ -d "$d" ] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+done
+export LD_LIBRARY_PATH
+
+status=0
+# step NAME CMD...: runs and logs one step; 77 from the first one skips all.
+step() {
+  name=$1; shift
+  echo "== $name"
+  echo "\$ $*"
+  "$@" > "$out/$name.log" 2>&1
+  rc=$?
+  cat "$out/$name.log"
+  echo "== $name: exit $rc"
+  return $rc
+}
+
+export MPITEST_BACKEND=cuda
+step one-rank-nccl "$mpiexec" -n 1 "$td"
+rc=$?
+if [ $rc = 77 ]; then echo "skipped: no CUDA device"; exit 77; fi
+[ $rc = 0 ] || status=1
+for n in 2 4 8; do
+  RONDO_STAGE_CHUNK_BYTES=64K step "staged-np$n" "$mpiexec" -n "$n" "$td" || status=1
+  grep -q "ranks share devices (staged)" "$out/staged-np$n.log" ||
+    { echo "FAIL: $n ranks on the GPU did not run the staged path"; status=1; }
+done
+
+bench=$(command -v rondo-bench 2>/dev/null || echo "$top/build/tools/rondo-bench")
+if [ -x "$bench" ] && "$bench" --help 2>/dev/null | grep -q -- "--memory"; then
+  step bench-nccl-np1 "$mpiexec" -n 1 "$bench" allreduce --memory device -b 8 -e 256M -f 4 \
+    -n 50 -w 5 --json "$out/bench-nccl-np1.json" || status=1
+  step bench-staged-np2 "$mpiexec" -n 2 "$bench" allreduce --memory device -b 8 -e 256M -f 4 \
+    -n 20 -w 3 --json "$out/bench-staged-np2.json" || status=1
+else
+  echo "== rondo-bench --memory device: not in this build; no benchmark"
+fi
+echo "== tests/gpu/run.sh: $([ $status = 0 ] && echo all passed || echo FAILED) (logs in $out)"
+exit $status
