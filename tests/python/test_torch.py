@@ -84,6 +84,28 @@ def test_errors():
         check(e is not None and e.status == "RONDO_ERR_MISMATCH", "mismatch: %r", e)
 
 
+def test_cuda_tensors():
+    """CUDA tensors through the C library's device path (nccl at one rank,
+    staged where ranks share the GPU): only where torch has CUDA and a
+    device, and rondo was built with CUDA (the device machine)."""
+    if not (torch.cuda.is_available() and hvd.cuda_built()):
+        return
+    dev = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
+    for dt in (torch.float32, torch.float64, torch.int32, torch.float16, torch.bfloat16):
+        x = (torch.arange(1000, device=dev) % 7 + R + 1).to(dt)
+        want = ((torch.arange(1000) % 7) * N + N * (N + 1) // 2).to(dt)
+        got = hvd.allreduce(x, op=hvd.Sum)
+        check(got.is_cuda and torch.equal(got.cpu(), want), "CUDA allreduce %s", dt)
+        y = x.clone()
+        hvd.allreduce_(y, op=hvd.Max)
+        check(torch.equal(y.cpu(), (torch.arange(1000) % 7 + N).to(dt)), "CUDA max %s", dt)
+    hs = [hvd.allreduce_async(torch.full((10 + i,), float(R + 1), device=dev), op=hvd.Sum,
+                              name="cuda.%d" % i) for i in range(4)]
+    for i, h in enumerate(hs):
+        check(torch.equal(hvd.synchronize(h).cpu(), torch.full((10 + i,), N * (N + 1) / 2)),
+              "fused CUDA request %d", i)
+
+
 def test_alltoall_join_barrier():
     x = torch.arange(2 * N) + 10 * R
     got = hvd.alltoall(x)
@@ -213,4 +235,5 @@ def test_broadcast_state():
 
 
 run("test_torch", [test_collectives_every_dtype, test_allreduce_variants, test_errors,
-                   test_alltoall_join_barrier, test_optimizer_parity, test_broadcast_state])
+                   test_cuda_tensors, test_alltoall_join_barrier, test_optimizer_parity,
+                   test_broadcast_state])

@@ -10,6 +10,8 @@
  *   models.c    the shipped gradient sets (also used by bench/engine_bench)
  *   tune.c      the tuning-table writer (`rondo-bench tune`)
  *   explain.c   what the selector picks per size, and why
+ *   device.c    --memory device: CUDA buffers and the raw-NCCL and
+ *               host-plus-copies baselines
  */
 #ifndef RONDO_BENCH_H
 #define RONDO_BENCH_H
@@ -40,6 +42,7 @@ typedef struct {
   size_t minbytes, maxbytes, stepbytes; /* stepbytes > 0: add instead of multiply */
   size_t factor;
   int iters, warmup, check, inplace, root, full, quiet, verbose;
+  int device;             /* allreduce --memory device: buffers in GPU memory */
   int ndtypes, nops;
   rondo_dtype_t dtypes[RONDO_DTYPE_COUNT];
   rondo_op_t ops[RONDO_OP_COUNT];
@@ -107,6 +110,25 @@ void data_expect_reduce(void *out, size_t j, rondo_dtype_t dtype, rondo_op_t op,
  * the MPI op (MPI_OP_NULL: none, i.e. AVG). */
 MPI_Datatype data_mpi_type(rondo_dtype_t dtype, int for_reduction);
 MPI_Op data_mpi_op(rondo_op_t op);
+
+/* ---- device.c: --memory device (fatal errors end the job) -------------------- */
+
+/* Selects device local_rank % devices and makes the copy stream; -1 with
+ * why when there is no device (or no CUDA in this build). */
+int bdev_start(int local_rank, char *why, size_t len);
+void bdev_stop(void);
+void *bdev_alloc(size_t bytes);
+void *bdev_alloc_pinned(size_t bytes);
+void bdev_free(void *p);
+void bdev_free_pinned(void *p);
+/* A copy any way between host and device memory, waited for. */
+void bdev_copy(void *dst, const void *src, size_t bytes);
+/* Raw NCCL over comm (collective): 0, or -1 with why on every rank (no
+ * NCCL, ranks sharing a GPU, a failed init). */
+int bdev_nccl_start(MPI_Comm comm, char *why, size_t len);
+void bdev_nccl_allreduce(const void *s, void *r, size_t count, rondo_dtype_t dtype,
+                         rondo_op_t op);
+void bdev_nccl_stop(void);
 
 /* ---- the subcommands: 0 success, 1 wrong results or a failure -------------- */
 

@@ -41,10 +41,14 @@ static void usage(FILE *f)
     "  -o, --op OP             sum avg min max prod, a comma list, or all (default sum)\n"
     "  -c, --check 0|1         check every element of every row (default 1)\n"
     "      --inplace           in place (sendbuf == recvbuf); default out of place\n"
+    "      --memory host|device  allreduce: buffers in host memory (default) or in CUDA\n"
+    "                          device memory (rows auto nccl staged, and the baselines\n"
+    "                          ncclAllReduce and host+copies; exit 77 without a GPU)\n"
     "  -r, --root R            broadcast root (default 0)\n"
     "  -a, --algo LIST         allreduce, tune: algorithms, comma-separated, or all:\n"
     "                          auto mpi ring recursive_doubling rabenseifner shm hierarchical\n"
-    "                          MPI_Allreduce (the baseline) (default all)\n"
+    "                          MPI_Allreduce (the baseline) (default all); with --memory\n"
+    "                          device: auto nccl staged ncclAllReduce host+copies\n"
     "output:\n"
     "      --json FILE         every row and the header as JSON (bench/plot.py draws it)\n"
     "      --csv FILE          every row as CSV\n"
@@ -158,6 +162,7 @@ static int check_algos(const char *list, char *badtok, size_t len)
   for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
     rondo_algo_t a;
     if (strcmp(tok, "all") != 0 && strcasecmp(tok, "MPI_Allreduce") != 0 &&
+        strcmp(tok, "ncclAllReduce") != 0 && strcmp(tok, "host+copies") != 0 &&
         rondo_algo_from_name(tok, &a) != RONDO_SUCCESS) {
       snprintf(badtok, len, "%s", tok);
       return -1;
@@ -171,7 +176,7 @@ static int check_algos(const char *list, char *badtok, size_t len)
 
 enum {
   OPT_INPLACE = 256, OPT_JSON, OPT_CSV, OPT_MODEL, OPT_TENSORS, OPT_SIZE, OPT_OUTPUT,
-  OPT_ROUNDS, OPT_MAX_ROUNDS, OPT_MARGIN, OPT_BREAK
+  OPT_ROUNDS, OPT_MAX_ROUNDS, OPT_MARGIN, OPT_BREAK, OPT_MEMORY
 };
 
 static const struct option long_opts[] = {
@@ -191,6 +196,7 @@ static const struct option long_opts[] = {
   {"verbose", no_argument, NULL, 'v'},
   {"help", no_argument, NULL, 'h'},
   {"inplace", no_argument, NULL, OPT_INPLACE},
+  {"memory", required_argument, NULL, OPT_MEMORY},
   {"json", required_argument, NULL, OPT_JSON},
   {"csv", required_argument, NULL, OPT_CSV},
   {"model", required_argument, NULL, OPT_MODEL},
@@ -212,7 +218,7 @@ static int allowed(bench_cmd_t cmd, int opt)
   case 'c': case OPT_JSON: case OPT_CSV: case 'F': case OPT_BREAK: return coll || cmd == CMD_FUSION;
   case 'd': return coll || cmd == CMD_EXPLAIN;
   case 'o': return reduces || cmd == CMD_EXPLAIN;
-  case OPT_INPLACE: return cmd == CMD_ALLREDUCE;
+  case OPT_INPLACE: case OPT_MEMORY: return cmd == CMD_ALLREDUCE;
   case 'r': return cmd == CMD_BROADCAST;
   case 'a': return cmd == CMD_ALLREDUCE || cmd == CMD_TUNE;
   case 'v': return cmd == CMD_EXPLAIN;
@@ -365,6 +371,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     case 'v': o->verbose = 1; break;
     case 'h': if (print) usage(stdout); return 3;
     case OPT_INPLACE: o->inplace = 1; break;
+    case OPT_MEMORY:
+      if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0)
+        return bad(print, "--memory: expected host or device, got '%s'", optarg);
+      o->device = strcmp(optarg, "device") == 0;
+      break;
     case OPT_JSON: o->json_path = optarg; break;
     case OPT_CSV: o->csv_path = optarg; break;
     case OPT_OUTPUT: o->output = optarg; break;
@@ -401,6 +412,9 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
                o->rounds);
   if (o->cmd == CMD_TUNE && o->minbytes < 4)
     return bad(print, "tune: -b must be at least 4 bytes (one float32)");
+  if (o->device && o->algo_list != NULL && strstr(o->algo_list, "MPI_Allreduce") != NULL)
+    return bad(print, "-a MPI_Allreduce: not with --memory device (this MPI is not "
+               "CUDA-aware); the baselines are ncclAllReduce and host+copies");
   if ((o->tensors > 0) != have_size)
     return bad(print, "--tensors and --size go together");
   if (o->break_algo != NULL && !breakable(o))

@@ -30,10 +30,20 @@
 #define MAX_ROUNDS 5
 #define POISON 0xA5
 
+/* What a row runs. */
+typedef enum {
+  V_RONDO = 0,        /* rondo_allreduce_algo / the collective */
+  V_MPI,              /* the MPI counterpart (host memory) */
+  V_NCCL,             /* --memory device: raw ncclAllReduce */
+  V_HOST_COPIES       /* --memory device: copy down, rondo on the host, copy up */
+} variant_kind_t;
+
 typedef struct {
   char label[32];
   rondo_algo_t algo;
-  int mpi;            /* the MPI baseline */
+  int mpi;            /* the baseline ("vs MPI"): MPI's counterpart, or with
+                         --memory device ncclAllReduce, else host+copies */
+  variant_kind_t kind;
 } variant_t;
 
 typedef struct {
@@ -43,6 +53,7 @@ typedef struct {
   int rank, size;
   char *send, *recv, *expect;
   size_t cap;         /* bytes of each buffer */
+  char *dsend, *drecv, *pin; /* --memory device: device buffers, a pinned one */
   variant_t v[MAX_VARIANTS];
   int nv;
   double *t;          /* [nv][iters] seconds */
@@ -120,10 +131,38 @@ static int mpi_usable(const sweep_t *s)
 
 static void *sendbuf(const sweep_t *s) { return s->o->inplace ? s->recv : s->send; }
 
+/* One device all-reduce of variant k (--memory device). */
+static void call_device(sweep_t *s, const variant_t *v)
+{
+  void *sb = s->o->inplace ? s->drecv : s->dsend;
+  size_t bytes = s->count * s->esize;
+  rondo_status_t st = RONDO_SUCCESS;
+  switch (v->kind) {
+  case V_NCCL:
+    bdev_nccl_allreduce(sb, s->drecv, s->count, s->dtype, s->op);
+    break;
+  case V_HOST_COPIES:
+    bdev_copy(s->pin, sb, bytes);
+    st = rondo_allreduce(s->comm, s->pin, s->pin, s->count, s->dtype, s->op);
+    bdev_copy(s->drecv, s->pin, bytes);
+    break;
+  default:
+    st = rondo_allreduce_algo(s->comm, sb, s->drecv, s->count, s->dtype, s->op, v->algo);
+    break;
+  }
+  if (st != RONDO_SUCCESS)
+    bench_die("allreduce %s on device buffers, %zu elements of %s: %s", v->label, s->count,
+              rondo_dtype_name(s->dtype), rondo_last_error());
+}
+
 /* One call of variant k. */
 static void call(sweep_t *s, int k)
 {
   const variant_t *v = &s->v[k];
+  if (s->o->device) {
+    call_device(s, v);
+    return;
+  }
   rondo_status_t st = RONDO_SUCCESS;
   int rc = MPI_SUCCESS, c = (int)s->count;
   MPI_Datatype t = data_mpi_type(s->dtype, reduces(s->o->cmd));
@@ -196,6 +235,8 @@ static void fill(sweep_t *s)
         data_store(in, s->dtype, b * cnt + i, data_move_input(s->rank, (int)b, i));
     break;
   }
+  if (s->o->device) /* the input goes to the device buffer the calls read */
+    bdev_copy(s->o->inplace ? s->drecv : s->dsend, in, s->sendn * s->esize);
 }
 
 /* The expected receive buffer of this rank, into s->expect. */
@@ -234,8 +275,12 @@ static long check(sweep_t *s, int k)
 {
   if (s->o->cmd != CMD_BROADCAST)
     memset(s->recv, POISON, s->recvn * s->esize);
+  if (s->o->device)
+    bdev_copy(s->drecv, s->recv, s->recvn * s->esize);
   fill(s);
   call(s, k);
+  if (s->o->device)
+    bdev_copy(s->recv, s->drecv, s->recvn * s->esize);
   if (s->o->break_algo != NULL && strcmp(s->o->break_algo, s->v[k].label) == 0 &&
       s->rank == s->size - 1) /* --break-algo: this variant pretends to be broken */
     s->recv[(s->recvn / 2) * s->esize] ^= 0x5a;
@@ -278,7 +323,7 @@ static void print_columns(const bench_opts_t *o)
          "time", "median");
   if (o->full)
     printf(" %9s %9s", "min", "max");
-  printf(" %8s %8s %7s %7s\n", "algbw", "busbw", "#wrong", "vs MPI");
+  printf(" %8s %8s %7s %7s\n", "algbw", "busbw", "#wrong", o->device ? "vs base" : "vs MPI");
   printf("# %12s %12s %9s %6s %-24s %9s %9s", "(B)", "(elements)", "", "", "", "(us)", "(us)");
   if (o->full)
     printf(" %9s %9s", "(us)", "(us)");
@@ -291,7 +336,7 @@ static void run_case(sweep_t *s)
   const bench_opts_t *o = s->o;
   int use[MAX_VARIANTS], iters = o->iters, mpi_at = -1;
   for (int k = 0; k < s->nv; k++) {
-    use[k] = !s->v[k].mpi || mpi_usable(s);
+    use[k] = s->v[k].kind != V_MPI || mpi_usable(s);
     if (s->v[k].mpi && use[k])
       mpi_at = k;
   }
@@ -340,6 +385,7 @@ static void run_case(sweep_t *s)
     out_str("op", opname);
     out_str("algo", s->v[k].label);
     out_int("inplace", o->inplace);
+    out_str("memory", o->device ? "device" : "host");
     if (o->cmd == CMD_BROADCAST)
       out_int("root", o->root);
     out_num("time_us", mean[k] * 1e6);
@@ -392,7 +438,7 @@ static int allreduce_variants(sweep_t *s)
       return -1; /* cannot run on this comm: meas_algos said why */
     }
     for (int i = 0; i < na + with_mpi && s->nv < MAX_VARIANTS; i++) {
-      variant_t v = {{0}, RONDO_ALGO_AUTO, i == na};
+      variant_t v = {{0}, RONDO_ALGO_AUTO, i == na, i == na ? V_MPI : V_RONDO};
       snprintf(v.label, sizeof v.label, "%s", i == na ? "MPI_Allreduce" : rondo_algo_name(a[i]));
       int dup = 0;
       for (int k = 0; k < s->nv; k++)
@@ -403,6 +449,67 @@ static int allreduce_variants(sweep_t *s)
       }
     }
   }
+  return s->nv;
+}
+
+/* Whether --algo's list (NULL: all) names label. */
+static int listed(const char *list, const char *label)
+{
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list != NULL ? list : "all");
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save))
+    if (strcmp(tok, "all") == 0 || strcmp(tok, label) == 0)
+      return 1;
+  return 0;
+}
+
+/* The rows of an allreduce on device buffers: auto, nccl and staged where
+ * they run (a trial call, on every rank alike), then the baselines:
+ * ncclAllReduce where NCCL runs, host+copies always. why: a line for the
+ * header. Returns the count, or -1 for a named row that cannot run. */
+static int device_variants(sweep_t *s, char *why, size_t len)
+{
+  static const rondo_algo_t algos[] = {RONDO_ALGO_AUTO, RONDO_ALGO_NCCL, RONDO_ALGO_STAGED};
+  const char *list = s->o->algo_list;
+  char nccl_why[128] = "", skipped[256] = "";
+  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
+    const char *name = rondo_algo_name(algos[i]);
+    if (!listed(list, name))
+      continue;
+    float one = 1.0f;
+    bdev_copy(s->dsend, &one, sizeof one);
+    rondo_status_t st = rondo_allreduce_algo(s->comm, s->dsend, s->drecv, 1, RONDO_FLOAT32,
+                                             RONDO_SUM, algos[i]);
+    if (st != RONDO_SUCCESS) {
+      if (list != NULL && strstr(list, name) != NULL) {
+        if (s->rank == 0)
+          fprintf(stderr, "rondo-bench: -a %s: %s\n", name, rondo_last_error());
+        return -1;
+      }
+      snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "%s%s (%s)",
+               skipped[0] ? "; " : "", name, rondo_last_error());
+      continue;
+    }
+    variant_t v = {{0}, algos[i], 0, V_RONDO};
+    snprintf(v.label, sizeof v.label, "%s", name);
+    s->v[s->nv++] = v;
+  }
+  int have_nccl = 0;
+  if (listed(list, "ncclAllReduce")) {
+    have_nccl = bdev_nccl_start(s->mpi, nccl_why, sizeof nccl_why) == 0;
+    if (have_nccl)
+      s->v[s->nv++] = (variant_t){"ncclAllReduce", RONDO_ALGO_AUTO, 1, V_NCCL};
+    else if (list != NULL && strstr(list, "ncclAllReduce") != NULL) {
+      if (s->rank == 0)
+        fprintf(stderr, "rondo-bench: -a ncclAllReduce: %s\n", nccl_why);
+      return -1;
+    }
+  }
+  if (listed(list, "host+copies"))
+    s->v[s->nv++] = (variant_t){"host+copies", RONDO_ALGO_AUTO, !have_nccl, V_HOST_COPIES};
+  snprintf(why, len, "%s%s%s%s", have_nccl ? "" : "no ncclAllReduce row: ",
+           have_nccl ? "" : nccl_why[0] ? nccl_why : "not asked for",
+           skipped[0] ? "; not run: " : "", skipped);
   return s->nv;
 }
 
@@ -420,12 +527,37 @@ int sweep_main(const bench_opts_t *o)
               s.size);
     return 2;
   }
-  if (o->cmd == CMD_ALLREDUCE) {
+  char device_line[512] = "";
+  if (o->device) {
+    char why[160];
+    int local = 0;
+    rondo_comm_local_rank(s.comm, &local);
+    int ok = bdev_start(local, why, sizeof why) == 0, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) {
+      if (s.rank == 0)
+        printf("rondo-bench: --memory device: skipped: %s\n",
+               ok ? "some rank has no CUDA device" : why);
+      return 77;
+    }
+    snprintf(device_line, sizeof device_line, "# memory: device (rank 0: %s)", why);
+    s.dsend = bdev_alloc(o->maxbytes + 64);
+    s.drecv = bdev_alloc(o->maxbytes + 64);
+    s.pin = bdev_alloc_pinned(o->maxbytes + 64);
+    MPI_Comm_dup(MPI_COMM_WORLD, &s.mpi);
+    char rows_why[400];
+    if (device_variants(&s, rows_why, sizeof rows_why) < 0)
+      return 2;
+    MPI_Comm_free(&s.mpi);
+    if (rows_why[0])
+      snprintf(device_line + strlen(device_line), sizeof device_line - strlen(device_line),
+               "\n# %s", rows_why);
+  } else if (o->cmd == CMD_ALLREDUCE) {
     if (allreduce_variants(&s) < 0)
       return 2;
   } else {
-    s.v[0] = (variant_t){"rondo", RONDO_ALGO_AUTO, 0};
-    s.v[1] = (variant_t){"", RONDO_ALGO_AUTO, 1};
+    s.v[0] = (variant_t){"rondo", RONDO_ALGO_AUTO, 0, V_RONDO};
+    s.v[1] = (variant_t){"", RONDO_ALGO_AUTO, 1, V_MPI};
     snprintf(s.v[1].label, sizeof s.v[1].label, "%s", coll_mpi_name(o->cmd));
     s.nv = 2;
   }
@@ -463,6 +595,8 @@ int sweep_main(const bench_opts_t *o)
     free(s.t);
     return 1;
   }
+  if (s.rank == 0 && device_line[0])
+    printf("%s\n", device_line);
   if (s.rank == 0)
     print_columns(o);
   int nops = reduces(o->cmd) ? o->nops : 1;
@@ -517,6 +651,13 @@ int sweep_main(const bench_opts_t *o)
   int rc = out_finish() != 0 || wrong != 0;
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Comm_free(&s.mpi);
+  if (o->device) {
+    bdev_nccl_stop();
+    bdev_free(s.dsend);
+    bdev_free(s.drecv);
+    bdev_free_pinned(s.pin);
+    bdev_stop();
+  }
   free(s.send);
   free(s.recv);
   free(s.expect);

@@ -134,6 +134,11 @@ class _TorchHandle:
 
 
 def _submit(tensor, output, name, op, prescale, postscale, group=None, group_size=0):
+    if tensor.is_cuda:
+        # rondo's GPU work runs on its own stream: what torch queued to make
+        # this tensor must be done first. (Scales on CUDA tensors are
+        # refused by the library: they need a kernel, docs/gpu.md.)
+        torch.cuda.current_stream(tensor.device).synchronize()
     return _r.world()._submit_allreduce(tensor.data_ptr(), output.data_ptr(), tensor.numel(),
                                         _dtype(tensor), op, name, None, prescale, postscale,
                                         (tensor, output), group, group_size)
