@@ -219,6 +219,9 @@ RONDO_API void rondo_free(void *ptr);
  * call (rondo_algo_available() says why). Rabenseifner with fewer elements
  * than the largest power of two <= size falls back to recursive doubling
  * and says so at RONDO_LOG=debug. */
+/* Both buffers in host memory, or both in the memory of one CUDA device
+ * (cudaMalloc, managed): device buffers run the nccl or staged algorithm
+ * (docs/gpu.md); mixed buffers fail with RONDO_ERR_INVALID_ARG. */
 RONDO_API rondo_status_t rondo_allreduce(rondo_comm_t comm, const void *sendbuf,
                                          void *recvbuf, size_t count,
                                          rondo_dtype_t dtype, rondo_op_t op);
@@ -271,6 +274,9 @@ RONDO_API rondo_status_t rondo_explain_call(rondo_comm_t comm, const void *sendb
 RONDO_API rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len,
                                              size_t *needed);
 
+/* Broadcast, allgather and reduce-scatter take host buffers, or CUDA
+ * device buffers as rondo_allreduce does (docs/gpu.md); alltoall and
+ * allgatherv host buffers only. */
 /* buf: input on root, output elsewhere. */
 RONDO_API rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
                                          rondo_dtype_t dtype, int root);

@@ -92,6 +92,24 @@ void agree_sig_add(agree_sig_t *sig, const char *field, int64_t value)
   }
 }
 
+/* The field to report k-th when fields differ: a memory-kind field first
+ * (host buffers on one rank and device buffers on another also make the
+ * algorithm differ, and the memory is the cause), then the others in
+ * order. The signature's own order is fixed: the packet's inline path
+ * reads the all-reduce's fields by position (carries()). */
+static int report_order(const agree_sig_t *sig, int k)
+{
+  int mem = -1;
+  for (int i = 0; i < sig->n; i++)
+    if (strncmp(sig->field[i], "memory", 6) == 0)
+      mem = i;
+  if (mem < 0)
+    return k;
+  if (k == 0)
+    return mem;
+  return k <= mem ? k - 1 : k;
+}
+
 /* ---- the board ------------------------------------------------------------------------ */
 
 rondo_status_t agree_board_create(rondo_comm_t comm)
@@ -234,12 +252,14 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
                        "rank %s",
                        differs, agree_coll_name((agree_coll_t)theirs->what),
                        agree_coll_name(sig->coll));
-  for (int i = 0; i < sig->n; i++)
+  for (int k = 0; k < sig->n; k++) {
+    int i = report_order(sig, k);
     if (theirs->field[i] != sig->value[i])
       return rondo__fail(RONDO_ERR_MISMATCH,
                          "%s: ranks passed different %s: rank %d has %lld, this rank %lld",
                          agree_coll_name(sig->coll), sig->field[i], differs,
                          (long long)theirs->field[i], (long long)sig->value[i]);
+  }
   return rondo__fail(RONDO_ERR_INTERNAL, "%s: argument board out of step",
                      agree_coll_name(sig->coll));
 }
@@ -351,7 +371,8 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
     return rondo__fail(RONDO_ERR_MISMATCH,
                        "ranks called different collectives at the same time (this rank: %s)",
                        agree_coll_name(sig->coll));
-  for (int i = 1; i <= sig->n; i++) {
+  for (int k = 0; k < sig->n; k++) {
+    int i = report_order(sig, k) + 1;
     long long hi = r[2 + 2 * i], lo = ~r[3 + 2 * i];
     if (hi != lo)
       return rondo__fail(RONDO_ERR_MISMATCH,

@@ -43,19 +43,6 @@ static size_t chunk_bytes(rondo_comm_t comm, size_t esize)
   return c ? c : esize;
 }
 
-/* The pinned buffer of two chunks (kept between calls). */
-static rondo_status_t stage_buffer(gpu_state_t *g, size_t bytes)
-{
-  if (g->stage_bytes >= bytes)
-    return RONDO_SUCCESS;
-  g->dev->host_free(g->stage);
-  g->stage = NULL;
-  g->stage_bytes = 0;
-  RONDO_CHECK(g->dev->host_alloc(&g->stage, bytes));
-  g->stage_bytes = bytes;
-  return RONDO_SUCCESS;
-}
-
 static rondo_status_t run(const algo_allreduce_args_t *a)
 {
   rondo_comm_t comm = a->comm;
@@ -65,7 +52,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   size_t total = a->count * a->esize, chunk = chunk_bytes(comm, a->esize);
   size_t nchunks = (total + chunk - 1) / chunk;
   size_t half = total < chunk ? total : chunk;
-  rondo_status_t st = stage_buffer(g, 2 * half);
+  rondo_status_t st = gpu_stage(g, 2 * half);
   /* every rank must know whether every rank has a buffer before the first
    * collective below */
   int ok = st == RONDO_SUCCESS, all_ok = 0;

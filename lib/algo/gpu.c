@@ -296,6 +296,18 @@ rondo_status_t gpu_heard(rondo_comm_t comm)
   return rondo__fail(st, "%s", msg);
 }
 
+rondo_status_t gpu_stage(gpu_state_t *g, size_t bytes)
+{
+  if (g->stage_bytes >= bytes)
+    return RONDO_SUCCESS;
+  g->dev->host_free(g->stage);
+  g->stage = NULL;
+  g->stage_bytes = 0;
+  RONDO_CHECK(g->dev->host_alloc(&g->stage, bytes ? bytes : 1));
+  g->stage_bytes = bytes;
+  return RONDO_SUCCESS;
+}
+
 double gpu_now(void) { return now(); }
 
 rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, double since,

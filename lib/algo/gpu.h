@@ -91,6 +91,20 @@ rondo_status_t gpu_heard(rondo_comm_t comm);
  * tells the other ranks, aborts NCCL, breaks the state; returns st. */
 rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st);
 
+/* The state's pinned staging buffer, at least bytes (kept between calls). */
+rondo_status_t gpu_stage(gpu_state_t *g, size_t bytes);
+
+/* The collectives other than the all-reduce on device buffers
+ * (device_colls.c), after the call was agreed on and the state attached:
+ * NCCL's where the comm can use NCCL, else through pinned host memory and
+ * the host collective. Collective; a failure reaches every rank. */
+rondo_status_t algo_device_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);
+rondo_status_t algo_device_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                     size_t bytes);
+rondo_status_t algo_device_reduce_scatter(rondo_comm_t comm, const void *sendbuf,
+                                          void *recvbuf, size_t recvcount,
+                                          rondo_dtype_t dtype, rondo_op_t op);
+
 /* The nccl algorithm without its final wait (allreduce_nccl.c): the
  * collective is on the state's stream when it returns. The engine records
  * its own event after it and polls that (gpu_poll). */

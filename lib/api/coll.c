@@ -54,16 +54,17 @@ rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes)
   return RONDO_SUCCESS;
 }
 
-/* The collectives other than the all-reduce run host algorithms: device
- * buffers are refused (on every rank, through the agreement). */
+/* The calls that run host algorithms only (alltoall, allgatherv, the
+ * engine's broadcast and allgather) refuse device buffers (on every rank,
+ * through the agreement, for the blocking ones). */
 rondo_status_t api_host_only(const char *fn, const void *buf, size_t bytes, const char *name)
 {
   int device = -1;
   RONDO_CHECK(dev_memory_device(buf, bytes, &device));
   if (device >= 0)
     return rondo__fail(RONDO_ERR_UNSUPPORTED,
-                       "%s: %s is memory of device %d; only rondo_allreduce takes device "
-                       "buffers in this release (docs/gpu.md)",
+                       "%s: %s is memory of device %d; this call takes host buffers only "
+                       "in this release (docs/gpu.md)",
                        fn, name, device);
   return RONDO_SUCCESS;
 }
@@ -124,8 +125,8 @@ static rondo_status_t allreduce_device(rondo_comm_t comm, const void *sendbuf, v
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
+  agree_sig_add(&sig, "algorithm", algo); /* field 4: agree.c's packet reads it there */
   agree_sig_add(&sig, "memory (0 host, 1 device)", 1);
-  agree_sig_add(&sig, "algorithm", algo);
   RONDO_CHECK(agree_call(comm, st, &sig));
   RONDO_CHECK(gpu_attach(comm, device));
   /* the same choice on every rank: same arguments, same GPU layout */
@@ -152,8 +153,8 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
+  agree_sig_add(&sig, "algorithm", algo); /* field 4: agree.c's packet reads it there */
   agree_sig_add(&sig, "memory (0 host, 1 device)", 0);
-  agree_sig_add(&sig, "algorithm", algo);
   /* shm agrees in its first round, with the data (free), and a small mpi
    * call across nodes rides in the check's packet; the others agree first.
    * (The first shm call makes the shared window, a collective step: it
@@ -280,23 +281,31 @@ rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
     st = api_bytes(count, rondo_dtype_size(dtype), &bytes);
   if (st == RONDO_SUCCESS)
     st = api_check_buffer(buf, count, "buf");
+  int device = -1;
   if (st == RONDO_SUCCESS)
-    st = api_host_only("rondo_broadcast", buf, bytes, "buf");
+    st = dev_memory_device(buf, bytes, &device);
   agree_sig_t sig = {.coll = AGREE_BROADCAST};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "root", root);
-  RONDO_CHECK(agree_call(comm, st, &sig));
+  agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
+  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm) : st,
+                         &sig));
+  if (device >= 0) {
+    RONDO_CHECK(gpu_attach(comm, device));
+    return bytes ? algo_device_broadcast(comm, buf, bytes, root) : RONDO_SUCCESS;
+  }
   return bytes ? algo_broadcast(comm, buf, bytes, root) : RONDO_SUCCESS;
 }
 
 /* The checks of a call with one block of count elements per rank in recvbuf
  * (allgather) or in sendbuf (reduce_scatter), or in both (alltoall);
  * reduce_scatter and alltoall may not run in place. *bytes gets one
- * block's size. */
+ * block's size, *device the buffers' device (-1: host; device_ok 0: host
+ * only). */
 static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *sendbuf,
                                  const void *recvbuf, size_t count, rondo_dtype_t dtype,
-                                 int in_place_ok, size_t *bytes)
+                                 int in_place_ok, int device_ok, size_t *bytes, int *device)
 {
   size_t total = 0;
   RONDO_CHECK(api_check_dtype(dtype));
@@ -307,21 +316,31 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
   if (!in_place_ok && count > 0 && sendbuf == recvbuf)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: in place (sendbuf == recvbuf) is not allowed",
                        fn);
-  RONDO_CHECK(api_host_only(fn, sendbuf, *bytes, "sendbuf"));
-  return api_host_only(fn, recvbuf, *bytes, "recvbuf");
+  if (!device_ok) {
+    RONDO_CHECK(api_host_only(fn, sendbuf, *bytes, "sendbuf"));
+    return api_host_only(fn, recvbuf, *bytes, "recvbuf");
+  }
+  return dev_call_memory(fn, sendbuf, recvbuf, *bytes, device);
 }
 
 rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                size_t count, rondo_dtype_t dtype)
 {
   size_t bytes = 0;
+  int device = -1;
   RONDO_CHECK(api_enter(comm));
-  rondo_status_t st =
-      block_args("rondo_allgather", comm, sendbuf, recvbuf, count, dtype, 1, &bytes);
+  rondo_status_t st = block_args("rondo_allgather", comm, sendbuf, recvbuf, count, dtype, 1, 1,
+                                 &bytes, &device);
   agree_sig_t sig = {.coll = AGREE_ALLGATHER};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
-  RONDO_CHECK(agree_call(comm, st, &sig));
+  agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
+  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm) : st,
+                         &sig));
+  if (device >= 0) {
+    RONDO_CHECK(gpu_attach(comm, device));
+    return bytes ? algo_device_allgather(comm, sendbuf, recvbuf, bytes) : RONDO_SUCCESS;
+  }
   return bytes ? algo_allgather(comm, sendbuf, recvbuf, bytes) : RONDO_SUCCESS;
 }
 
@@ -384,20 +403,27 @@ rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void
                                     size_t recvcount, rondo_dtype_t dtype, rondo_op_t op)
 {
   size_t bytes = 0;
+  int device = -1;
   RONDO_CHECK(api_enter(comm));
   rondo_status_t st = api_check_dtype(dtype); /* before the op, as everywhere */
   if (st == RONDO_SUCCESS)
     st = api_check_op(op);
   if (st == RONDO_SUCCESS)
-    st = block_args("rondo_reduce_scatter", comm, sendbuf, recvbuf, recvcount, dtype, 0,
-                    &bytes);
+    st = block_args("rondo_reduce_scatter", comm, sendbuf, recvbuf, recvcount, dtype, 0, 1,
+                    &bytes, &device);
   agree_sig_t sig = {.coll = AGREE_REDUCE_SCATTER};
   agree_sig_add(&sig, "recvcount", (int64_t)recvcount);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
-  RONDO_CHECK(agree_call(comm, st, &sig));
+  agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
+  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm) : st,
+                         &sig));
   if (recvcount == 0)
     return RONDO_SUCCESS;
+  if (device >= 0) {
+    RONDO_CHECK(gpu_attach(comm, device));
+    return algo_device_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype, op);
+  }
   RONDO_CHECK(algo_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype,
                                   op == RONDO_AVG ? RONDO_SUM : op));
   if (op == RONDO_AVG)
@@ -410,8 +436,9 @@ rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recv
 {
   size_t bytes = 0;
   RONDO_CHECK(api_enter(comm));
+  int device = -1;
   rondo_status_t st =
-      block_args("rondo_alltoall", comm, sendbuf, recvbuf, count, dtype, 0, &bytes);
+      block_args("rondo_alltoall", comm, sendbuf, recvbuf, count, dtype, 0, 0, &bytes, &device);
   agree_sig_t sig = {.coll = AGREE_ALLTOALL};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);

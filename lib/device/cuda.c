@@ -393,6 +393,36 @@ static rondo_status_t nc_coll_allreduce(dev_coll_t *c, const void *sendbuf, void
   return RONDO_SUCCESS;
 }
 
+static rondo_status_t nc_coll_broadcast(dev_coll_t *c, void *buf, size_t bytes, int root,
+                                        dev_stream_t *s)
+{
+  ncclComm_t comm = (ncclComm_t)c;
+  NCCL_CHECK(comm, ncclBroadcast(buf, buf, bytes, ncclInt8, root, comm, (cudaStream_t)s));
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t nc_coll_allgather(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                        size_t bytes, dev_stream_t *s)
+{
+  ncclComm_t comm = (ncclComm_t)c;
+  NCCL_CHECK(comm, ncclAllGather(sendbuf, recvbuf, bytes, ncclInt8, comm, (cudaStream_t)s));
+  return RONDO_SUCCESS;
+}
+
+static rondo_status_t nc_coll_reduce_scatter(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                             size_t recvcount, rondo_dtype_t dtype,
+                                             rondo_op_t op, dev_stream_t *s)
+{
+  ncclComm_t comm = (ncclComm_t)c;
+  int t = dev_nccl_dtype(dtype), o = dev_nccl_op(op);
+  if (t < 0 || o < 0)
+    return rondo__fail(RONDO_ERR_INTERNAL, "NCCL: no type for dtype %d or op %d", (int)dtype,
+                       (int)op);
+  NCCL_CHECK(comm, ncclReduceScatter(sendbuf, recvbuf, recvcount, (ncclDataType_t)t,
+                                     (ncclRedOp_t)o, comm, (cudaStream_t)s));
+  return RONDO_SUCCESS;
+}
+
 static void nc_coll_abort(dev_coll_t *c)
 {
   if (c == NULL)
@@ -463,6 +493,39 @@ static rondo_status_t nc_coll_allreduce(dev_coll_t *c, const void *sendbuf, void
   (void)s;
   return rondo__fail(RONDO_ERR_UNSUPPORTED, "this rondo was built without NCCL");
 }
+static rondo_status_t nc_coll_broadcast(dev_coll_t *c, void *buf, size_t bytes, int root,
+                                        dev_stream_t *s)
+{
+  (void)c;
+  (void)buf;
+  (void)bytes;
+  (void)root;
+  (void)s;
+  return rondo__fail(RONDO_ERR_UNSUPPORTED, "this rondo was built without NCCL");
+}
+static rondo_status_t nc_coll_allgather(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                        size_t bytes, dev_stream_t *s)
+{
+  (void)c;
+  (void)sendbuf;
+  (void)recvbuf;
+  (void)bytes;
+  (void)s;
+  return rondo__fail(RONDO_ERR_UNSUPPORTED, "this rondo was built without NCCL");
+}
+static rondo_status_t nc_coll_reduce_scatter(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                             size_t recvcount, rondo_dtype_t dtype,
+                                             rondo_op_t op, dev_stream_t *s)
+{
+  (void)c;
+  (void)sendbuf;
+  (void)recvbuf;
+  (void)recvcount;
+  (void)dtype;
+  (void)op;
+  (void)s;
+  return rondo__fail(RONDO_ERR_UNSUPPORTED, "this rondo was built without NCCL");
+}
 static void nc_coll_abort(dev_coll_t *c) { (void)c; }
 static void nc_coll_destroy(dev_coll_t *c) { (void)c; }
 #endif /* HAVE_NCCL */
@@ -490,6 +553,9 @@ const dev_backend_t dev_cuda = {
     .coll_init = nc_coll_init,
     .coll_state = nc_coll_state,
     .coll_allreduce = nc_coll_allreduce,
+    .coll_broadcast = nc_coll_broadcast,
+    .coll_allgather = nc_coll_allgather,
+    .coll_reduce_scatter = nc_coll_reduce_scatter,
     .coll_abort = nc_coll_abort,
     .coll_destroy = nc_coll_destroy,
 };

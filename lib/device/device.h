@@ -91,6 +91,16 @@ typedef struct dev_backend {
   rondo_status_t (*coll_allreduce)(dev_coll_t *c, const void *sendbuf, void *recvbuf,
                                    size_t count, rondo_dtype_t dtype, rondo_op_t op,
                                    dev_stream_t *s);
+  /* bytes from root's buf to every rank's (in place) */
+  rondo_status_t (*coll_broadcast)(dev_coll_t *c, void *buf, size_t bytes, int root,
+                                   dev_stream_t *s);
+  /* each rank's bytes, rank i's at recvbuf + i * bytes */
+  rondo_status_t (*coll_allgather)(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                   size_t bytes, dev_stream_t *s);
+  /* block i (recvcount elements) of the reduction to rank i */
+  rondo_status_t (*coll_reduce_scatter)(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                        size_t recvcount, rondo_dtype_t dtype, rondo_op_t op,
+                                        dev_stream_t *s);
   void (*coll_abort)(dev_coll_t *c);
   void (*coll_destroy)(dev_coll_t *c);
 } dev_backend_t;

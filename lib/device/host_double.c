@@ -206,13 +206,17 @@ static rondo_status_t hd_host_alloc(void **p, size_t bytes) { return remember(p,
 /* ---- streams and events ---------------------------------------------------------------- */
 
 typedef enum { WORK_COPY, WORK_COLL } work_kind_t;
+typedef enum { COLL_ALLREDUCE, COLL_BROADCAST, COLL_ALLGATHER, COLL_REDUCE_SCATTER } coll_kind_t;
 
 typedef struct work {
   work_kind_t kind;
+  coll_kind_t coll_kind;
+  int root;            /* broadcast */
   uint64_t seq;
   void *dst;
   const void *src;
-  size_t count;        /* copy: bytes; collective: elements */
+  size_t count;        /* copy, broadcast, allgather: bytes; all-reduce: elements;
+                          reduce-scatter: elements per block */
   rondo_dtype_t dtype;
   rondo_op_t op;
   struct dev_coll *coll;
@@ -495,26 +499,49 @@ static rondo_status_t run_coll(work_t *w)
     atomic_store(&c->failed, (int)st);
     return st;
   }
-  size_t esize = rondo_dtype_size(w->dtype), bytes = w->count * esize;
-  if (bytes > (size_t)INT32_MAX / (size_t)c->nranks)
+  /* What each rank contributes to the gather below (the broadcast moves
+   * bytes from the root instead). */
+  size_t esize = rondo_dtype_size(w->dtype), p = (size_t)c->nranks;
+  size_t bytes = w->coll_kind == COLL_ALLREDUCE       ? w->count * esize
+                 : w->coll_kind == COLL_REDUCE_SCATTER ? p * w->count * esize
+                                                       : w->count;
+  if (bytes > (size_t)INT32_MAX / p)
     return rondo__fail_quiet(RONDO_ERR_UNSUPPORTED, "host double: %zu bytes is too large",
                              bytes);
-  char *all = malloc(bytes * (size_t)c->nranks + 1);
+  MPI_Request req;
+  int rc;
+  if (w->coll_kind == COLL_BROADCAST) {
+    rc = MPI_Ibcast(w->dst, (int)bytes, MPI_BYTE, w->root, c->mpi, &req);
+    if (rc != MPI_SUCCESS)
+      return rondo__mpi_fail(rc, "MPI_Ibcast", __FILE__, __LINE__);
+    return wait_or_abort(c, &req);
+  }
+  if (w->coll_kind == COLL_ALLGATHER) {
+    rc = MPI_Iallgather(w->src, (int)bytes, MPI_BYTE, w->dst, (int)bytes, MPI_BYTE, c->mpi, &req);
+    if (rc != MPI_SUCCESS)
+      return rondo__mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__);
+    return wait_or_abort(c, &req);
+  }
+  /* the reductions: gather everything, reduce in rank order */
+  char *all = malloc(bytes * p + 1);
   if (all == NULL)
     return rondo__fail_quiet(RONDO_ERR_NO_MEMORY, "host double: gather buffer");
-  MPI_Request req;
-  int rc = MPI_Iallgather(w->src, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->mpi, &req);
+  rc = MPI_Iallgather(w->src, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->mpi, &req);
   if (rc != MPI_SUCCESS)
     st = rondo__mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__);
   else
     st = wait_or_abort(c, &req);
   if (st == RONDO_SUCCESS) {
+    /* all-reduce: the whole buffer; reduce-scatter: this rank's block */
+    size_t n = w->count, at = w->coll_kind == COLL_REDUCE_SCATTER
+                                  ? (size_t)c->rank * w->count * esize
+                                  : 0;
     rondo_op_t op = w->op == RONDO_AVG ? RONDO_SUM : w->op;
-    memcpy(w->dst, all, bytes);
-    for (int r = 1; r < c->nranks; r++)
-      reduce_apply(w->dst, w->dst, all + (size_t)r * bytes, w->count, w->dtype, op);
+    memcpy(w->dst, all + at, n * esize);
+    for (size_t r = 1; r < p; r++)
+      reduce_apply(w->dst, w->dst, all + r * bytes + at, n, w->dtype, op);
     if (w->op == RONDO_AVG)
-      reduce_average(w->dst, w->count, w->dtype, c->nranks);
+      reduce_average(w->dst, n, w->dtype, c->nranks);
   }
   if (atomic_load(&c->leaks))
     abandon(all); /* the abandoned request may still write into it */
@@ -523,9 +550,9 @@ static rondo_status_t run_coll(work_t *w)
   return st;
 }
 
-static rondo_status_t hd_coll_allreduce(dev_coll_t *c, const void *sendbuf, void *recvbuf,
-                                        size_t count, rondo_dtype_t dtype, rondo_op_t op,
-                                        dev_stream_t *s)
+static rondo_status_t coll_enqueue(dev_coll_t *c, coll_kind_t kind, const void *src, void *dst,
+                                   size_t count, rondo_dtype_t dtype, rondo_op_t op, int root,
+                                   dev_stream_t *s)
 {
   if (atomic_load(&c->failed) != RONDO_SUCCESS)
     return coll_failure(c);
@@ -533,14 +560,42 @@ static rondo_status_t hd_coll_allreduce(dev_coll_t *c, const void *sendbuf, void
   if (w == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "host double: collective");
   w->kind = WORK_COLL;
-  w->src = sendbuf;
-  w->dst = recvbuf;
+  w->coll_kind = kind;
+  w->src = src;
+  w->dst = dst;
   w->count = count;
   w->dtype = dtype;
   w->op = op;
+  w->root = root;
   w->coll = c;
   atomic_fetch_add(&c->users, 1);
   return enqueue(s, w);
+}
+
+static rondo_status_t hd_coll_allreduce(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                        size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                        dev_stream_t *s)
+{
+  return coll_enqueue(c, COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, s);
+}
+
+static rondo_status_t hd_coll_broadcast(dev_coll_t *c, void *buf, size_t bytes, int root,
+                                        dev_stream_t *s)
+{
+  return coll_enqueue(c, COLL_BROADCAST, buf, buf, bytes, RONDO_UINT8, RONDO_SUM, root, s);
+}
+
+static rondo_status_t hd_coll_allgather(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                        size_t bytes, dev_stream_t *s)
+{
+  return coll_enqueue(c, COLL_ALLGATHER, sendbuf, recvbuf, bytes, RONDO_UINT8, RONDO_SUM, 0, s);
+}
+
+static rondo_status_t hd_coll_reduce_scatter(dev_coll_t *c, const void *sendbuf, void *recvbuf,
+                                             size_t recvcount, rondo_dtype_t dtype,
+                                             rondo_op_t op, dev_stream_t *s)
+{
+  return coll_enqueue(c, COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0, s);
 }
 
 static void release(dev_coll_t *c)
@@ -592,6 +647,9 @@ const dev_backend_t dev_host_double = {
     .coll_init = hd_coll_init,
     .coll_state = hd_coll_state,
     .coll_allreduce = hd_coll_allreduce,
+    .coll_broadcast = hd_coll_broadcast,
+    .coll_allgather = hd_coll_allgather,
+    .coll_reduce_scatter = hd_coll_reduce_scatter,
     .coll_abort = hd_coll_abort,
     .coll_destroy = hd_coll_destroy,
 };

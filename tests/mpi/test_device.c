@@ -19,9 +19,11 @@
  *    rank) nccl, against closed-form results, identical bytes on every
  *    rank; one call of 100003 elements through many staging chunks;
  *  - memory rules: host and device buffers mixed in one call, a rank with
- *    host buffers among ranks with device buffers, the other collectives
- *    and the engine's broadcast and allgather refusing device buffers,
+ *    host buffers among ranks with device buffers, alltoall, allgatherv and
+ *    the engine's broadcast and allgather refusing device buffers,
  *    explanations;
+ *  - broadcast (every root), allgather and reduce-scatter (every op) on
+ *    device buffers, exact: NCCL's with a device per rank, staged else;
  *  - the engine: device and host requests (never fused together) of several
  *    sizes, exact, in and out of place; scales refused; a name with host
  *    buffers on one rank and device buffers on another (a mismatch); a
@@ -207,14 +209,19 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
     MT_EQ_STATUS(st, RONDO_ERR_MISMATCH);
     expect_message("memory");
   }
-  mt_where("the other collectives refuse device buffers");
-  MT_EQ_STATUS(rondo_broadcast(comm, b->recv, 8, RONDO_FLOAT32, 0), RONDO_ERR_UNSUPPORTED);
-  expect_message("only rondo_allreduce takes device buffers");
-  MT_EQ_STATUS(rondo_allgather(comm, b->send, b->recv, 4, RONDO_FLOAT32),
-               RONDO_ERR_UNSUPPORTED);
-  MT_EQ_STATUS(rondo_reduce_scatter(comm, b->send, b->recv, 2, RONDO_FLOAT32, RONDO_SUM),
-               RONDO_ERR_UNSUPPORTED);
+  mt_where("alltoall and allgatherv refuse device buffers");
   MT_EQ_STATUS(rondo_alltoall(comm, b->send, b->recv, 2, RONDO_FLOAT32), RONDO_ERR_UNSUPPORTED);
+  expect_message("this call takes host buffers only");
+  size_t counts[8] = {0}, one = 1;
+  for (int r = 0; r < mt.size && r < 8; r++)
+    counts[r] = 1;
+  if (mt.size <= 8)
+    MT_EQ_STATUS(rondo_allgatherv(comm, b->send, one, b->recv, counts, NULL, RONDO_FLOAT32),
+                 RONDO_ERR_UNSUPPORTED);
+  mt_where("a broadcast with device buffers on rank 0 only");
+  MT_EQ_STATUS(rondo_broadcast(comm, mt.rank == 0 ? (void *)b->recv : (void *)b->host, 8,
+                               RONDO_FLOAT32, 0),
+               mt.size > 1 ? RONDO_ERR_MISMATCH : RONDO_SUCCESS);
   mt_where("the engine's broadcast and allgather refuse device buffers at submission");
   rondo_request_t req = NULL;
   MT_EQ_STATUS(rondo_broadcast_async(comm, "dev", b->send, 8, RONDO_FLOAT32, 0, NULL, &req),
@@ -231,6 +238,68 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
                    RONDO_SUCCESS)) {
     copy(b->out, b->recv, 5 * 4);
     mt_check_elems("result", RONDO_INT32, b->out, b->want, 5);
+  }
+}
+
+/* ---- broadcast, allgather, reduce-scatter on device buffers ------------------------ */
+
+/* buf[k] = rank's input of element k (mpitest.h's values for that rank). */
+static void fill_input_of(int rank, rondo_dtype_t dt, size_t count, void *buf)
+{
+  for (size_t k = 0; k < count; k++)
+    mt_store(dt, buf, k, mt_value(dt, RONDO_SUM, rank, k));
+}
+
+static void test_other_collectives(rondo_comm_t comm, const bufs_t *b)
+{
+  size_t p = (size_t)mt.size;
+  size_t counts[] = {1, 7, 1031};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    size_t n = counts[c];
+    for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt += 3) { /* int8, int64, float32 */
+      size_t es = mt_dtype_size((rondo_dtype_t)dt);
+      for (int root = 0; root < mt.size; root += mt.size > 2 ? 2 : 1) {
+        mt_where("broadcast of %zu %s from %d on device buffers", n,
+                 mt_dtype_str((rondo_dtype_t)dt), root);
+        mt.salt = 1000 + n;
+        fill_input_of(root, (rondo_dtype_t)dt, n, b->want); /* what every rank will hold */
+        if (mt.rank == root)
+          copy(b->recv, b->want, n * es);
+        else
+          poison(b->recv, n * es, b->out);
+        if (MT_EQ_STATUS(rondo_broadcast(comm, b->recv, n, (rondo_dtype_t)dt, root),
+                         RONDO_SUCCESS)) {
+          copy(b->out, b->recv, n * es);
+          mt_check_elems("broadcast", (rondo_dtype_t)dt, b->out, b->want, n);
+        }
+      }
+      mt_where("allgather of %zu %s on device buffers", n, mt_dtype_str((rondo_dtype_t)dt));
+      mt_fill_input((rondo_dtype_t)dt, RONDO_SUM, 0, n, b->input);
+      copy(b->send, b->input, n * es);
+      poison(b->recv, p * n * es, b->out);
+      if (MT_EQ_STATUS(rondo_allgather(comm, b->send, b->recv, n, (rondo_dtype_t)dt),
+                       RONDO_SUCCESS)) {
+        copy(b->out, b->recv, p * n * es);
+        for (int r = 0; r < mt.size; r++) {
+          fill_input_of(r, (rondo_dtype_t)dt, n, b->want);
+          mt_check_elems("allgather block", (rondo_dtype_t)dt, b->out + (size_t)r * n * es,
+                         b->want, n);
+        }
+      }
+      for (int op = 0; op < RONDO_OP_COUNT; op++) {
+        mt_where("reduce_scatter of %zu %s %s per rank on device buffers", n,
+                 mt_dtype_str((rondo_dtype_t)dt), mt_op_str((rondo_op_t)op));
+        mt_fill_input((rondo_dtype_t)dt, (rondo_op_t)op, 0, p * n, b->input);
+        copy(b->send, b->input, p * n * es);
+        mt_fill_reduced((rondo_dtype_t)dt, (rondo_op_t)op, (uint64_t)mt.rank * n, n, b->want);
+        if (MT_EQ_STATUS(rondo_reduce_scatter(comm, b->send, b->recv, n, (rondo_dtype_t)dt,
+                                              (rondo_op_t)op),
+                         RONDO_SUCCESS)) {
+          copy(b->out, b->recv, n * es);
+          mt_check_elems("reduce_scatter block", (rondo_dtype_t)dt, b->out, b->want, n);
+        }
+      }
+    }
   }
 }
 
@@ -519,6 +588,7 @@ int main(int argc, char **argv)
   test_exact(world, &b);
   test_choice(world, &b);
   test_memory_rules(world, &b);
+  test_other_collectives(world, &b);
   test_engine(world);
   if (!real) { /* failures and delays are injected into the double */
     test_engine_fault();
