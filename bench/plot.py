@@ -41,7 +41,7 @@ METRICS = {  # --metric -> (row key, y axis label)
 }
 # An algorithm keeps its colour and marker in every chart.
 ALGOS = ("auto", "ring", "recursive_doubling", "rabenseifner", "shm",
-         "hierarchical", "mpi", "nccl", "staged")
+         "hierarchical", "mpi", "nccl", "staged", "hierarchical_nccl")
 MARKERS = "osD^vp<>hd*PX"
 FUSION_BARS = (("engine_ms", "engine (fused)", "tab:blue"),
                ("single_ms", "one allreduce of everything", "tab:green"),

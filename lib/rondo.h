@@ -124,7 +124,8 @@ typedef enum {
   RONDO_ALGO_HIERARCHICAL = 6,
   RONDO_ALGO_NCCL = 7,
   RONDO_ALGO_STAGED = 8, /* device buffers through pinned host memory */
-  RONDO_ALGO_COUNT = 9
+  RONDO_ALGO_HIERARCHICAL_NCCL = 9, /* device buffers: NCCL in nodes, MPI across */
+  RONDO_ALGO_COUNT = 10
 } rondo_algo_t;
 
 /* Opaque: an MPI communicator (a private duplicate) plus rondo's state. */
@@ -151,7 +152,8 @@ RONDO_API size_t rondo_dtype_size(rondo_dtype_t dtype);
 RONDO_API const char *rondo_op_name(rondo_op_t op);
 RONDO_API rondo_status_t rondo_op_from_name(const char *name, rondo_op_t *op);
 /* "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm",
- * "hierarchical", "nccl", "staged"; NULL for an invalid value. */
+ * "hierarchical", "nccl", "staged", "hierarchical_nccl"; NULL for an invalid
+ * value. */
 RONDO_API const char *rondo_algo_name(rondo_algo_t algo);
 RONDO_API rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo);
 

@@ -60,7 +60,7 @@ typedef struct algo_desc {
 } algo_desc_t;
 
 extern const algo_desc_t algo_mpi, algo_ring, algo_recursive_doubling, algo_rabenseifner,
-    algo_shm, algo_hierarchical, algo_nccl, algo_staged;
+    algo_shm, algo_hierarchical, algo_nccl, algo_staged, algo_hierarchical_nccl;
 
 /* The descriptor of an id, or NULL (AUTO and values outside the table). */
 const algo_desc_t *algo_find(rondo_algo_t id);
@@ -128,6 +128,13 @@ rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *
 rondo_status_t algo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                               size_t count, rondo_dtype_t dtype, rondo_op_t op,
                               rondo_algo_t algo);
+
+/* The cross-node phase of a hierarchical all-reduce (allreduce_hier.c): n
+ * elements of buf (host memory), a slice of a whole-element all-reduce on
+ * comm, all-reduced over cross (one rank per node) by ring or recursive
+ * doubling, as the cost model says. op is SUM, MIN, MAX or PROD. */
+rondo_status_t algo_hier_cross(rondo_comm_t comm, rondo_comm_t cross, void *buf, size_t n,
+                               size_t whole, rondo_dtype_t dtype, rondo_op_t op);
 
 /* Data movement and the other reductions (MPI-backed; see each file). */
 rondo_status_t algo_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);

@@ -59,26 +59,29 @@ static select_input_t cross_input(const select_input_t *in, double bytes)
   return c;
 }
 
-/* The algorithm for a cross-node slice: ring or recursive doubling, as the
- * cost model predicts for one rank per node over cross->size nodes. */
-static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm_t cross,
-                                      size_t off, size_t n)
+rondo_status_t algo_hier_cross(rondo_comm_t comm, rondo_comm_t cross, void *buf, size_t n,
+                               size_t whole, rondo_dtype_t dtype, rondo_op_t op)
 {
-  algo_allreduce_args_t c = *a;
-  c.comm = cross;
-  c.sendbuf = c.recvbuf = (char *)a->recvbuf + off * a->esize;
-  c.count = n;
+  algo_allreduce_args_t c = {.comm = cross, .sendbuf = buf, .recvbuf = buf, .count = n,
+                             .dtype = dtype, .op = op, .esize = rondo_dtype_size(dtype)};
   if (n == 0 || cross->size == 1)
     return RONDO_SUCCESS;
-  select_input_t whole = algo_input(a->comm, a->count, a->dtype, a->op);
-  select_input_t in = cross_input(&whole, (double)(n * a->esize));
+  select_input_t all = algo_input(comm, whole, dtype, op);
+  select_input_t in = cross_input(&all, (double)(n * c.esize));
   in.count = n;
   select_result_t res;
-  select_params_t params = algo_params(a->comm);
-  params = cross_params(&params, whole.max_local);
+  select_params_t params = algo_params(comm);
+  params = cross_params(&params, all.max_local);
   rondo_algo_t pick = select_choose(&params, &cross_menu, NULL, RONDO_ALGO_AUTO, &in, &res);
   return (pick == RONDO_ALGO_RECURSIVE_DOUBLING ? &algo_recursive_doubling : &algo_ring)
       ->allreduce(&c);
+}
+
+static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm_t cross,
+                                      size_t off, size_t n)
+{
+  return algo_hier_cross(a->comm, cross, (char *)a->recvbuf + off * a->esize, n, a->count,
+                         a->dtype, a->op);
 }
 
 static rondo_status_t hier_phases(const algo_allreduce_args_t *a)

@@ -22,6 +22,7 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
   if (mem == SELECT_MEM_DEVICE) {
     in.has_nccl = dev_backend()->coll_id != NULL;
     in.gpu_shared = comm->gpu != NULL ? comm->gpu->shared : -1;
+    in.gpu_node_shared = comm->gpu != NULL ? comm->gpu->node_shared : -1;
   }
   return in;
 }

@@ -17,6 +17,8 @@ enum { FAULT_TAG = 1, UUID_BYTES = 64, HOST_BYTES = MPI_MAX_PROCESSOR_NAME };
 typedef struct {
   int32_t status;       /* this rank's attach so far */
   int32_t device;
+  int32_t node;         /* rondo's node (topo: real or virtual) */
+  int32_t pad;
   char uuid[UUID_BYTES];
   char host[HOST_BYTES];
 } member_t;
@@ -42,13 +44,14 @@ static void free_state(gpu_state_t *g)
     g->dev->event_destroy(g->event[i]);
   g->dev->stream_destroy(g->stream);
   g->dev->host_free(g->stage);
+  g->dev->mem_free(g->dscratch);
   free(g);
 }
 
 /* One line naming which ranks use which device. */
 static void describe(gpu_state_t *g, const member_t *m, int p)
 {
-  int shared = 0, devices = 0;
+  int shared = 0, node_shared = 0, devices = 0;
   char first[128] = "";
   for (int r = 0; r < p; r++) {
     int seen = 0;
@@ -57,6 +60,7 @@ static void describe(gpu_state_t *g, const member_t *m, int p)
     devices += !seen;
     for (int q = r + 1; q < p; q++)
       if (strcmp(m[q].uuid, m[r].uuid) == 0 && strcmp(m[q].host, m[r].host) == 0) {
+        node_shared |= m[q].node == m[r].node;
         if (!shared)
           snprintf(first, sizeof first, "ranks %d and %d share device %d (%.32s) on %.32s", r,
                    q, (int)m[r].device, m[r].uuid, m[r].host);
@@ -64,6 +68,7 @@ static void describe(gpu_state_t *g, const member_t *m, int p)
       }
   }
   g->shared = shared;
+  g->node_shared = node_shared;
   if (shared)
     snprintf(g->layout, sizeof g->layout, "GPUs: %d rank(s) on %d device(s); %s", p, devices,
              first);
@@ -102,7 +107,7 @@ rondo_status_t gpu_attach(rondo_comm_t comm, int device)
     return RONDO_SUCCESS;
   int p = comm->size, len = 0;
   gpu_state_t *g = calloc(1, sizeof *g);
-  member_t me = {.status = RONDO_SUCCESS, .device = device};
+  member_t me = {.status = RONDO_SUCCESS, .device = device, .node = comm->topo->node_id};
   member_t *all = calloc((size_t)p, sizeof *all);
   rondo_status_t st = RONDO_SUCCESS;
   char why[256] = "";
@@ -170,6 +175,10 @@ void gpu_detach(rondo_comm_t comm, int mpi_usable)
   if (g->coll != NULL) {
     g->dev->coll_destroy(g->coll);
     g->coll = NULL;
+  }
+  if (g->node_coll != NULL) {
+    g->dev->coll_destroy(g->node_coll);
+    g->node_coll = NULL;
   }
   if (mpi_usable) {
     /* Every rank's fault messages were sent before it got here: after the
@@ -251,6 +260,10 @@ static void brk(gpu_state_t *g, rondo_status_t st, const char *msg)
     g->dev->coll_abort(g->coll);
     g->coll = NULL;
   }
+  if (g->node_coll != NULL) {
+    g->dev->coll_abort(g->node_coll);
+    g->node_coll = NULL;
+  }
 }
 
 rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st)
@@ -310,20 +323,24 @@ rondo_status_t gpu_stage(gpu_state_t *g, size_t bytes)
 
 double gpu_now(void) { return now(); }
 
-rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, double since,
-                        int *done)
+/* One poll of e (or, e NULL, of coll's readiness), with the state's NCCL
+ * communicators' asynchronous errors, the fault line and the clock. */
+static rondo_status_t poll_one(rondo_comm_t comm, dev_event_t *e, dev_coll_t *coll,
+                               const char *what, double since, int *done)
 {
   gpu_state_t *g = comm->gpu;
   double limit = comm->cfg.device_timeout_sec;
   *done = 0;
   if (g->broken != RONDO_SUCCESS)
     return rondo__fail_quiet(g->broken, "%s", g->broken_msg);
-  rondo_status_t st = e != NULL ? g->dev->event_query(e, done)
-                                : g->dev->coll_state(g->coll, done);
-  if (st == RONDO_SUCCESS && e != NULL && g->coll != NULL) {
-    int ready = 0; /* NCCL's asynchronous error, while its work may be queued */
-    st = g->dev->coll_state(g->coll, &ready);
-  }
+  rondo_status_t st = e != NULL ? g->dev->event_query(e, done) : g->dev->coll_state(coll, done);
+  /* NCCL's asynchronous errors, while its work may be queued */
+  dev_coll_t *colls[2] = {g->coll, g->node_coll};
+  for (int i = 0; i < 2 && st == RONDO_SUCCESS; i++)
+    if (colls[i] != NULL && colls[i] != coll) {
+      int ready = 0;
+      st = g->dev->coll_state(colls[i], &ready);
+    }
   if (st != RONDO_SUCCESS) {
     *done = 0;
     return gpu_fail(comm, st);
@@ -339,16 +356,33 @@ rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, dou
   return RONDO_SUCCESS;
 }
 
-rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what)
+rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, double since,
+                        int *done)
+{
+  return poll_one(comm, e, comm->gpu->coll, what, since, done);
+}
+
+static rondo_status_t wait_for(rondo_comm_t comm, dev_event_t *e, dev_coll_t *coll,
+                               const char *what)
 {
   double start = now();
   for (long us = 20;; us = us < 1000 ? 2 * us : 1000) {
     int done = 0;
-    RONDO_CHECK(gpu_poll(comm, e, what, start, &done));
+    RONDO_CHECK(poll_one(comm, e, coll, what, start, &done));
     if (done)
       return RONDO_SUCCESS;
     sleep_us(us);
   }
+}
+
+rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what)
+{
+  return wait_for(comm, e, comm->gpu->coll, what);
+}
+
+rondo_status_t gpu_wait_ready(rondo_comm_t comm, dev_coll_t *coll, const char *what)
+{
+  return wait_for(comm, NULL, coll, what);
 }
 
 rondo_status_t gpu_agree_usable(rondo_comm_t comm)
@@ -365,35 +399,52 @@ rondo_status_t gpu_agree_usable(rondo_comm_t comm)
   return RONDO_SUCCESS;
 }
 
-rondo_status_t gpu_coll(rondo_comm_t comm, dev_coll_t **out)
+/* Makes *slot, an NCCL communicator over mpi (this rank is rank of size),
+ * collectively: the id from mpi's rank 0 (the broadcast carries its status
+ * too, so every rank fails together if it could not). */
+static rondo_status_t make_coll(rondo_comm_t comm, MPI_Comm mpi, int rank, int size,
+                                dev_coll_t **slot, const char *what)
 {
   gpu_state_t *g = comm->gpu;
-  *out = g->coll;
-  if (g->coll != NULL)
-    return RONDO_SUCCESS;
-  /* Rank 0 makes the id; the broadcast carries its status too, so that
-   * every rank fails together if it could not. */
   struct {
     int32_t status;
     dev_coll_id_t id;
   } msg = {RONDO_SUCCESS, {{0}}};
-  if (comm->rank == 0) {
+  if (rank == 0) {
     if (g->dev->coll_id == NULL)
       msg.status = rondo__fail(RONDO_ERR_UNSUPPORTED, "no NCCL in this rondo");
     else
       msg.status = g->dev->coll_id(&msg.id);
   }
-  MPI_CHECK(MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, comm->mpi));
+  MPI_CHECK(MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, mpi));
   if (msg.status != RONDO_SUCCESS)
-    return comm->rank == 0 ? (rondo_status_t)msg.status
-                           : rondo__fail(RONDO_ERR_PEER,
-                                         "rank 0 could not make the NCCL id (%s)",
-                                         rondo_status_name((rondo_status_t)msg.status));
-  rondo_status_t st = g->dev->coll_init(&g->coll, comm->size, &msg.id, comm->rank, g->mpi);
+    return rank == 0 ? (rondo_status_t)msg.status
+                     : rondo__fail(RONDO_ERR_PEER, "could not make the NCCL id (%s) on %s",
+                                   rondo_status_name((rondo_status_t)msg.status), what);
+  rondo_status_t st = g->dev->coll_init(slot, size, &msg.id, rank, mpi == comm->mpi ? g->mpi
+                                                                                       : mpi);
   if (st != RONDO_SUCCESS)
     return gpu_fail(comm, st);
-  RONDO_CHECK(gpu_wait(comm, NULL, "NCCL communicator initialization"));
-  LOG_INFO("NCCL communicator of %d ranks ready", comm->size);
+  RONDO_CHECK(gpu_wait_ready(comm, *slot, "NCCL communicator initialization"));
+  LOG_INFO("NCCL communicator of %d ranks ready (%s)", size, what);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t gpu_coll(rondo_comm_t comm, dev_coll_t **out)
+{
+  gpu_state_t *g = comm->gpu;
+  if (g->coll == NULL)
+    RONDO_CHECK(make_coll(comm, comm->mpi, comm->rank, comm->size, &g->coll, "the comm"));
   *out = g->coll;
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t gpu_node_coll(rondo_comm_t comm, dev_coll_t **out)
+{
+  gpu_state_t *g = comm->gpu;
+  if (g->node_coll == NULL)
+    RONDO_CHECK(make_coll(comm, comm->topo->node, comm->local_rank, comm->local_size,
+                          &g->node_coll, "the node"));
+  *out = g->node_coll;
   return RONDO_SUCCESS;
 }

@@ -29,11 +29,15 @@ typedef struct gpu_state {
                             double's collectives */
   int device;            /* this rank's device (its buffers' device) */
   int shared;            /* 1: some device serves two or more ranks of the comm */
+  int node_shared;       /* 1: some device serves two or more ranks of one node */
   char layout[200];      /* one line: which ranks use which devices */
   dev_stream_t *stream;
   dev_event_t *event[GPU_EVENTS];
   dev_coll_t *coll;      /* NCCL communicator, made by the first NCCL call */
+  dev_coll_t *node_coll; /* NCCL communicator of this rank's node (hierarchical_nccl) */
   void *stage;           /* pinned staging buffer (allreduce_staged.c), or NULL */
+  void *dscratch;        /* device scratch (allreduce_hier_nccl.c), or NULL */
+  size_t dscratch_bytes;
   size_t stage_bytes;
   rondo_status_t broken; /* RONDO_SUCCESS, or the failure that broke the state */
   char broken_msg[GPU_FAULT_BYTES];
@@ -59,8 +63,13 @@ rondo_status_t gpu_enter(rondo_comm_t comm, gpu_state_t **g, int *prev);
 void gpu_leave(gpu_state_t *g, int prev);
 
 /* The comm's NCCL communicator, made on first use: collective over the
- * comm, waits until it is ready. */
+ * comm, waits until it is ready. gpu_node_coll: the same over the ranks of
+ * this rank's node (comm->topo->node). */
 rondo_status_t gpu_coll(rondo_comm_t comm, dev_coll_t **coll);
+rondo_status_t gpu_node_coll(rondo_comm_t comm, dev_coll_t **coll);
+/* Waits until coll (one of the state's) is ready: its initialization or
+ * enqueueing done. */
+rondo_status_t gpu_wait_ready(rondo_comm_t comm, dev_coll_t *coll, const char *what);
 
 /* Waits for event e of the state's stream (and, while NCCL work may be on
  * it, for NCCL's asynchronous error); e == NULL waits for the NCCL

@@ -28,6 +28,7 @@ static const select_algo_t *const rows[] = {
     &algo_hierarchical.select,
     &algo_nccl.select,
     &algo_staged.select,
+    &algo_hierarchical_nccl.select,
 };
 
 enum { ALGOS = sizeof rows / sizeof rows[0] };

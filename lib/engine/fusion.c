@@ -46,29 +46,6 @@ static rondo_status_t grow(void **buf, size_t *have, size_t need)
   return RONDO_SUCCESS;
 }
 
-/* The identity of op for dtype, n times. */
-static void fill_identity(void *buf, size_t n, rondo_dtype_t dtype, rondo_op_t op)
-{
-  if (op == RONDO_SUM || op == RONDO_AVG) {
-    memset(buf, 0, n * rondo_dtype_size(dtype));
-    return;
-  }
-  double v = op == RONDO_PROD ? 1.0 : op == RONDO_MIN ? INFINITY : -INFINITY;
-  for (size_t i = 0; i < n; i++) {
-    switch (dtype) {
-    case RONDO_INT8: ((int8_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT8_MAX : INT8_MIN; break;
-    case RONDO_UINT8: ((uint8_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? UINT8_MAX : 0; break;
-    case RONDO_INT32: ((int32_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT32_MAX : INT32_MIN; break;
-    case RONDO_INT64: ((int64_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT64_MAX : INT64_MIN; break;
-    case RONDO_FLOAT16: ((uint16_t *)buf)[i] = reduce_float_to_half((float)v); break;
-    case RONDO_BFLOAT16: ((uint16_t *)buf)[i] = reduce_float_to_bf16((float)v); break;
-    case RONDO_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case RONDO_FLOAT64: ((double *)buf)[i] = v; break;
-    default: break;
-    }
-  }
-}
-
 static void span(struct engine *e, const struct rondo_request *r, const char *what, double t0,
                  double t1, const char *args)
 {
@@ -114,7 +91,7 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
       size_t cnt = it[i].resp->sig.count;
       char *dst = (char *)buf + off * esize;
       if (r->phantom)
-        fill_identity(dst, cnt, dtype, op);
+        reduce_identity(dst, cnt, dtype, op);
       else if (s->prescale != 1.0)
         reduce_scale(dst, r->sendbuf, cnt, dtype, s->prescale);
       else if (cnt > 0)
@@ -225,7 +202,7 @@ static rondo_status_t fuse_in(struct engine *e, gpu_state_t *g, item_t *it, size
       continue;
     }
     RONDO_CHECK(grow(&e->identity, &e->identity_bytes, b));
-    fill_identity(e->identity, cnt, (rondo_dtype_t)it[i].resp->sig.dtype,
+    reduce_identity(e->identity, cnt, (rondo_dtype_t)it[i].resp->sig.dtype,
                   (rondo_op_t)it[i].resp->sig.op);
     RONDO_CHECK(g->dev->copy_async(dst, e->identity, b, g->stream));
     RONDO_CHECK(g->dev->event_record(g->event[1], g->stream));

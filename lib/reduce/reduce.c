@@ -463,3 +463,25 @@ void reduce_average(void *buf, size_t count, rondo_dtype_t dtype, int n)
     break;
   }
 }
+
+void reduce_identity(void *buf, size_t n, rondo_dtype_t dtype, rondo_op_t op)
+{
+  if (op == RONDO_SUM || op == RONDO_AVG) {
+    memset(buf, 0, n * rondo_dtype_size(dtype));
+    return;
+  }
+  double v = op == RONDO_PROD ? 1.0 : op == RONDO_MIN ? INFINITY : -INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    switch (dtype) {
+    case RONDO_INT8: ((int8_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT8_MAX : INT8_MIN; break;
+    case RONDO_UINT8: ((uint8_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? UINT8_MAX : 0; break;
+    case RONDO_INT32: ((int32_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT32_MAX : INT32_MIN; break;
+    case RONDO_INT64: ((int64_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT64_MAX : INT64_MIN; break;
+    case RONDO_FLOAT16: ((uint16_t *)buf)[i] = reduce_float_to_half((float)v); break;
+    case RONDO_BFLOAT16: ((uint16_t *)buf)[i] = reduce_float_to_bf16((float)v); break;
+    case RONDO_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case RONDO_FLOAT64: ((double *)buf)[i] = v; break;
+    default: break;
+    }
+  }
+}

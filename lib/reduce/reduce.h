@@ -53,6 +53,11 @@ void reduce_scale(void *dst, const void *src, size_t count, rondo_dtype_t dtype,
  * are scaled by (compute type)(1.0 / n), integers divided by n. */
 void reduce_average(void *buf, size_t count, rondo_dtype_t dtype, int n);
 
+/* buf = n copies of op's identity for dtype (SUM and AVG: 0, PROD: 1,
+ * MIN: the type's largest value or +inf, MAX: its smallest or -inf): what
+ * a rank without data contributes (the engine's join, padding). */
+void reduce_identity(void *buf, size_t n, rondo_dtype_t dtype, rondo_op_t op);
+
 /* Scalar conversions (exact one way, round-to-nearest-even the other; NaN
  * stays NaN with the sign kept, infinities and subnormals are exact). */
 float reduce_half_to_float(uint16_t h);

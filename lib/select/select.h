@@ -36,6 +36,7 @@ typedef struct {
   int gpu_shared;      /* 1: a device serves two or more ranks; 0: none
                           does; -1: not known yet (before the comm's first
                           call on device buffers) */
+  int gpu_node_shared; /* the same among the ranks of each node */
   int mpi_check;       /* the argument check is an MPI all-reduce (across
                           nodes) that every algorithm pays first, but for
                           data that rides in it (select_algo_t) */

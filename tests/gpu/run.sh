@@ -16,7 +16,9 @@
 #   2. 2, 4 and 8 ranks on the one GPU: the staged all-reduce exact for
 #      every dtype and op; AUTO chooses staged, and rondo_explain_call says
 #      why (NCCL refuses two ranks on one GPU) and which ranks share it.
-#   3. rondo-bench --memory device, where it is built: the nccl path
+#   3. 2 emulated hosts x 1 rank (the kit's netbed.sh, as root): the
+#      hierarchical_nccl all-reduce exact (forced; flat nccl cannot run).
+#   4. rondo-bench --memory device, where it is built: the nccl path
 #      against raw ncclAllReduce at 1 rank, staged against the host
 #      all-reduce plus pinned copies at 2 ranks.
 set -u
@@ -59,9 +61,21 @@ if [ $rc = 77 ]; then echo "skipped: no CUDA device"; exit 77; fi
 [ $rc = 0 ] || status=1
 for n in 2 4 8; do
   RONDO_STAGE_CHUNK_BYTES=64K step "staged-np$n" "$mpiexec" -n "$n" "$td" || status=1
-  grep -q "ranks share devices (staged)" "$out/staged-np$n.log" ||
+  grep -q "AUTO must choose staged" "$out/staged-np$n.log" ||
     { echo "FAIL: $n ranks on the GPU did not run the staged path"; status=1; }
 done
+
+# 2 emulated hosts x 1 rank on the one GPU (the kit's netbed.sh, as root):
+# flat nccl cannot run (one GPU for both), hierarchical_nccl can (each
+# host's NCCL communicator has one rank); test_device runs it forced.
+bed=$(cd "$(dirname "$0")/.." 2>/dev/null && pwd)/netbed.sh
+if [ -f "$bed" ] && [ "$(id -u)" = 0 ]; then
+  (NHOSTS=2 . "$bed" && step hier-nccl-2hosts "$NETMPX" -n 2 -ppn 1 "$td") || status=1
+  grep -q "2 node(s)" "$out/hier-nccl-2hosts.log" 2>/dev/null ||
+    { echo "FAIL: the 2-host run did not see 2 nodes"; status=1; }
+else
+  echo "== hier-nccl-2hosts: no netbed.sh beside this script, or not root: skipped"
+fi
 
 bench=$(command -v rondo-bench 2>/dev/null || echo "$top/build/tools/rondo-bench")
 if [ -x "$bench" ] && "$bench" --help 2>/dev/null | grep -q -- "--memory"; then

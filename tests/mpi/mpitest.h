@@ -209,7 +209,7 @@ static const size_t mt_dtype_sizes[RONDO_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8}
 static const char *const mt_op_names[RONDO_OP_COUNT] = {"sum", "avg", "min", "max", "prod"};
 static const char *const mt_algo_names[RONDO_ALGO_COUNT] = {
     "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical", "nccl",
-    "staged"};
+    "staged", "hierarchical_nccl"};
 
 static inline size_t mt_dtype_size(rondo_dtype_t dt)
 {

@@ -237,7 +237,8 @@ int main(int argc, char **argv)
    * staged) never on these host buffers. An algorithm that cannot run
    * fails the call on every rank, saying why. */
   for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
-    int device = a == RONDO_ALGO_NCCL || a == RONDO_ALGO_STAGED;
+    int device = a == RONDO_ALGO_NCCL || a == RONDO_ALGO_STAGED ||
+                 a == RONDO_ALGO_HIERARCHICAL_NCCL;
     int want = !device && (a != RONDO_ALGO_SHM || nodes == 1);
     const char *why = NULL;
     mt_where("rondo_algo_available(%s) on %d node(s)", mt_algo_str((rondo_algo_t)a), nodes);

@@ -42,6 +42,15 @@
 
 static const dev_backend_t *dev = &dev_host_double;
 static int devices = 1, shared, real; /* real: CUDA, not the double */
+/* rondo's nodes (virtual with RONDO_NODE_SIZE): hierarchical_nccl runs
+ * where no GPU serves two ranks of one node and the nodes are equal */
+static int nodes = 1, node_shared, equal_nodes = 1;
+/* What AUTO must choose for device buffers, worked out here from the
+ * devices each rank uses (not from the library): nccl where no GPU is
+ * shared; hierarchical_nccl across nodes of 2+ ranks where GPUs are shared
+ * only across nodes; staged otherwise (hierarchical_nccl with 1 rank per
+ * node ties with staged, which comes first in the table). */
+static rondo_algo_t want_auto;
 
 #define CAP_COUNT ((size_t)100003)
 
@@ -125,8 +134,12 @@ static void test_exact(rondo_comm_t comm, const bufs_t *b)
 {
   size_t p = (size_t)mt.size;
   size_t counts[] = {0, 1, 2, 7, p - 1, p + 1, 257, 1031};
-  rondo_algo_t algos[] = {RONDO_ALGO_AUTO, RONDO_ALGO_STAGED, RONDO_ALGO_NCCL};
-  int nalgos = shared ? 2 : 3;
+  rondo_algo_t algos[4] = {RONDO_ALGO_AUTO, RONDO_ALGO_STAGED};
+  int nalgos = 2;
+  if (!shared)
+    algos[nalgos++] = RONDO_ALGO_NCCL;
+  if (nodes > 1 && !node_shared && equal_nodes)
+    algos[nalgos++] = RONDO_ALGO_HIERARCHICAL_NCCL;
   /* oversubscribed (3 ranks and up): fewer counts for the forced algorithms */
   int trim = mt.size > 2;
   for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++) {
@@ -169,7 +182,8 @@ static void test_choice(rondo_comm_t comm, const bufs_t *b)
                RONDO_SUCCESS);
   MT_CHECK(strstr(text, "device memory") != NULL, "explanation names device memory: %s", text);
   MT_CHECK(strstr(text, "GPUs: ") != NULL, "explanation has the GPUs line: %s", text);
-  const char *want = shared ? "choice: staged" : "choice: nccl";
+  char want[64];
+  snprintf(want, sizeof want, "choice: %s ", rondo_algo_name(want_auto));
   MT_CHECK(strstr(text, want) != NULL, "'%s' in: %s", want, text);
   if (shared)
     MT_CHECK(strstr(text, "share a GPU") != NULL && strstr(text, "share device") != NULL,
@@ -568,18 +582,59 @@ int main(int argc, char **argv)
     return rc;
   }
   rondo_comm_t world = rondo_world();
-  int local = MT_QUERY(rondo_comm_local_rank, world);
-  int local_size = MT_QUERY(rondo_comm_local_size, world);
-  shared = local_size > devices;
+  /* Each rank's device: its index among the ranks of its host name, modulo
+   * the devices (emulated hosts on one machine share the name, and the
+   * GPU). Which ranks share one, and within which rondo node. */
+  typedef struct {
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int device, node;
+  } who_t;
+  who_t me = {{0}, 0, 0}, *who = mt_alloc((size_t)mt.size * sizeof *who);
+  int len = 0, local = 0, local_size = 0;
+  MPI_Get_processor_name(me.host, &len);
+  char topo[512] = "";
+  rondo_comm_topology(world, topo, sizeof topo, NULL);
+  const char *at = strstr(topo, "this rank: node ");
+  me.node = at != NULL ? atoi(at + strlen("this rank: node ")) : 0;
+  MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, who, (int)sizeof me, MPI_BYTE, MPI_COMM_WORLD);
+  for (int r = 0; r < mt.size; r++)
+    if (strcmp(who[r].host, me.host) == 0) {
+      local += r < mt.rank;
+      local_size++;
+    }
+  for (int r = 0; r < mt.size; r++) { /* every rank's device, as it will pick it */
+    int idx = 0;
+    for (int q = 0; q < r; q++)
+      idx += strcmp(who[q].host, who[r].host) == 0;
+    who[r].device = idx % devices;
+  }
+  for (int r = 0; r < mt.size; r++)
+    for (int q = r + 1; q < mt.size; q++)
+      if (strcmp(who[q].host, who[r].host) == 0 && who[q].device == who[r].device) {
+        shared = 1;
+        node_shared |= who[q].node == who[r].node;
+      }
+  free(who);
+  nodes = MT_QUERY(rondo_comm_node_count, world);
+  int node_size = MT_QUERY(rondo_comm_local_size, world), lo = 0, hi = 0;
+  MPI_Allreduce(&node_size, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&node_size, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  equal_nodes = lo == hi;
+  want_auto = !shared ? RONDO_ALGO_NCCL
+              : nodes > 1 && !node_shared && equal_nodes && node_size > 1
+                  ? RONDO_ALGO_HIERARCHICAL_NCCL
+                  : RONDO_ALGO_STAGED;
   if (dev->set_device(local % devices) != RONDO_SUCCESS ||
       (real && dev->stream_create(&test_stream) != RONDO_SUCCESS)) {
     fprintf(stderr, "test_device: %s\n", rondo_last_error());
     return 1;
   }
   if (mt.rank == 0)
-    printf("test_device: %s, %d device(s) per host, %d rank(s) per host: %s\n",
-           real ? "CUDA" : "the host double", devices, local_size,
-           shared ? "ranks share devices (staged)" : "a device each (nccl)");
+    printf("test_device: %s, %d device(s) per host, %d rank(s) per host, %d node(s): "
+           "AUTO must choose %s%s\n",
+           real ? "CUDA" : "the host double", devices, local_size, nodes,
+           rondo_algo_name(want_auto),
+           shared ? " (ranks share devices)" : " (a device each)");
 
   size_t cap = (CAP_COUNT + MT_GUARD) * 8;
   bufs_t b = {mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), dev_alloc(cap),

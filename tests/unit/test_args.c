@@ -176,7 +176,8 @@ static void test_algo_available(void **state)
    * consider each but hierarchical (why says so); the device algorithms
    * need device memory. */
   for (int id = RONDO_ALGO_MPI; id < RONDO_ALGO_COUNT; id++) {
-    int device = id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED;
+    int device = id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED ||
+                 id == RONDO_ALGO_HIERARCHICAL_NCCL;
     rondo_status_t want = device ? RONDO_ERR_UNSUPPORTED : RONDO_SUCCESS;
     expect_status(rondo_algo_available(world, (rondo_algo_t)id, 8, RONDO_FLOAT32, RONDO_SUM, &why),
                   want);

@@ -22,7 +22,8 @@
 #define P2P_ALGOS                                                                   \
   (BIT(RONDO_ALGO_MPI) | BIT(RONDO_ALGO_RING) | BIT(RONDO_ALGO_RECURSIVE_DOUBLING) | \
    BIT(RONDO_ALGO_RABENSEIFNER))
-#define DEVICE_ALGOS (BIT(RONDO_ALGO_NCCL) | BIT(RONDO_ALGO_STAGED))
+#define DEVICE_ALGOS \
+  (BIT(RONDO_ALGO_NCCL) | BIT(RONDO_ALGO_STAGED) | BIT(RONDO_ALGO_HIERARCHICAL_NCCL))
 #define ALL_ALGOS (HOST_ALGOS | DEVICE_ALGOS)
 
 /* The algorithms on the menu of the next selector calls (bits of ids):
@@ -270,6 +271,7 @@ static select_input_t device_layout(size_t count, int ranks, int nodes, unsigned
   in.mem = SELECT_MEM_DEVICE;
   in.has_nccl = 1;
   in.gpu_shared = 0;
+  in.gpu_node_shared = 0;
   return in;
 }
 
@@ -328,6 +330,42 @@ static void test_shared_gpu_or_no_nccl_picks_staged(void **state)
   assert_contains(text, "device memory");
   assert_contains(text, "share a GPU");
   assert_contains(text, "staged");
+}
+
+static void test_hierarchical_nccl_where_gpus_are_shared_across_nodes(void **state)
+{
+  (void)state;
+  select_result_t res;
+  /* 2 nodes x 2 ranks, a GPU per rank of a node, but GPUs shared across
+   * the nodes (emulated hosts on one machine): flat nccl cannot run */
+  select_input_t in = device_layout(1 << 20, 4, 2, ALL_ALGOS);
+  in.gpu_shared = 1;
+  in.gpu_node_shared = 0;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_HIERARCHICAL_NCCL);
+  assert_true(res.cand[RONDO_ALGO_STAGED].seconds >
+              res.cand[RONDO_ALGO_HIERARCHICAL_NCCL].seconds);
+  /* a GPU each everywhere: flat nccl, and hierarchical_nccl says why not */
+  in.gpu_shared = 0;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_NCCL);
+  assert_true(res.cand[RONDO_ALGO_HIERARCHICAL_NCCL].can_run);
+  assert_non_null(strstr(res.cand[RONDO_ALGO_HIERARCHICAL_NCCL].why_not, "nccl runs over"));
+  /* two ranks of a node on one GPU: staged */
+  in.gpu_shared = in.gpu_node_shared = 1;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_STAGED);
+  assert_false(res.cand[RONDO_ALGO_HIERARCHICAL_NCCL].can_run);
+  /* nodes of different sizes (3 ranks on 2 nodes) */
+  in = device_layout(1 << 20, 3, 2, ALL_ALGOS);
+  in.gpu_shared = 1;
+  in.gpu_node_shared = 0;
+  assert_int_equal(choose(&unit_params, NULL, &in, &res), RONDO_ALGO_STAGED);
+  assert_non_null(strstr(res.cand[RONDO_ALGO_HIERARCHICAL_NCCL].why_not, "different numbers"));
+  /* one node: not chosen, but it runs */
+  in = device_layout(1 << 20, 2, 1, ALL_ALGOS);
+  in.gpu_shared = 1;
+  in.gpu_node_shared = 0;
+  choose(&unit_params, NULL, &in, &res);
+  assert_true(res.cand[RONDO_ALGO_HIERARCHICAL_NCCL].can_run);
+  assert_string_equal(res.cand[RONDO_ALGO_HIERARCHICAL_NCCL].why_not, "one node: use nccl");
 }
 
 static void test_device_memory_without_device_algorithms_chooses_none(void **state)
@@ -768,7 +806,8 @@ static void test_algorithm_table_is_complete(void **state)
     assert_ptr_equal(all->algo[id - 1], &d->select);
     /* every row runs (nccl and staged on device buffers: lib/algo/gpu.c) */
     assert_non_null(d->allreduce);
-    assert_int_equal(d->select.mem, id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED
+    assert_int_equal(d->select.mem, id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED ||
+                                            id == RONDO_ALGO_HIERARCHICAL_NCCL
                                         ? SELECT_MEM_DEVICE
                                         : SELECT_MEM_HOST);
   }
@@ -842,6 +881,7 @@ int main(void)
       cmocka_unit_test(test_host_memory_never_picks_nccl),
       cmocka_unit_test(test_device_memory_picks_nccl),
       cmocka_unit_test(test_shared_gpu_or_no_nccl_picks_staged),
+      cmocka_unit_test(test_hierarchical_nccl_where_gpus_are_shared_across_nodes),
       cmocka_unit_test(test_device_memory_without_device_algorithms_chooses_none),
       cmocka_unit_test(test_forced_wins_even_when_not_eligible),
       cmocka_unit_test(test_default_params_rank_the_2rank_sweep),

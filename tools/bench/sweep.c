@@ -469,7 +469,8 @@ static int listed(const char *list, const char *label)
  * header. Returns the count, or -1 for a named row that cannot run. */
 static int device_variants(sweep_t *s, char *why, size_t len)
 {
-  static const rondo_algo_t algos[] = {RONDO_ALGO_AUTO, RONDO_ALGO_NCCL, RONDO_ALGO_STAGED};
+  static const rondo_algo_t algos[] = {RONDO_ALGO_AUTO, RONDO_ALGO_NCCL, RONDO_ALGO_STAGED,
+                                       RONDO_ALGO_HIERARCHICAL_NCCL};
   const char *list = s->o->algo_list;
   char nccl_why[128] = "", skipped[256] = "";
   for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {

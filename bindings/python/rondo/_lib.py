@@ -13,7 +13,7 @@ import os
 DTYPES = ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 OPS = ("sum", "average", "min", "max", "product")
 ALGOS = ("auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical",
-         "nccl", "staged")
+         "nccl", "staged", "hierarchical_nccl")
 SUCCESS = 0
 ERR_INVALID_ARG = 1
 
