@@ -137,13 +137,9 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   if (st == RONDO_SUCCESS && cross == NULL)
     st = rondo__fail(RONDO_ERR_INTERNAL, "hierarchical_nccl: no cross-node comm for slice %d",
                      comm->local_rank);
-  int ok = st == RONDO_SUCCESS, all_ok = 0;
-  MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm->mpi));
-  if (!all_ok) {
+  if ((st = gpu_agree_ready(comm, st, "its hierarchical_nccl buffers")) != RONDO_SUCCESS) {
     gpu_leave(g, prev);
-    return st != RONDO_SUCCESS
-               ? st
-               : rondo__fail(RONDO_ERR_PEER, "another rank has no buffers for hierarchical_nccl");
+    return st;
   }
   char *pad = g->dscratch, *mine = pad + slice * L * es, *host = g->stage, *spare = NULL;
   if ((st = down(comm, g, a, op, slice, pad, mine, host)) != RONDO_SUCCESS) {

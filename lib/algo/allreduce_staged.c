@@ -52,16 +52,10 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   size_t total = a->count * a->esize, chunk = chunk_bytes(comm, a->esize);
   size_t nchunks = (total + chunk - 1) / chunk;
   size_t half = total < chunk ? total : chunk;
-  rondo_status_t st = gpu_stage(g, 2 * half);
-  /* every rank must know whether every rank has a buffer before the first
-   * collective below */
-  int ok = st == RONDO_SUCCESS, all_ok = 0;
-  MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm->mpi));
-  if (!all_ok) {
+  rondo_status_t st = gpu_agree_ready(comm, gpu_stage(g, 2 * half), "its pinned staging buffer");
+  if (st != RONDO_SUCCESS) {
     gpu_leave(g, prev);
-    return st != RONDO_SUCCESS
-               ? st
-               : rondo__fail(RONDO_ERR_PEER, "another rank has no pinned staging buffer");
+    return st;
   }
   /* The host algorithm for one chunk: the same choice on every rank. */
   size_t n0 = half / a->esize;

@@ -64,13 +64,9 @@ static rondo_status_t staged(rondo_comm_t comm, gpu_state_t *g, const void *down
                              host_fn host, const void *ctx)
 {
   size_t need = in_place ? down_bytes : down_bytes + up_bytes;
-  rondo_status_t st = gpu_stage(g, need);
-  int ok = st == RONDO_SUCCESS, all_ok = 0;
-  MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm->mpi));
-  if (!all_ok)
-    return st != RONDO_SUCCESS
-               ? st
-               : rondo__fail(RONDO_ERR_PEER, "another rank has no pinned staging buffer");
+  rondo_status_t st = gpu_agree_ready(comm, gpu_stage(g, need), "its pinned staging buffer");
+  if (st != RONDO_SUCCESS)
+    return st;
   char *hin = g->stage, *hout = in_place ? hin : hin + down_bytes, *spare = NULL;
   st = copy_wait(comm, g, hin, down, down_bytes, "a copy to the staging buffer");
   if (st != RONDO_SUCCESS) { /* take part from a buffer of its own */

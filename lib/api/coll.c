@@ -115,18 +115,26 @@ static rondo_status_t allreduce_args(const void *sendbuf, void *recvbuf, size_t 
  * arguments are agreed on first (the algorithm as requested: the choice
  * needs the comm's GPU layout), then the comm's GPU state is attached
  * (collective, once), then the choice is made and run. */
+/* What every rank of an all-reduce must agree on. */
+static agree_sig_t allreduce_sig(size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                 rondo_algo_t algo, int device)
+{
+  agree_sig_t sig = {.coll = AGREE_ALLREDUCE};
+  agree_sig_add(&sig, "count", (int64_t)count);
+  agree_sig_add(&sig, "dtype", dtype);
+  agree_sig_add(&sig, "op", op);
+  agree_sig_add(&sig, "algorithm", algo); /* field 4: agree.c's packet reads it there */
+  agree_sig_add(&sig, "memory (0 host, 1 device)", device);
+  return sig;
+}
+
 static rondo_status_t allreduce_device(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                        size_t count, rondo_dtype_t dtype, rondo_op_t op,
                                        rondo_algo_t algo, int device, rondo_status_t st)
 {
   if (st == RONDO_SUCCESS)
     st = gpu_usable(comm); /* a failure that broke this comm's GPU state */
-  agree_sig_t sig = {.coll = AGREE_ALLREDUCE};
-  agree_sig_add(&sig, "count", (int64_t)count);
-  agree_sig_add(&sig, "dtype", dtype);
-  agree_sig_add(&sig, "op", op);
-  agree_sig_add(&sig, "algorithm", algo); /* field 4: agree.c's packet reads it there */
-  agree_sig_add(&sig, "memory (0 host, 1 device)", 1);
+  agree_sig_t sig = allreduce_sig(count, dtype, op, algo, 1);
   RONDO_CHECK(agree_call(comm, st, &sig));
   RONDO_CHECK(gpu_attach(comm, device));
   /* the same choice on every rank: same arguments, same GPU layout */
@@ -149,12 +157,7 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   if (st == RONDO_SUCCESS)
     st = algo_allreduce_resolve(comm, count, dtype, op, &algo);
 
-  agree_sig_t sig = {.coll = AGREE_ALLREDUCE};
-  agree_sig_add(&sig, "count", (int64_t)count);
-  agree_sig_add(&sig, "dtype", dtype);
-  agree_sig_add(&sig, "op", op);
-  agree_sig_add(&sig, "algorithm", algo); /* field 4: agree.c's packet reads it there */
-  agree_sig_add(&sig, "memory (0 host, 1 device)", 0);
+  agree_sig_t sig = allreduce_sig(count, dtype, op, algo, 0);
   /* shm agrees in its first round, with the data (free), and a small mpi
    * call across nodes rides in the check's packet; the others agree first.
    * (The first shm call makes the shared window, a collective step: it

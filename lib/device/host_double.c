@@ -345,16 +345,25 @@ static rondo_status_t enqueue(dev_stream_t *s, work_t *w)
   return RONDO_SUCCESS;
 }
 
-static rondo_status_t hd_copy_async(void *dst, const void *src, size_t bytes, dev_stream_t *s)
+/* A piece of work for a stream, or NULL (failure recorded). */
+static work_t *new_work(work_kind_t kind, const void *src, void *dst, size_t count)
 {
   work_t *w = calloc(1, sizeof *w);
-  if (w == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "host double: copy");
-  w->kind = WORK_COPY;
-  w->dst = dst;
+  if (w == NULL) {
+    rondo__fail(RONDO_ERR_NO_MEMORY, "host double: stream work");
+    return NULL;
+  }
+  w->kind = kind;
   w->src = src;
-  w->count = bytes;
-  return enqueue(s, w);
+  w->dst = dst;
+  w->count = count;
+  return w;
+}
+
+static rondo_status_t hd_copy_async(void *dst, const void *src, size_t bytes, dev_stream_t *s)
+{
+  work_t *w = new_work(WORK_COPY, src, dst, bytes);
+  return w != NULL ? enqueue(s, w) : RONDO_ERR_NO_MEMORY;
 }
 
 static rondo_status_t hd_event_create(dev_event_t **e)
@@ -556,14 +565,10 @@ static rondo_status_t coll_enqueue(dev_coll_t *c, coll_kind_t kind, const void *
 {
   if (atomic_load(&c->failed) != RONDO_SUCCESS)
     return coll_failure(c);
-  work_t *w = calloc(1, sizeof *w);
+  work_t *w = new_work(WORK_COLL, src, dst, count);
   if (w == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "host double: collective");
-  w->kind = WORK_COLL;
+    return RONDO_ERR_NO_MEMORY;
   w->coll_kind = kind;
-  w->src = src;
-  w->dst = dst;
-  w->count = count;
   w->dtype = dtype;
   w->op = op;
   w->root = root;

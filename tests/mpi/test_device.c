@@ -48,8 +48,10 @@ static int nodes = 1, node_shared, equal_nodes = 1;
 /* What AUTO must choose for device buffers, worked out here from the
  * devices each rank uses (not from the library): nccl where no GPU is
  * shared; hierarchical_nccl across nodes of 2+ ranks where GPUs are shared
- * only across nodes; staged otherwise (hierarchical_nccl with 1 rank per
- * node ties with staged, which comes first in the table). */
+ * only across nodes (or staged: both are eligible there, and the cheaper
+ * depends on the network the comm measured); staged otherwise
+ * (hierarchical_nccl with 1 rank per node ties with staged, which comes
+ * first in the table). */
 static rondo_algo_t want_auto;
 
 #define CAP_COUNT ((size_t)100003)
@@ -184,7 +186,17 @@ static void test_choice(rondo_comm_t comm, const bufs_t *b)
   MT_CHECK(strstr(text, "GPUs: ") != NULL, "explanation has the GPUs line: %s", text);
   char want[64];
   snprintf(want, sizeof want, "choice: %s ", rondo_algo_name(want_auto));
-  MT_CHECK(strstr(text, want) != NULL, "'%s' in: %s", want, text);
+  if (want_auto == RONDO_ALGO_HIERARCHICAL_NCCL) {
+    /* It and staged are both eligible here; which is cheaper depends on the
+     * network the comm measured between its (virtual) nodes. */
+    MT_CHECK(strstr(text, want) != NULL || strstr(text, "choice: staged ") != NULL,
+             "'%s' or staged in: %s", want, text);
+    const char *row = strstr(text, "  hierarchical_nccl ");
+    MT_CHECK(row != NULL && strstr(row, " us") != NULL && strstr(row, " us") < strchr(row, '\n'),
+             "hierarchical_nccl is eligible (a predicted time): %s", text);
+  } else {
+    MT_CHECK(strstr(text, want) != NULL, "'%s' in: %s", want, text);
+  }
   if (shared)
     MT_CHECK(strstr(text, "share a GPU") != NULL && strstr(text, "share device") != NULL,
              "explanation says why not nccl and which ranks share: %s", text);
