@@ -222,8 +222,11 @@ RONDO_API void rondo_free(void *ptr);
  * than the largest power of two <= size falls back to recursive doubling
  * and says so at RONDO_LOG=debug. */
 /* Both buffers in host memory, or both in the memory of one CUDA device
- * (cudaMalloc, managed): device buffers run the nccl or staged algorithm
- * (docs/gpu.md); mixed buffers fail with RONDO_ERR_INVALID_ARG. */
+ * (cudaMalloc, managed): device buffers run the nccl, staged or
+ * hierarchical_nccl algorithm (docs/gpu.md); mixed buffers fail with
+ * RONDO_ERR_INVALID_ARG. rondo's GPU work runs on a stream of its own,
+ * which does not wait for other streams: the data must be ready (the work
+ * that wrote them synchronized) when the call is made. */
 RONDO_API rondo_status_t rondo_allreduce(rondo_comm_t comm, const void *sendbuf,
                                          void *recvbuf, size_t count,
                                          rondo_dtype_t dtype, rondo_op_t op);

@@ -124,14 +124,14 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   rondo_comm_t comm = a->comm;
   gpu_state_t *g;
   int prev;
-  RONDO_CHECK(gpu_enter(comm, &g, &prev));
   size_t L = (size_t)comm->local_size, es = a->esize;
   size_t slice = (a->count + L - 1) / L;
   rondo_op_t op = a->op == RONDO_AVG ? RONDO_SUM : a->op;
   rondo_comm_t cross = comm->cross != NULL ? comm->cross[comm->local_rank] : NULL;
-  /* buffers first, agreed: every rank must have them before the node's
-   * collectives */
-  rondo_status_t st = scratch(g, (slice * L + slice) * es);
+  /* this rank's preparation, agreed before the node's collectives */
+  rondo_status_t st = gpu_enter(comm, &g, &prev);
+  if (st == RONDO_SUCCESS)
+    st = scratch(g, (slice * L + slice) * es);
   if (st == RONDO_SUCCESS)
     st = gpu_stage(g, (slice + L) * es);
   if (st == RONDO_SUCCESS && cross == NULL)
@@ -151,7 +151,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   /* always: the owners of this slice on the other nodes are in it */
   rondo_status_t r = algo_hier_cross(comm, cross, host, slice, slice * L, a->dtype, op);
   if (st == RONDO_SUCCESS && r != RONDO_SUCCESS)
-    st = r;
+    st = gpu_fail(comm, r); /* the node's ranks wait in its allgather */
   if (st == RONDO_SUCCESS && a->op == RONDO_AVG)
     reduce_average(host, slice, a->dtype, comm->size);
   if (st == RONDO_SUCCESS && (st = up(comm, g, a, slice, pad, mine, host)) != RONDO_SUCCESS &&
@@ -159,7 +159,11 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
     st = gpu_fail(comm, st);
   free(spare);
   gpu_leave(g, prev);
-  return st;
+  /* A rank that failed took part in the cross-node step with a buffer of
+   * its own: every rank learns whether every rank succeeded. */
+  if (st == RONDO_SUCCESS)
+    st = gpu_heard(comm);
+  return gpu_agree_ready(comm, st, "its part of the hierarchical_nccl all-reduce");
 }
 
 const algo_desc_t algo_hierarchical_nccl = {

@@ -48,12 +48,14 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   rondo_comm_t comm = a->comm;
   gpu_state_t *g;
   int prev;
-  RONDO_CHECK(gpu_enter(comm, &g, &prev));
   size_t total = a->count * a->esize, chunk = chunk_bytes(comm, a->esize);
   size_t nchunks = (total + chunk - 1) / chunk;
   size_t half = total < chunk ? total : chunk;
-  rondo_status_t st = gpu_agree_ready(comm, gpu_stage(g, 2 * half), "its pinned staging buffer");
-  if (st != RONDO_SUCCESS) {
+  /* this rank's preparation, agreed before the first collective */
+  rondo_status_t st = gpu_enter(comm, &g, &prev);
+  if (st == RONDO_SUCCESS)
+    st = gpu_stage(g, 2 * half);
+  if ((st = gpu_agree_ready(comm, st, "its GPU state and staging buffer")) != RONDO_SUCCESS) {
     gpu_leave(g, prev);
     return st;
   }
@@ -93,7 +95,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
             ? hst
             : algo_allreduce_run(comm, h, h, len / a->esize, a->dtype, a->op, host, NULL);
     if (st == RONDO_SUCCESS && r != RONDO_SUCCESS)
-      st = r;
+      st = gpu_fail(comm, r);
     DEVICE_STEP(g->dev->copy_async(dst + off, b, len, g->stream));
     if (st == RONDO_SUCCESS)
       st = gpu_heard(comm);
@@ -104,7 +106,12 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
 #undef DEVICE_STEP
   free(spare);
   gpu_leave(g, prev);
-  return st;
+  /* A rank that failed took part with a buffer of its own: the others'
+   * results may be wrong, so every rank learns whether every rank
+   * succeeded. */
+  if (st == RONDO_SUCCESS)
+    st = gpu_heard(comm);
+  return gpu_agree_ready(comm, st, "its part of the staged all-reduce");
 }
 
 const algo_desc_t algo_staged = {

@@ -58,14 +58,16 @@ static rondo_status_t copy_wait(rondo_comm_t comm, gpu_state_t *g, void *dst, co
 /* The host collective of a staged call, on hin (input) and hout (output). */
 typedef rondo_status_t (*host_fn)(rondo_comm_t comm, void *hin, void *hout, const void *ctx);
 
-/* Staged: down (down_bytes) into the stage, host(), hout (up_bytes) up. */
-static rondo_status_t staged(rondo_comm_t comm, gpu_state_t *g, const void *down,
-                             size_t down_bytes, void *up, size_t up_bytes, int in_place,
-                             host_fn host, const void *ctx)
+/* Staged: down (down_bytes) into the stage, host(), hout (up_bytes) up.
+ * entered: gpu_enter's result (a failure is agreed on before any data
+ * moves). */
+static rondo_status_t staged(rondo_comm_t comm, gpu_state_t *g, rondo_status_t entered,
+                             const void *down, size_t down_bytes, void *up, size_t up_bytes,
+                             int in_place, host_fn host, const void *ctx)
 {
   size_t need = in_place ? down_bytes : down_bytes + up_bytes;
-  rondo_status_t st = gpu_agree_ready(comm, gpu_stage(g, need), "its pinned staging buffer");
-  if (st != RONDO_SUCCESS)
+  rondo_status_t st = entered == RONDO_SUCCESS ? gpu_stage(g, need) : entered;
+  if ((st = gpu_agree_ready(comm, st, "its GPU state and staging buffer")) != RONDO_SUCCESS)
     return st;
   char *hin = g->stage, *hout = in_place ? hin : hin + down_bytes, *spare = NULL;
   st = copy_wait(comm, g, hin, down, down_bytes, "a copy to the staging buffer");
@@ -77,13 +79,33 @@ static rondo_status_t staged(rondo_comm_t comm, gpu_state_t *g, const void *down
     }
   }
   rondo_status_t r = host(comm, hin, hout, ctx); /* always: the others are in it */
-  if (st == RONDO_SUCCESS)
-    st = r;
+  if (st == RONDO_SUCCESS && r != RONDO_SUCCESS)
+    st = gpu_fail(comm, r);
   if (st == RONDO_SUCCESS)
     st = copy_wait(comm, g, up, hout, up_bytes, "a copy from the staging buffer");
   free(spare);
-  return st;
+  /* a rank that failed took part with a buffer of its own: every rank
+   * learns whether every rank succeeded */
+  if (st == RONDO_SUCCESS)
+    st = gpu_heard(comm);
+  return gpu_agree_ready(comm, st, "its part of the staged collective");
 }
+
+/* One collective: NCCL's where the comm can use NCCL, else staged. */
+#define DEVICE_COLL(comm, nccl_call, staged_call)                              \
+  do {                                                                         \
+    gpu_state_t *g = NULL;                                                     \
+    int prev = -1;                                                             \
+    rondo_status_t entered = gpu_enter((comm), &g, &prev), st;                 \
+    if (!use_nccl((comm)->gpu))                                                \
+      st = (staged_call);                                                      \
+    else if (entered != RONDO_SUCCESS)                                         \
+      st = gpu_fail((comm), entered); /* the others hear it while they wait */ \
+    else                                                                       \
+      st = (nccl_call);                                                        \
+    gpu_leave(g, prev);                                                        \
+    return st;                                                                 \
+  } while (0)
 
 /* ---- broadcast ------------------------------------------------------------------ */
 
@@ -108,15 +130,9 @@ static rondo_status_t bcast_host(rondo_comm_t comm, void *hin, void *hout, const
 
 rondo_status_t algo_device_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root)
 {
-  gpu_state_t *g;
-  int prev;
-  RONDO_CHECK(gpu_enter(comm, &g, &prev));
   bcast_t b = {buf, bytes, root};
-  rondo_status_t st =
-      use_nccl(g) ? by_nccl(comm, g, bcast_nccl, &b, "ncclBroadcast")
-                  : staged(comm, g, buf, bytes, buf, bytes, 1, bcast_host, &b);
-  gpu_leave(g, prev);
-  return st;
+  DEVICE_COLL(comm, by_nccl(comm, g, bcast_nccl, &b, "ncclBroadcast"),
+              staged(comm, g, entered, buf, bytes, buf, bytes, 1, bcast_host, &b));
 }
 
 /* ---- allgather -------------------------------------------------------------------- */
@@ -142,16 +158,10 @@ static rondo_status_t gather_host(rondo_comm_t comm, void *hin, void *hout, cons
 rondo_status_t algo_device_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                      size_t bytes)
 {
-  gpu_state_t *g;
-  int prev;
-  RONDO_CHECK(gpu_enter(comm, &g, &prev));
   gather_t a = {sendbuf, recvbuf, bytes};
-  rondo_status_t st =
-      use_nccl(g) ? by_nccl(comm, g, gather_nccl, &a, "ncclAllGather")
-                  : staged(comm, g, sendbuf, bytes, recvbuf, bytes * (size_t)comm->size, 0,
-                           gather_host, &a);
-  gpu_leave(g, prev);
-  return st;
+  DEVICE_COLL(comm, by_nccl(comm, g, gather_nccl, &a, "ncclAllGather"),
+              staged(comm, g, entered, sendbuf, bytes, recvbuf, bytes * (size_t)comm->size, 0,
+                     gather_host, &a));
 }
 
 /* ---- reduce-scatter ------------------------------------------------------------------ */
@@ -185,15 +195,9 @@ rondo_status_t algo_device_reduce_scatter(rondo_comm_t comm, const void *sendbuf
                                           void *recvbuf, size_t recvcount,
                                           rondo_dtype_t dtype, rondo_op_t op)
 {
-  gpu_state_t *g;
-  int prev;
-  RONDO_CHECK(gpu_enter(comm, &g, &prev));
   rs_t a = {sendbuf, recvbuf, recvcount, dtype, op};
   size_t block = recvcount * rondo_dtype_size(dtype);
-  rondo_status_t st =
-      use_nccl(g) ? by_nccl(comm, g, rs_nccl, &a, "ncclReduceScatter")
-                  : staged(comm, g, sendbuf, block * (size_t)comm->size, recvbuf, block, 0,
-                           rs_host, &a);
-  gpu_leave(g, prev);
-  return st;
+  DEVICE_COLL(comm, by_nccl(comm, g, rs_nccl, &a, "ncclReduceScatter"),
+              staged(comm, g, entered, sendbuf, block * (size_t)comm->size, recvbuf, block, 0,
+                     rs_host, &a));
 }

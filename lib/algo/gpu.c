@@ -172,6 +172,11 @@ void gpu_detach(rondo_comm_t comm, int mpi_usable)
   int prev = -1;
   (void)g->dev->get_device(&prev);
   (void)g->dev->set_device(g->device);
+  /* Every rank gets here before any finalizes NCCL, which waits for all of
+   * them (ncclCommFinalize). On the comm's own communicator: the state's
+   * may hold a collective a broken rank left behind. */
+  if (mpi_usable)
+    MPI_CHECK_LOG(MPI_Barrier(comm->mpi));
   if (g->coll != NULL) {
     g->dev->coll_destroy(g->coll);
     g->coll = NULL;
@@ -181,11 +186,10 @@ void gpu_detach(rondo_comm_t comm, int mpi_usable)
     g->node_coll = NULL;
   }
   if (mpi_usable) {
-    /* Every rank's fault messages were sent before it got here: after the
-     * barrier (on the comm's own communicator: the state's may hold a
-     * collective a broken rank left behind), take them and the posted
-     * receive out of MPI. */
-    MPI_CHECK_LOG(MPI_Barrier(comm->mpi));
+    /* Every rank's fault messages were sent before the barrier: take them
+     * and the posted receive out of MPI, and finish this rank's sends. */
+    for (int i = 0; g->fault_sends != NULL && i < g->nfault_sends; i++)
+      MPI_CHECK_LOG(MPI_Wait(&g->fault_sends[i], MPI_STATUS_IGNORE));
     for (;;) {
       int done = 0;
       if (MPI_Test(&g->fault_req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done)
@@ -203,16 +207,22 @@ void gpu_detach(rondo_comm_t comm, int mpi_usable)
       MPI_CHECK_LOG(MPI_Comm_free(&g->mpi));
   }
   const dev_backend_t *dev = g->dev;
+  free(g->fault_sends);
   free_state(g);
   if (prev >= 0)
     (void)dev->set_device(prev);
 }
 
-rondo_status_t gpu_usable(rondo_comm_t comm)
+rondo_status_t gpu_usable(rondo_comm_t comm, int device)
 {
   gpu_state_t *g = comm->gpu;
   if (g == NULL)
     return RONDO_SUCCESS;
+  if (device >= 0 && device != g->device)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "this comm's GPU work runs on device %d, and these buffers are on device "
+                       "%d: one device per rank and comm (make another comm for another device)",
+                       g->device, device);
   if (g->broken == RONDO_SUCCESS)
     RONDO_CHECK(gpu_heard(comm));
   if (g->broken != RONDO_SUCCESS)
@@ -278,11 +288,15 @@ rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st)
   int32_t s32 = (int32_t)st;
   memcpy(out, &s32, sizeof s32);
   snprintf(out + sizeof s32, sizeof out - sizeof s32, "rank %d: %.290s", comm->rank, msg);
-  /* One small message to each other rank: sent eagerly, so each send
-   * returns at once, whatever the receiver is doing. */
-  for (int r = 0; r < comm->size; r++)
-    if (r != comm->rank)
-      MPI_CHECK_LOG(MPI_Send(out, GPU_FAULT_BYTES, MPI_CHAR, r, FAULT_TAG, g->mpi));
+  /* One message to each other rank, nonblocking (every rank keeps a
+   * receive posted, so they complete; gpu_detach waits for them). */
+  memcpy(g->fault_out, out, sizeof out);
+  g->fault_sends = malloc((size_t)comm->size * sizeof *g->fault_sends);
+  for (int r = 0; g->fault_sends != NULL && r < comm->size; r++)
+    if (r != comm->rank &&
+        MPI_Isend(g->fault_out, GPU_FAULT_BYTES, MPI_CHAR, r, FAULT_TAG, g->mpi,
+                  &g->fault_sends[g->nfault_sends]) == MPI_SUCCESS)
+      g->nfault_sends++;
   brk(g, st, msg);
   LOG_ERROR("%s (the other ranks are told; this comm's device calls now fail)", msg);
   return rondo__fail_quiet(st, "%s", msg);
@@ -345,10 +359,11 @@ static rondo_status_t poll_one(rondo_comm_t comm, dev_event_t *e, dev_coll_t *co
   if (g->broken != RONDO_SUCCESS)
     return rondo__fail_quiet(g->broken, "%s", g->broken_msg);
   rondo_status_t st = e != NULL ? g->dev->event_query(e, done) : g->dev->coll_state(coll, done);
-  /* NCCL's asynchronous errors, while its work may be queued */
+  /* NCCL's asynchronous errors, while its work may be queued: every
+   * communicator's (waiting for coll's readiness, coll's was just asked) */
   dev_coll_t *colls[2] = {g->coll, g->node_coll};
   for (int i = 0; i < 2 && st == RONDO_SUCCESS; i++)
-    if (colls[i] != NULL && colls[i] != coll) {
+    if (colls[i] != NULL && (e != NULL || colls[i] != coll)) {
       int ready = 0;
       st = g->dev->coll_state(colls[i], &ready);
     }
@@ -394,20 +409,6 @@ rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what)
 rondo_status_t gpu_wait_ready(rondo_comm_t comm, dev_coll_t *coll, const char *what)
 {
   return wait_for(comm, NULL, coll, what);
-}
-
-rondo_status_t gpu_agree_usable(rondo_comm_t comm)
-{
-  rondo_status_t mine = gpu_usable(comm);
-  int bad = mine != RONDO_SUCCESS, any = 0;
-  MPI_CHECK(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm->mpi));
-  if (mine != RONDO_SUCCESS)
-    return mine;
-  if (any)
-    return rondo__fail(RONDO_ERR_PEER,
-                       "another rank's GPU state for this comm failed earlier (its log says "
-                       "why)");
-  return RONDO_SUCCESS;
 }
 
 /* Makes *slot, an NCCL communicator over mpi (this rank is rank of size),

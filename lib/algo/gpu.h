@@ -43,6 +43,9 @@ typedef struct gpu_state {
   char broken_msg[GPU_FAULT_BYTES];
   MPI_Request fault_req; /* the posted fault-line receive */
   char fault_in[GPU_FAULT_BYTES];
+  char fault_out[GPU_FAULT_BYTES]; /* this rank's failure, as sent */
+  MPI_Request *fault_sends;       /* its sends, completed at detach */
+  int nfault_sends;
 } gpu_state_t;
 
 /* Collective over comm, all ranks with device buffers (device is the one
@@ -53,8 +56,9 @@ rondo_status_t gpu_attach(rondo_comm_t comm, int device);
 void gpu_detach(rondo_comm_t comm, int mpi_usable);
 
 /* RONDO_SUCCESS unless the comm's state is broken (also by a failure
- * another rank sent since); then that failure. Local. */
-rondo_status_t gpu_usable(rondo_comm_t comm);
+ * another rank sent since), then that failure, or device (>= 0) is not the
+ * one the state was made on (RONDO_ERR_INVALID_ARG). Local. */
+rondo_status_t gpu_usable(rondo_comm_t comm, int device);
 
 /* The comm's state, or its failure: RONDO_ERR_UNSUPPORTED if never
  * attached, the breaking error if broken. Makes the state's device current
@@ -85,12 +89,6 @@ rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what);
 rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, double since,
                         int *done);
 double gpu_now(void);
-
-/* Collective over comm: RONDO_SUCCESS if every rank's GPU state is
- * usable, else this rank's failure or RONDO_ERR_PEER (the engine asks
- * before each device batch, so that no rank runs a batch's collectives
- * alone). */
-rondo_status_t gpu_agree_usable(rondo_comm_t comm);
 
 /* A failure another rank sent on the fault line, if one arrived: breaks
  * the state and returns it; else RONDO_SUCCESS. */

@@ -112,6 +112,8 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
   RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
   int device = -1;
   RONDO_CHECK(dev_call_memory("rondo_allreduce_async", sendbuf, recvbuf, bytes, &device));
+  if (device >= 0)
+    RONDO_CHECK(engine_device(comm, device));
   if (device >= 0 && (o.prescale != 1.0 || o.postscale != 1.0))
     return rondo__fail(RONDO_ERR_UNSUPPORTED,
                        "rondo_allreduce_async: '%s': prescale and postscale need host buffers "

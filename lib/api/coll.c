@@ -133,7 +133,7 @@ static rondo_status_t allreduce_device(rondo_comm_t comm, const void *sendbuf, v
                                        rondo_algo_t algo, int device, rondo_status_t st)
 {
   if (st == RONDO_SUCCESS)
-    st = gpu_usable(comm); /* a failure that broke this comm's GPU state */
+    st = gpu_usable(comm, device); /* a failure that broke it; another device */
   agree_sig_t sig = allreduce_sig(count, dtype, op, algo, 1);
   RONDO_CHECK(agree_call(comm, st, &sig));
   RONDO_CHECK(gpu_attach(comm, device));
@@ -292,7 +292,7 @@ rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "root", root);
   agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
-  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm) : st,
+  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm, device) : st,
                          &sig));
   if (device >= 0) {
     RONDO_CHECK(gpu_attach(comm, device));
@@ -338,7 +338,7 @@ rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *rec
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
-  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm) : st,
+  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm, device) : st,
                          &sig));
   if (device >= 0) {
     RONDO_CHECK(gpu_attach(comm, device));
@@ -419,7 +419,7 @@ rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
   agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
-  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm) : st,
+  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm, device) : st,
                          &sig));
   if (recvcount == 0)
     return RONDO_SUCCESS;

@@ -600,6 +600,7 @@ rondo_status_t engine_create(rondo_comm_t comm)
   if (e == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
   e->created = eng_now();
+  e->device = -1;
   e->owner = comm;
   e->rank = comm->rank;
   e->size = comm->size;
@@ -721,6 +722,22 @@ rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req)
   }
   pthread_mutex_unlock(&e->lock);
   return st;
+}
+
+rondo_status_t engine_device(rondo_comm_t comm, int device)
+{
+  struct engine *e = comm->engine;
+  pthread_mutex_lock(&e->lock);
+  int have = e->device;
+  if (have < 0)
+    e->device = device;
+  pthread_mutex_unlock(&e->lock);
+  if (have >= 0 && have != device)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "this comm's engine runs its device requests on device %d, and this "
+                       "request's buffers are on device %d: one device per rank and comm",
+                       have, device);
+  return RONDO_SUCCESS;
 }
 
 rondo_status_t engine_join(rondo_comm_t comm, int *last_rank)

@@ -135,6 +135,8 @@ struct engine {
   size_t fusion_bytes;
   void *identity;             /* join: identity contributions */
   size_t identity_bytes;
+  int device;                 /* under lock: the device of this rank's device
+                                 requests (the first one's), or -1 */
   void *dfusion;              /* device fusion buffer (on exec's GPU), or NULL */
   size_t dfusion_bytes;
   eng_inflight_t *inflight;   /* device batches whose GPU work is queued */
@@ -154,6 +156,9 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable);
  * owns it until rondo_wait(). */
 rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req);
 rondo_status_t engine_join(rondo_comm_t comm, int *last_rank);
+/* A device request's device: the engine's first one sets it; another
+ * fails (RONDO_ERR_INVALID_ARG): one fusion buffer, one device. */
+rondo_status_t engine_device(rondo_comm_t comm, int device);
 /* Marks req complete: status, message (copied; NULL for none). Takes the
  * lock; runs the callback after releasing it. */
 void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st,

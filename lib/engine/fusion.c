@@ -169,17 +169,15 @@ static rondo_status_t inflight_push(struct engine *e, eng_inflight_t *b)
   return RONDO_SUCCESS;
 }
 
-/* The device of a batch: its first real request's, else (a joined rank
- * with phantoms only) the thread's current one. */
-static rondo_status_t batch_device(const item_t *it, size_t n, const dev_backend_t *dev,
-                                   int *device)
+/* The device of a batch: the engine's (engine_device: its first device
+ * request's), else (a joined rank that never submitted one) the thread's
+ * current one. */
+static rondo_status_t batch_device(struct engine *e, const dev_backend_t *dev, int *device)
 {
-  for (size_t i = 0; i < n; i++)
-    if (!it[i].req->phantom) {
-      *device = it[i].req->device;
-      return RONDO_SUCCESS;
-    }
-  return dev->get_device(device);
+  pthread_mutex_lock(&e->lock);
+  *device = e->device;
+  pthread_mutex_unlock(&e->lock);
+  return *device >= 0 ? RONDO_SUCCESS : dev->get_device(device);
 }
 
 /* Copies the batch's inputs into the device fusion buffer (phantoms: the
@@ -216,6 +214,13 @@ static rondo_status_t prepare(struct engine *e, gpu_state_t *g, item_t *it, size
                               size_t bytes, size_t esize)
 {
   if (e->dfusion_bytes < bytes) {
+    /* Batches in flight still use the buffer: let them finish (polling, not
+     * in the implicit synchronization of cudaFree) before it goes. */
+    for (long us = 20; e->ninflight > 0 && eng_poll_device(e) > 0;
+         us = us < 1000 ? 2 * us : 1000) {
+      struct timespec ts = {0, us * 1000};
+      nanosleep(&ts, NULL);
+    }
     g->dev->mem_free(e->dfusion);
     e->dfusion = NULL;
     e->dfusion_bytes = 0;
@@ -244,7 +249,7 @@ static void run_device_batch(struct engine *e, item_t *it, size_t n)
    * everywhere. */
   rondo_status_t st = RONDO_SUCCESS;
   if (x->gpu == NULL) {
-    if (batch_device(it, n, dev_backend(), &device) != RONDO_SUCCESS)
+    if (batch_device(e, dev_backend(), &device) != RONDO_SUCCESS)
       device = -1; /* attach fails, on every rank */
     st = gpu_attach(x, device);
   }
@@ -252,8 +257,10 @@ static void run_device_batch(struct engine *e, item_t *it, size_t n)
     rondo_status_t local = gpu_enter(x, &g, &prev);
     if (local == RONDO_SUCCESS && !single &&
         (local = prepare(e, g, it, n, total * esize, esize)) != RONDO_SUCCESS)
-      (void)gpu_fail(x, local);
-    st = gpu_agree_usable(x);
+      local = gpu_fail(x, local);
+    if (local == RONDO_SUCCESS)
+      local = gpu_usable(x, -1);
+    st = gpu_agree_ready(x, local, "its part of a device batch");
   }
   if (st == RONDO_SUCCESS)
     st = algo_allreduce_resolve_mem(x, total, dtype, op, SELECT_MEM_DEVICE, &algo);

@@ -235,6 +235,31 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
     MT_EQ_STATUS(st, RONDO_ERR_MISMATCH);
     expect_message("memory");
   }
+  if (devices > 1 && !real) {
+    /* one device per rank and comm: rank 0's buffers on another device */
+    int cur = -1;
+    dev->get_device(&cur);
+    dev->set_device((cur + 1) % devices);
+    char *other = dev_alloc(64);
+    dev->set_device(cur);
+    mt_where("rank 0's buffers on another device than the comm's");
+    MT_EQ_STATUS(rondo_allreduce(comm, mt.rank == 0 ? other : b->send,
+                                 mt.rank == 0 ? other : b->recv, 4, RONDO_FLOAT32, RONDO_SUM),
+                 mt.rank == 0 ? RONDO_ERR_INVALID_ARG : RONDO_ERR_PEER);
+    if (mt.rank == 0)
+      expect_message("one device per rank and comm");
+    mt_where("an engine request on another device than the engine's first");
+    rondo_request_t r = NULL;
+    MT_EQ_STATUS(rondo_allreduce_async(comm, "dev.first", b->send, b->recv, 4, RONDO_FLOAT32,
+                                       RONDO_SUM, NULL, &r),
+                 RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_allreduce_async(comm, "dev.other", other, other, 4, RONDO_FLOAT32,
+                                       RONDO_SUM, NULL, &r),
+                 RONDO_ERR_INVALID_ARG);
+    expect_message("one device per rank and comm");
+    dev->mem_free(other);
+  }
   mt_where("alltoall and allgatherv refuse device buffers");
   MT_EQ_STATUS(rondo_alltoall(comm, b->send, b->recv, 2, RONDO_FLOAT32), RONDO_ERR_UNSUPPORTED);
   expect_message("this call takes host buffers only");

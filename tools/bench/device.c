@@ -133,22 +133,32 @@ static const ncclRedOp_t nccl_ops[RONDO_OP_COUNT] = {ncclSum, ncclAvg, ncclMin, 
 int bdev_nccl_start(MPI_Comm comm, char *why, size_t len)
 {
   int rank = 0, size = 1, ok = 1, all = 0;
-  ncclUniqueId id;
+  struct {
+    int ok;
+    ncclUniqueId id;
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  msg.ok = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
-    memset(&id, 0, sizeof id);
-  MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm);
+  if (rank == 0)
+    msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
+  MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, comm);
+  if (!msg.ok) {
+    snprintf(why, len, "ncclGetUniqueId failed on rank 0");
+    return -1;
+  }
+  ncclUniqueId id = msg.id;
   /* Two ranks on one GPU: NCCL refuses ("Duplicate GPU detected"). Ask
    * first, through the PCI ids, rather than let ncclCommInitRank fail. */
-  char mine[32] = "", *all_ids = malloc((size_t)size * sizeof mine);
+  char mine[32 + MPI_MAX_PROCESSOR_NAME] = "", *all_ids = malloc((size_t)size * sizeof mine);
   int dev = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetPCIBusId(mine, (int)sizeof mine, dev);
   char host[MPI_MAX_PROCESSOR_NAME] = "";
   int hl = 0;
   MPI_Get_processor_name(host, &hl);
-  snprintf(mine + strlen(mine), sizeof mine - strlen(mine), "@%.8s", host);
+  snprintf(mine + strlen(mine), sizeof mine - strlen(mine), "@%s", host);
   MPI_Allgather(mine, (int)sizeof mine, MPI_CHAR, all_ids, (int)sizeof mine, MPI_CHAR, comm);
   for (int r = 0; all_ids != NULL && r < size; r++)
     if (r != rank && strcmp(all_ids + (size_t)r * sizeof mine, mine) == 0)
