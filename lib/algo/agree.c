@@ -101,7 +101,7 @@ static int report_order(const agree_sig_t *sig, int k)
 {
   int mem = -1;
   for (int i = 0; i < sig->n; i++)
-    if (strncmp(sig->field[i], "memory", 6) == 0)
+    if (strcmp(sig->field[i], AGREE_MEMORY_FIELD) == 0)
       mem = i;
   if (mem < 0)
     return k;

@@ -34,6 +34,9 @@ typedef struct {
 } agree_sig_t;
 
 void agree_sig_add(agree_sig_t *sig, const char *field, int64_t value);
+/* The field of a call that may take device buffers: 0 host, 1 device. A
+ * mismatch in it is reported before the others (it makes them differ). */
+#define AGREE_MEMORY_FIELD "memory (0 host, 1 device)"
 /* "rondo_allreduce", for messages. */
 const char *agree_coll_name(agree_coll_t coll);
 /* local: this rank's argument check result. Returns local if it failed,

@@ -67,19 +67,6 @@ static const char *not_chosen(const select_input_t *in)
   return NULL;
 }
 
-/* The device scratch: the padded buffer and the slice. */
-static rondo_status_t scratch(gpu_state_t *g, size_t bytes)
-{
-  if (g->dscratch_bytes >= bytes)
-    return RONDO_SUCCESS;
-  g->dev->mem_free(g->dscratch);
-  g->dscratch = NULL;
-  g->dscratch_bytes = 0;
-  RONDO_CHECK(g->dev->mem_alloc(&g->dscratch, bytes));
-  g->dscratch_bytes = bytes;
-  return RONDO_SUCCESS;
-}
-
 /* Steps 1 and the copy down: this rank's reduced slice into host (pinned).
  * pad, mine: device scratch for the padded input and the slice. */
 static rondo_status_t down(rondo_comm_t comm, gpu_state_t *g, const algo_allreduce_args_t *a,
@@ -131,7 +118,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   /* this rank's preparation, agreed before the node's collectives */
   rondo_status_t st = gpu_enter(comm, &g, &prev);
   if (st == RONDO_SUCCESS)
-    st = scratch(g, (slice * L + slice) * es);
+    st = gpu_scratch(g, (slice * L + slice) * es); /* the padded input, the slice */
   if (st == RONDO_SUCCESS)
     st = gpu_stage(g, (slice + L) * es);
   if (st == RONDO_SUCCESS && cross == NULL)

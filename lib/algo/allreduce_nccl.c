@@ -9,9 +9,9 @@
  */
 #include "algo/gpu.h"
 
-/* Cost: the ring formula at the point-to-point level. It competes only
- * with staging, which pays the same plus two copies, so NCCL wins
- * wherever it can run. */
+/* Cost: the ring formula at the point-to-point level. Staging pays the
+ * same plus two copies, so NCCL wins over it wherever it can run (and
+ * hierarchical_nccl steps aside where it can, not_chosen). */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   return algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
@@ -29,38 +29,31 @@ static const char *cannot_run(const select_input_t *in)
   return NULL;
 }
 
+static rondo_status_t enqueue(gpu_state_t *g, dev_coll_t *coll, const void *ctx)
+{
+  const algo_allreduce_args_t *a = ctx;
+  return g->dev->coll_allreduce(coll, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
+                                g->stream);
+}
+
 rondo_status_t algo_nccl_enqueue(const algo_allreduce_args_t *a)
 {
   gpu_state_t *g;
   int prev;
   RONDO_CHECK(gpu_enter(a->comm, &g, &prev));
-  dev_coll_t *coll = NULL;
-  rondo_status_t st = gpu_coll(a->comm, &coll);
-  if (st == RONDO_SUCCESS) {
-    st = g->dev->coll_allreduce(coll, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
-                                g->stream);
-    if (st != RONDO_SUCCESS)
-      st = gpu_fail(a->comm, st);
-  }
-  /* A non-blocking communicator may still be enqueueing: what the caller
-   * records on the stream next must come after the collective. */
-  if (st == RONDO_SUCCESS)
-    st = gpu_wait(a->comm, NULL, "enqueueing ncclAllReduce");
+  rondo_status_t st = gpu_nccl(a->comm, g, enqueue, a);
   gpu_leave(g, prev);
   return st;
 }
 
 static rondo_status_t run(const algo_allreduce_args_t *a)
 {
-  RONDO_CHECK(algo_nccl_enqueue(a));
   gpu_state_t *g;
   int prev;
   RONDO_CHECK(gpu_enter(a->comm, &g, &prev));
-  rondo_status_t st = g->dev->event_record(g->event[0], g->stream);
-  if (st != RONDO_SUCCESS)
-    st = gpu_fail(a->comm, st);
-  else
-    st = gpu_wait(a->comm, g->event[0], "ncclAllReduce");
+  rondo_status_t st = gpu_nccl(a->comm, g, enqueue, a);
+  if (st == RONDO_SUCCESS)
+    st = gpu_record_wait(a->comm, g, "ncclAllReduce");
   gpu_leave(g, prev);
   return st;
 }

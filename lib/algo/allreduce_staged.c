@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* PCIe-class copy bandwidth for the model (s/byte): pinned host <-> device
  * copies reach about 25 GB/s on PCIe 4 and 54 GB/s on an H100 host. */
 #define STAGE_COPY_BETA (1.0 / 25e9)

@@ -241,12 +241,7 @@ rondo_status_t gpu_enter(rondo_comm_t comm, gpu_state_t **out, int *prev)
   if (g == NULL)
     return rondo__fail(RONDO_ERR_UNSUPPORTED, "this comm has no GPU state (an internal error: "
                                               "device algorithms run after gpu_attach)");
-  if (g->broken != RONDO_SUCCESS)
-    return rondo__fail(g->broken,
-                       "this comm's GPU state failed earlier (%s): destroy the comm and make "
-                       "a new one",
-                       g->broken_msg);
-  RONDO_CHECK(gpu_heard(comm)); /* another rank's failure since the last call */
+  RONDO_CHECK(gpu_usable(comm, -1)); /* broken, also by another rank's failure since */
   RONDO_CHECK(g->dev->get_device(prev));
   if (*prev != g->device)
     RONDO_CHECK(g->dev->set_device(g->device));
@@ -323,16 +318,29 @@ rondo_status_t gpu_heard(rondo_comm_t comm)
   return rondo__fail(st, "%s", msg);
 }
 
+/* Grows a kept buffer (*buf, *have bytes) to bytes: alloc/release are
+ * the backend's pinned or device allocation. */
+static rondo_status_t grow(void **buf, size_t *have, size_t bytes,
+                           rondo_status_t (*alloc)(void **, size_t), void (*release)(void *))
+{
+  if (*have >= bytes)
+    return RONDO_SUCCESS;
+  release(*buf);
+  *buf = NULL;
+  *have = 0;
+  RONDO_CHECK(alloc(buf, bytes ? bytes : 1));
+  *have = bytes;
+  return RONDO_SUCCESS;
+}
+
 rondo_status_t gpu_stage(gpu_state_t *g, size_t bytes)
 {
-  if (g->stage_bytes >= bytes)
-    return RONDO_SUCCESS;
-  g->dev->host_free(g->stage);
-  g->stage = NULL;
-  g->stage_bytes = 0;
-  RONDO_CHECK(g->dev->host_alloc(&g->stage, bytes ? bytes : 1));
-  g->stage_bytes = bytes;
-  return RONDO_SUCCESS;
+  return grow(&g->stage, &g->stage_bytes, bytes, g->dev->host_alloc, g->dev->host_free);
+}
+
+rondo_status_t gpu_scratch(gpu_state_t *g, size_t bytes)
+{
+  return grow(&g->dscratch, &g->dscratch_bytes, bytes, g->dev->mem_alloc, g->dev->mem_free);
 }
 
 rondo_status_t gpu_agree_ready(rondo_comm_t comm, rondo_status_t local, const char *what)
@@ -360,10 +368,10 @@ static rondo_status_t poll_one(rondo_comm_t comm, dev_event_t *e, dev_coll_t *co
     return rondo__fail_quiet(g->broken, "%s", g->broken_msg);
   rondo_status_t st = e != NULL ? g->dev->event_query(e, done) : g->dev->coll_state(coll, done);
   /* NCCL's asynchronous errors, while its work may be queued: every
-   * communicator's (waiting for coll's readiness, coll's was just asked) */
+   * communicator's (coll's was just asked) */
   dev_coll_t *colls[2] = {g->coll, g->node_coll};
   for (int i = 0; i < 2 && st == RONDO_SUCCESS; i++)
-    if (colls[i] != NULL && (e != NULL || colls[i] != coll)) {
+    if (colls[i] != NULL && colls[i] != coll) {
       int ready = 0;
       st = g->dev->coll_state(colls[i], &ready);
     }
@@ -385,7 +393,7 @@ static rondo_status_t poll_one(rondo_comm_t comm, dev_event_t *e, dev_coll_t *co
 rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, double since,
                         int *done)
 {
-  return poll_one(comm, e, comm->gpu->coll, what, since, done);
+  return poll_one(comm, e, NULL, what, since, done);
 }
 
 static rondo_status_t wait_for(rondo_comm_t comm, dev_event_t *e, dev_coll_t *coll,
@@ -403,7 +411,28 @@ static rondo_status_t wait_for(rondo_comm_t comm, dev_event_t *e, dev_coll_t *co
 
 rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what)
 {
-  return wait_for(comm, e, comm->gpu->coll, what);
+  return wait_for(comm, e, NULL, what);
+}
+
+rondo_status_t gpu_copy_wait(rondo_comm_t comm, gpu_state_t *g, void *dst, const void *src,
+                             size_t bytes, const char *what)
+{
+  if (bytes == 0)
+    return RONDO_SUCCESS;
+  rondo_status_t st = g->dev->copy_async(dst, src, bytes, g->stream);
+  if (st == RONDO_SUCCESS)
+    st = g->dev->event_record(g->event[1], g->stream);
+  if (st != RONDO_SUCCESS)
+    return gpu_fail(comm, st);
+  return gpu_wait(comm, g->event[1], what);
+}
+
+rondo_status_t gpu_record_wait(rondo_comm_t comm, gpu_state_t *g, const char *what)
+{
+  rondo_status_t st = g->dev->event_record(g->event[0], g->stream);
+  if (st != RONDO_SUCCESS)
+    return gpu_fail(comm, st);
+  return gpu_wait(comm, g->event[0], what);
 }
 
 rondo_status_t gpu_wait_ready(rondo_comm_t comm, dev_coll_t *coll, const char *what)
@@ -459,4 +488,15 @@ rondo_status_t gpu_node_coll(rondo_comm_t comm, dev_coll_t **out)
                           &g->node_coll, "the node"));
   *out = g->node_coll;
   return RONDO_SUCCESS;
+}
+
+rondo_status_t gpu_nccl(rondo_comm_t comm, gpu_state_t *g, gpu_enqueue_fn enqueue,
+                        const void *ctx)
+{
+  dev_coll_t *coll = NULL;
+  RONDO_CHECK(gpu_coll(comm, &coll));
+  rondo_status_t st = enqueue(g, coll, ctx);
+  if (st != RONDO_SUCCESS)
+    return gpu_fail(comm, st);
+  return gpu_wait_ready(comm, coll, "enqueueing an NCCL collective");
 }

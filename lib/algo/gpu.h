@@ -75,12 +75,24 @@ rondo_status_t gpu_node_coll(rondo_comm_t comm, dev_coll_t **coll);
  * enqueueing done. */
 rondo_status_t gpu_wait_ready(rondo_comm_t comm, dev_coll_t *coll, const char *what);
 
-/* Waits for event e of the state's stream (and, while NCCL work may be on
- * it, for NCCL's asynchronous error); e == NULL waits for the NCCL
- * communicator to be ready (initialization or enqueueing in progress).
- * what names the wait in a timeout's message. On failure the state is
- * broken and the other ranks are told. */
+/* Waits for event e of the state's stream, polling the NCCL communicators'
+ * asynchronous errors too. what names the wait in a timeout's message. On
+ * failure the state is broken and the other ranks are told. */
 rondo_status_t gpu_wait(rondo_comm_t comm, dev_event_t *e, const char *what);
+/* A copy on the state's stream (any direction), waited for (event[1]). */
+rondo_status_t gpu_copy_wait(rondo_comm_t comm, gpu_state_t *g, void *dst, const void *src,
+                             size_t bytes, const char *what);
+/* Records event[0] on the state's stream and waits for it: the end of a
+ * device call's queued work. */
+rondo_status_t gpu_record_wait(rondo_comm_t comm, gpu_state_t *g, const char *what);
+
+/* One NCCL collective on the comm's communicator (made on first use):
+ * enqueue(g, coll, ctx) queues it on the state's stream, and the
+ * non-blocking communicator is waited for until it is really queued, so
+ * what the caller puts on the stream next comes after it. */
+typedef rondo_status_t (*gpu_enqueue_fn)(gpu_state_t *g, dev_coll_t *coll, const void *ctx);
+rondo_status_t gpu_nccl(rondo_comm_t comm, gpu_state_t *g, gpu_enqueue_fn enqueue,
+                        const void *ctx);
 
 /* One step of gpu_wait: *done = 1 once e (or the NCCL communicator) is
  * ready; RONDO_SUCCESS with *done = 0 while it is not and since (a
@@ -104,8 +116,10 @@ rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st);
  * enters one the others skip. */
 rondo_status_t gpu_agree_ready(rondo_comm_t comm, rondo_status_t local, const char *what);
 
-/* The state's pinned staging buffer, at least bytes (kept between calls). */
+/* The state's pinned staging buffer and its device scratch, at least
+ * bytes each (kept between calls, grown as needed). */
 rondo_status_t gpu_stage(gpu_state_t *g, size_t bytes);
+rondo_status_t gpu_scratch(gpu_state_t *g, size_t bytes);
 
 /* The collectives other than the all-reduce on device buffers
  * (device_colls.c), after the call was agreed on and the state attached:

@@ -38,8 +38,8 @@ rondo_status_t api_check_algo(rondo_algo_t algo);
 rondo_status_t api_check_buffer(const void *buf, size_t count, const char *name);
 /* bytes = count * dtype size, or RONDO_ERR_COUNT_OVERFLOW. */
 rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes);
-/* RONDO_ERR_UNSUPPORTED if buf (bytes long) is device memory: fn's name
+/* RONDO_ERR_UNSUPPORTED if buf is device memory: fn's name
  * (buffer name) in the message. The calls without a device path. */
-rondo_status_t api_host_only(const char *fn, const void *buf, size_t bytes, const char *name);
+rondo_status_t api_host_only(const char *fn, const void *buf, const char *name);
 
 #endif /* RONDO_API_H */

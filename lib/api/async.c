@@ -111,15 +111,16 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
   RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
   RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
   int device = -1;
-  RONDO_CHECK(dev_call_memory("rondo_allreduce_async", sendbuf, recvbuf, bytes, &device));
-  if (device >= 0)
-    RONDO_CHECK(engine_device(comm, device));
+  RONDO_CHECK(dev_call_memory("rondo_allreduce_async", sendbuf, recvbuf, &device));
+  /* Refused before engine_device, which pins the engine's device. */
   if (device >= 0 && (o.prescale != 1.0 || o.postscale != 1.0))
     return rondo__fail(RONDO_ERR_UNSUPPORTED,
                        "rondo_allreduce_async: '%s': prescale and postscale need host buffers "
                        "(scaling device memory needs a kernel rondo does not have; op AVG "
                        "divides by the comm size)",
                        name);
+  if (device >= 0)
+    RONDO_CHECK(engine_device(comm, device));
   eng_sig_t sig = {.kind = ENG_ALLREDUCE, .dtype = dtype, .op = op, .algo = o.algo,
                    .root = -1, .mem = device >= 0, .count = count, .prescale = o.prescale,
                    .postscale = o.postscale};
@@ -135,7 +136,7 @@ rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *
   RONDO_CHECK(begin("rondo_broadcast_async", comm, name, opts, dtype, &o, req));
   RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(api_check_buffer(buf, count, "buf"));
-  RONDO_CHECK(api_host_only("rondo_broadcast_async", buf, bytes, "buf"));
+  RONDO_CHECK(api_host_only("rondo_broadcast_async", buf, "buf"));
   if (root < 0 || root >= comm->size)
     return rondo__fail(RONDO_ERR_INVALID_ROOT, "'%s': root %d is not a rank of this comm (0..%d)",
                        name, root, comm->size - 1);
@@ -155,7 +156,7 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
   RONDO_CHECK(api_bytes(rows, row_count, &elems));
   RONDO_CHECK(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
   RONDO_CHECK(api_check_buffer(sendbuf, elems, "sendbuf"));
-  RONDO_CHECK(api_host_only("rondo_allgather_async", sendbuf, bytes, "sendbuf"));
+  RONDO_CHECK(api_host_only("rondo_allgather_async", sendbuf, "sendbuf"));
   eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
                    .postscale = 1};

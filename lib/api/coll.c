@@ -57,10 +57,10 @@ rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes)
 /* The calls that run host algorithms only (alltoall, allgatherv, the
  * engine's broadcast and allgather) refuse device buffers (on every rank,
  * through the agreement, for the blocking ones). */
-rondo_status_t api_host_only(const char *fn, const void *buf, size_t bytes, const char *name)
+rondo_status_t api_host_only(const char *fn, const void *buf, const char *name)
 {
   int device = -1;
-  RONDO_CHECK(dev_memory_device(buf, bytes, &device));
+  RONDO_CHECK(dev_memory_device(buf, &device));
   if (device >= 0)
     return rondo__fail(RONDO_ERR_UNSUPPORTED,
                        "%s: %s is memory of device %d; this call takes host buffers only "
@@ -115,16 +115,29 @@ static rondo_status_t allreduce_args(const void *sendbuf, void *recvbuf, size_t 
  * arguments are agreed on first (the algorithm as requested: the choice
  * needs the comm's GPU layout), then the comm's GPU state is attached
  * (collective, once), then the choice is made and run. */
-/* What every rank of an all-reduce must agree on. */
+/* The argument check of a call that may take device buffers (device: the
+ * buffers' device, -1 for host memory): the memory kind is one of its
+ * fields; for device buffers this rank's GPU state must be usable too, and
+ * once every rank agreed, the comm's GPU state is attached (collective). */
+static rondo_status_t agree_memory(rondo_comm_t comm, rondo_status_t st, agree_sig_t *sig,
+                                   int device)
+{
+  agree_sig_add(sig, AGREE_MEMORY_FIELD, device >= 0);
+  if (device >= 0 && st == RONDO_SUCCESS)
+    st = gpu_usable(comm, device); /* a failure that broke it; another device */
+  RONDO_CHECK(agree_call(comm, st, sig));
+  return device >= 0 ? gpu_attach(comm, device) : RONDO_SUCCESS;
+}
+
+/* What every rank of an all-reduce must agree on but the memory kind. */
 static agree_sig_t allreduce_sig(size_t count, rondo_dtype_t dtype, rondo_op_t op,
-                                 rondo_algo_t algo, int device)
+                                 rondo_algo_t algo)
 {
   agree_sig_t sig = {.coll = AGREE_ALLREDUCE};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
   agree_sig_add(&sig, "algorithm", algo); /* field 4: agree.c's packet reads it there */
-  agree_sig_add(&sig, "memory (0 host, 1 device)", device);
   return sig;
 }
 
@@ -132,11 +145,8 @@ static rondo_status_t allreduce_device(rondo_comm_t comm, const void *sendbuf, v
                                        size_t count, rondo_dtype_t dtype, rondo_op_t op,
                                        rondo_algo_t algo, int device, rondo_status_t st)
 {
-  if (st == RONDO_SUCCESS)
-    st = gpu_usable(comm, device); /* a failure that broke it; another device */
-  agree_sig_t sig = allreduce_sig(count, dtype, op, algo, 1);
-  RONDO_CHECK(agree_call(comm, st, &sig));
-  RONDO_CHECK(gpu_attach(comm, device));
+  agree_sig_t sig = allreduce_sig(count, dtype, op, algo);
+  RONDO_CHECK(agree_memory(comm, st, &sig, device));
   /* the same choice on every rank: same arguments, same GPU layout */
   RONDO_CHECK(algo_allreduce_resolve_mem(comm, count, dtype, op, SELECT_MEM_DEVICE, &algo));
   return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
@@ -151,13 +161,14 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   RONDO_CHECK(api_enter(comm));
   rondo_status_t st = allreduce_args(sendbuf, recvbuf, count, dtype, op, algo, &bytes);
   if (st == RONDO_SUCCESS)
-    st = dev_call_memory("rondo_allreduce", sendbuf, recvbuf, bytes, &device);
+    st = dev_call_memory("rondo_allreduce", sendbuf, recvbuf, &device);
   if (device >= 0)
     return allreduce_device(comm, sendbuf, recvbuf, count, dtype, op, algo, device, st);
   if (st == RONDO_SUCCESS)
     st = algo_allreduce_resolve(comm, count, dtype, op, &algo);
 
-  agree_sig_t sig = allreduce_sig(count, dtype, op, algo, 0);
+  agree_sig_t sig = allreduce_sig(count, dtype, op, algo);
+  agree_sig_add(&sig, AGREE_MEMORY_FIELD, 0);
   /* shm agrees in its first round, with the data (free), and a small mpi
    * call across nodes rides in the check's packet; the others agree first.
    * (The first shm call makes the shared window, a collective step: it
@@ -261,11 +272,9 @@ rondo_status_t rondo_explain_call(rondo_comm_t comm, const void *sendbuf, const 
                                   size_t count, rondo_dtype_t dtype, rondo_op_t op, char *buf,
                                   size_t len, size_t *needed)
 {
-  size_t bytes = 0;
   int device = -1;
   RONDO_CHECK(query_args(comm, count, dtype, op));
-  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
-  RONDO_CHECK(dev_call_memory("rondo_explain_call", sendbuf, recvbuf, bytes, &device));
+  RONDO_CHECK(dev_call_memory("rondo_explain_call", sendbuf, recvbuf, &device));
   return explain("rondo_explain_call", comm, count, dtype, op,
                  device >= 0 ? SELECT_MEM_DEVICE : SELECT_MEM_HOST, buf, len, needed);
 }
@@ -286,19 +295,16 @@ rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
     st = api_check_buffer(buf, count, "buf");
   int device = -1;
   if (st == RONDO_SUCCESS)
-    st = dev_memory_device(buf, bytes, &device);
+    st = dev_memory_device(buf, &device);
   agree_sig_t sig = {.coll = AGREE_BROADCAST};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "root", root);
-  agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
-  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm, device) : st,
-                         &sig));
-  if (device >= 0) {
-    RONDO_CHECK(gpu_attach(comm, device));
-    return bytes ? algo_device_broadcast(comm, buf, bytes, root) : RONDO_SUCCESS;
-  }
-  return bytes ? algo_broadcast(comm, buf, bytes, root) : RONDO_SUCCESS;
+  RONDO_CHECK(agree_memory(comm, st, &sig, device));
+  if (bytes == 0)
+    return RONDO_SUCCESS;
+  return device >= 0 ? algo_device_broadcast(comm, buf, bytes, root)
+                     : algo_broadcast(comm, buf, bytes, root);
 }
 
 /* The checks of a call with one block of count elements per rank in recvbuf
@@ -320,10 +326,10 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: in place (sendbuf == recvbuf) is not allowed",
                        fn);
   if (!device_ok) {
-    RONDO_CHECK(api_host_only(fn, sendbuf, *bytes, "sendbuf"));
-    return api_host_only(fn, recvbuf, *bytes, "recvbuf");
+    RONDO_CHECK(api_host_only(fn, sendbuf, "sendbuf"));
+    return api_host_only(fn, recvbuf, "recvbuf");
   }
-  return dev_call_memory(fn, sendbuf, recvbuf, *bytes, device);
+  return dev_call_memory(fn, sendbuf, recvbuf, device);
 }
 
 rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
@@ -337,14 +343,11 @@ rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *rec
   agree_sig_t sig = {.coll = AGREE_ALLGATHER};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
-  agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
-  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm, device) : st,
-                         &sig));
-  if (device >= 0) {
-    RONDO_CHECK(gpu_attach(comm, device));
-    return bytes ? algo_device_allgather(comm, sendbuf, recvbuf, bytes) : RONDO_SUCCESS;
-  }
-  return bytes ? algo_allgather(comm, sendbuf, recvbuf, bytes) : RONDO_SUCCESS;
+  RONDO_CHECK(agree_memory(comm, st, &sig, device));
+  if (bytes == 0)
+    return RONDO_SUCCESS;
+  return device >= 0 ? algo_device_allgather(comm, sendbuf, recvbuf, bytes)
+                     : algo_allgather(comm, sendbuf, recvbuf, bytes);
 }
 
 /* FNV-1a over the counts and displacements, so one signature field tells
@@ -382,8 +385,8 @@ static rondo_status_t allgatherv_args(rondo_comm_t comm, const void *sendbuf,
   RONDO_CHECK(api_bytes(end, esize, &bytes));
   RONDO_CHECK(api_check_buffer(sendbuf, sendcount, "sendbuf"));
   RONDO_CHECK(api_check_buffer(recvbuf, end, "recvbuf"));
-  RONDO_CHECK(api_host_only("rondo_allgatherv", sendbuf, sendcount * esize, "sendbuf"));
-  return api_host_only("rondo_allgatherv", recvbuf, bytes, "recvbuf");
+  RONDO_CHECK(api_host_only("rondo_allgatherv", sendbuf, "sendbuf"));
+  return api_host_only("rondo_allgatherv", recvbuf, "recvbuf");
 }
 
 rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf, size_t sendcount,
@@ -418,15 +421,11 @@ rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void
   agree_sig_add(&sig, "recvcount", (int64_t)recvcount);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
-  agree_sig_add(&sig, "memory (0 host, 1 device)", device >= 0);
-  RONDO_CHECK(agree_call(comm, device >= 0 && st == RONDO_SUCCESS ? gpu_usable(comm, device) : st,
-                         &sig));
+  RONDO_CHECK(agree_memory(comm, st, &sig, device));
   if (recvcount == 0)
     return RONDO_SUCCESS;
-  if (device >= 0) {
-    RONDO_CHECK(gpu_attach(comm, device));
+  if (device >= 0)
     return algo_device_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype, op);
-  }
   RONDO_CHECK(algo_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype,
                                   op == RONDO_AVG ? RONDO_SUM : op));
   if (op == RONDO_AVG)

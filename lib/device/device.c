@@ -32,11 +32,10 @@ static int has_devices(const dev_backend_t *b)
   return atomic_load(&answer);
 }
 
-rondo_status_t dev_memory_device(const void *buf, size_t bytes, int *device)
+rondo_status_t dev_memory_device(const void *buf, int *device)
 {
   *device = -1;
   const dev_backend_t *b = dev_backend();
-  (void)bytes; /* count 0 on a device pointer is a device call too */
   if (buf == NULL || !has_devices(b))
     return RONDO_SUCCESS;
   return b->pointer_device(buf, device);
@@ -52,15 +51,15 @@ static const char *where(int device, char *text, size_t len)
 }
 
 rondo_status_t dev_call_memory(const char *fn, const void *sendbuf, const void *recvbuf,
-                               size_t bytes, int *device)
+                               int *device)
 {
   int s = -1, r = -1;
   *device = -1;
-  RONDO_CHECK(dev_memory_device(sendbuf, bytes, &s));
+  RONDO_CHECK(dev_memory_device(sendbuf, &s));
   if (recvbuf == sendbuf)
     r = s;
   else
-    RONDO_CHECK(dev_memory_device(recvbuf, bytes, &r));
+    RONDO_CHECK(dev_memory_device(recvbuf, &r));
   if (s != r) {
     char a[40], c[40];
     return rondo__fail(RONDO_ERR_INVALID_ARG,

@@ -114,19 +114,18 @@ void dev_use_backend(const dev_backend_t *b);
 
 /* ---- memory kinds ------------------------------------------------------------- */
 
-/* The device buf is on, -1 for host memory (NULL: host; a device pointer
- * with bytes 0 is still device memory, so a call's kind does not depend on
- * its count). Where
- * the backend finds no device, every pointer is host memory and no further
+/* The device buf is on, -1 for host memory (NULL: host). The pointer alone
+ * decides, so a call's kind does not depend on its count. Where the
+ * backend finds no device, every pointer is host memory and no further
  * device call is made (one device_count per process). */
-rondo_status_t dev_memory_device(const void *buf, size_t bytes, int *device);
+rondo_status_t dev_memory_device(const void *buf, int *device);
 
 /* The memory of a call's two buffers: *device the device both are on, or
  * -1 for host memory. Host and device memory in one call, or two devices,
  * fail with RONDO_ERR_INVALID_ARG saying which buffer is where. fn names
  * the call in the message. */
 rondo_status_t dev_call_memory(const char *fn, const void *sendbuf, const void *recvbuf,
-                               size_t bytes, int *device);
+                               int *device);
 
 /* ---- the collective library's types (cuda.c; pure, unit-tested) ------------- */
 

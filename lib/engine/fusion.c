@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <time.h>
 
 #include "algo/algo.h"
@@ -60,14 +59,21 @@ static void finish(struct engine *e, struct rondo_request *r, rondo_status_t st)
 
 /* ---- all-reduce batches ------------------------------------------------------------- */
 
+/* The batch's element count, all its requests together. */
+static size_t batch_count(const item_t *it, size_t n)
+{
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += it[i].resp->sig.count;
+  return total;
+}
+
 static void run_batch(struct engine *e, item_t *it, size_t n)
 {
   const eng_sig_t *s = &it[0].resp->sig;
   rondo_dtype_t dtype = (rondo_dtype_t)s->dtype;
   rondo_op_t op = (rondo_op_t)s->op;
-  size_t esize = rondo_dtype_size(dtype), total = 0;
-  for (size_t i = 0; i < n; i++)
-    total += it[i].resp->sig.count;
+  size_t esize = rondo_dtype_size(dtype), total = batch_count(it, n);
   rondo_status_t st = RONDO_SUCCESS;
   double t0 = eng_now(), t1, t2;
   void *buf = NULL;
@@ -202,11 +208,19 @@ static rondo_status_t fuse_in(struct engine *e, gpu_state_t *g, item_t *it, size
     RONDO_CHECK(grow(&e->identity, &e->identity_bytes, b));
     reduce_identity(e->identity, cnt, (rondo_dtype_t)it[i].resp->sig.dtype,
                   (rondo_op_t)it[i].resp->sig.op);
-    RONDO_CHECK(g->dev->copy_async(dst, e->identity, b, g->stream));
-    RONDO_CHECK(g->dev->event_record(g->event[1], g->stream));
-    RONDO_CHECK(gpu_wait(x, g->event[1], "a copy into the device fusion buffer"));
+    RONDO_CHECK(gpu_copy_wait(x, g, dst, e->identity, b, "a copy into the device fusion buffer"));
   }
   return RONDO_SUCCESS;
+}
+
+/* Polls the batches in flight until none is left, sleeping 20 us doubling
+ * to 1 ms between polls (the engine thread has nothing else to do). */
+static void wait_inflight(struct engine *e)
+{
+  for (long us = 20; eng_poll_device(e) > 0; us = us < 1000 ? 2 * us : 1000) {
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+  }
 }
 
 /* This rank's preparation of a batch: the fusion buffer, the inputs in it. */
@@ -216,11 +230,7 @@ static rondo_status_t prepare(struct engine *e, gpu_state_t *g, item_t *it, size
   if (e->dfusion_bytes < bytes) {
     /* Batches in flight still use the buffer: let them finish (polling, not
      * in the implicit synchronization of cudaFree) before it goes. */
-    for (long us = 20; e->ninflight > 0 && eng_poll_device(e) > 0;
-         us = us < 1000 ? 2 * us : 1000) {
-      struct timespec ts = {0, us * 1000};
-      nanosleep(&ts, NULL);
-    }
+    wait_inflight(e);
     g->dev->mem_free(e->dfusion);
     e->dfusion = NULL;
     e->dfusion_bytes = 0;
@@ -236,9 +246,7 @@ static void run_device_batch(struct engine *e, item_t *it, size_t n)
   const eng_sig_t *s = &it[0].resp->sig;
   rondo_dtype_t dtype = (rondo_dtype_t)s->dtype;
   rondo_op_t op = (rondo_op_t)s->op;
-  size_t esize = rondo_dtype_size(dtype), total = 0;
-  for (size_t i = 0; i < n; i++)
-    total += it[i].resp->sig.count;
+  size_t esize = rondo_dtype_size(dtype), total = batch_count(it, n);
   int device = -1, prev = -1, single = n == 1 && !it[0].req->phantom;
   gpu_state_t *g = NULL;
   rondo_algo_t algo = (rondo_algo_t)s->algo;
@@ -351,10 +359,7 @@ size_t eng_poll_device(struct engine *e)
 
 void eng_drain_device(struct engine *e)
 {
-  for (long us = 20; eng_poll_device(e) > 0; us = us < 1000 ? 2 * us : 1000) {
-    struct timespec ts = {0, us * 1000};
-    nanosleep(&ts, NULL);
-  }
+  wait_inflight(e);
   free(e->inflight);
   e->inflight = NULL;
   e->cap_inflight = 0;
