@@ -22,6 +22,8 @@
  */
 #include "algo/gpu.h"
 
+#include "algo/agree.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +56,10 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   rondo_status_t st = gpu_enter(comm, &g, &prev);
   if (st == RONDO_SUCCESS)
     st = gpu_stage(g, 2 * half);
-  if ((st = gpu_agree_ready(comm, st, "its GPU state and staging buffer")) != RONDO_SUCCESS) {
+  /* with a->agree the call's argument check too, in the same agreement */
+  st = a->agree != NULL ? agree_call(comm, st, a->agree)
+                        : gpu_agree_ready(comm, st, "its GPU state and staging buffer");
+  if (st != RONDO_SUCCESS) {
     gpu_leave(g, prev);
     return st;
   }

@@ -111,7 +111,7 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
   RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
   RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
   int device = -1;
-  RONDO_CHECK(dev_call_memory("rondo_allreduce_async", sendbuf, recvbuf, &device));
+  RONDO_CHECK(dev_call_memory("rondo_allreduce_async", sendbuf, bytes, recvbuf, bytes, &device));
   /* Refused before engine_device, which pins the engine's device. */
   if (device >= 0 && (o.prescale != 1.0 || o.postscale != 1.0))
     return rondo__fail(RONDO_ERR_UNSUPPORTED,

@@ -146,10 +146,25 @@ static rondo_status_t allreduce_device(rondo_comm_t comm, const void *sendbuf, v
                                        rondo_algo_t algo, int device, rondo_status_t st)
 {
   agree_sig_t sig = allreduce_sig(count, dtype, op, algo);
+  /* Once the comm has its GPU state, staged takes the check into the
+   * agreement on its own preparation: one agreement less per call. A rank
+   * that goes the other way (its arguments or GPU state are bad, or AUTO
+   * chose otherwise: then on every rank) still makes the check its first
+   * collective, and it fails everywhere. */
+  rondo_algo_t choice = algo;
+  int chosen = st == RONDO_SUCCESS && comm->gpu != NULL && count > 0 &&
+               gpu_usable(comm, device) == RONDO_SUCCESS &&
+               algo_allreduce_resolve_mem(comm, count, dtype, op, SELECT_MEM_DEVICE, &choice) ==
+                   RONDO_SUCCESS;
+  if (chosen && choice == RONDO_ALGO_STAGED) {
+    agree_sig_add(&sig, AGREE_MEMORY_FIELD, 1);
+    return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, choice, &sig);
+  }
   RONDO_CHECK(agree_memory(comm, st, &sig, device));
   /* the same choice on every rank: same arguments, same GPU layout */
-  RONDO_CHECK(algo_allreduce_resolve_mem(comm, count, dtype, op, SELECT_MEM_DEVICE, &algo));
-  return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
+  if (!chosen)
+    RONDO_CHECK(algo_allreduce_resolve_mem(comm, count, dtype, op, SELECT_MEM_DEVICE, &choice));
+  return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, choice, NULL);
 }
 
 rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
@@ -161,7 +176,7 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   RONDO_CHECK(api_enter(comm));
   rondo_status_t st = allreduce_args(sendbuf, recvbuf, count, dtype, op, algo, &bytes);
   if (st == RONDO_SUCCESS)
-    st = dev_call_memory("rondo_allreduce", sendbuf, recvbuf, &device);
+    st = dev_call_memory("rondo_allreduce", sendbuf, bytes, recvbuf, bytes, &device);
   if (device >= 0)
     return allreduce_device(comm, sendbuf, recvbuf, count, dtype, op, algo, device, st);
   if (st == RONDO_SUCCESS)
@@ -274,7 +289,8 @@ rondo_status_t rondo_explain_call(rondo_comm_t comm, const void *sendbuf, const 
 {
   int device = -1;
   RONDO_CHECK(query_args(comm, count, dtype, op));
-  RONDO_CHECK(dev_call_memory("rondo_explain_call", sendbuf, recvbuf, &device));
+  size_t bytes = count * rondo_dtype_size(dtype); /* query_args: no overflow */
+  RONDO_CHECK(dev_call_memory("rondo_explain_call", sendbuf, bytes, recvbuf, bytes, &device));
   return explain("rondo_explain_call", comm, count, dtype, op,
                  device >= 0 ? SELECT_MEM_DEVICE : SELECT_MEM_HOST, buf, len, needed);
 }
@@ -295,7 +311,7 @@ rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
     st = api_check_buffer(buf, count, "buf");
   int device = -1;
   if (st == RONDO_SUCCESS)
-    st = dev_memory_device(buf, &device);
+    st = dev_buffer_memory("rondo_broadcast", "buf", buf, bytes, &device);
   agree_sig_t sig = {.coll = AGREE_BROADCAST};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
@@ -329,7 +345,10 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
     RONDO_CHECK(api_host_only(fn, sendbuf, "sendbuf"));
     return api_host_only(fn, recvbuf, "recvbuf");
   }
-  return dev_call_memory(fn, sendbuf, recvbuf, device);
+  /* the blocks are in recvbuf where in place is allowed (allgather), in
+   * sendbuf where not (reduce_scatter) */
+  return in_place_ok ? dev_call_memory(fn, sendbuf, *bytes, recvbuf, total, device)
+                     : dev_call_memory(fn, sendbuf, total, recvbuf, *bytes, device);
 }
 
 rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,

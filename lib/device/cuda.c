@@ -17,6 +17,8 @@
  */
 #include "device/device.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -65,11 +67,15 @@ int dev_nccl_dtype(rondo_dtype_t dtype)
   }
 }
 
-int dev_nccl_op(rondo_op_t op)
+int dev_nccl_op(rondo_op_t op, int nranks)
 {
   switch (op) {
   case RONDO_SUM: return N_SUM;
-  case RONDO_AVG: return N_AVG;
+  /* One rank's average is its input. NCCL runs a one-rank ncclAvg in a
+   * kernel that, before 2.29.7, skips the last count % blocks elements
+   * (NVIDIA/nccl#1950: 16 of 70000 float32 stayed unwritten on an H100);
+   * a one-rank ncclSum is a plain copy. */
+  case RONDO_AVG: return nranks == 1 ? N_SUM : N_AVG;
   case RONDO_MIN: return N_MIN;
   case RONDO_MAX: return N_MAX;
   case RONDO_PROD: return N_PROD;
@@ -116,15 +122,44 @@ static rondo_status_t cu_device_count(int *n)
   return RONDO_SUCCESS;
 }
 
-static rondo_status_t cu_pointer_device(const void *p, int *device)
+/* The driver's cuMemGetAddressRange (the runtime has no call for an
+ * allocation's extent), found through the runtime so that librondo does
+ * not link libcuda, which machines without a driver lack. Its C type:
+ * CUresult (CUdeviceptr *base, size_t *size, CUdeviceptr p), CUdeviceptr
+ * being an unsigned 64-bit integer and CUresult 0 for success. */
+typedef int (*address_range_fn)(unsigned long long *base, size_t *size, unsigned long long p);
+static address_range_fn address_range;
+static pthread_once_t address_range_once = PTHREAD_ONCE_INIT;
+
+static void find_address_range(void)
+{
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
+                                       &q) == cudaSuccess &&
+      q == cudaDriverEntryPointSuccess)
+    address_range = (address_range_fn)fn;
+  else
+    (void)cudaGetLastError();
+}
+
+static rondo_status_t cu_pointer_device(const void *p, int *device, size_t *room)
 {
   struct cudaPointerAttributes a;
   *device = -1;
+  *room = SIZE_MAX;
   CUDA_CHECK(cudaPointerGetAttributes(&a, p));
   /* Pinned host memory (cudaMemoryTypeHost) is host memory to rondo: its
    * host algorithms can read it. Managed memory is the device's. */
-  if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged)
-    *device = a.device;
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+    return RONDO_SUCCESS;
+  *device = a.device;
+  pthread_once(&address_range_once, find_address_range);
+  unsigned long long base = 0, at = (unsigned long long)(uintptr_t)p;
+  size_t size = 0;
+  if (address_range != NULL && address_range(&base, &size, at) == 0 && at >= base &&
+      at - base <= size)
+    *room = (size_t)(base + size - at);
   return RONDO_SUCCESS;
 }
 
@@ -244,10 +279,11 @@ static rondo_status_t cu_device_count(int *n)
   *n = 0;
   return RONDO_SUCCESS;
 }
-static rondo_status_t cu_pointer_device(const void *p, int *device)
+static rondo_status_t cu_pointer_device(const void *p, int *device, size_t *room)
 {
   (void)p;
   *device = -1;
+  *room = SIZE_MAX;
   return RONDO_SUCCESS;
 }
 static rondo_status_t cu_get_device(int *device)
@@ -384,7 +420,9 @@ static rondo_status_t nc_coll_allreduce(dev_coll_t *c, const void *sendbuf, void
                                         dev_stream_t *s)
 {
   ncclComm_t comm = (ncclComm_t)c;
-  int t = dev_nccl_dtype(dtype), o = dev_nccl_op(op);
+  int nranks = 0;
+  NCCL_CHECK(comm, ncclCommCount(comm, &nranks));
+  int t = dev_nccl_dtype(dtype), o = dev_nccl_op(op, nranks);
   if (t < 0 || o < 0)
     return rondo__fail(RONDO_ERR_INTERNAL, "NCCL: no type for dtype %d or op %d", (int)dtype,
                        (int)op);
@@ -414,7 +452,9 @@ static rondo_status_t nc_coll_reduce_scatter(dev_coll_t *c, const void *sendbuf,
                                              rondo_op_t op, dev_stream_t *s)
 {
   ncclComm_t comm = (ncclComm_t)c;
-  int t = dev_nccl_dtype(dtype), o = dev_nccl_op(op);
+  int nranks = 0;
+  NCCL_CHECK(comm, ncclCommCount(comm, &nranks));
+  int t = dev_nccl_dtype(dtype), o = dev_nccl_op(op, nranks);
   if (t < 0 || o < 0)
     return rondo__fail(RONDO_ERR_INTERNAL, "NCCL: no type for dtype %d or op %d", (int)dtype,
                        (int)op);

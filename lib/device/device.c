@@ -4,6 +4,7 @@
 #include "device/device.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static _Atomic(const dev_backend_t *) chosen = NULL;
@@ -32,13 +33,26 @@ static int has_devices(const dev_backend_t *b)
   return atomic_load(&answer);
 }
 
-rondo_status_t dev_memory_device(const void *buf, int *device)
+rondo_status_t dev_buffer_memory(const char *fn, const char *name, const void *buf, size_t bytes,
+                                 int *device)
 {
   *device = -1;
   const dev_backend_t *b = dev_backend();
   if (buf == NULL || !has_devices(b))
     return RONDO_SUCCESS;
-  return b->pointer_device(buf, device);
+  size_t room = SIZE_MAX;
+  RONDO_CHECK(b->pointer_device(buf, device, &room));
+  if (*device >= 0 && bytes > room)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "%s: %s (%zu bytes at %p) runs past the end of its allocation on device "
+                       "%d, which has %zu bytes from there: a bad device pointer or count",
+                       fn, name, bytes, buf, *device, room);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t dev_memory_device(const void *buf, int *device)
+{
+  return dev_buffer_memory("", "", buf, 0, device);
 }
 
 static const char *where(int device, char *text, size_t len)
@@ -50,16 +64,16 @@ static const char *where(int device, char *text, size_t len)
   return text;
 }
 
-rondo_status_t dev_call_memory(const char *fn, const void *sendbuf, const void *recvbuf,
-                               int *device)
+rondo_status_t dev_call_memory(const char *fn, const void *sendbuf, size_t sbytes,
+                               const void *recvbuf, size_t rbytes, int *device)
 {
   int s = -1, r = -1;
   *device = -1;
-  RONDO_CHECK(dev_memory_device(sendbuf, &s));
-  if (recvbuf == sendbuf)
-    r = s;
+  RONDO_CHECK(dev_buffer_memory(fn, "sendbuf", sendbuf, sbytes, &s));
+  if (recvbuf == sendbuf && rbytes <= sbytes)
+    r = s; /* in place: checked already */
   else
-    RONDO_CHECK(dev_memory_device(recvbuf, &r));
+    RONDO_CHECK(dev_buffer_memory(fn, "recvbuf", recvbuf, rbytes, &r));
   if (s != r) {
     char a[40], c[40];
     return rondo__fail(RONDO_ERR_INVALID_ARG,

@@ -49,10 +49,12 @@ typedef struct dev_backend {
 
   /* Devices and memory. device_count is 0 (with RONDO_SUCCESS) where there
    * is no device or no driver. pointer_device: the device p is on, -1 for
-   * host memory (pageable or pinned). uuid: a string naming the device
+   * host memory (pageable or pinned); for device memory *room is the bytes
+   * from p to the end of its allocation (SIZE_MAX where the backend cannot
+   * tell). uuid: a string naming the device
    * uniquely across the processes of one host (CUDA: its PCI bus id). */
   rondo_status_t (*device_count)(int *n);
-  rondo_status_t (*pointer_device)(const void *p, int *device);
+  rondo_status_t (*pointer_device)(const void *p, int *device, size_t *room);
   rondo_status_t (*get_device)(int *device);
   rondo_status_t (*set_device)(int device);
   rondo_status_t (*uuid)(int device, char *buf, size_t len);
@@ -120,18 +122,29 @@ void dev_use_backend(const dev_backend_t *b);
  * device call is made (one device_count per process). */
 rondo_status_t dev_memory_device(const void *buf, int *device);
 
-/* The memory of a call's two buffers: *device the device both are on, or
- * -1 for host memory. Host and device memory in one call, or two devices,
- * fail with RONDO_ERR_INVALID_ARG saying which buffer is where. fn names
- * the call in the message. */
-rondo_status_t dev_call_memory(const char *fn, const void *sendbuf, const void *recvbuf,
-                               int *device);
+/* dev_memory_device for a buffer of bytes bytes that a call (fn) reads or
+ * writes: a device buffer whose allocation ends before its last byte (a
+ * bad device pointer, or a count too large for it) fails with
+ * RONDO_ERR_INVALID_ARG naming the buffer (name) and both sizes. */
+rondo_status_t dev_buffer_memory(const char *fn, const char *name, const void *buf, size_t bytes,
+                                 int *device);
+
+/* The memory of a call's two buffers (sbytes and rbytes long, each checked
+ * as dev_buffer_memory does): *device the device both are on, or -1 for
+ * host memory. Host and device memory in one call, or two devices, fail
+ * with RONDO_ERR_INVALID_ARG saying which buffer is where. fn names the
+ * call in the message. */
+rondo_status_t dev_call_memory(const char *fn, const void *sendbuf, size_t sbytes,
+                               const void *recvbuf, size_t rbytes, int *device);
 
 /* ---- the collective library's types (cuda.c; pure, unit-tested) ------------- */
 
-/* NCCL's ncclDataType_t and ncclRedOp_t values for rondo's, or -1. */
+/* NCCL's ncclDataType_t and ncclRedOp_t values for rondo's, or -1.
+ * dev_nccl_op takes the NCCL communicator's rank count: on one rank AVG is
+ * passed as ncclSum (the same result), because NCCL before 2.29.7 leaves
+ * the last elements of a one-rank ncclAvg unwritten (NVIDIA/nccl#1950). */
 int dev_nccl_dtype(rondo_dtype_t dtype);
-int dev_nccl_op(rondo_op_t op);
+int dev_nccl_op(rondo_op_t op, int nranks);
 
 /* ---- the host double's controls (host_double.c; tests only) ----------------- */
 

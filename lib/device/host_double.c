@@ -159,14 +159,16 @@ static rondo_status_t hd_device_count(int *n)
   return RONDO_SUCCESS;
 }
 
-static rondo_status_t hd_pointer_device(const void *p, int *device)
+static rondo_status_t hd_pointer_device(const void *p, int *device, size_t *room)
 {
   const char *c = p;
   *device = -1;
+  *room = SIZE_MAX;
   pthread_mutex_lock(&mem_lock);
   for (size_t i = 0; i < nblocks; i++)
     if (c >= blocks[i].base && c < blocks[i].base + blocks[i].bytes) {
       *device = blocks[i].device;
+      *room = (size_t)(blocks[i].base + blocks[i].bytes - c);
       break;
     }
   pthread_mutex_unlock(&mem_lock);

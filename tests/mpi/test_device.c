@@ -160,11 +160,16 @@ static void test_exact(rondo_comm_t comm, const bufs_t *b)
     mt_hash_flush();
   }
   /* many staging chunks (RONDO_STAGE_CHUNK_BYTES is small in the .mpi files) */
-  mt.salt = CAP_COUNT;
-  mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, CAP_COUNT, b->input);
-  mt_fill_reduced(RONDO_FLOAT32, RONDO_SUM, 0, CAP_COUNT, b->want);
-  for (int a = 0; a < nalgos; a++)
-    run_case(comm, algos[a], RONDO_FLOAT32, RONDO_SUM, CAP_COUNT, 0, b);
+  /* and AVG at a count NCCL splits over many blocks (before 2.29.7 a
+   * one-rank ncclAvg left the last count % blocks elements unwritten) */
+  static const rondo_op_t big_ops[] = {RONDO_SUM, RONDO_AVG};
+  for (int o = 0; o < 2; o++) {
+    mt.salt = CAP_COUNT + (uint64_t)o;
+    mt_fill_input(RONDO_FLOAT32, big_ops[o], 0, CAP_COUNT, b->input);
+    mt_fill_reduced(RONDO_FLOAT32, big_ops[o], 0, CAP_COUNT, b->want);
+    for (int a = 0; a < nalgos; a++)
+      run_case(comm, algos[a], RONDO_FLOAT32, big_ops[o], CAP_COUNT, 0, b);
+  }
   mt_hash_flush();
 }
 
@@ -235,6 +240,38 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
     MT_EQ_STATUS(st, RONDO_ERR_MISMATCH);
     expect_message("memory");
   }
+  /* A bad device pointer: a buffer that runs past the end of its device
+   * allocation, refused before any device work with both sizes; the other
+   * ranks learn that rank 0 failed. (1 MiB: CUDA may round an allocation
+   * up to its granularity, which this size already is.) */
+  const size_t mib = (size_t)1 << 20;
+  char *small = dev_alloc(mib);
+  mt_where("rank 0's device sendbuf runs past the end of its allocation");
+  st = rondo_allreduce(comm, mt.rank == 0 ? small + mib - 16 : small, b->recv, 8,
+                       RONDO_FLOAT32, RONDO_SUM);
+  MT_EQ_STATUS(st, mt.rank == 0 ? RONDO_ERR_INVALID_ARG : RONDO_ERR_PEER);
+  if (mt.rank == 0) {
+    expect_message("sendbuf (32 bytes at");
+    expect_message("runs past the end of its allocation on device");
+  }
+  mt_where("every rank's count too large for its device buffers");
+  st = rondo_allreduce(comm, small, small, mib / 4 + 1, RONDO_FLOAT32, RONDO_SUM);
+  MT_EQ_STATUS(st, RONDO_ERR_INVALID_ARG);
+  expect_message("a bad device pointer or count");
+  mt_where("an engine request with a device buffer past its allocation");
+  rondo_request_t bad = NULL;
+  MT_EQ_STATUS(rondo_allreduce_async(comm, "dev.bad", small, small + mib - 4, 2, RONDO_FLOAT32,
+                                     RONDO_SUM, NULL, &bad),
+               RONDO_ERR_INVALID_ARG);
+  MT_CHECK(bad == NULL, "no request");
+  expect_message("recvbuf (8 bytes at");
+  dev->mem_free(small);
+  mt_where("the comm works after the refusals");
+  mt.salt = 7;
+  mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, 7, b->input);
+  mt_fill_reduced(RONDO_FLOAT32, RONDO_SUM, 0, 7, b->want);
+  run_case(comm, RONDO_ALGO_AUTO, RONDO_FLOAT32, RONDO_SUM, 7, 0, b);
+  mt_hash_flush();
   if (devices > 1 && !real) {
     /* one device per rank and comm: rank 0's buffers on another device */
     int cur = -1;
