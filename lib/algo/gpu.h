@@ -13,7 +13,8 @@
  * broken: every later device call on the comm fails at once with that
  * error, and the comm must be destroyed. Nothing waits forever: every
  * wait polls its event, NCCL's asynchronous error, the fault line and the
- * clock, and sleeps between polls (20 us, doubling to 1 ms).
+ * clock: without sleeping for its first millisecond, then sleeping a
+ * 16th of the time waited so far (20 us to 1 ms) between polls.
  */
 #ifndef RONDO_ALGO_GPU_H
 #define RONDO_ALGO_GPU_H

@@ -111,10 +111,6 @@ static rondo_status_t allreduce_args(const void *sendbuf, void *recvbuf, size_t 
   return RONDO_SUCCESS;
 }
 
-/* An all-reduce of device buffers (lib/algo/gpu.c, docs/gpu.md): the
- * arguments are agreed on first (the algorithm as requested: the choice
- * needs the comm's GPU layout), then the comm's GPU state is attached
- * (collective, once), then the choice is made and run. */
 /* The argument check of a call that may take device buffers (device: the
  * buffers' device, -1 for host memory): the memory kind is one of its
  * fields; for device buffers this rank's GPU state must be usable too, and
@@ -141,6 +137,10 @@ static agree_sig_t allreduce_sig(size_t count, rondo_dtype_t dtype, rondo_op_t o
   return sig;
 }
 
+/* An all-reduce of device buffers (lib/algo/gpu.c, docs/gpu.md): the
+ * arguments are agreed on first (the algorithm as requested: the choice
+ * needs the comm's GPU layout), then the comm's GPU state is attached
+ * (collective, once), then the choice is made and run. */
 static rondo_status_t allreduce_device(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                        size_t count, rondo_dtype_t dtype, rondo_op_t op,
                                        rondo_algo_t algo, int device, rondo_status_t st)
@@ -150,10 +150,14 @@ static rondo_status_t allreduce_device(rondo_comm_t comm, const void *sendbuf, v
    * agreement on its own preparation: one agreement less per call. A rank
    * that goes the other way (its arguments or GPU state are bad, or AUTO
    * chose otherwise: then on every rank) still makes the check its first
-   * collective, and it fails everywhere. */
+   * collective, and it fails everywhere. Quiet tests here: agree_memory
+   * reports what is wrong. Not with agree_skip, where agree_call is no
+   * collective and staged needs its own agreement. */
   rondo_algo_t choice = algo;
-  int chosen = st == RONDO_SUCCESS && comm->gpu != NULL && count > 0 &&
-               gpu_usable(comm, device) == RONDO_SUCCESS &&
+  const gpu_state_t *g = comm->gpu;
+  int chosen = st == RONDO_SUCCESS && g != NULL && count > 0 && !agree_skip &&
+               g->broken == RONDO_SUCCESS && g->device == device &&
+               (algo == RONDO_ALGO_AUTO || algo == RONDO_ALGO_STAGED) &&
                algo_allreduce_resolve_mem(comm, count, dtype, op, SELECT_MEM_DEVICE, &choice) ==
                    RONDO_SUCCESS;
   if (chosen && choice == RONDO_ALGO_STAGED) {

@@ -133,6 +133,7 @@ static pthread_once_t address_range_once = PTHREAD_ONCE_INIT;
 
 static void find_address_range(void)
 {
+#if CUDART_VERSION >= 12050 /* the call's first release; older toolkits go unchecked */
   void *fn = NULL;
   enum cudaDriverEntryPointQueryResult q;
   if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
@@ -141,6 +142,7 @@ static void find_address_range(void)
     address_range = (address_range_fn)fn;
   else
     (void)cudaGetLastError();
+#endif
 }
 
 static rondo_status_t cu_pointer_device(const void *p, int *device, size_t *room)

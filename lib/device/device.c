@@ -42,11 +42,25 @@ rondo_status_t dev_buffer_memory(const char *fn, const char *name, const void *b
     return RONDO_SUCCESS;
   size_t room = SIZE_MAX;
   RONDO_CHECK(b->pointer_device(buf, device, &room));
-  if (*device >= 0 && bytes > room)
-    return rondo__fail(RONDO_ERR_INVALID_ARG,
-                       "%s: %s (%zu bytes at %p) runs past the end of its allocation on device "
-                       "%d, which has %zu bytes from there: a bad device pointer or count",
-                       fn, name, bytes, buf, *device, room);
+  if (*device < 0 || bytes <= room)
+    return RONDO_SUCCESS;
+  /* Memory mapped in pieces (cuMemMap: CUDA's memory pools, PyTorch's
+   * expandable segments) reports the piece that holds the address, so a
+   * buffer may go on in the next piece: refused only where the bytes after
+   * the last piece are not memory of the same device. */
+  size_t have = room;
+  for (int pieces = 0; have < bytes && pieces < 4096; pieces++) {
+    int next = -1;
+    size_t more = SIZE_MAX;
+    RONDO_CHECK(b->pointer_device((const char *)buf + have, &next, &more));
+    if (next != *device)
+      return rondo__fail(RONDO_ERR_INVALID_ARG,
+                         "%s: %s (%zu bytes at %p) runs past the end of its allocation on "
+                         "device %d, which has %zu bytes from there: a bad device pointer or "
+                         "count",
+                         fn, name, bytes, buf, *device, have);
+    have = more > bytes - have ? bytes : have + more;
+  }
   return RONDO_SUCCESS;
 }
 

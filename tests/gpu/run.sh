@@ -35,8 +35,10 @@ if [ -z "$td" ]; then
   done
 fi
 [ -n "$td" ] && [ -x "$td" ] || { echo "$0: no test_device (build rondo first)" >&2; exit 2; }
+td=$(cd "$(dirname "$td")" && pwd)/$(basename "$td")
 out=${2:-${OUT:-/tmp/gpu-run}}
 mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
 mpiexec=${MPIEXEC:-${MPX:-}}
 if [ -z "$mpiexec" ]; then
   # MPICH's own launcher: a plain "mpiexec" there may be another MPI's.
@@ -51,12 +53,12 @@ export LD_LIBRARY_PATH
 
 status=0
 # step NAME CMD...: runs and logs one step (killed after STEP_SEC, default
-# 240 s: exit 124); 77 from the first one skips all.
+# 120 s: exit 124); 77 from the first one skips all.
 step() {
   name=$1; shift
   echo "== $name"
   echo "\$ $*"
-  timeout "${STEP_SEC:-240}" "$@" > "$out/$name.log" 2>&1
+  timeout -k 10 "${STEP_SEC:-120}" "$@" > "$out/$name.log" 2>&1
   rc=$?
   cat "$out/$name.log"
   echo "== $name: exit $rc"
@@ -78,16 +80,22 @@ done
 # flat nccl cannot run (one GPU for both), hierarchical_nccl can (each
 # host's NCCL communicator has one rank); test_device runs it forced.
 bed=$(cd "$(dirname "$0")/.." 2>/dev/null && pwd)/netbed.sh
+unbed() { ip link del rbr0 2>/dev/null; ip netns del rh1 2>/dev/null; ip netns del rh2 2>/dev/null; }
+rm -f "$out/hier-nccl-2hosts.log"
 if [ -f "$bed" ] && [ "$(id -u)" = 0 ]; then
-  # The bed's namespaces and bridge go away afterwards, whatever happened.
+  unbed # left by a run that was killed
+  trap 'unbed' EXIT INT TERM
+  # The bed's namespaces and bridge go away afterwards, whatever happened
+  # (the trap). The kit's bed finds its launcher from the checkout's root.
   # MPITEST_FINALIZE_SEC: MPICH 4.0.2 over TCP can hang in MPI_Finalize
   # there (tests/mpi/mpitest.h says why); the verdict is final by then.
   # A rank that leaves a stuck finalize that way can make hydra report a
   # failure: the summary line gives the verdict.
-  (NHOSTS=2 . "$bed" && step hier-nccl-2hosts env MPITEST_FINALIZE_SEC=20 $NETMPX -n 2 -ppn 1 "$td")
-  grep -q "checks, 0 failed" "$out/hier-nccl-2hosts.log" ||
+  (cd "$(dirname "$bed")/.." && NHOSTS=2 . "$bed" && step hier-nccl-2hosts env MPITEST_FINALIZE_SEC=20 $NETMPX -n 2 -ppn 1 "$td")
+  grep -q " [1-9][0-9]* checks, 0 failed" "$out/hier-nccl-2hosts.log" 2>/dev/null ||
     { echo "FAIL: the 2-host run did not pass"; status=1; }
-  ip link del rbr0 2>/dev/null; ip netns del rh1 2>/dev/null; ip netns del rh2 2>/dev/null
+  unbed
+  trap - EXIT INT TERM
   grep -q "2 node(s)" "$out/hier-nccl-2hosts.log" 2>/dev/null ||
     { echo "FAIL: the 2-host run did not see 2 nodes"; status=1; }
 else

@@ -242,12 +242,13 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
   }
   /* A bad device pointer: a buffer that runs past the end of its device
    * allocation, refused before any device work with both sizes; the other
-   * ranks learn that rank 0 failed. (1 MiB: CUDA may round an allocation
-   * up to its granularity, which this size already is.) */
-  const size_t mib = (size_t)1 << 20;
-  char *small = dev_alloc(mib);
+   * ranks learn that rank 0 failed. Memory of the same device right after
+   * the allocation would be taken for a next piece of a mapping in pieces:
+   * 1.5 MiB leaves the rest of CUDA's 2 MiB page unallocated after it. */
+  const size_t len = (size_t)3 << 19;
+  char *small = dev_alloc(len);
   mt_where("rank 0's device sendbuf runs past the end of its allocation");
-  st = rondo_allreduce(comm, mt.rank == 0 ? small + mib - 16 : small, b->recv, 8,
+  st = rondo_allreduce(comm, mt.rank == 0 ? small + len - 16 : small, b->recv, 8,
                        RONDO_FLOAT32, RONDO_SUM);
   MT_EQ_STATUS(st, mt.rank == 0 ? RONDO_ERR_INVALID_ARG : RONDO_ERR_PEER);
   if (mt.rank == 0) {
@@ -255,12 +256,12 @@ static void test_memory_rules(rondo_comm_t comm, const bufs_t *b)
     expect_message("runs past the end of its allocation on device");
   }
   mt_where("every rank's count too large for its device buffers");
-  st = rondo_allreduce(comm, small, small, mib / 4 + 1, RONDO_FLOAT32, RONDO_SUM);
+  st = rondo_allreduce(comm, small, small, len / 4 + 1, RONDO_FLOAT32, RONDO_SUM);
   MT_EQ_STATUS(st, RONDO_ERR_INVALID_ARG);
   expect_message("a bad device pointer or count");
   mt_where("an engine request with a device buffer past its allocation");
   rondo_request_t bad = NULL;
-  MT_EQ_STATUS(rondo_allreduce_async(comm, "dev.bad", small, small + mib - 4, 2, RONDO_FLOAT32,
+  MT_EQ_STATUS(rondo_allreduce_async(comm, "dev.bad", small, small + len - 4, 2, RONDO_FLOAT32,
                                      RONDO_SUM, NULL, &bad),
                RONDO_ERR_INVALID_ARG);
   MT_CHECK(bad == NULL, "no request");
