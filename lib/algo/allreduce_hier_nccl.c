@@ -38,7 +38,9 @@ static double cost(const select_params_t *prm, const select_input_t *in)
   int L = in->max_local > 0 ? in->max_local : 1, N = in->nodes > 0 ? in->nodes : 1;
   double slice = (double)in->bytes / L;
   return algo_ring_time(&prm->intra, (double)in->bytes, L, prm->ring_chunk) +
-         2.0 * COPY_BETA * slice + algo_ring_time(&prm->inter, slice, N, prm->ring_chunk);
+         2.0 * COPY_BETA * slice +
+         algo_ring_time(&prm->inter, slice, N,
+                        algo_ring_chunk(prm->ring_chunk, N > 1 ? prm->inter.beta * L : 0));
 }
 
 static const char *cannot_run(const select_input_t *in)

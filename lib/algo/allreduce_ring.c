@@ -10,7 +10,8 @@
  * RONDO_RING_CHUNK_BYTES, and chunks flow through the steps independently.
  * Receives are posted a window of WINDOW chunks ahead; as soon as chunk j of
  * step t has arrived and been reduced it is sent on as chunk j of step t+1,
- * so the reduction of one chunk overlaps the transfer of the next.
+ * so the reduction of one chunk overlaps the transfer of the next. Across
+ * a slow node link the ring does not pipeline (algo_ring_chunk).
  *
  * Step t of the 2 (p-1) steps (rank r, indices mod p):
  *   reduce-scatter, t < p-1:     send segment r-t,       receive r-t-1 and reduce
@@ -26,11 +27,13 @@
  */
 #include "algo/algo.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "reduce/reduce.h"
 
 #define WINDOW 4 /* receives in flight (and scratch chunks) */
+#define CHUNK_MAX_SEC 1e-3 /* longest chunk a node link pipelines well */
 
 typedef struct {
   const algo_allreduce_args_t *a;
@@ -39,7 +42,7 @@ typedef struct {
   size_t steps;      /* 2 (p-1) */
   MPI_Request *sreq; /* one per (step, chunk) */
   MPI_Request rreq[WINDOW];
-  char *tmp;         /* WINDOW chunk slots */
+  char *tmp;         /* up to WINDOW chunk slots */
   size_t slot_bytes;
 } ring_t;
 
@@ -157,10 +160,10 @@ static rondo_status_t allreduce_ring(const algo_allreduce_args_t *a)
   r.right = (r.rank + 1) % r.p;
   r.steps = 2 * (size_t)(r.p - 1);
   size_t max_seg = (a->count + (size_t)r.p - 1) / (size_t)r.p;
-  size_t chunk_elems = comm->cfg.ring_chunk / a->esize;
+  size_t chunk_elems = algo_ring_chunk(comm->cfg.ring_chunk, comm->link_beta) / a->esize;
   if (chunk_elems == 0)
     chunk_elems = 1;
-  r.k = (max_seg + chunk_elems - 1) / chunk_elems;
+  r.k = max_seg / chunk_elems + (max_seg % chunk_elems != 0); /* chunk_elems may be huge */
   /* The largest chunk is ceil(max_seg / k) elements. */
   r.slot_bytes = ((max_seg + r.k - 1) / r.k) * a->esize;
   for (int i = 0; i < WINDOW; i++)
@@ -172,7 +175,10 @@ static rondo_status_t allreduce_ring(const algo_allreduce_args_t *a)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "ring: %zu requests", nreq);
   for (size_t i = 0; i < nreq; i++)
     r.sreq[i] = MPI_REQUEST_NULL;
-  rondo_status_t st = algo_scratch(comm, WINDOW * r.slot_bytes, (void **)&r.tmp);
+  /* Reduce-scatter chunks g < (p-1) k land in slot g % WINDOW. */
+  size_t reduced = (size_t)(r.p - 1) * r.k;
+  size_t slots = reduced < WINDOW ? reduced : WINDOW;
+  rondo_status_t st = algo_scratch(comm, slots * r.slot_bytes, (void **)&r.tmp);
   if (st == RONDO_SUCCESS) {
     st = run(&r);
     if (st != RONDO_SUCCESS)
@@ -180,6 +186,22 @@ static rondo_status_t allreduce_ring(const algo_allreduce_args_t *a)
   }
   free(r.sreq);
   return st;
+}
+
+/* Measured, not modelled: on the test bed's 2 hosts (docs/PERFORMANCE.md),
+ * 256 KiB chunks pipelined well over 10 Gbit/s links (0.2 ms a chunk; the
+ * ring was the fastest at 16 MiB, 15.0 ms against 17.0 ms for
+ * Rabenseifner), but over 1 Gbit/s links (2.1 ms a chunk) the ring took
+ * 1.3-1.6 times as long as Rabenseifner or recursive doubling at 4-16 MiB,
+ * where the same bytes cross the link; 1 MiB chunks or whole segments
+ * matched them. Each chunk is a message of its own whose handshake waits
+ * for the queue of a saturated link. So a chunk that takes over 1 ms on the
+ * link is not cut: the segment goes whole. */
+size_t algo_ring_chunk(size_t chunk, double link_beta)
+{
+  if (link_beta > 0 && (double)chunk * link_beta > CHUNK_MAX_SEC)
+    return SIZE_MAX;
+  return chunk;
 }
 
 /* Cost: 2 (p-1) steps of chunks of c = min(n/p, chunk): alpha(c) * steps +
@@ -203,8 +225,9 @@ double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk_by
 
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  return algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
-                        prm->ring_chunk);
+  const select_level_t *lv = select_p2p_level(prm, in);
+  return algo_ring_time(lv, (double)in->bytes, in->ranks,
+                        algo_ring_chunk(prm->ring_chunk, in->nodes > 1 ? lv->beta : 0));
 }
 
 const algo_desc_t algo_ring = {

@@ -23,6 +23,10 @@ struct rondo_comm {
   int rank, size;
   int local_rank, local_size, node_count;
   int pof2;          /* largest power of two <= size */
+  double link_beta;  /* seconds per byte one stream of a ring over this comm
+                        gets through a node's link: the measured network's,
+                        in a cross comm shared by the node's slices; 0 when
+                        the comm lies within one node (algo_ring_chunk) */
   rondo__knobs_t cfg; /* the knobs, read when the comm was made, equal on
                          every rank where they must be (knobs.c) */
   rondo_algo_t forced_algo;   /* cfg.allreduce_algo resolved (AUTO: none) */

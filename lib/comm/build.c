@@ -178,6 +178,12 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
       LOG_INFO("%s", text);
     }
   }
+  if (c->node_count > 1) {
+    c->link_beta = c->topo->net.beta; /* a ring crosses each link with one stream */
+    for (int g = 0; g < c->topo->slices; g++)
+      if (c->cross[g] != NULL)
+        c->cross[g]->link_beta = c->topo->net.beta * c->topo->max_local;
+  }
   if (c->topo->oversubscribed && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
     LOG_WARN("%d ranks share %d available cores on this node: waits yield the core "
              "instead of spinning (%s)",

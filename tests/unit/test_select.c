@@ -556,6 +556,38 @@ static void test_hierarchical_no_pipeline_on_a_slow_link(void **state)
   assert_true(striped == c[RONDO_ALGO_HIERARCHICAL].seconds);
 }
 
+/* Across a node link that takes over 1 ms to carry one ring chunk the ring
+ * sends each segment whole (algo_ring_chunk), and the model prices it so;
+ * on a fast link, or within a node, it pipelines. */
+static void test_ring_does_not_pipeline_over_a_slow_link(void **state)
+{
+  (void)state;
+  size_t chunk = 256 * 1024;
+  assert_true(algo_ring_chunk(chunk, 0) == chunk);        /* within a node */
+  assert_true(algo_ring_chunk(chunk, 0.8e-9) == chunk);   /* 10 Gbit/s: 0.2 ms */
+  assert_true(algo_ring_chunk(chunk, 8e-9) == SIZE_MAX);  /* 1 Gbit/s: 2.1 ms */
+  assert_true(algo_ring_chunk(65536, 8e-9) == 65536);     /* 0.5 ms */
+
+  select_params_t p = unit_params;
+  p.ring_chunk = chunk;
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  select_input_t in = layout((size_t)1 << 22, 2, 2, BIT(RONDO_ALGO_RING)); /* 16 MiB */
+  double n = 16.0 * (1 << 20);
+  p.inter.beta = 8e-9;
+  select_predict(&p, menu(), &in, c);
+  double whole = algo_ring_time(&p.inter, n, 2, SIZE_MAX);
+  assert_close(c[RONDO_ALGO_RING].seconds, whole);
+  assert_true(whole > algo_ring_time(&p.inter, n, 2, chunk)); /* no overlap */
+  p.inter.beta = 0.8e-9;
+  select_predict(&p, menu(), &in, c);
+  assert_close(c[RONDO_ALGO_RING].seconds, algo_ring_time(&p.inter, n, 2, chunk));
+  /* one node: the intra level, never cut whole however slow */
+  p.intra.beta = 8e-9;
+  in = layout((size_t)1 << 22, 2, 1, BIT(RONDO_ALGO_RING));
+  select_predict(&p, menu(), &in, c);
+  assert_close(c[RONDO_ALGO_RING].seconds, algo_ring_time(&p.intra, n, 2, chunk));
+}
+
 /* ---- tuning tables ----------------------------------------------------------------- */
 
 static select_table_t *parse_ok(const char *text)
@@ -893,6 +925,7 @@ int main(void)
       cmocka_unit_test(test_hierarchical_not_chosen_with_one_rank_per_node),
       cmocka_unit_test(test_hierarchical_pipeline_overlaps_cores_and_link),
       cmocka_unit_test(test_hierarchical_no_pipeline_on_a_slow_link),
+      cmocka_unit_test(test_ring_does_not_pipeline_over_a_slow_link),
       cmocka_unit_test(test_parse_good_table_with_comments),
       cmocka_unit_test(test_range_bounds),
       cmocka_unit_test(test_empty_text_is_an_empty_table),

@@ -9,7 +9,14 @@
  *   2. the timed iterations are split into up to 5 rounds; each round starts
  *      with a barrier, then every variant runs its share, each round in a
  *      different order, so a noisy moment of a shared machine hits every
- *      variant alike. Each call is timed on its own, on every rank;
+ *      variant alike. Each share starts with a rondo barrier (its waits
+ *      yield the core) and one untimed call, so what the previous variant
+ *      left behind is not charged to the next: ranks leaving it at
+ *      different times, or on an oversubscribed node the peers of a
+ *      spinning MPI_Allreduce still descheduled (2 emulated hosts x 2 ranks
+ *      on 2 cores: the variant after it measured 1.2-1.6x its time when run
+ *      elsewhere in the order). Each call is timed on its own, on every
+ *      rank;
  *   3. a row's time is the mean over its calls, averaged over the ranks
  *      (min and max: the fastest and slowest rank's mean); the median is
  *      per rank, averaged likewise;
@@ -308,6 +315,10 @@ static void timed_rounds(sweep_t *s, const int *use)
       if (!use[k])
         continue;
       double *t = s->t + (size_t)k * (size_t)iters;
+      if (share > 0) {
+        rondo_barrier(s->comm);
+        call(s, k);
+      }
       for (int i = 0; i < share; i++) {
         double t0 = MPI_Wtime();
         call(s, k);
