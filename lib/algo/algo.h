@@ -80,10 +80,11 @@ double algo_rd_time(const select_params_t *prm, const select_input_t *in, double
 double algo_rab_time(const select_params_t *prm, const select_input_t *in, double n,
                      double copy);
 double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk);
-/* The ring's pipeline chunk (bytes): chunk (RONDO_RING_CHUNK_BYTES), or
- * SIZE_MAX (each segment whole) where the ring crosses a node link of
- * link_beta seconds per byte per stream that takes over 1 ms to carry one
- * chunk; link_beta 0: the ring stays within a node. */
+/* The ring's pipeline chunk (bytes): chunk (RONDO_RING_CHUNK_BYTES, 0: its
+ * default), or 1 GiB (each segment whole, in messages of at most 1 GiB)
+ * where the ring crosses a node link of link_beta seconds per byte per
+ * stream that takes over 1 ms to carry one chunk; link_beta 0: the ring
+ * stays within a node. */
 size_t algo_ring_chunk(size_t chunk, double link_beta);
 
 /* ---- dispatch (dispatch.c) --------------------------------------------------

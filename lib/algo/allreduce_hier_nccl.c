@@ -37,10 +37,11 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 {
   int L = in->max_local > 0 ? in->max_local : 1, N = in->nodes > 0 ? in->nodes : 1;
   double slice = (double)in->bytes / L;
+  select_level_t cross = prm->inter; /* the node's L slices share its link */
+  cross.beta *= L;
   return algo_ring_time(&prm->intra, (double)in->bytes, L, prm->ring_chunk) +
          2.0 * COPY_BETA * slice +
-         algo_ring_time(&prm->inter, slice, N,
-                        algo_ring_chunk(prm->ring_chunk, N > 1 ? prm->inter.beta * L : 0));
+         algo_ring_time(&cross, slice, N, algo_ring_chunk(prm->ring_chunk, N > 1 ? cross.beta : 0));
 }
 
 static const char *cannot_run(const select_input_t *in)

@@ -8,7 +8,7 @@
  *
  * Pipelining: each segment is cut into K chunks of about
  * RONDO_RING_CHUNK_BYTES, and chunks flow through the steps independently.
- * Receives are posted a window of WINDOW chunks ahead; as soon as chunk j of
+ * Receives are posted up to WINDOW chunks ahead; as soon as chunk j of
  * step t has arrived and been reduced it is sent on as chunk j of step t+1,
  * so the reduction of one chunk overlaps the transfer of the next. Across
  * a slow node link the ring does not pipeline (algo_ring_chunk).
@@ -27,18 +27,21 @@
  */
 #include "algo/algo.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 
 #include "reduce/reduce.h"
 
-#define WINDOW 4 /* receives in flight (and scratch chunks) */
+#define WINDOW 4 /* at most this many receives in flight (and scratch chunks) */
 #define CHUNK_MAX_SEC 1e-3 /* longest chunk a node link pipelines well */
+#define CHUNK_DEFAULT ((size_t)256 * 1024) /* RONDO_RING_CHUNK_BYTES' default */
+#define CHUNK_WHOLE ((size_t)1 << 30) /* "whole segments": the knob's maximum,
+                                         so no message exceeds 1 GiB */
 
 typedef struct {
   const algo_allreduce_args_t *a;
   int p, rank, left, right;
   size_t k;          /* chunks per segment */
+  size_t ahead;      /* receives posted ahead: min(WINDOW, (p-1) k) */
   size_t steps;      /* 2 (p-1) */
   MPI_Request *sreq; /* one per (step, chunk) */
   MPI_Request rreq[WINDOW];
@@ -121,17 +124,20 @@ static rondo_status_t forward(ring_t *r, size_t g)
   return RONDO_SUCCESS;
 }
 
+/* At most (p-1) k receives ahead: the receive of allgather chunk j of step
+ * p-1+u, into recvbuf, is then posted only after this rank has reduced into
+ * that place (step u-1) and posted its send from there (step u). */
 static rondo_status_t run(ring_t *r)
 {
   size_t total = r->steps * r->k;
-  for (size_t g = 0; g < WINDOW && g < total; g++)
+  for (size_t g = 0; g < r->ahead; g++)
     RONDO_CHECK(post_recv(r, g));
   for (size_t j = 0; j < r->k; j++)
     RONDO_CHECK(post_send(r, 0, j, r->a->sendbuf));
   for (size_t g = 0; g < total; g++) {
     RONDO_CHECK(algo_waitall(r->a->comm, 1, &r->rreq[g % WINDOW]));
     RONDO_CHECK(forward(r, g));
-    RONDO_CHECK(post_recv(r, g + WINDOW));
+    RONDO_CHECK(post_recv(r, g + r->ahead));
   }
   return algo_waitall(r->a->comm, (int)total, r->sreq);
 }
@@ -177,8 +183,8 @@ static rondo_status_t allreduce_ring(const algo_allreduce_args_t *a)
     r.sreq[i] = MPI_REQUEST_NULL;
   /* Reduce-scatter chunks g < (p-1) k land in slot g % WINDOW. */
   size_t reduced = (size_t)(r.p - 1) * r.k;
-  size_t slots = reduced < WINDOW ? reduced : WINDOW;
-  rondo_status_t st = algo_scratch(comm, slots * r.slot_bytes, (void **)&r.tmp);
+  r.ahead = reduced < WINDOW ? reduced : WINDOW;
+  rondo_status_t st = algo_scratch(comm, r.ahead * r.slot_bytes, (void **)&r.tmp);
   if (st == RONDO_SUCCESS) {
     st = run(&r);
     if (st != RONDO_SUCCESS)
@@ -196,11 +202,13 @@ static rondo_status_t allreduce_ring(const algo_allreduce_args_t *a)
  * where the same bytes cross the link; 1 MiB chunks or whole segments
  * matched them. Each chunk is a message of its own whose handshake waits
  * for the queue of a saturated link. So a chunk that takes over 1 ms on the
- * link is not cut: the segment goes whole. */
+ * link is not cut: the segment goes whole (in pieces of at most 1 GiB). */
 size_t algo_ring_chunk(size_t chunk, double link_beta)
 {
+  if (chunk == 0)
+    chunk = CHUNK_DEFAULT;
   if (link_beta > 0 && (double)chunk * link_beta > CHUNK_MAX_SEC)
-    return SIZE_MAX;
+    return CHUNK_WHOLE;
   return chunk;
 }
 
@@ -212,7 +220,7 @@ size_t algo_ring_chunk(size_t chunk, double link_beta)
  * no input copy. */
 double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk_bytes)
 {
-  double chunk = (double)(chunk_bytes ? chunk_bytes : (size_t)256 * 1024);
+  double chunk = (double)(chunk_bytes ? chunk_bytes : CHUNK_DEFAULT);
   double seg = n / p, msg = seg < chunk ? seg : chunk;
   double moved = lv->beta * 2 * n * (p - 1) / p;
   double reduced = lv->gamma * n * (p - 1) / p;

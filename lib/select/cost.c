@@ -23,7 +23,9 @@
  *                       + gamma * (n (p'-1)/p' (+n)) + copy
  *   ring                2 (p-1) steps of chunks of c = min(n/p, ring_chunk):
  *                       alpha(c) * steps + max(M, R) + min(M, R) * c / (n/p),
- *                       M = beta * 2n (p-1)/p, R = gamma * n (p-1)/p
+ *                       M = beta * 2n (p-1)/p, R = gamma * n (p-1)/p; across
+ *                       nodes, where a chunk takes over 1 ms on the link,
+ *                       c = n/p (whole segments: algo_ring_chunk)
  *   mpi                 min(recursive doubling, Rabenseifner if eligible)
  *                       + mpi_alpha
  *   shm                 2 shm alphas (copied in, reduced) + shm beta * 2n

@@ -565,8 +565,10 @@ static void test_ring_does_not_pipeline_over_a_slow_link(void **state)
   size_t chunk = 256 * 1024;
   assert_true(algo_ring_chunk(chunk, 0) == chunk);        /* within a node */
   assert_true(algo_ring_chunk(chunk, 0.8e-9) == chunk);   /* 10 Gbit/s: 0.2 ms */
-  assert_true(algo_ring_chunk(chunk, 8e-9) == SIZE_MAX);  /* 1 Gbit/s: 2.1 ms */
+  assert_true(algo_ring_chunk(chunk, 8e-9) == (size_t)1 << 30); /* 1 Gbit/s: 2.1 ms */
   assert_true(algo_ring_chunk(65536, 8e-9) == 65536);     /* 0.5 ms */
+  assert_true(algo_ring_chunk(0, 0) == chunk);            /* 0: the default */
+  assert_true(algo_ring_chunk(0, 8e-9) == (size_t)1 << 30);
 
   select_params_t p = unit_params;
   p.ring_chunk = chunk;
@@ -575,7 +577,7 @@ static void test_ring_does_not_pipeline_over_a_slow_link(void **state)
   double n = 16.0 * (1 << 20);
   p.inter.beta = 8e-9;
   select_predict(&p, menu(), &in, c);
-  double whole = algo_ring_time(&p.inter, n, 2, SIZE_MAX);
+  double whole = algo_ring_time(&p.inter, n, 2, (size_t)1 << 30);
   assert_close(c[RONDO_ALGO_RING].seconds, whole);
   assert_true(whole > algo_ring_time(&p.inter, n, 2, chunk)); /* no overlap */
   p.inter.beta = 0.8e-9;

@@ -316,7 +316,8 @@ static void timed_rounds(sweep_t *s, const int *use)
         continue;
       double *t = s->t + (size_t)k * (size_t)iters;
       if (share > 0) {
-        rondo_barrier(s->comm);
+        if (rondo_barrier(s->comm) != RONDO_SUCCESS)
+          bench_die("rondo_barrier between rows: %s", rondo_last_error());
         call(s, k);
       }
       for (int i = 0; i < share; i++) {
