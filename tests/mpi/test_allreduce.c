@@ -278,6 +278,21 @@ int main(int argc, char **argv)
       counts[ncounts++] = wanted[i];
   }
 
+  /* MPITEST_RING=whole or pipelined: what rondo_explain must say the ring
+   * does across the nodes (algo_ring_chunk), on every rank. */
+  const char *ring = getenv("MPITEST_RING");
+  if (ring != NULL) {
+    char text[4096] = "";
+    mt_where("rondo_explain names the ring's chunking across nodes");
+    if (MT_EQ_STATUS(rondo_explain(comm, BIG_COUNT, RONDO_FLOAT32, RONDO_SUM, text, sizeof text,
+                                   NULL),
+                     RONDO_SUCCESS)) {
+      const char *want = strcmp(ring, "whole") == 0 ? "ring across nodes: each segment whole"
+                                                    : "ring across nodes: pipelined";
+      MT_CHECK(strstr(text, want) != NULL, "'%s' in: %s", want, text);
+    }
+  }
+
   size_t cap = (BIG_COUNT + MT_GUARD) * 8;
   bufs_t b = {mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), mt_alloc(cap)};
   print_big_plan();
