@@ -74,12 +74,14 @@ const char *algo_names(void);
 /* Cost-model terms the algorithms share (each in its algorithm's file):
  * n bytes over in's ranks and nodes (rd, rab), or over p ranks at level lv
  * (ring); copy = seconds per byte of the input copy (0 in place), chunk =
- * the ring's pipeline chunk (0: its default). */
+ * the ring's pipeline chunk (0: its default), which algo_ring_chunk turns
+ * into whole segments where lv is a slow node link (across: lv is the link
+ * between nodes, not a level within one). */
 double algo_rd_time(const select_params_t *prm, const select_input_t *in, double n,
                     double copy);
 double algo_rab_time(const select_params_t *prm, const select_input_t *in, double n,
                      double copy);
-double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk);
+double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk, int across);
 /* The ring's pipeline chunk (bytes): chunk (RONDO_RING_CHUNK_BYTES, 0: its
  * default), or 1 GiB (each segment whole, in messages of at most 1 GiB)
  * where the ring crosses a node link of link_beta seconds per byte per

@@ -394,8 +394,7 @@ static hier_times_t hier_times(const select_params_t *prm, const select_input_t 
   double slice = n / in->max_local;
   select_input_t cin = cross_input(in, slice);
   double rd = algo_rd_time(&link, &cin, slice, 0);
-  double ring = algo_ring_time(&link.inter, slice, in->nodes,
-                               algo_ring_chunk(prm->ring_chunk, link.inter.beta));
+  double ring = algo_ring_time(&link.inter, slice, in->nodes, prm->ring_chunk, 1);
   hier_times_t t = {cores + (ring < rd ? ring : rd), 0, 0};
   double chunk = (double)(prm->hier_chunk ? prm->hier_chunk : (size_t)1 << 20);
   double k = ceil(n / chunk);

@@ -39,9 +39,8 @@ static double cost(const select_params_t *prm, const select_input_t *in)
   double slice = (double)in->bytes / L;
   select_level_t cross = prm->inter; /* the node's L slices share its link */
   cross.beta *= L;
-  return algo_ring_time(&prm->intra, (double)in->bytes, L, prm->ring_chunk) +
-         2.0 * COPY_BETA * slice +
-         algo_ring_time(&cross, slice, N, algo_ring_chunk(prm->ring_chunk, N > 1 ? cross.beta : 0));
+  return algo_ring_time(&prm->intra, (double)in->bytes, L, prm->ring_chunk, 0) +
+         2.0 * COPY_BETA * slice + algo_ring_time(&cross, slice, N, prm->ring_chunk, N > 1);
 }
 
 static const char *cannot_run(const select_input_t *in)

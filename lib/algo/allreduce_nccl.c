@@ -15,7 +15,7 @@
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   return algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
-                        prm->ring_chunk);
+                        prm->ring_chunk, in->nodes > 1);
 }
 
 static const char *cannot_run(const select_input_t *in)

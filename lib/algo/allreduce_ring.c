@@ -217,10 +217,11 @@ size_t algo_ring_chunk(size_t chunk, double link_beta)
  * n (p-1)/p. The pipeline hides all but one chunk of the cheaper of moving
  * and reducing; while a segment is one chunk nothing overlaps and M and R
  * add up (cost.c says why this form). Step 0 sends straight from sendbuf:
- * no input copy. */
-double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk_bytes)
+ * no input copy. Across a slow node link c is the whole segment, as the
+ * ring runs there (algo_ring_chunk). */
+double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk_bytes, int across)
 {
-  double chunk = (double)(chunk_bytes ? chunk_bytes : CHUNK_DEFAULT);
+  double chunk = (double)algo_ring_chunk(chunk_bytes, across ? lv->beta : 0);
   double seg = n / p, msg = seg < chunk ? seg : chunk;
   double moved = lv->beta * 2 * n * (p - 1) / p;
   double reduced = lv->gamma * n * (p - 1) / p;
@@ -233,9 +234,8 @@ double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk_by
 
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  const select_level_t *lv = select_p2p_level(prm, in);
-  return algo_ring_time(lv, (double)in->bytes, in->ranks,
-                        algo_ring_chunk(prm->ring_chunk, in->nodes > 1 ? lv->beta : 0));
+  return algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
+                        prm->ring_chunk, in->nodes > 1);
 }
 
 const algo_desc_t algo_ring = {

@@ -33,10 +33,9 @@
 
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  const select_level_t *lv = select_p2p_level(prm, in);
   return 2.0 * STAGE_COPY_BETA * (double)in->bytes +
-         algo_ring_time(lv, (double)in->bytes, in->ranks,
-                        algo_ring_chunk(prm->ring_chunk, in->nodes > 1 ? lv->beta : 0));
+         algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
+                        prm->ring_chunk, in->nodes > 1);
 }
 
 static size_t chunk_bytes(rondo_comm_t comm, size_t esize)

@@ -577,17 +577,18 @@ static void test_ring_does_not_pipeline_over_a_slow_link(void **state)
   double n = 16.0 * (1 << 20);
   p.inter.beta = 8e-9;
   select_predict(&p, menu(), &in, c);
-  double whole = algo_ring_time(&p.inter, n, 2, (size_t)1 << 30);
+  double whole = algo_ring_time(&p.inter, n, 2, (size_t)1 << 30, 0);
   assert_close(c[RONDO_ALGO_RING].seconds, whole);
-  assert_true(whole > algo_ring_time(&p.inter, n, 2, chunk)); /* no overlap */
+  assert_close(algo_ring_time(&p.inter, n, 2, chunk, 1), whole);
+  assert_true(whole > algo_ring_time(&p.inter, n, 2, chunk, 0)); /* no overlap */
   p.inter.beta = 0.8e-9;
   select_predict(&p, menu(), &in, c);
-  assert_close(c[RONDO_ALGO_RING].seconds, algo_ring_time(&p.inter, n, 2, chunk));
+  assert_close(c[RONDO_ALGO_RING].seconds, algo_ring_time(&p.inter, n, 2, chunk, 0));
   /* one node: the intra level, never cut whole however slow */
   p.intra.beta = 8e-9;
   in = layout((size_t)1 << 22, 2, 1, BIT(RONDO_ALGO_RING));
   select_predict(&p, menu(), &in, c);
-  assert_close(c[RONDO_ALGO_RING].seconds, algo_ring_time(&p.intra, n, 2, chunk));
+  assert_close(c[RONDO_ALGO_RING].seconds, algo_ring_time(&p.intra, n, 2, chunk, 0));
 }
 
 /* ---- tuning tables ----------------------------------------------------------------- */

@@ -6,10 +6,10 @@
  * Per size, per dtype and op:
  *   1. the inputs are written and every variant (algorithm) runs its
  *      warm-up iterations;
- *   2. the timed iterations are split into up to 5 rounds; each round starts
- *      with a barrier, then every variant runs its share, each round in a
- *      different order, so a noisy moment of a shared machine hits every
- *      variant alike. Each share starts with a rondo barrier (its waits
+ *   2. the timed iterations are split into up to 5 rounds; in each round
+ *      every variant runs its share, each round in a different order, so a
+ *      noisy moment of a shared machine hits every variant alike. Each
+ *      share starts with a rondo barrier (its waits
  *      yield the core) and one untimed call, so what the previous variant
  *      left behind is not charged to the next: ranks leaving it at
  *      different times, or on an oversubscribed node the peers of a
@@ -309,17 +309,14 @@ static void timed_rounds(sweep_t *s, const int *use)
   int done[MAX_VARIANTS] = {0};
   for (int r = 0; r < rounds; r++) {
     int share = iters / rounds + (r < iters % rounds);
-    MPI_Barrier(s->mpi);
     for (int j = 0; j < s->nv; j++) {
       int k = (r + j) % s->nv;
       if (!use[k])
         continue;
       double *t = s->t + (size_t)k * (size_t)iters;
-      if (share > 0) {
-        if (rondo_barrier(s->comm) != RONDO_SUCCESS)
-          bench_die("rondo_barrier between rows: %s", rondo_last_error());
-        call(s, k);
-      }
+      if (rondo_barrier(s->comm) != RONDO_SUCCESS) /* share >= 1: rounds <= iters */
+        bench_die("rondo_barrier between rows: %s", rondo_last_error());
+      call(s, k);
       for (int i = 0; i < share; i++) {
         double t0 = MPI_Wtime();
         call(s, k);
