@@ -144,6 +144,11 @@ rondo_status_t algo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recv
 rondo_status_t algo_hier_cross(rondo_comm_t comm, rondo_comm_t cross, void *buf, size_t n,
                                size_t whole, rondo_dtype_t dtype, rondo_op_t op);
 
+/* One line for rondo_explain: whether the hierarchical all-reduce of in on
+ * comm pipelines, in how many stripes and why (hier_stripes in
+ * allreduce_hier.c). Returns what snprintf returns. */
+int algo_hier_describe(rondo_comm_t comm, const select_input_t *in, char *buf, size_t len);
+
 /* Data movement and the other reductions (MPI-backed; see each file). */
 rondo_status_t algo_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);
 rondo_status_t algo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,

@@ -30,6 +30,7 @@
 #include "algo/shm.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/numbers.h"
@@ -381,9 +382,46 @@ static rondo_status_t hier_pipelined(const algo_allreduce_args_t *a, size_t stri
  * overlap, all but one stripe of the smaller: max(C, X) + min(C, X) / k. */
 typedef struct {
   double whole;     /* the phases one after another, on the whole buffer */
-  double pipelined; /* in stripes; 0 when the buffer is one stripe */
-  double stripe_wire; /* one stripe's cross phase */
+  double pipelined; /* in stripes; 0 when not pipelined (hier_stripes) */
+  size_t stripes;   /* how many stripes the pipeline cuts the buffer into */
 } hier_times_t;
+
+/* How many stripes to pipeline in; 0: none. Measured, not modelled.
+ *   - A fast link (a stripe of hier_chunk crosses it in at most 2 ms):
+ *     stripes of hier_chunk. On 4 hosts x 4 ranks at 10 Gbit/s (1 MiB
+ *     stripes, about 1 ms each) 16 MiB took 26.8 ms against 33.8 ms in
+ *     one piece.
+ *   - A slow link: SLOW_STRIPES stripes, each at least hier_chunk and at
+ *     most SLOW_STRIPE_CHUNKS of them (the scratch holds two stripes).
+ *     Many small stripes lose there, although the model predicts a gain:
+ *     two stripes' streams share the link, and each message of one waits
+ *     behind the other's data. On 2 hosts x 2 ranks at 1 Gbit/s, 16 MiB
+ *     took 171-180 ms in 1 MiB stripes, 154-157 ms in one piece and
+ *     143-146 ms in 4 stripes (each 8 ms on the link); 4 MiB measured
+ *     alike in 4 stripes and in one piece (36-38 ms). */
+enum { SLOW_STRIPES = 4, SLOW_STRIPE_CHUNKS = 16 };
+static const double fast_stripe_s = 2e-3;
+
+static size_t hier_stripes(double bytes, double chunk, double chunk_wire)
+{
+  double k;
+  if (chunk_wire <= fast_stripe_s)
+    k = ceil(bytes / chunk);
+  else
+    k = floor(bytes / fmin(fmax(chunk, bytes / SLOW_STRIPES), SLOW_STRIPE_CHUNKS * chunk));
+  return k >= 2 ? (size_t)k : 0;
+}
+
+/* One stripe's cross phase: Rabenseifner on a power-of-two node count,
+ * MPI_Iallreduce otherwise (priced as recursive doubling), on the stripe's
+ * slice, over the link the node's slices share. */
+static double stripe_wire(const select_params_t *link, const select_input_t *in, double stripe)
+{
+  double slice = stripe / in->max_local;
+  select_input_t cin = cross_input(in, slice);
+  int pof2 = rondo__pof2_floor(in->nodes) == in->nodes;
+  return pof2 ? algo_rab_time(link, &cin, slice, 0) : algo_rd_time(link, &cin, slice, 0);
+}
 
 static hier_times_t hier_times(const select_params_t *prm, const select_input_t *in)
 {
@@ -397,47 +435,56 @@ static hier_times_t hier_times(const select_params_t *prm, const select_input_t 
   double ring = algo_ring_time(&link.inter, slice, in->nodes, prm->ring_chunk, 1);
   hier_times_t t = {cores + (ring < rd ? ring : rd), 0, 0};
   double chunk = (double)(prm->hier_chunk ? prm->hier_chunk : (size_t)1 << 20);
-  double k = ceil(n / chunk);
-  if (in->nodes < 2 || k < 2)
+  if (in->nodes < 2 || n <= chunk)
     return t;
-  slice = n / k / in->max_local;
-  cin = cross_input(in, slice);
-  int pof2 = rondo__pof2_floor(in->nodes) == in->nodes;
-  t.stripe_wire = pof2 ? algo_rab_time(&link, &cin, slice, 0) : algo_rd_time(&link, &cin, slice, 0);
-  double wire = k * t.stripe_wire;
+  t.stripes = hier_stripes(n, chunk, stripe_wire(&link, in, chunk));
+  if (t.stripes == 0)
+    return t;
+  double k = (double)t.stripes;
+  double wire = k * stripe_wire(&link, in, n / k);
   double hi = cores > wire ? cores : wire, lo = cores > wire ? wire : cores;
   t.pipelined = hi + lo / k;
   return t;
 }
 
-/* Whether to pipeline: measured, not modelled. On 4 hosts x 4 ranks the
- * pipeline won where one stripe crosses the link in about a millisecond
- * (10 Gbit/s, 1 MiB stripes: 16 MiB in 26.8 ms against 33.8 ms in one
- * piece) and lost where it takes over 10 ms (1 Gbit/s: 355 against 235 ms;
- * 256 KiB stripes, 3 ms each, lost too), although the model predicts a
- * small gain in both: on a slow link the two stripes' streams compete for
- * it instead of overlapping with the cores. So stripes must cross in at
- * most 2 ms. */
-static int hier_pipelines(const hier_times_t *t)
+int algo_hier_describe(rondo_comm_t comm, const select_input_t *in, char *buf, size_t len)
 {
-  return t->pipelined > 0 && t->stripe_wire <= 2e-3;
+  select_params_t prm = algo_params(comm);
+  select_params_t link = cross_params(&prm, in->max_local);
+  hier_times_t t = hier_times(&prm, in);
+  double chunk = (double)comm->cfg.hier_chunk;
+  double ms = stripe_wire(&link, in, chunk) * 1e3;
+  if (t.stripes == 0)
+    return snprintf(buf, len, "hierarchical at %zu bytes: in one piece (%s)", in->bytes,
+                    (double)in->bytes <= chunk ? "one stripe or less"
+                                               : "too few stripes of at least one chunk");
+  size_t stripe = (in->count + t.stripes - 1) / t.stripes * rondo_dtype_size(in->dtype);
+  if (ms <= fast_stripe_s * 1e3)
+    return snprintf(buf, len, "hierarchical at %zu bytes: pipelined in %zu stripes of %zu bytes "
+                    "(a %zu-byte stripe crosses the link in %.2f ms)", in->bytes, t.stripes,
+                    stripe, comm->cfg.hier_chunk, ms);
+  return snprintf(buf, len, "hierarchical at %zu bytes: pipelined in %zu stripes of %zu bytes "
+                  "(a %zu-byte stripe would cross the link in %.2f ms, over 2 ms: at most %d "
+                  "stripes)", in->bytes, t.stripes, stripe, comm->cfg.hier_chunk, ms,
+                  SLOW_STRIPES);
 }
 
 static rondo_status_t allreduce_hier(const algo_allreduce_args_t *a)
 {
-  size_t stripe = a->comm->cfg.hier_chunk / a->esize;
-  if (a->comm->topo->node_count < 2 || stripe == 0 || a->count <= stripe)
+  if (a->comm->topo->node_count < 2)
     return hier_phases(a);
   select_params_t prm = algo_params(a->comm);
   select_input_t in = algo_input(a->comm, a->count, a->dtype, a->op);
   hier_times_t t = hier_times(&prm, &in);
-  return hier_pipelines(&t) ? hier_pipelined(a, stripe) : hier_phases(a);
+  if (t.stripes == 0)
+    return hier_phases(a);
+  return hier_pipelined(a, (a->count + t.stripes - 1) / t.stripes);
 }
 
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   hier_times_t t = hier_times(prm, in);
-  return hier_pipelines(&t) ? t.pipelined : t.whole;
+  return t.stripes ? t.pipelined : t.whole;
 }
 
 /* On one node it runs (shm with extra steps), but shm is the better pick;

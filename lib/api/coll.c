@@ -280,6 +280,11 @@ static rondo_status_t explain(const char *fn, rondo_comm_t comm, size_t count,
       snprintf(net, sizeof net, "ring across nodes: each segment whole (a %zu-byte chunk would "
                "take %.2f ms on the link, over 1 ms)", chunk, ms);
     want = append_line(want, buf, len, net);
+    /* Whether hierarchical pipelines at this size (hier_stripes). */
+    if (comm->topo->max_local > 1 && mem == SELECT_MEM_HOST) {
+      algo_hier_describe(comm, &in, net, sizeof net);
+      want = append_line(want, buf, len, net);
+    }
   }
   if (mem == SELECT_MEM_DEVICE && want >= 0)
     want = append_line(want, buf, len,

@@ -293,6 +293,19 @@ int main(int argc, char **argv)
     }
   }
 
+  /* MPITEST_HIER_STRIPES=k: rondo_explain must say hierarchical pipelines
+   * the big float32 count in k stripes (hier_stripes), on every rank. */
+  const char *stripes = getenv("MPITEST_HIER_STRIPES");
+  if (stripes != NULL) {
+    char text[4096] = "", want[64];
+    snprintf(want, sizeof want, "pipelined in %s stripes", stripes);
+    mt_where("rondo_explain names the hierarchical pipeline's stripes");
+    if (MT_EQ_STATUS(rondo_explain(comm, BIG_COUNT, RONDO_FLOAT32, RONDO_SUM, text, sizeof text,
+                                   NULL),
+                     RONDO_SUCCESS))
+      MT_CHECK(strstr(text, want) != NULL, "'%s' in: %s", want, text);
+  }
+
   size_t cap = (BIG_COUNT + MT_GUARD) * 8;
   bufs_t b = {mt_alloc(cap), mt_alloc(cap), mt_alloc(cap), mt_alloc(cap)};
   print_big_plan();

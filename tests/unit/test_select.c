@@ -538,22 +538,46 @@ static void test_hierarchical_pipeline_overlaps_cores_and_link(void **state)
   assert_true(t < whole); /* pipelined: the cores' work hides behind the link */
 }
 
-/* On a slow link a stripe takes longer than 2 ms to cross, and the
- * pipeline (which measured slower there) is not run: the cost is the
- * phases one after another, as with a single stripe. */
-static void test_hierarchical_no_pipeline_on_a_slow_link(void **state)
+/* The hierarchical cost of in with stripes of chunk bytes (hier_chunk). */
+static double hier_seconds(select_params_t p, size_t chunk, const select_input_t *in)
+{
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  p.hier_chunk = chunk;
+  select_predict(&p, menu(), in, c);
+  return c[RONDO_ALGO_HIERARCHICAL].seconds;
+}
+
+/* On a slow link, where a stripe of hier_chunk takes over 2 ms to cross,
+ * the pipeline cuts the buffer into at most 4 stripes of at least one
+ * chunk (many small ones measured slower there): 16 MiB in 4 stripes of
+ * 4 MiB whether the chunk is 1, 2 or 4 MiB, 3 MiB in 3 stripes of 1 MiB;
+ * under two chunks, one piece. */
+static void test_hierarchical_few_stripes_on_a_slow_link(void **state)
 {
   (void)state;
   select_params_t p = unit_params;
-  p.inter.beta = 64 * 1e-9; /* 125 Mbit/s: 1 MiB stripes take ~25 ms */
-  p.hier_chunk = 1 << 20;
-  select_candidate_t c[SELECT_MAX_ALGOS];
-  select_input_t in = layout((size_t)1 << 22, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL));
-  select_predict(&p, menu(), &in, c);
-  double striped = c[RONDO_ALGO_HIERARCHICAL].seconds;
-  p.hier_chunk = (size_t)1 << 30;
-  select_predict(&p, menu(), &in, c);
-  assert_true(striped == c[RONDO_ALGO_HIERARCHICAL].seconds);
+  p.inter.beta = 8e-9; /* 1 Gbit/s: a 1 MiB stripe takes 8 ms */
+  size_t mib = (size_t)1 << 20, one_piece = (size_t)1 << 30;
+  select_input_t in = layout(4 * mib, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL)); /* 16 MiB */
+  double whole = hier_seconds(p, one_piece, &in);
+  double four = hier_seconds(p, mib, &in);
+  assert_true(four < whole);
+  assert_true(four == hier_seconds(p, 2 * mib, &in)); /* 4 x 4 MiB each time */
+  assert_true(four == hier_seconds(p, 4 * mib, &in));
+  assert_true(four != hier_seconds(p, 8 * mib, &in)); /* 2 x 8 MiB */
+  assert_true(whole == hier_seconds(p, 16 * mib, &in)); /* one chunk: one piece */
+  /* at most 16 chunks a stripe: 256 MiB in 16 stripes of 16 MiB with 1 MiB
+   * chunks, in 4 of 64 MiB with 8 or 16 MiB chunks */
+  in = layout(64 * mib, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL));
+  assert_true(hier_seconds(p, 8 * mib, &in) == hier_seconds(p, 16 * mib, &in));
+  assert_true(hier_seconds(p, mib, &in) != hier_seconds(p, 8 * mib, &in));
+  /* 3 MiB: 3 stripes of 1 MiB, not 4 of 768 KiB */
+  in = layout(3 * mib / 4, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL));
+  assert_true(hier_seconds(p, mib, &in) != hier_seconds(p, 768 * 1024, &in));
+  assert_true(hier_seconds(p, mib, &in) < hier_seconds(p, one_piece, &in));
+  /* 1.5 MiB: under two chunks, one piece */
+  in = layout(3 * mib / 8, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL));
+  assert_true(hier_seconds(p, mib, &in) == hier_seconds(p, one_piece, &in));
 }
 
 /* Across a node link that takes over 1 ms to carry one ring chunk the ring
@@ -927,7 +951,7 @@ int main(void)
       cmocka_unit_test(test_small_calls_across_nodes_ride_in_the_check),
       cmocka_unit_test(test_hierarchical_not_chosen_with_one_rank_per_node),
       cmocka_unit_test(test_hierarchical_pipeline_overlaps_cores_and_link),
-      cmocka_unit_test(test_hierarchical_no_pipeline_on_a_slow_link),
+      cmocka_unit_test(test_hierarchical_few_stripes_on_a_slow_link),
       cmocka_unit_test(test_ring_does_not_pipeline_over_a_slow_link),
       cmocka_unit_test(test_parse_good_table_with_comments),
       cmocka_unit_test(test_range_bounds),
