@@ -7,8 +7,9 @@
  *   1. the inputs are written and every variant (algorithm) runs its
  *      warm-up iterations;
  *   2. the timed iterations are split into up to 5 rounds; in each round
- *      every variant runs its share, each round in a different order, so a
- *      noisy moment of a shared machine hits every variant alike. Each
+ *      every variant runs its share, each round in a different order (a
+ *      different variant follows each one), so a noisy moment of a shared
+ *      machine, or a spinning variant, hits every variant alike. Each
  *      share starts with a rondo barrier (its waits
  *      yield the core) and one untimed call, so what the previous variant
  *      left behind is not charged to the next: ranks leaving it at
@@ -306,11 +307,29 @@ static void timed_rounds(sweep_t *s, const int *use)
   for (int k = 0; k < s->nv; k++)
     for (int i = 0; use[k] && i < s->o->warmup; i++)
       call(s, k);
+  /* Round r runs the rows in the order k = r + j x stride (mod nv), the
+   * strides taken in turn from those coprime to nv: each round a different
+   * row follows each row. A plain rotation (stride 1) kept the cycle, and
+   * the same row always ran right after MPI_Allreduce. */
+  int strides[MAX_VARIANTS], nstrides = 0;
+  for (int d = 1; d < s->nv; d++) {
+    int a = d, b = s->nv;
+    while (b != 0) {
+      int t = a % b;
+      a = b;
+      b = t;
+    }
+    if (a == 1)
+      strides[nstrides++] = d;
+  }
+  if (nstrides == 0)
+    strides[nstrides++] = 1;
   int done[MAX_VARIANTS] = {0};
   for (int r = 0; r < rounds; r++) {
     int share = iters / rounds + (r < iters % rounds);
+    int stride = strides[r % nstrides];
     for (int j = 0; j < s->nv; j++) {
-      int k = (r + j) % s->nv;
+      int k = (r + j * stride) % s->nv;
       if (!use[k])
         continue;
       double *t = s->t + (size_t)k * (size_t)iters;
