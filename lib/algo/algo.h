@@ -144,9 +144,14 @@ rondo_status_t algo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recv
 rondo_status_t algo_hier_cross(rondo_comm_t comm, rondo_comm_t cross, void *buf, size_t n,
                                size_t whole, rondo_dtype_t dtype, rondo_op_t op);
 
+/* How many stripes the hierarchical pipeline cuts bytes into, chunk
+ * (RONDO_HIER_CHUNK_BYTES) bytes being the unit, on a slow link (a chunk
+ * takes over 2 ms to cross) or not; 0: none (allreduce_hier.c). */
+size_t algo_hier_stripes(double bytes, double chunk, int slow);
+
 /* One line for rondo_explain: whether the hierarchical all-reduce of in on
- * comm pipelines, in how many stripes and why (hier_stripes in
- * allreduce_hier.c). Returns what snprintf returns. */
+ * comm pipelines, in how many stripes and why (algo_hier_stripes). Returns
+ * what snprintf returns. */
 int algo_hier_describe(rondo_comm_t comm, const select_input_t *in, char *buf, size_t len);
 
 /* Data movement and the other reductions (MPI-backed; see each file). */

@@ -10,14 +10,15 @@
  * that together move 2 (N-1)/N of the buffer: the least any all-reduce
  * over N nodes can send through it.
  *
- * Pipelined above one stripe (RONDO_HIER_CHUNK_BYTES, 1 MiB): the buffer is
- * cut into stripes and stripe j's cross-node all-reduces (nonblocking
+ * Pipelined above one chunk (RONDO_HIER_CHUNK_BYTES, 1 MiB): the buffer is
+ * cut into stripes (algo_hier_stripes: of a chunk on a fast link, 1-16 chunks on
+ * a slow one) and stripe j's cross-node all-reduces (nonblocking
  * recursive doubling on a power-of-two node count, MPI_Iallreduce
  * otherwise; see cross_op_t) run while the node reduce-scatters stripe j+1
  * and gathers stripe j-1, so the link stays busy while the cores copy and
  * reduce. MPI moves requests only inside MPI calls, so the shared-memory
  * phases move the cross-node steps on after every round and while they
- * wait (shm_run_with). Below one stripe the phases run one after another,
+ * wait (shm_run_with). Otherwise the phases run one after another,
  * the cross phase by ring or recursive doubling as the cost model says.
  *
  * Unequal nodes (3+1, say): slices are cut by the largest node size G, and
@@ -163,7 +164,7 @@ static int keeps_lower(const cross_op_t *o, int mask)
   return (o->a.comm->rank & mask) == 0;
 }
 
-/* A stripe holds at most RONDO_HIER_CHUNK_BYTES (<= 1 GiB): int counts. */
+/* A stripe holds at most 1 GiB (algo_hier_stripes): int counts. */
 static rondo_status_t post_step(cross_op_t *o)
 {
   rondo_comm_t c = o->a.comm;
@@ -382,33 +383,42 @@ static rondo_status_t hier_pipelined(const algo_allreduce_args_t *a, size_t stri
  * overlap, all but one stripe of the smaller: max(C, X) + min(C, X) / k. */
 typedef struct {
   double whole;     /* the phases one after another, on the whole buffer */
-  double pipelined; /* in stripes; 0 when not pipelined (hier_stripes) */
+  double pipelined; /* in stripes; 0 when not pipelined (algo_hier_stripes) */
   size_t stripes;   /* how many stripes the pipeline cuts the buffer into */
+  int slow;         /* the link is slow: a chunk takes over 2 ms to cross */
+  double chunk_ms;  /* a chunk's time on the link */
 } hier_times_t;
 
 /* How many stripes to pipeline in; 0: none. Measured, not modelled.
- *   - A fast link (a stripe of hier_chunk crosses it in at most 2 ms):
- *     stripes of hier_chunk. On 4 hosts x 4 ranks at 10 Gbit/s (1 MiB
- *     stripes, about 1 ms each) 16 MiB took 26.8 ms against 33.8 ms in
- *     one piece.
- *   - A slow link: SLOW_STRIPES stripes, each at least hier_chunk and at
- *     most SLOW_STRIPE_CHUNKS of them (the scratch holds two stripes).
- *     Many small stripes lose there, although the model predicts a gain:
- *     two stripes' streams share the link, and each message of one waits
- *     behind the other's data. On 2 hosts x 2 ranks at 1 Gbit/s, 16 MiB
- *     took 171-180 ms in 1 MiB stripes, 154-157 ms in one piece and
- *     143-146 ms in 4 stripes (each 8 ms on the link); 4 MiB measured
- *     alike in 4 stripes and in one piece (36-38 ms). */
+ *   - A fast link (a stripe of one chunk, hier_chunk, crosses it in at most
+ *     2 ms): stripes of at most a chunk. On 4 hosts x 4 ranks at 10 Gbit/s
+ *     (1 MiB stripes, about 1 ms each) 16 MiB took 26.8 ms against 33.8 ms
+ *     in one piece.
+ *   - A slow link: stripes of 1 to SLOW_STRIPE_CHUNKS chunks (and at most
+ *     1 GiB, for MPI's int counts), SLOW_STRIPES of them where that fits:
+ *     up to 4 chunks, as many stripes as whole chunks; up to 64 chunks, 4
+ *     stripes; above, stripes of at most 16 chunks. Many small stripes lose
+ *     there, although the model predicts a gain: two stripes' streams share
+ *     the link, and each message of one waits behind the other's data. On
+ *     2 hosts x 2 ranks at 1 Gbit/s, 16 MiB took 171-180 ms in 1 MiB
+ *     stripes, 154-157 ms in one piece and 143-146 ms in 4 stripes (each
+ *     8 ms on the link); 4 MiB measured alike in 4 stripes and in one piece
+ *     (36-38 ms). */
 enum { SLOW_STRIPES = 4, SLOW_STRIPE_CHUNKS = 16 };
 static const double fast_stripe_s = 2e-3;
+static const double max_stripe_bytes = 1073741824.0; /* 1 GiB */
 
-static size_t hier_stripes(double bytes, double chunk, double chunk_wire)
+size_t algo_hier_stripes(double bytes, double chunk, int slow)
 {
   double k;
-  if (chunk_wire <= fast_stripe_s)
+  if (!slow)
     k = ceil(bytes / chunk);
+  else if (bytes < SLOW_STRIPES * chunk)
+    k = floor(bytes / chunk);
+  else if (bytes <= SLOW_STRIPES * SLOW_STRIPE_CHUNKS * chunk && bytes / SLOW_STRIPES <= max_stripe_bytes)
+    k = SLOW_STRIPES;
   else
-    k = floor(bytes / fmin(fmax(chunk, bytes / SLOW_STRIPES), SLOW_STRIPE_CHUNKS * chunk));
+    k = ceil(bytes / fmin(SLOW_STRIPE_CHUNKS * chunk, max_stripe_bytes));
   return k >= 2 ? (size_t)k : 0;
 }
 
@@ -433,11 +443,16 @@ static hier_times_t hier_times(const select_params_t *prm, const select_input_t 
   select_input_t cin = cross_input(in, slice);
   double rd = algo_rd_time(&link, &cin, slice, 0);
   double ring = algo_ring_time(&link.inter, slice, in->nodes, prm->ring_chunk, 1);
-  hier_times_t t = {cores + (ring < rd ? ring : rd), 0, 0};
+  hier_times_t t = {cores + (ring < rd ? ring : rd), 0, 0, 0, 0};
   double chunk = (double)(prm->hier_chunk ? prm->hier_chunk : (size_t)1 << 20);
-  if (in->nodes < 2 || n <= chunk)
+  if (in->nodes < 2)
     return t;
-  t.stripes = hier_stripes(n, chunk, stripe_wire(&link, in, chunk));
+  double chunk_s = stripe_wire(&link, in, chunk);
+  t.chunk_ms = chunk_s * 1e3;
+  t.slow = chunk_s > fast_stripe_s;
+  if (n <= chunk)
+    return t;
+  t.stripes = algo_hier_stripes(n, chunk, t.slow);
   if (t.stripes == 0)
     return t;
   double k = (double)t.stripes;
@@ -447,26 +462,28 @@ static hier_times_t hier_times(const select_params_t *prm, const select_input_t 
   return t;
 }
 
+/* The stripe, in elements, of count elements in k stripes. */
+static size_t stripe_count(size_t count, size_t k) { return (count + k - 1) / k; }
+
 int algo_hier_describe(rondo_comm_t comm, const select_input_t *in, char *buf, size_t len)
 {
   select_params_t prm = algo_params(comm);
-  select_params_t link = cross_params(&prm, in->max_local);
   hier_times_t t = hier_times(&prm, in);
-  double chunk = (double)comm->cfg.hier_chunk;
-  double ms = stripe_wire(&link, in, chunk) * 1e3;
+  size_t chunk = prm.hier_chunk;
   if (t.stripes == 0)
     return snprintf(buf, len, "hierarchical at %zu bytes: in one piece (%s)", in->bytes,
-                    (double)in->bytes <= chunk ? "one stripe or less"
-                                               : "too few stripes of at least one chunk");
-  size_t stripe = (in->count + t.stripes - 1) / t.stripes * rondo_dtype_size(in->dtype);
-  if (ms <= fast_stripe_s * 1e3)
+                    in->bytes <= chunk ? "one chunk or less" : "under two chunks");
+  size_t stripe = stripe_count(in->count, t.stripes);
+  size_t runs = (in->count + stripe - 1) / stripe; /* as hier_pipelined cuts it */
+  size_t bytes = stripe * rondo_dtype_size(in->dtype);
+  if (!t.slow)
     return snprintf(buf, len, "hierarchical at %zu bytes: pipelined in %zu stripes of %zu bytes "
-                    "(a %zu-byte stripe crosses the link in %.2f ms)", in->bytes, t.stripes,
-                    stripe, comm->cfg.hier_chunk, ms);
+                    "(a %zu-byte chunk crosses the link in %.2f ms)", in->bytes, runs, bytes,
+                    chunk, t.chunk_ms);
   return snprintf(buf, len, "hierarchical at %zu bytes: pipelined in %zu stripes of %zu bytes "
-                  "(a %zu-byte stripe would cross the link in %.2f ms, over 2 ms: at most %d "
-                  "stripes)", in->bytes, t.stripes, stripe, comm->cfg.hier_chunk, ms,
-                  SLOW_STRIPES);
+                  "(a %zu-byte chunk would cross the link in %.2f ms, over 2 ms: few stripes, "
+                  "of 1-%d chunks)", in->bytes, runs, bytes, chunk, t.chunk_ms,
+                  SLOW_STRIPE_CHUNKS);
 }
 
 static rondo_status_t allreduce_hier(const algo_allreduce_args_t *a)
@@ -478,7 +495,7 @@ static rondo_status_t allreduce_hier(const algo_allreduce_args_t *a)
   hier_times_t t = hier_times(&prm, &in);
   if (t.stripes == 0)
     return hier_phases(a);
-  return hier_pipelined(a, (a->count + t.stripes - 1) / t.stripes);
+  return hier_pipelined(a, stripe_count(a->count, t.stripes));
 }
 
 static double cost(const select_params_t *prm, const select_input_t *in)

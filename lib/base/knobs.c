@@ -104,8 +104,9 @@ static const knob_def_t knob_table[] = {
      "model; 0: measure it",
      FIELD(net_gbits), NULL, 0, 1000000, 1, NULL},
     {"RONDO_HIER_CHUNK_BYTES", KNOB_SIZE, "1M",
-     "pipeline stripe of the hierarchical all-reduce: the node reduce-scatter of "
-     "one stripe overlaps the cross-node exchange of the one before",
+     "chunk of the hierarchical all-reduce's pipeline: above one chunk the node "
+     "reduce-scatter of one stripe overlaps the cross-node exchange of the one "
+     "before; stripes of a chunk on a fast link, of 1-16 chunks on a slow one",
      FIELD(hier_chunk), NULL, 4096, (size_t)1 << 30, 1, NULL},
     {"RONDO_STAGE_CHUNK_BYTES", KNOB_SIZE, "1M",
      "pipeline chunk of the staged all-reduce of device buffers: the copies of "

@@ -538,46 +538,43 @@ static void test_hierarchical_pipeline_overlaps_cores_and_link(void **state)
   assert_true(t < whole); /* pipelined: the cores' work hides behind the link */
 }
 
-/* The hierarchical cost of in with stripes of chunk bytes (hier_chunk). */
-static double hier_seconds(select_params_t p, size_t chunk, const select_input_t *in)
-{
-  select_candidate_t c[SELECT_MAX_ALGOS];
-  p.hier_chunk = chunk;
-  select_predict(&p, menu(), in, c);
-  return c[RONDO_ALGO_HIERARCHICAL].seconds;
-}
-
-/* On a slow link, where a stripe of hier_chunk takes over 2 ms to cross,
- * the pipeline cuts the buffer into at most 4 stripes of at least one
- * chunk (many small ones measured slower there): 16 MiB in 4 stripes of
- * 4 MiB whether the chunk is 1, 2 or 4 MiB, 3 MiB in 3 stripes of 1 MiB;
- * under two chunks, one piece. */
+/* How many stripes the hierarchical pipeline runs (algo_hier_stripes): on a
+ * fast link stripes of at most one chunk; on a slow one (a chunk takes over
+ * 2 ms to cross) stripes of 1 to 16 chunks, 4 of them where that fits, and
+ * never over 1 GiB; under two stripes, none. The model prices the same:
+ * on a slow link 16 MiB costs less in 4 stripes than in one piece. */
 static void test_hierarchical_few_stripes_on_a_slow_link(void **state)
 {
   (void)state;
+  double mib = 1 << 20, gib = 1024 * mib;
+  /* fast: stripes of a chunk, the last one short */
+  assert_int_equal(algo_hier_stripes(16 * mib, mib, 0), 16);
+  assert_int_equal(algo_hier_stripes(16 * mib + 1, mib, 0), 17);
+  assert_int_equal(algo_hier_stripes(mib, mib, 0), 0);
+  /* slow: up to 4 chunks, as many stripes as whole chunks */
+  assert_int_equal(algo_hier_stripes(1.5 * mib, mib, 1), 0);
+  assert_int_equal(algo_hier_stripes(2 * mib, mib, 1), 2);
+  assert_int_equal(algo_hier_stripes(3.9 * mib, mib, 1), 3);
+  /* up to 64 chunks, 4 stripes; above, stripes of at most 16 chunks */
+  assert_int_equal(algo_hier_stripes(4 * mib, mib, 1), 4);
+  assert_int_equal(algo_hier_stripes(16 * mib, mib, 1), 4);
+  assert_int_equal(algo_hier_stripes(64 * mib, mib, 1), 4);
+  assert_int_equal(algo_hier_stripes(79 * mib, mib, 1), 5); /* 15.8 MiB each */
+  assert_int_equal(algo_hier_stripes(256 * mib, mib, 1), 16);
+  /* at most 1 GiB a stripe, whatever the chunk */
+  assert_int_equal(algo_hier_stripes(8 * gib, 512 * mib, 1), 8);
+  assert_int_equal(algo_hier_stripes(3 * gib, gib, 1), 3);
+
   select_params_t p = unit_params;
   p.inter.beta = 8e-9; /* 1 Gbit/s: a 1 MiB stripe takes 8 ms */
-  size_t mib = (size_t)1 << 20, one_piece = (size_t)1 << 30;
-  select_input_t in = layout(4 * mib, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL)); /* 16 MiB */
-  double whole = hier_seconds(p, one_piece, &in);
-  double four = hier_seconds(p, mib, &in);
-  assert_true(four < whole);
-  assert_true(four == hier_seconds(p, 2 * mib, &in)); /* 4 x 4 MiB each time */
-  assert_true(four == hier_seconds(p, 4 * mib, &in));
-  assert_true(four != hier_seconds(p, 8 * mib, &in)); /* 2 x 8 MiB */
-  assert_true(whole == hier_seconds(p, 16 * mib, &in)); /* one chunk: one piece */
-  /* at most 16 chunks a stripe: 256 MiB in 16 stripes of 16 MiB with 1 MiB
-   * chunks, in 4 of 64 MiB with 8 or 16 MiB chunks */
-  in = layout(64 * mib, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL));
-  assert_true(hier_seconds(p, 8 * mib, &in) == hier_seconds(p, 16 * mib, &in));
-  assert_true(hier_seconds(p, mib, &in) != hier_seconds(p, 8 * mib, &in));
-  /* 3 MiB: 3 stripes of 1 MiB, not 4 of 768 KiB */
-  in = layout(3 * mib / 4, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL));
-  assert_true(hier_seconds(p, mib, &in) != hier_seconds(p, 768 * 1024, &in));
-  assert_true(hier_seconds(p, mib, &in) < hier_seconds(p, one_piece, &in));
-  /* 1.5 MiB: under two chunks, one piece */
-  in = layout(3 * mib / 8, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL));
-  assert_true(hier_seconds(p, mib, &in) == hier_seconds(p, one_piece, &in));
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  select_input_t in = layout(4 * (size_t)mib, 4, 2, BIT(RONDO_ALGO_HIERARCHICAL)); /* 16 MiB */
+  p.hier_chunk = (size_t)mib;
+  select_predict(&p, menu(), &in, c);
+  double four = c[RONDO_ALGO_HIERARCHICAL].seconds;
+  p.hier_chunk = (size_t)gib; /* one piece */
+  select_predict(&p, menu(), &in, c);
+  assert_true(four < c[RONDO_ALGO_HIERARCHICAL].seconds);
 }
 
 /* Across a node link that takes over 1 ms to carry one ring chunk the ring

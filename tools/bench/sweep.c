@@ -7,8 +7,8 @@
  *   1. the inputs are written and every variant (algorithm) runs its
  *      warm-up iterations;
  *   2. the timed iterations are split into up to 5 rounds; in each round
- *      every variant runs its share, each round in a different order (a
- *      different variant follows each one), so a noisy moment of a shared
+ *      every variant runs its share, each round in a different order (the
+ *      variant before each one changes), so a noisy moment of a shared
  *      machine, or a spinning variant, hits every variant alike. Each
  *      share starts with a rondo barrier (its waits
  *      yield the core) and one untimed call, so what the previous variant
@@ -308,9 +308,11 @@ static void timed_rounds(sweep_t *s, const int *use)
     for (int i = 0; use[k] && i < s->o->warmup; i++)
       call(s, k);
   /* Round r runs the rows in the order k = r + j x stride (mod nv), the
-   * strides taken in turn from those coprime to nv: each round a different
-   * row follows each row. A plain rotation (stride 1) kept the cycle, and
-   * the same row always ran right after MPI_Allreduce. */
+   * strides taken in turn from those coprime to nv, so the row before each
+   * row changes from round to round (all 5 rounds differ where nv has 5
+   * such strides, as 7 has; 6 has only 1 and 5: forward, backward). A
+   * plain rotation (stride 1) kept the cycle, and the same row always ran
+   * right after MPI_Allreduce. */
   int strides[MAX_VARIANTS], nstrides = 0;
   for (int d = 1; d < s->nv; d++) {
     int a = d, b = s->nv;
