@@ -88,6 +88,9 @@ double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk, i
  * stream that takes over 1 ms to carry one chunk; link_beta 0: the ring
  * stays within a node. */
 size_t algo_ring_chunk(size_t chunk, double link_beta);
+/* One line for rondo_explain: whether the ring pipelines across a node link
+ * of link_beta (algo_ring_chunk). Returns what snprintf returns. */
+int algo_ring_describe(size_t chunk, double link_beta, char *buf, size_t len);
 
 /* ---- dispatch (dispatch.c) --------------------------------------------------
  * For lib/api's blocking calls and lib/engine's fused buffers. */

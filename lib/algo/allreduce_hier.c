@@ -445,13 +445,11 @@ static hier_times_t hier_times(const select_params_t *prm, const select_input_t 
   double ring = algo_ring_time(&link.inter, slice, in->nodes, prm->ring_chunk, 1);
   hier_times_t t = {cores + (ring < rd ? ring : rd), 0, 0, 0, 0};
   double chunk = (double)(prm->hier_chunk ? prm->hier_chunk : (size_t)1 << 20);
-  if (in->nodes < 2)
+  if (in->nodes < 2 || n <= chunk)
     return t;
   double chunk_s = stripe_wire(&link, in, chunk);
   t.chunk_ms = chunk_s * 1e3;
   t.slow = chunk_s > fast_stripe_s;
-  if (n <= chunk)
-    return t;
   t.stripes = algo_hier_stripes(n, chunk, t.slow);
   if (t.stripes == 0)
     return t;
@@ -488,7 +486,8 @@ int algo_hier_describe(rondo_comm_t comm, const select_input_t *in, char *buf, s
 
 static rondo_status_t allreduce_hier(const algo_allreduce_args_t *a)
 {
-  if (a->comm->topo->node_count < 2)
+  /* One chunk or less never pipelines (hier_times): no model to run. */
+  if (a->comm->topo->node_count < 2 || a->count * a->esize <= a->comm->cfg.hier_chunk)
     return hier_phases(a);
   select_params_t prm = algo_params(a->comm);
   select_input_t in = algo_input(a->comm, a->count, a->dtype, a->op);

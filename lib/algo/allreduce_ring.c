@@ -29,6 +29,8 @@
 
 #include <stdlib.h>
 
+#include <stdio.h>
+
 #include "reduce/reduce.h"
 
 #define WINDOW 4 /* at most this many receives in flight (and scratch chunks) */
@@ -210,6 +212,18 @@ size_t algo_ring_chunk(size_t chunk, double link_beta)
   if (link_beta > 0 && (double)chunk * link_beta > CHUNK_MAX_SEC)
     return CHUNK_WHOLE;
   return chunk;
+}
+
+int algo_ring_describe(size_t chunk, double link_beta, char *buf, size_t len)
+{
+  if (chunk == 0)
+    chunk = CHUNK_DEFAULT;
+  double ms = (double)chunk * link_beta * 1e3;
+  if (algo_ring_chunk(chunk, link_beta) == chunk)
+    return snprintf(buf, len, "ring across nodes: pipelined in %zu-byte chunks (%.2f ms each on "
+                    "the link)", chunk, ms);
+  return snprintf(buf, len, "ring across nodes: each segment whole (a %zu-byte chunk would take "
+                  "%.2f ms on the link, over %g ms)", chunk, ms, CHUNK_MAX_SEC * 1e3);
 }
 
 /* Cost: 2 (p-1) steps of chunks of c = min(n/p, chunk): alpha(c) * steps +

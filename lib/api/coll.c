@@ -270,17 +270,10 @@ static rondo_status_t explain(const char *fn, rondo_comm_t comm, size_t count,
     char net[256];
     net_describe(&comm->topo->net, comm->topo->node_count, net, sizeof net);
     want = append_line(want, buf, len, net);
-    /* Whether the ring pipelines across that link (algo_ring_chunk). */
-    size_t chunk = comm->cfg.ring_chunk;
-    double ms = (double)chunk * comm->link_beta * 1e3;
-    if (algo_ring_chunk(chunk, comm->link_beta) == chunk)
-      snprintf(net, sizeof net, "ring across nodes: pipelined in %zu-byte chunks (%.2f ms each "
-               "on the link)", chunk, ms);
-    else
-      snprintf(net, sizeof net, "ring across nodes: each segment whole (a %zu-byte chunk would "
-               "take %.2f ms on the link, over 1 ms)", chunk, ms);
+    /* Whether the ring pipelines across that link. */
+    algo_ring_describe(comm->cfg.ring_chunk, comm->link_beta, net, sizeof net);
     want = append_line(want, buf, len, net);
-    /* Whether hierarchical pipelines at this size (hier_stripes). */
+    /* Whether hierarchical pipelines at this size. */
     if (comm->topo->max_local > 1 && mem == SELECT_MEM_HOST) {
       algo_hier_describe(comm, &in, net, sizeof net);
       want = append_line(want, buf, len, net);

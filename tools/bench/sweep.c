@@ -298,6 +298,16 @@ static long check(sweep_t *s, int k)
   return wrong;
 }
 
+static int gcd(int a, int b)
+{
+  while (b != 0) {
+    int t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 /* Steps 1-2 of the header: t[k][0..iters) for every usable variant. */
 static void timed_rounds(sweep_t *s, const int *use)
 {
@@ -314,16 +324,9 @@ static void timed_rounds(sweep_t *s, const int *use)
    * plain rotation (stride 1) kept the cycle, and the same row always ran
    * right after MPI_Allreduce. */
   int strides[MAX_VARIANTS], nstrides = 0;
-  for (int d = 1; d < s->nv; d++) {
-    int a = d, b = s->nv;
-    while (b != 0) {
-      int t = a % b;
-      a = b;
-      b = t;
-    }
-    if (a == 1)
+  for (int d = 1; d < s->nv; d++)
+    if (gcd(d, s->nv) == 1)
       strides[nstrides++] = d;
-  }
   if (nstrides == 0)
     strides[nstrides++] = 1;
   int done[MAX_VARIANTS] = {0};
