@@ -9,6 +9,7 @@
 #   NETBED_RATES    link speeds (default "1gbit 10gbit unlimited")
 #   RONDO_BENCH     the rondo-bench to run (default BUILD_DIR/tools/rondo-bench)
 #   MPIEXEC         the launcher netbed.sh runs (default mpiexec)
+#   NETBED_ITERS    timed iterations per row (default 20, rondo-bench's own)
 # Needs root and iproute2. Every run uses the library's defaults (no tuning
 # file: the selector decides from the network it measures).
 set -u
@@ -29,7 +30,7 @@ for rate in ${NETBED_RATES:-1gbit 10gbit unlimited}; do
     # shellcheck disable=SC2086
     timeout 600 sh "$here/tests/multihost/netbed.sh" -H "$hosts" $limit -- \
       -n $((hosts * ppn)) -ppn "$ppn" -genv RONDO_LOG info \
-      "$bench" -b 4 -e 16M -f 4 -n 10 -w 3 -q --json "$name.json" > "$name.txt" 2>&1 &
+      "$bench" -b 4 -e 16M -f 4 -n ${NETBED_ITERS:-20} -w 3 -q --json "$name.json" > "$name.txt" 2>&1 &
     run=$!
     # MPICH 4.0.2 can hang in MPI_Finalize over TCP (docs/multinode.md): once
     # the table is complete, give the run 20 s to end, then stop it.
@@ -40,5 +41,8 @@ for rate in ${NETBED_RATES:-1gbit 10gbit unlimited}; do
     while kill -0 "$run" 2>/dev/null && [ $i -lt 20 ]; do sleep 1; i=$((i + 1)); done
     kill "$run" 2>/dev/null
     wait "$run" 2>/dev/null
+    # The kernel tears a deleted namespace down later, in a worker thread:
+    # let it finish before the next run measures its network.
+    sleep 3
   done
 done

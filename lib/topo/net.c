@@ -147,17 +147,22 @@ static rondo_status_t measure_intra(const topo_t *topo, char *sbuf, char *rbuf, 
   return RONDO_SUCCESS;
 }
 
-/* Waits for req while others measure: sleeps between polls, so that on an
- * oversubscribed node the measuring ranks have the cores to themselves. */
+/* Waits for req while others measure: sleeps between polls, 20 us at first
+ * and twice as long each time up to 1 ms, so that on an oversubscribed node
+ * the measuring ranks have the cores to themselves (a waiting rank that
+ * woke every 20 us took them back dozens of times per step). */
 static rondo_status_t wait_idle(MPI_Request *req)
 {
-  const struct timespec nap = {0, 20000};
+  long nap_ns = 20000;
   for (;;) {
     int done = 0;
     MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (done)
       return RONDO_SUCCESS;
+    struct timespec nap = {0, nap_ns};
     nanosleep(&nap, NULL);
+    if (nap_ns < 1000000)
+      nap_ns *= 2;
   }
 }
 
