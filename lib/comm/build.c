@@ -79,16 +79,26 @@ static rondo_status_t agree_status(struct rondo_comm *c, rondo_status_t local)
 }
 
 /* Knobs that shape messages must be equal on every rank, or collectives
- * would mismatch sizes or hang: MAX of [h, ~h] over the comm. */
+ * would mismatch sizes or hang, and so must the tuning table's rules (the
+ * engine's fused all-reduces choose their algorithm on each rank without
+ * another agreement): MAX of [h, ~h] for each over the comm. */
 static rondo_status_t check_knobs_agree(struct rondo_comm *c)
 {
-  int64_t h = (int64_t)(rondo__knobs_hash(&c->cfg) >> 1), v[2] = {h, ~h}, r[2];
-  MPI_CHECK(MPI_Allreduce(v, r, 2, MPI_INT64_T, MPI_MAX, c->mpi));
+  int64_t h = (int64_t)(rondo__knobs_hash(&c->cfg) >> 1);
+  int64_t t = (int64_t)(select_table_hash(c->tuning) >> 1);
+  int64_t v[4] = {h, ~h, t, ~t}, r[4];
+  MPI_CHECK(MPI_Allreduce(v, r, 4, MPI_INT64_T, MPI_MAX, c->mpi));
   if (r[0] != ~r[1])
     return rondo__fail(RONDO_ERR_MISMATCH,
                        "ranks see different values of %s: export the same values to "
                        "every rank",
                        rondo__knobs_shared_names());
+  if (r[2] != ~r[3])
+    return rondo__fail(RONDO_ERR_MISMATCH,
+                       "ranks read different rules from RONDO_TUNING_FILE=%s: give every "
+                       "rank the same table (a shared file system, or the same copy on "
+                       "every node)",
+                       c->cfg.tuning_file);
   return RONDO_SUCCESS;
 }
 

@@ -224,5 +224,9 @@ const char *select_table_rule_algo(const select_table_t *table, int line);
 const char *select_table_source(const select_table_t *table);
 /* Number of rules (0 for NULL). */
 size_t select_table_rules(const select_table_t *table);
+/* A hash of the rules in order (ranges, memory, algorithm), not of their
+ * text: comments, spacing and spellings of one size hash alike. NULL and
+ * an empty table hash alike. */
+uint64_t select_table_hash(const select_table_t *table);
 
 #endif /* RONDO_SELECT_H */

@@ -363,3 +363,16 @@ const char *select_table_source(const select_table_t *table)
 }
 
 size_t select_table_rules(const select_table_t *table) { return table ? table->n : 0; }
+
+uint64_t select_table_hash(const select_table_t *table)
+{
+  uint64_t h = RONDO__FNV_INIT;
+  for (size_t i = 0; table != NULL && i < table->n; i++) {
+    const rule_t *r = &table->rules[i];
+    int64_t v[9] = {(int64_t)r->bytes_lo, (int64_t)r->bytes_hi, r->ranks_lo, r->ranks_hi,
+                    r->nodes_lo,          r->nodes_hi,          r->mem,      (int64_t)r->algo,
+                    (int64_t)i};
+    h = rondo__fnv(h, v, sizeof v);
+  }
+  return h;
+}

@@ -18,10 +18,18 @@
  * creation works.
  * MPITEST_KNOBS=bad-init: the same through rondo_init, which initializes
  * MPI: it fails on every rank, and succeeds once the knob is fixed.
+ * MPITEST_KNOBS=diff-tuning: RONDO_TUNING_FILE is one relative path on
+ * every rank, read from each rank's own directory, as on hosts that keep
+ * their own copies: the same rules written differently (comments, 8K or
+ * 8192) work, and all-reduces on the comm are right; a different rule on
+ * the last rank fails creation on every rank with RONDO_ERR_MISMATCH
+ * naming the table.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mpitest.h"
 
@@ -51,6 +59,70 @@ static void bad_on_last_rank(const char *knob, const char *value, rondo_status_t
     MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
 }
 
+/* This rank's copy of the table, "rondo.tune" in its own directory, which
+ * becomes the working directory. */
+static void write_copy(const char *dir, const char *text)
+{
+  MT_CHECK(mkdir(dir, 0700) == 0 || access(dir, W_OK) == 0, "mkdir %s", dir);
+  MT_CHECK(chdir(dir) == 0, "chdir %s", dir);
+  FILE *f = fopen("rondo.tune", "w");
+  if (MT_CHECK(f != NULL, "write %s/rondo.tune", dir)) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+static void tuning_copies(void)
+{
+  static const char plain[] = "allreduce 0-8K * * * ring\n"
+                              "allreduce 8K- * * * rabenseifner\n";
+  static const char spelled[] = "# the same rules, written otherwise\n\n"
+                                "allreduce\t0-8192  *  *  *  ring   # small\n"
+                                "allreduce 8KiB- * * * rabenseifner\n";
+  static const char other[] = "allreduce 0-16K * * * ring\n"
+                              "allreduce 16K- * * * rabenseifner\n";
+  int last = mt.rank == mt.size - 1;
+  char home[4096], dir[128];
+  MT_CHECK(getcwd(home, sizeof home) != NULL, "getcwd");
+  snprintf(dir, sizeof dir, "/tmp/rondo-tune-%ld", (long)getpid());
+  setenv("RONDO_TUNING_FILE", "rondo.tune", 1);
+
+  mt_where("the same rules, spelled differently on rank %d", mt.size - 1);
+  write_copy(dir, last ? spelled : plain);
+  rondo_comm_t c = NULL;
+  if (MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS)) {
+    enum { COUNT = 5003 }; /* 20 KiB: the rabenseifner rule */
+    int *x = mt_alloc(COUNT * sizeof *x);
+    for (int n = 1; n <= COUNT; n += COUNT - 1) { /* 4 B (ring) and 20 KiB */
+      for (int i = 0; i < n; i++)
+        x[i] = (mt.rank + 1) * (i % 11);
+      MT_EQ_STATUS(rondo_allreduce(c, x, x, (size_t)n, RONDO_INT32, RONDO_SUM), RONDO_SUCCESS);
+      long wrong = 0;
+      for (int i = 0; i < n; i++)
+        wrong += x[i] != mt.size * (mt.size + 1) / 2 * (i % 11);
+      MT_EQ_INT(wrong, 0);
+      rondo_algo_t algo = RONDO_ALGO_AUTO;
+      MT_EQ_STATUS(rondo_allreduce_choice(c, (size_t)n, RONDO_INT32, RONDO_SUM, &algo),
+                   RONDO_SUCCESS);
+      MT_EQ_INT(algo, n == 1 ? RONDO_ALGO_RING : RONDO_ALGO_RABENSEIFNER);
+    }
+    free(x);
+    MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+  }
+
+  mt_where("a different rule on rank %d", mt.size - 1);
+  write_copy(dir, last ? other : plain);
+  MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_ERR_MISMATCH);
+  MT_CHECK(c == NULL, "failed creation leaves *comm NULL");
+  MT_CHECK(strstr(rondo_last_error(), "RONDO_TUNING_FILE") != NULL, "message: %s",
+           rondo_last_error());
+
+  unlink("rondo.tune");
+  MT_CHECK(chdir(home) == 0, "chdir back");
+  rmdir(dir);
+  unsetenv("RONDO_TUNING_FILE");
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = getenv("MPITEST_KNOBS");
@@ -67,6 +139,14 @@ int main(int argc, char **argv)
     return rc;
   }
   MPI_Init(&argc, &argv);
+  if (mode != NULL && strcmp(mode, "diff-tuning") == 0) {
+    mt_start("test_knobs");
+    tuning_copies();
+    rondo_finalize();
+    int rc = mt_finish();
+    MPI_Finalize();
+    return rc;
+  }
   if (mode != NULL && strncmp(mode, "bad", 3) == 0) {
     mt_start("test_knobs");
     if (strcmp(mode, "bad-tuning") == 0)
