@@ -13,8 +13,8 @@
  * Pipelined above one chunk (RONDO_HIER_CHUNK_BYTES, 1 MiB): the buffer is
  * cut into stripes (algo_hier_stripes: of a chunk on a fast link, 1-16 chunks on
  * a slow one) and stripe j's cross-node all-reduces (nonblocking
- * recursive doubling on a power-of-two node count, MPI_Iallreduce
- * otherwise; see cross_op_t) run while the node reduce-scatters stripe j+1
+ * Rabenseifner on a power-of-two node count, MPI_Iallreduce otherwise;
+ * see cross_op_t) run while the node reduce-scatters stripe j+1
  * and gathers stripe j-1, so the link stays busy while the cores copy and
  * reduce. MPI moves requests only inside MPI calls, so the shared-memory
  * phases move the cross-node steps on after every round and while they
@@ -419,6 +419,8 @@ size_t algo_hier_stripes(double bytes, double chunk, int slow)
     k = SLOW_STRIPES;
   else
     k = ceil(bytes / fmin(SLOW_STRIPE_CHUNKS * chunk, max_stripe_bytes));
+  if (k >= 2)
+    k = fmax(k, ceil(bytes / max_stripe_bytes)); /* a chunk near 1 GiB */
   return k >= 2 ? (size_t)k : 0;
 }
 

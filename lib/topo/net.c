@@ -161,8 +161,7 @@ static rondo_status_t wait_idle(MPI_Request *req)
       return RONDO_SUCCESS;
     struct timespec nap = {0, nap_ns};
     nanosleep(&nap, NULL);
-    if (nap_ns < 1000000)
-      nap_ns *= 2;
+    nap_ns = nap_ns < 500000 ? 2 * nap_ns : 1000000;
   }
 }
 

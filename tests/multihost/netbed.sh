@@ -15,9 +15,11 @@
 # Everything lives in namespaces it creates (addresses 10.199.0.0/24 inside
 # them; nothing is added to the machine's own namespace), named after this
 # process, so several beds can run at once. All of it is removed on exit,
-# also after a failure or a signal (not after SIGKILL: then "ip netns list"
-# shows the rb<pid>-* namespaces to delete). mpiexec runs inside the switch
-# namespace, where the bridge has the gateway address the proxies call back.
+# also after a failure or a signal, which stops mpiexec and whatever still
+# runs in the namespaces first (not after SIGKILL: then "ip netns list"
+# shows the rb<pid>-* namespaces to delete, and "ip netns pids" what runs
+# in them). mpiexec runs inside the switch namespace, where the bridge has
+# the gateway address the proxies call back.
 #
 # Needs root, ip (iproute2) and, with -r, tc; without them it exits 77 (the
 # automake code for "skipped") and says why.
@@ -50,7 +52,7 @@ if [ -n "$rate" ]; then
     match(tolower($0), /^[0-9]+(\.[0-9]+)?/) {
       v = substr($0, 1, RLENGTH); u = tolower(substr($0, RLENGTH + 1))
       m["bit"] = 1/8; m["kbit"] = 1e3/8; m["mbit"] = 1e6/8; m["gbit"] = 1e9/8
-      m[""] = 1; m["bps"] = 1; m["kbps"] = 1e3; m["mbps"] = 1e6; m["gbps"] = 1e9
+      m[""] = 1/8; m["bps"] = 1; m["kbps"] = 1e3; m["mbps"] = 1e6; m["gbps"] = 1e9
       if (!(u in m)) exit 1
       b = v * m[u] / 2000; if (b < 131072) b = 131072
       printf "%d\n", b; ok = 1 }
@@ -59,16 +61,32 @@ fi
 
 tag=rb$$
 sw=$tag-sw
+names="$sw $(for i in $(seq 1 "$hosts"); do printf '%s ' "$tag-h$i"; done)"
+fail() { echo "netbed: $*" >&2; exit 99; }
+# A namespace of that name left by a bed that was SIGKILLed (its pid now
+# reused) is not this bed's to use or to delete.
+for ns in $names; do
+  ! ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$ns" ||
+    fail "namespace $ns already exists (left over from an earlier bed?): ip netns del $ns"
+done
+
+mpid=
 cleanup() {
-  for i in $(seq 1 "$hosts"); do ip netns del "$tag-h$i" 2>/dev/null; done
-  ip netns del "$sw" 2>/dev/null # takes the bridge and the veth ends with it
+  [ -z "$mpid" ] || kill "$mpid" 2>/dev/null
+  # Processes outlive their namespace's name: stop what still runs there.
+  left=
+  for ns in $names; do left="$left $(ip netns pids "$ns" 2>/dev/null)"; done
+  if [ -n "$(echo $left)" ]; then
+    kill $left 2>/dev/null
+    sleep 1
+    kill -9 $left 2>/dev/null
+  fi
+  for ns in $names; do ip netns del "$ns" 2>/dev/null; done # the switch takes the bridge and veths
 }
 trap cleanup EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-fail() { echo "netbed: $*" >&2; exit 99; }
 # Root without CAP_SYS_ADMIN (a plain container) cannot make namespaces:
 # that is a machine without the bed, not a failure.
 ip netns add "$sw" 2>/dev/null || skip "cannot make a network namespace (a container without CAP_SYS_ADMIN?)"
@@ -105,6 +123,14 @@ done
 export NETBED_GATEWAY=10.199.0.1
 mpiexec=${MPIEXEC:-mpiexec}
 echo "netbed: $hosts hosts ($list)${rate:+, links limited to $rate}"
-# Not exec: the trap must run after mpiexec ends.
+# In the background, so that a signal runs its trap at once (a shell runs
+# traps only between commands, and wait is one). stdin stays the caller's:
+# a background command's is /dev/null unless redirected from another fd.
+exec 3<&0
 ip netns exec "$sw" "$mpiexec" -launcher ssh -launcher-exec "$here/nslaunch" -hosts "$list" \
-  -genv UCX_TLS tcp "$@"
+  -genv UCX_TLS tcp "$@" <&3 3<&- &
+mpid=$!
+wait "$mpid"
+status=$?
+mpid=
+exit "$status"

@@ -564,6 +564,8 @@ static void test_hierarchical_few_stripes_on_a_slow_link(void **state)
   /* at most 1 GiB a stripe, whatever the chunk */
   assert_int_equal(algo_hier_stripes(8 * gib, 512 * mib, 1), 8);
   assert_int_equal(algo_hier_stripes(3 * gib, gib, 1), 3);
+  assert_int_equal(algo_hier_stripes(3 * gib - 1, gib, 1), 3); /* not 2 of 1.5 GiB */
+  assert_int_equal(algo_hier_stripes(3 * gib - 1, gib, 0), 3);
 
   select_params_t p = unit_params;
   p.inter.beta = 8e-9; /* 1 Gbit/s: a 1 MiB stripe takes 8 ms */
