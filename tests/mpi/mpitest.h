@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -795,10 +796,24 @@ static inline void mt_expect_layout(rondo_comm_t comm)
     net = strstr(topo, "network between nodes:");
   if (MT_CHECK(net != NULL, "the topology names the network: %s", topo)) {
     const char *knob_lat = getenv("RONDO_NET_LATENCY_US"), *knob_bw = getenv("RONDO_NET_GBITS");
-    MT_CHECK(strstr(net, knob_lat ? "us (set by knob)" : "us (measured)") != NULL,
-             "latency source: %s", net);
-    MT_CHECK(strstr(net, knob_bw ? "link (set by knob)" : "link (measured)") != NULL,
-             "bandwidth source: %s", net);
+    const char *cal = getenv("RONDO_NET_CALIBRATE");
+    int off = cal != NULL && strcasecmp(cal, "off") == 0;
+    const char *unset = off ? "(default guess)" : "(measured)";
+    char want[96];
+    if (knob_lat != NULL)
+      snprintf(want, sizeof want, "latency %.1f us (set by knob)", atof(knob_lat));
+    else
+      snprintf(want, sizeof want, "us %s", unset);
+    MT_CHECK(strstr(net, want) != NULL, "latency '%s' in: %s", want, net);
+    if (knob_bw != NULL)
+      snprintf(want, sizeof want, "%.2f Gbit/s per node link (set by knob)", atof(knob_bw));
+    else
+      snprintf(want, sizeof want, "link %s", unset);
+    MT_CHECK(strstr(net, want) != NULL, "bandwidth '%s' in: %s", want, net);
+    /* with both knobs set (or calibration off), nothing is measured */
+    MT_CHECK((!off && (knob_lat == NULL || knob_bw == NULL)) ==
+                 (strstr(net, "measuring took") != NULL),
+             "measured only when a knob is missing: %s", net);
   } else {
     net = topo;
   }

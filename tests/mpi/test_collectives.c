@@ -257,7 +257,8 @@ static void test_alltoall(rondo_comm_t comm)
 /* A barrier returns only after every rank entered it: a late rank records
  * when it enters, the others when they leave. CLOCK_MONOTONIC is one clock
  * for all processes of a host, so this part runs only when every rank shares
- * one node. */
+ * one node, or on emulated hosts of one kernel (tests/mpi/launch sets
+ * MPITEST_SHARED_CLOCK there). */
 static void test_barrier(rondo_comm_t comm)
 {
   mt_where("barrier");
@@ -269,7 +270,7 @@ static void test_barrier(rondo_comm_t comm)
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
-  if (mt.size < 2 || node_size != mt.size)
+  if (mt.size < 2 || (node_size != mt.size && getenv("MPITEST_SHARED_CLOCK") == NULL))
     return;
 
   int late_ranks[2] = {mt.size - 1, 0};

@@ -243,6 +243,24 @@ static void mismatch_errors(rondo_comm_t w)
   MISMATCH_CASE(ALLREDUCE_ALGO, "rondo_reduce_scatter instead of rondo_allreduce_algo",
                 c_.coll = REDUCE_SCATTER);
 #undef MISMATCH_CASE
+  /* The upper half of the ranks against the lower: across hosts, ranks that
+   * agree among themselves on each host, and the hosts disagree. */
+  int upper = mt.rank >= mt.size / 2;
+#define HALVES_CASE(coll_, what_, mutate)                                                          \
+  do {                                                                                             \
+    call_t c_ = valid_call((coll_), w);                                                            \
+    mt_where("%s: %s on ranks %d-%d", coll_names[coll_], what_, mt.size / 2, mt.size - 1);         \
+    if (upper) {                                                                                   \
+      mutate;                                                                                      \
+    }                                                                                              \
+    EXPECT(&c_, RONDO_ERR_MISMATCH);                                                               \
+  } while (0)
+  HALVES_CASE(ALLREDUCE, "count 7 instead of 8", c_.count = N - 1);
+  HALVES_CASE(ALLREDUCE, "op max instead of sum", c_.op = RONDO_MAX);
+  HALVES_CASE(ALLREDUCE_ALGO, "algo rabenseifner instead of ring",
+              c_.algo = RONDO_ALGO_RABENSEIFNER);
+  HALVES_CASE(BROADCAST, "root 1 instead of 0", c_.root = 1);
+#undef HALVES_CASE
 }
 
 /* A valid shm all-reduce of 5 elements of x ((rank + 1) everywhere) works. */
