@@ -119,36 +119,47 @@ rondo_status_t agree_board_create(rondo_comm_t comm)
   if (t->node_count != 1 || comm->size == 1)
     return RONDO_SUCCESS; /* the MPI check, or nothing to check */
   struct agree_board *b = calloc(1, sizeof *b);
-  if (b == NULL || (b->seg = calloc((size_t)t->local_size, sizeof *b->seg)) == NULL) {
+  if (b != NULL && (b->seg = calloc((size_t)t->local_size, sizeof *b->seg)) == NULL) {
     free(b);
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "argument board");
+    b = NULL;
   }
-  b->size = t->local_size;
-  b->rank = t->local_rank;
   char *mine = NULL;
-  int rc = MPI_Win_allocate_shared(LINES * LINE, LINE, MPI_INFO_NULL, t->node, &mine, &b->win);
+  MPI_Win win = MPI_WIN_NULL;
+  int rc = MPI_Win_allocate_shared(LINES * LINE, LINE, MPI_INFO_NULL, t->node, &mine, &win);
   if (rc != MPI_SUCCESS) {
     /* No shared memory here: the MPI check serves. */
     LOG_INFO("argument board: %s; the check uses an MPI all-reduce",
              "MPI_Win_allocate_shared failed");
-    free(b->seg);
+    if (b != NULL)
+      free(b->seg);
     free(b);
     return RONDO_SUCCESS;
   }
-  MPI_CHECK_GOTO(MPI_Win_set_errhandler(b->win, MPI_ERRORS_RETURN), st, fail);
+  MPI_CHECK_GOTO(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN), st, fail);
   memset(mine, 0, LINES * LINE);
-  for (int q = 0; q < b->size; q++) {
+  for (int q = 0; b != NULL && q < t->local_size; q++) {
     MPI_Aint bytes;
     int disp;
-    MPI_CHECK_GOTO(MPI_Win_shared_query(b->win, q, &bytes, &disp, &b->seg[q]), st, fail);
+    MPI_CHECK_GOTO(MPI_Win_shared_query(win, q, &bytes, &disp, &b->seg[q]), st, fail);
   }
-  /* Every rank's lines are zero before anyone reads them. */
-  MPI_CHECK_GOTO(MPI_Barrier(t->node), st, fail);
+  /* Every rank's lines are zero before anyone reads them, and every rank
+   * has its board, or none uses one: a rank short of memory for its own
+   * bookkeeping makes the whole comm use the MPI check. */
+  int ok = b != NULL, all = 0;
+  MPI_CHECK_GOTO(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, t->node), st, fail);
+  if (!all) {
+    LOG_INFO("argument board: a rank had no memory for it; the check uses an MPI all-reduce");
+    goto fail;
+  }
+  b->size = t->local_size;
+  b->rank = t->local_rank;
+  b->win = win;
   comm->board = b;
   return RONDO_SUCCESS;
 fail:
-  MPI_CHECK_LOG(MPI_Win_free(&b->win));
-  free(b->seg);
+  MPI_CHECK_LOG(MPI_Win_free(&win));
+  if (b != NULL)
+    free(b->seg);
   free(b);
   return st;
 }

@@ -60,22 +60,27 @@ static rondo_status_t read_config(struct rondo_comm *c)
 /* A local failure must reach every rank, or the others would wait in the
  * next collective forever: all learn the lowest failing rank, and its
  * message. Collective over c. */
-static rondo_status_t agree_status(struct rondo_comm *c, rondo_status_t local)
+static rondo_status_t agree_status_on(MPI_Comm comm, int rank, int size, rondo_status_t local)
 {
-  int mine = local == RONDO_SUCCESS ? c->size : c->rank, first = c->size;
-  MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->mpi));
-  if (first == c->size)
+  int mine = local == RONDO_SUCCESS ? size : rank, first = size;
+  MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == size)
     return RONDO_SUCCESS;
   char msg[RONDO__KNOB_STRING_MAX + 256] = "";
-  if (first == c->rank) {
+  if (first == rank) {
     LOG_ERROR("%s", rondo_last_error());
     snprintf(msg, sizeof msg, "%s", rondo_last_error());
   }
-  MPI_CHECK(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, c->mpi));
-  if (first == c->rank)
+  MPI_CHECK(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, comm));
+  if (first == rank)
     return local;
   msg[sizeof msg - 1] = '\0';
   return rondo__fail(RONDO_ERR_PEER, "rank %d could not set up rondo: %s", first, msg);
+}
+
+rondo_status_t comm_agree_status(rondo_comm_t c, rondo_status_t local)
+{
+  return agree_status_on(c->mpi, c->rank, c->size, local);
 }
 
 /* Knobs that shape messages must be equal on every rank, or collectives
@@ -156,27 +161,27 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
                                     int yield)
 {
   static int warned;
-  c->topo = calloc(1, sizeof *c->topo);
-  if (c->topo == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology");
+  /* Collective. A rank that runs out of memory in it still takes every
+   * step, and the agreement below tells the others. */
   rondo_status_t st = topo_create(c->mpi, c->rank, c->cfg.node_size, c->topo);
   if (st != RONDO_SUCCESS) {
     free(c->topo);
     c->topo = NULL;
-    return st;
+  } else {
+    c->topo->yield |= yield;
+    c->yield_waits = c->topo->yield;
+    c->yield_any = c->topo->any_oversubscribed || yield; /* yield: equal on every rank */
+    c->local_rank = c->topo->local_rank;
+    c->local_size = c->topo->local_size;
+    c->node_count = c->topo->node_count;
+    c->cross = calloc((size_t)c->topo->slices, sizeof *c->cross);
+    if (c->cross == NULL)
+      st = rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comms");
+    for (int g = 0; st == RONDO_SUCCESS && g < c->topo->slices; g++)
+      if (c->topo->cross[g] != MPI_COMM_NULL)
+        st = sub_comm(c, c->topo->cross[g], &c->cross[g]);
   }
-  c->topo->yield |= yield;
-  c->yield_waits = c->topo->yield;
-  c->yield_any = c->topo->any_oversubscribed || yield; /* yield: equal on every rank */
-  c->local_rank = c->topo->local_rank;
-  c->local_size = c->topo->local_size;
-  c->node_count = c->topo->node_count;
-  c->cross = calloc((size_t)c->topo->slices, sizeof *c->cross);
-  if (c->cross == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comms");
-  for (int g = 0; g < c->topo->slices; g++)
-    if (c->topo->cross[g] != MPI_COMM_NULL)
-      RONDO_CHECK(sub_comm(c, c->topo->cross[g], &c->cross[g]));
+  RONDO_CHECK(comm_agree_status(c, st));
   if (parent != NULL && parent->topo != NULL) {
     c->topo->net = parent->topo->net;
   } else {
@@ -208,8 +213,24 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
 {
   rondo_status_t st = RONDO_SUCCESS;
   struct rondo_comm *c = calloc(1, sizeof *c);
-  if (c == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_comm_create: no memory for the comm");
+  if (c == NULL) {
+    /* This rank still takes the steps the others take up to the agreement
+     * (on a duplicate of its own), so they learn it failed. */
+    rondo_status_t mine =
+        local != RONDO_SUCCESS
+            ? local
+            : rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_comm_create: no memory for the comm");
+    MPI_Comm dup;
+    int rank, size;
+    MPI_CHECK(MPI_Comm_dup(mpi_comm, &dup));
+    MPI_CHECK_GOTO(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), st, free_dup);
+    MPI_CHECK_GOTO(MPI_Comm_rank(dup, &rank), st, free_dup);
+    MPI_CHECK_GOTO(MPI_Comm_size(dup, &size), st, free_dup);
+    st = agree_status_on(dup, rank, size, mine);
+  free_dup:
+    MPI_CHECK_LOG(MPI_Comm_free(&dup));
+    return st;
+  }
   MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_dup);
   /* rondo reports MPI failures as statuses instead of aborting. */
   MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_setup);
@@ -224,7 +245,12 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
   } else if (local == RONDO_SUCCESS) {
     local = read_config(c);
   }
-  RONDO_CHECK_GOTO(agree_status(c, local), st, fail_setup);
+  c->topo = calloc(1, sizeof *c->topo);
+  if (c->topo != NULL)
+    c->topo->node = MPI_COMM_NULL; /* nothing to free until topo_create */
+  else if (local == RONDO_SUCCESS)
+    local = rondo__fail(RONDO_ERR_NO_MEMORY, "topology");
+  RONDO_CHECK_GOTO(comm_agree_status(c, local), st, fail_setup);
   RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
   RONDO_CHECK_GOTO(find_topology(c, parent, yield), st, fail_setup);
   if (parent == NULL)

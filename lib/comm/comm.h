@@ -23,6 +23,10 @@
  * the others RONDO_ERR_PEER with its message. */
 rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, int yield,
                           rondo_status_t local, rondo_comm_t *out);
+/* A setup failure on some rank reaches every rank of comm: the lowest
+ * failing rank returns its status (and logs it), the others RONDO_ERR_PEER
+ * with its message. Collective. */
+rondo_status_t comm_agree_status(rondo_comm_t comm, rondo_status_t local);
 /* Frees everything comm_build made (the engine must be gone). mpi_usable: 0
  * after MPI_Finalize, when only memory is freed. */
 void comm_free(rondo_comm_t comm, int mpi_usable);

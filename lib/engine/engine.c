@@ -596,33 +596,47 @@ static rondo_status_t start_locked(struct engine *e)
 rondo_status_t engine_create(rondo_comm_t comm)
 {
   rondo_status_t st = RONDO_SUCCESS;
+  /* The collective step first, then this rank's own setup, agreed before
+   * anyone goes on: no rank gives up alone. */
+  MPI_Comm mpi;
+  MPI_CHECK(MPI_Comm_dup(comm->mpi, &mpi));
   struct engine *e = calloc(1, sizeof *e);
-  if (e == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
+  int made = 0; /* the lock, then the two conditions */
+  if (e == NULL) {
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
+    goto agree;
+  }
   e->created = eng_now();
   e->device = -1;
   e->owner = comm;
   e->rank = comm->rank;
   e->size = comm->size;
-  MPI_CHECK_GOTO(MPI_Comm_dup(comm->mpi, &e->mpi), st, fail_dup);
-  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(e->mpi, MPI_ERRORS_RETURN), st, fail_table);
+  e->mpi = mpi;
+  MPI_CHECK_GOTO(MPI_Comm_set_errhandler(e->mpi, MPI_ERRORS_RETURN), st, agree);
   /* The in-flight table exists from the start: a rank that joins before it
    * ever submitted still looks names up in it. */
-  RONDO_CHECK_GOTO(table_grow(e), st, fail_table);
-  PT_CHECK_GOTO(pthread_mutex_init(&e->lock, NULL), st, fail_table);
-  PT_CHECK_GOTO(pthread_cond_init(&e->work, NULL), st, fail_work);
-  PT_CHECK_GOTO(pthread_cond_init(&e->done, NULL), st, fail_done);
-  comm->engine = e;
-  return RONDO_SUCCESS;
-
-fail_done:
-  pthread_cond_destroy(&e->work);
-fail_work:
-  pthread_mutex_destroy(&e->lock);
-fail_table:
-  free(e->table);
-  MPI_CHECK_LOG(MPI_Comm_free(&e->mpi));
-fail_dup:
+  RONDO_CHECK_GOTO(table_grow(e), st, agree);
+  PT_CHECK_GOTO(pthread_mutex_init(&e->lock, NULL), st, agree);
+  made = 1;
+  PT_CHECK_GOTO(pthread_cond_init(&e->work, NULL), st, agree);
+  made = 2;
+  PT_CHECK_GOTO(pthread_cond_init(&e->done, NULL), st, agree);
+  made = 3;
+agree:
+  st = comm_agree_status(comm, st);
+  if (st == RONDO_SUCCESS) {
+    comm->engine = e;
+    return RONDO_SUCCESS;
+  }
+  if (made >= 3)
+    pthread_cond_destroy(&e->done);
+  if (made >= 2)
+    pthread_cond_destroy(&e->work);
+  if (made >= 1)
+    pthread_mutex_destroy(&e->lock);
+  if (e != NULL)
+    free(e->table);
+  MPI_CHECK_LOG(MPI_Comm_free(&mpi));
   free(e);
   return st;
 }

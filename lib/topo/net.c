@@ -202,7 +202,9 @@ rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us,
   double start = MPI_Wtime();
   MPI_CHECK_GOTO(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), st, done);
   if (!all_ok) {
-    st = rondo__fail(RONDO_ERR_NO_MEMORY, "network measurement: %zu-byte buffers", bytes);
+    st = ok ? rondo__fail(RONDO_ERR_PEER, "network measurement: another rank had no memory for "
+                                          "its buffers")
+            : rondo__fail(RONDO_ERR_NO_MEMORY, "network measurement: %zu-byte buffers", bytes);
     goto done;
   }
   RONDO_CHECK_GOTO(measure_intra(topo, sbuf, rbuf, &v[V_INTRA_ALPHA], &v[V_INTRA_BETA]), st,

@@ -39,16 +39,19 @@ void topo_shutdown(void)
 }
 
 /* The union of the real node's ranks' cpusets: MPI_BOR over their bitmap
- * words, as many as the largest topology on the node needs. */
+ * words, as many as the largest topology on the node needs (up to
+ * CPUSET_WORDS: 16384 PUs with 64-bit words). On this rank's stack, so
+ * that no rank gives up alone between the two reductions. */
+enum { CPUSET_WORDS = 256 };
 static rondo_status_t node_cpuset_words(MPI_Comm real_node, hwloc_topology_t topo,
-                                        unsigned long **out, int *nwords)
+                                        unsigned long *all, int *nwords)
 {
   int mine = topo != NULL ? topo_hw_cpuset_nwords(topo) : 1;
   MPI_CHECK(MPI_Allreduce(&mine, nwords, 1, MPI_INT, MPI_MAX, real_node));
-  /* [0, n): this rank's words; [n, 2n): the union */
-  unsigned long *words = calloc(2 * (size_t)*nwords, sizeof *words);
-  if (words == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: %d cpuset words", *nwords);
+  if (*nwords > CPUSET_WORDS) /* the same on every rank of the node */
+    return rondo__fail(RONDO_ERR_UNSUPPORTED, "topology: cpusets of %d words (at most %d)",
+                       *nwords, CPUSET_WORDS);
+  unsigned long words[CPUSET_WORDS] = {0};
   hwloc_cpuset_t set = topo != NULL ? hwloc_bitmap_alloc() : NULL;
   if (set != NULL) {
     topo_hw_bind_cpuset(topo, set);
@@ -56,36 +59,25 @@ static rondo_status_t node_cpuset_words(MPI_Comm real_node, hwloc_topology_t top
     hwloc_bitmap_free(set);
   }
   /* Every rank joins the reduction, even if its hwloc failed. */
-  int rc = MPI_Allreduce(words, words + *nwords, *nwords, MPI_UNSIGNED_LONG, MPI_BOR, real_node);
-  if (rc != MPI_SUCCESS) {
-    free(words);
-    return rondo__mpi_fail(rc, "MPI_Allreduce(cpusets)", __FILE__, __LINE__);
-  }
-  memmove(words, words + *nwords, (size_t)*nwords * sizeof *words);
-  *out = words;
+  MPI_CHECK(MPI_Allreduce(words, all, *nwords, MPI_UNSIGNED_LONG, MPI_BOR, real_node));
   return RONDO_SUCCESS;
 }
 
 static rondo_status_t probe_hw(MPI_Comm real_node, topo_t *t)
 {
   hwloc_topology_t topo = hw_get();
-  unsigned long *all = NULL;
+  unsigned long all[CPUSET_WORDS];
   int nwords = 0;
   topo_hw_t hw;
-  RONDO_CHECK(node_cpuset_words(real_node, topo, &all, &nwords));
-  if (topo == NULL) {
-    free(all);
-    snprintf(t->hw_summary, sizeof t->hw_summary, "hwloc could not load the topology");
+  RONDO_CHECK(node_cpuset_words(real_node, topo, all, &nwords));
+  hwloc_cpuset_t node_set = topo != NULL ? hwloc_bitmap_alloc() : NULL;
+  if (node_set == NULL) { /* a local fact: the comm works without it */
+    snprintf(t->hw_summary, sizeof t->hw_summary, "hwloc could not %s",
+             topo == NULL ? "load the topology" : "allocate a bitmap");
     t->cores = t->avail_cores = 0;
     return RONDO_SUCCESS;
   }
-  hwloc_cpuset_t node_set = hwloc_bitmap_alloc();
-  if (node_set == NULL) {
-    free(all);
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "hwloc bitmap");
-  }
   topo_hw_cpuset_from_ulongs(node_set, all, nwords);
-  free(all);
   topo_hw_count(topo, node_set, &hw);
   hwloc_bitmap_free(node_set);
   topo_hw_describe(&hw, t->hw_summary, sizeof t->hw_summary);
@@ -159,14 +151,18 @@ static rondo_status_t make_cross(MPI_Comm comm, topo_t *t)
 {
   t->slices = t->max_local;
   t->cross = malloc((size_t)t->slices * sizeof *t->cross);
+  for (int g = 0; t->cross != NULL && g < t->slices; g++)
+    t->cross[g] = MPI_COMM_NULL;
+  /* Without the array this rank still joins every split, as no member, so
+   * that the others finish theirs; comm_build then agrees on the failure. */
+  for (int g = 0; g < t->slices; g++) {
+    int mine = t->cross != NULL && topo_owner(g, t->local_size) == t->local_rank;
+    MPI_Comm none = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split(comm, mine ? 0 : MPI_UNDEFINED, t->node_id,
+                             t->cross != NULL ? &t->cross[g] : &none));
+  }
   if (t->cross == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: %d cross communicators", t->slices);
-  for (int g = 0; g < t->slices; g++)
-    t->cross[g] = MPI_COMM_NULL;
-  for (int g = 0; g < t->slices; g++) {
-    int mine = topo_owner(g, t->local_size) == t->local_rank;
-    MPI_CHECK(MPI_Comm_split(comm, mine ? 0 : MPI_UNDEFINED, t->node_id, &t->cross[g]));
-  }
   return RONDO_SUCCESS;
 }
 
