@@ -64,47 +64,62 @@ static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
 {
   rondo_status_t st = RONDO_SUCCESS;
   const topo_t *topo = comm->topo;
+  /* A rank short of memory for its bookkeeping still takes the window's
+   * collective steps, and the agreement that ends them tells the others. */
   struct shm_state *s = calloc(1, sizeof *s);
-  if (s == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "shm: state");
-  s->size = topo->local_size;
-  s->rank = topo->local_rank;
-  s->slot_bytes = comm->cfg.shm_chunk;
-  s->seg = calloc((size_t)s->size, sizeof *s->seg);
-  if (s->seg == NULL) {
+  if (s != NULL && (s->seg = calloc((size_t)topo->local_size, sizeof *s->seg)) == NULL) {
     free(s);
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "shm: %d segments", topo->local_size);
+    s = NULL;
   }
+  rondo_status_t mine_st =
+      s != NULL ? RONDO_SUCCESS
+                : rondo__fail(RONDO_ERR_NO_MEMORY, "shm: state of %d segments", topo->local_size);
+  size_t slot_bytes = comm->cfg.shm_chunk;
   MPI_Info info = MPI_INFO_NULL;
+  MPI_Win win = MPI_WIN_NULL;
   char *mine = NULL;
-  MPI_Aint bytes = (MPI_Aint)(FLAGS_BYTES + SHM_SLOTS * s->slot_bytes);
-  MPI_CHECK_GOTO(MPI_Info_create(&info), st, fail_win);
+  MPI_Aint bytes = (MPI_Aint)(FLAGS_BYTES + SHM_SLOTS * slot_bytes);
+  MPI_CHECK_GOTO(MPI_Info_create(&info), st, fail_info);
   MPI_CHECK_GOTO(MPI_Info_set(info, "alloc_shared_noncontig", "true"), st, fail_info);
-  MPI_CHECK_GOTO(MPI_Win_allocate_shared(bytes, 1, info, topo->node, &mine, &s->win), st,
+  MPI_CHECK_GOTO(MPI_Win_allocate_shared(bytes, 1, info, topo->node, &mine, &win), st,
                  fail_info);
   MPI_CHECK_LOG(MPI_Info_free(&info));
   /* Window errors come back as statuses, as on rondo's communicators. */
-  MPI_CHECK_GOTO(MPI_Win_set_errhandler(s->win, MPI_ERRORS_RETURN), st, fail);
+  MPI_CHECK_GOTO(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN), st, fail);
   memset(mine, 0, FLAGS_BYTES);
-  for (int q = 0; q < s->size; q++) {
+  for (int q = 0; s != NULL && q < topo->local_size; q++) {
     MPI_Aint qbytes;
     int disp;
-    MPI_CHECK_GOTO(MPI_Win_shared_query(s->win, q, &qbytes, &disp, &s->seg[q]), st, fail);
+    MPI_CHECK_GOTO(MPI_Win_shared_query(win, q, &qbytes, &disp, &s->seg[q]), st, fail);
   }
-  /* Every rank's flags are zero before anyone polls them. */
-  MPI_CHECK_GOTO(MPI_Barrier(topo->node), st, fail);
+  /* Every rank's flags are zero before anyone polls them, and every rank
+   * has its state. */
+  int ok = s != NULL, all = 0;
+  MPI_CHECK_GOTO(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, topo->node), st, fail);
+  if (!all) {
+    st = ok ? rondo__fail(RONDO_ERR_PEER, "shm: another rank of this node had no memory for its "
+                                          "state")
+            : mine_st;
+    goto fail;
+  }
+  s->size = topo->local_size;
+  s->rank = topo->local_rank;
+  s->slot_bytes = slot_bytes;
+  s->win = win;
   LOG_DEBUG("shm: window of %d x %zu bytes on a node of %d ranks", s->size, (size_t)bytes,
             s->size);
   *out = s;
   return RONDO_SUCCESS;
 
 fail:
-  MPI_CHECK_LOG(MPI_Win_free(&s->win));
-  goto fail_win;
+  MPI_CHECK_LOG(MPI_Win_free(&win));
+  goto fail_state;
 fail_info:
-  MPI_CHECK_LOG(MPI_Info_free(&info));
-fail_win:
-  free(s->seg);
+  if (info != MPI_INFO_NULL)
+    MPI_CHECK_LOG(MPI_Info_free(&info));
+fail_state:
+  if (s != NULL)
+    free(s->seg);
   free(s);
   return st;
 }

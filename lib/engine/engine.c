@@ -290,13 +290,10 @@ static void rendezvous_stall(struct engine *e, const char *arrived)
 static rondo_status_t rendezvous(struct engine *e, int working, int on_thread, int *anyone)
 {
   int n = e->rank == 0 ? e->size : 2; /* rank 0: the hellos + the reduction */
-  MPI_Request *reqs = malloc((size_t)n * sizeof *reqs);
-  char *arrived = e->rank == 0 ? calloc((size_t)e->size, 1) : NULL;
-  if (reqs == NULL || (e->rank == 0 && arrived == NULL)) {
-    free(reqs);
-    free(arrived);
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: rendezvous");
-  }
+  MPI_Request *reqs = e->hello_reqs;
+  char *arrived = e->hello_arrived;
+  e->hello_reqs = NULL;
+  e->hello_arrived = NULL;
   for (int i = 0; i < n; i++)
     reqs[i] = MPI_REQUEST_NULL;
   rondo_status_t st = RONDO_SUCCESS;
@@ -616,6 +613,12 @@ rondo_status_t engine_create(rondo_comm_t comm)
   /* The in-flight table exists from the start: a rank that joins before it
    * ever submitted still looks names up in it. */
   RONDO_CHECK_GOTO(table_grow(e), st, agree);
+  e->hello_reqs = malloc((size_t)(e->rank == 0 ? e->size : 2) * sizeof *e->hello_reqs);
+  e->hello_arrived = e->rank == 0 ? calloc((size_t)e->size, 1) : NULL;
+  if (e->hello_reqs == NULL || (e->rank == 0 && e->hello_arrived == NULL)) {
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: rendezvous");
+    goto agree;
+  }
   PT_CHECK_GOTO(pthread_mutex_init(&e->lock, NULL), st, agree);
   made = 1;
   PT_CHECK_GOTO(pthread_cond_init(&e->work, NULL), st, agree);
@@ -634,8 +637,11 @@ agree:
     pthread_cond_destroy(&e->work);
   if (made >= 1)
     pthread_mutex_destroy(&e->lock);
-  if (e != NULL)
+  if (e != NULL) {
     free(e->table);
+    free(e->hello_reqs);
+    free(e->hello_arrived);
+  }
   MPI_CHECK_LOG(MPI_Comm_free(&mpi));
   free(e);
   return st;
@@ -686,6 +692,8 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   free(e->bits);
   free(e->by_id);
   free(e->table);
+  free(e->hello_reqs); /* never used: no rendezvous */
+  free(e->hello_arrived);
   free(e->fusion);
   free(e->identity);
   /* Requests not yet waited for are all released: rondo_wait() does not

@@ -103,6 +103,9 @@ struct engine {
   pthread_t thread;
   int started;                /* the thread exists */
   int met;                    /* the rendezvous is done (engine.c) */
+  MPI_Request *hello_reqs;    /* the rendezvous' requests and (rank 0) who */
+  char *hello_arrived;        /* arrived: made with the engine, so that no rank
+                                 finds itself short of memory alone then */
 
   pthread_mutex_t lock;
   pthread_cond_t work;        /* submissions, join, stop -> engine thread */

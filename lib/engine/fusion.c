@@ -363,7 +363,7 @@ void eng_drain_device(struct engine *e)
   free(e->inflight);
   e->inflight = NULL;
   e->cap_inflight = 0;
-  gpu_state_t *g = e->exec->gpu;
+  gpu_state_t *g = e->exec != NULL ? e->exec->gpu : NULL; /* none if startup failed */
   if (e->dfusion != NULL && g != NULL) {
     /* After a failure the stream may still hold copies of the buffer: let
      * them finish (their errors are already reported). Nothing else is

@@ -40,17 +40,20 @@ void topo_shutdown(void)
 
 /* The union of the real node's ranks' cpusets: MPI_BOR over their bitmap
  * words, as many as the largest topology on the node needs (up to
- * CPUSET_WORDS: 16384 PUs with 64-bit words). On this rank's stack, so
- * that no rank gives up alone between the two reductions. */
+ * CPUSET_WORDS: 16384 PUs with 64-bit words; *nwords 0 above, the same on
+ * every rank of the node, which then goes without the hardware facts). On
+ * this rank's stack, so that no rank gives up alone between the two
+ * reductions. */
 enum { CPUSET_WORDS = 256 };
 static rondo_status_t node_cpuset_words(MPI_Comm real_node, hwloc_topology_t topo,
                                         unsigned long *all, int *nwords)
 {
   int mine = topo != NULL ? topo_hw_cpuset_nwords(topo) : 1;
   MPI_CHECK(MPI_Allreduce(&mine, nwords, 1, MPI_INT, MPI_MAX, real_node));
-  if (*nwords > CPUSET_WORDS) /* the same on every rank of the node */
-    return rondo__fail(RONDO_ERR_UNSUPPORTED, "topology: cpusets of %d words (at most %d)",
-                       *nwords, CPUSET_WORDS);
+  if (*nwords > CPUSET_WORDS) {
+    *nwords = 0;
+    return RONDO_SUCCESS;
+  }
   unsigned long words[CPUSET_WORDS] = {0};
   hwloc_cpuset_t set = topo != NULL ? hwloc_bitmap_alloc() : NULL;
   if (set != NULL) {
@@ -70,10 +73,12 @@ static rondo_status_t probe_hw(MPI_Comm real_node, topo_t *t)
   int nwords = 0;
   topo_hw_t hw;
   RONDO_CHECK(node_cpuset_words(real_node, topo, all, &nwords));
-  hwloc_cpuset_t node_set = topo != NULL ? hwloc_bitmap_alloc() : NULL;
+  hwloc_cpuset_t node_set = topo != NULL && nwords > 0 ? hwloc_bitmap_alloc() : NULL;
   if (node_set == NULL) { /* a local fact: the comm works without it */
     snprintf(t->hw_summary, sizeof t->hw_summary, "hwloc could not %s",
-             topo == NULL ? "load the topology" : "allocate a bitmap");
+             topo == NULL   ? "load the topology"
+             : nwords == 0 ? "describe over 16384 PUs"
+                           : "allocate a bitmap");
     t->cores = t->avail_cores = 0;
     return RONDO_SUCCESS;
   }

@@ -72,6 +72,9 @@ done
 
 mpid=
 cleanup() {
+  # A second signal (timeout sends TERM to the child and then to its whole
+  # process group) must not cut the teardown short.
+  trap '' HUP INT TERM
   [ -z "$mpid" ] || kill "$mpid" 2>/dev/null
   # Processes outlive their namespace's name: stop what still runs there.
   left=
@@ -126,7 +129,11 @@ echo "netbed: $hosts hosts ($list)${rate:+, links limited to $rate}"
 # In the background, so that a signal runs its trap at once (a shell runs
 # traps only between commands, and wait is one). stdin stays the caller's:
 # a background command's is /dev/null unless redirected from another fd.
+# SIGPIPE ignored, as every process it starts inherits: a launcher or rank
+# writing to a connection its peer has just closed (finalize races over
+# TCP) gets EPIPE instead of dying; one CI run saw mpiexec end with 141.
 exec 3<&0
+trap '' PIPE
 ip netns exec "$sw" "$mpiexec" -launcher ssh -launcher-exec "$here/nslaunch" -hosts "$list" \
   -genv UCX_TLS tcp "$@" <&3 3<&- &
 mpid=$!
