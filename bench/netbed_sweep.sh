@@ -11,13 +11,15 @@
 #   MPIEXEC         the launcher netbed.sh runs (default mpiexec)
 #   NETBED_ITERS    timed iterations per row (default 20, rondo-bench's own)
 # Needs root and iproute2. Every run uses the library's defaults (no tuning
-# file: the selector decides from the network it measures).
+# file: the selector decides from the network it measures). Exit status 1
+# when a run left no complete table (each run's output is in its .txt).
 set -u
 build=${1:-build}
 out=${2:-netbed-sweep}
 here=$(cd "$(dirname "$0")/.." && pwd)
 bench=${RONDO_BENCH:-$build/tools/rondo-bench}
 mkdir -p "$out"
+failed=
 for rate in ${NETBED_RATES:-1gbit 10gbit unlimited}; do
   for layout in ${NETBED_LAYOUTS:-2x1 2x2}; do
     hosts=${layout%x*}
@@ -28,7 +30,7 @@ for rate in ${NETBED_RATES:-1gbit 10gbit unlimited}; do
     echo "== $rate, $hosts hosts x $ppn ranks -> $name.txt, $name.json"
     : > "$name.txt"
     # shellcheck disable=SC2086
-    timeout 600 sh "$here/tests/multihost/netbed.sh" -H "$hosts" $limit -- \
+    timeout -k 10 600 sh "$here/tests/multihost/netbed.sh" -H "$hosts" $limit -- \
       -n $((hosts * ppn)) -ppn "$ppn" -genv RONDO_LOG info \
       "$bench" -b 4 -e 16M -f 4 -n ${NETBED_ITERS:-20} -w 3 -q --json "$name.json" > "$name.txt" 2>&1 &
     run=$!
@@ -41,8 +43,17 @@ for rate in ${NETBED_RATES:-1gbit 10gbit unlimited}; do
     while kill -0 "$run" 2>/dev/null && [ $i -lt 20 ]; do sleep 1; i=$((i + 1)); done
     kill "$run" 2>/dev/null
     wait "$run" 2>/dev/null
+    # A run counts when its table is complete; the kill above is expected.
+    if ! grep -q '^# average bus bandwidth' "$name.txt" || [ ! -s "$name.json" ]; then
+      echo "== $rate, $hosts hosts x $ppn ranks FAILED: no complete table (see $name.txt)" >&2
+      failed="$failed $rate-$layout"
+    fi
     # The kernel tears a deleted namespace down later, in a worker thread:
     # let it finish before the next run measures its network.
     sleep 3
   done
 done
+if [ -n "$failed" ]; then
+  echo "netbed_sweep: runs without a table:$failed" >&2
+  exit 1
+fi

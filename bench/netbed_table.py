@@ -37,11 +37,15 @@ def table(path):
         sys.exit(f"netbed_table: {path}: name it RATE-HOSTSxPPN.json")
     rate, hosts, ppn = m.group(1), int(m.group(2)), int(m.group(3))
     bits = None
-    r = re.fullmatch(r"(\d+(?:\.\d+)?)(gbit|mbit|kbit)", rate)
+    r = re.fullmatch(r"(\d+(?:\.\d+)?)(gbit|mbit|kbit)", rate.lower())
     if r:
         bits = float(r.group(1)) * RATES[r.group(2)]
-    with open(path) as f:
-        doc = json.load(f)
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"netbed_table: {path}: no table ({e}); see the run's .txt", file=sys.stderr)
+        return False
     net = re.search(r"network between nodes: [^;]*(;[^;]*GB/s)?(; measuring took [\d.]+ ms)?",
                     doc.get("topology", ""))
     print(f"**{rate}, {hosts} hosts x {ppn} ranks** — {net.group(0) if net else 'network: not reported'}")
@@ -65,6 +69,8 @@ def table(path):
         auto = rows["auto"]["median_us"]
         mpi = rows["MPI_Allreduce"]["median_us"]
         forced = {a: r["median_us"] for a, r in rows.items() if a not in ("auto", "MPI_Allreduce")}
+        if not forced:
+            continue
         best = min(forced, key=forced.get)
         total += 1
         at_least_mpi += mpi / auto >= 1.0
@@ -81,13 +87,16 @@ def table(path):
     print(f"AUTO >= MPI_Allreduce at {at_least_mpi} of {total} sizes; within 10% of the "
           f"fastest forced algorithm at {within} of {total}; wrong results: {wrong}.")
     print()
+    return total > 0 and wrong == 0
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    ok = True
     for path in sys.argv[1:]:
-        table(path)
+        ok &= table(path)
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":
