@@ -126,7 +126,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   if (st == RONDO_SUCCESS && cross == NULL)
     st = rondo__fail(RONDO_ERR_INTERNAL, "hierarchical_nccl: no cross-node comm for slice %d",
                      comm->local_rank);
-  if ((st = gpu_agree_ready(comm, st, "its hierarchical_nccl buffers")) != RONDO_SUCCESS) {
+  if ((st = rondo__agree_ready(comm->mpi, st, "its hierarchical_nccl buffers")) != RONDO_SUCCESS) {
     gpu_leave(g, prev);
     return st;
   }
@@ -152,7 +152,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
    * its own: every rank learns whether every rank succeeded. */
   if (st == RONDO_SUCCESS)
     st = gpu_heard(comm);
-  return gpu_agree_ready(comm, st, "its part of the hierarchical_nccl all-reduce");
+  return rondo__agree_ready(comm->mpi, st, "its part of the hierarchical_nccl all-reduce");
 }
 
 const algo_desc_t algo_hierarchical_nccl = {

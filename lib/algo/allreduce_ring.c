@@ -27,9 +27,8 @@
  */
 #include "algo/algo.h"
 
-#include <stdlib.h>
-
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "reduce/reduce.h"
 

@@ -58,7 +58,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
     st = gpu_stage(g, 2 * half);
   /* with a->agree the call's argument check too, in the same agreement */
   st = a->agree != NULL ? agree_call(comm, st, a->agree)
-                        : gpu_agree_ready(comm, st, "its GPU state and staging buffer");
+                        : rondo__agree_ready(comm->mpi, st, "its GPU state and staging buffer");
   if (st != RONDO_SUCCESS) {
     gpu_leave(g, prev);
     return st;
@@ -115,7 +115,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
    * succeeded. */
   if (st == RONDO_SUCCESS)
     st = gpu_heard(comm);
-  return gpu_agree_ready(comm, st, "its part of the staged all-reduce");
+  return rondo__agree_ready(comm->mpi, st, "its part of the staged all-reduce");
 }
 
 const algo_desc_t algo_staged = {

@@ -52,7 +52,7 @@ static rondo_status_t staged(rondo_comm_t comm, gpu_state_t *g, rondo_status_t e
 {
   size_t need = c->in_place ? c->down_bytes : c->down_bytes + c->up_bytes;
   rondo_status_t st = entered == RONDO_SUCCESS ? gpu_stage(g, need) : entered;
-  if ((st = gpu_agree_ready(comm, st, "its GPU state and staging buffer")) != RONDO_SUCCESS)
+  if ((st = rondo__agree_ready(comm->mpi, st, "its GPU state and staging buffer")) != RONDO_SUCCESS)
     return st;
   char *hin = g->stage, *spare = NULL;
   st = gpu_copy_wait(comm, g, hin, c->down, c->down_bytes, "a copy to the staging buffer");
@@ -69,7 +69,7 @@ static rondo_status_t staged(rondo_comm_t comm, gpu_state_t *g, rondo_status_t e
    * learns whether every rank succeeded */
   if (st == RONDO_SUCCESS)
     st = gpu_heard(comm);
-  return gpu_agree_ready(comm, st, "its part of the staged collective");
+  return rondo__agree_ready(comm->mpi, st, "its part of the staged collective");
 }
 
 static rondo_status_t run(rondo_comm_t comm, const device_coll_t *c)

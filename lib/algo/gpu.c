@@ -344,17 +344,6 @@ rondo_status_t gpu_scratch(gpu_state_t *g, size_t bytes)
   return grow(&g->dscratch, &g->dscratch_bytes, bytes, g->dev->mem_alloc, g->dev->mem_free);
 }
 
-rondo_status_t gpu_agree_ready(rondo_comm_t comm, rondo_status_t local, const char *what)
-{
-  int ok = local == RONDO_SUCCESS, all_ok = 0;
-  MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm->mpi));
-  if (all_ok)
-    return RONDO_SUCCESS;
-  return local != RONDO_SUCCESS
-             ? local
-             : rondo__fail(RONDO_ERR_PEER, "another rank could not get %s", what);
-}
-
 double gpu_now(void) { return now(); }
 
 /* One poll of e (or, e NULL, of coll's readiness), with the state's NCCL

@@ -111,11 +111,6 @@ rondo_status_t gpu_heard(rondo_comm_t comm);
  * tells the other ranks, aborts NCCL, breaks the state; returns st. */
 rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st);
 
-/* Collective: RONDO_SUCCESS if every rank's local preparation (local:
- * its buffers, say) succeeded, else local or RONDO_ERR_PEER naming what.
- * Device algorithms ask before their first collective, so that no rank
- * enters one the others skip. */
-rondo_status_t gpu_agree_ready(rondo_comm_t comm, rondo_status_t local, const char *what);
 
 /* The state's pinned staging buffer and its device scratch, at least
  * bytes each (kept between calls, grown as needed). */

@@ -71,22 +71,22 @@ static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
     free(s);
     s = NULL;
   }
-  rondo_status_t mine_st =
+  rondo_status_t mine =
       s != NULL ? RONDO_SUCCESS
                 : rondo__fail(RONDO_ERR_NO_MEMORY, "shm: state of %d segments", topo->local_size);
   size_t slot_bytes = comm->cfg.shm_chunk;
   MPI_Info info = MPI_INFO_NULL;
   MPI_Win win = MPI_WIN_NULL;
-  char *mine = NULL;
+  char *base = NULL;
   MPI_Aint bytes = (MPI_Aint)(FLAGS_BYTES + SHM_SLOTS * slot_bytes);
   MPI_CHECK_GOTO(MPI_Info_create(&info), st, fail_info);
   MPI_CHECK_GOTO(MPI_Info_set(info, "alloc_shared_noncontig", "true"), st, fail_info);
-  MPI_CHECK_GOTO(MPI_Win_allocate_shared(bytes, 1, info, topo->node, &mine, &win), st,
+  MPI_CHECK_GOTO(MPI_Win_allocate_shared(bytes, 1, info, topo->node, &base, &win), st,
                  fail_info);
   MPI_CHECK_LOG(MPI_Info_free(&info));
   /* Window errors come back as statuses, as on rondo's communicators. */
   MPI_CHECK_GOTO(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN), st, fail);
-  memset(mine, 0, FLAGS_BYTES);
+  memset(base, 0, FLAGS_BYTES);
   for (int q = 0; s != NULL && q < topo->local_size; q++) {
     MPI_Aint qbytes;
     int disp;
@@ -94,14 +94,8 @@ static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
   }
   /* Every rank's flags are zero before anyone polls them, and every rank
    * has its state. */
-  int ok = s != NULL, all = 0;
-  MPI_CHECK_GOTO(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, topo->node), st, fail);
-  if (!all) {
-    st = ok ? rondo__fail(RONDO_ERR_PEER, "shm: another rank of this node had no memory for its "
-                                          "state")
-            : mine_st;
+  if ((st = rondo__agree_ready(topo->node, mine, "memory for its shm state")) != RONDO_SUCCESS)
     goto fail;
-  }
   s->size = topo->local_size;
   s->rank = topo->local_rank;
   s->slot_bytes = slot_bytes;

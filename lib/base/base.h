@@ -89,6 +89,12 @@ rondo_status_t rondo__mpi_fail(int mpi_rc, const char *call, const char *file,
 /* The same for a pthread call that returned errno value err:
  * RONDO_ERR_INTERNAL (RONDO_ERR_NO_MEMORY for EAGAIN/ENOMEM). */
 rondo_status_t rondo__pthread_fail(int err, const char *call, const char *file, int line);
+/* Collective over comm: RONDO_SUCCESS if every rank's local preparation
+ * (local: its buffers, say) succeeded, else local on the ranks where it
+ * failed and RONDO_ERR_PEER ("another rank could not get <what>") on the
+ * others. Asked before a collective step that a failed rank cannot take,
+ * so that no rank enters one the others skip. */
+rondo_status_t rondo__agree_ready(MPI_Comm comm, rondo_status_t local, const char *what);
 
 /* The check macros: every MPI call goes through MPI_CHECK (return the
  * failure), MPI_CHECK_GOTO (set st and jump to label) or, where a failure

@@ -1,7 +1,9 @@
 /*
- * Status strings, the per-thread last-error message, names of dtypes and
- * ops, and the version. (Algorithm names come from lib/algo's table.) The status strings come from the one
- * RONDO_STATUS_MAP list in rondo.h, so they cannot drift from the enum.
+ * Status strings, the per-thread last-error message, the agreement on
+ * every rank's readiness (rondo__agree_ready), names of dtypes and ops, and
+ * the version. (Algorithm names come from lib/algo's table.) The status
+ * strings come from the one RONDO_STATUS_MAP list in rondo.h, so they
+ * cannot drift from the enum.
  */
 #include "base/base.h"
 
@@ -93,6 +95,17 @@ rondo_status_t rondo__pthread_fail(int err, const char *call, const char *file, 
   rondo_status_t st = err == EAGAIN || err == ENOMEM ? RONDO_ERR_NO_MEMORY : RONDO_ERR_INTERNAL;
   return rondo__fail(st, "rank %d: %s failed at %s:%d: %s", rondo__log_rank(), call, file, line,
                      strerror(err));
+}
+
+rondo_status_t rondo__agree_ready(MPI_Comm comm, rondo_status_t local, const char *what)
+{
+  int ok = local == RONDO_SUCCESS, all_ok = 0;
+  MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
+  if (all_ok)
+    return RONDO_SUCCESS;
+  return local != RONDO_SUCCESS
+             ? local
+             : rondo__fail(RONDO_ERR_PEER, "another rank could not get %s", what);
 }
 
 /* ---- names ---------------------------------------------------------------- */

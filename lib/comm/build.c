@@ -60,8 +60,11 @@ static rondo_status_t read_config(struct rondo_comm *c)
 /* A local failure must reach every rank, or the others would wait in the
  * next collective forever: all learn the lowest failing rank, and its
  * message. Collective over c. */
-static rondo_status_t agree_status_on(MPI_Comm comm, int rank, int size, rondo_status_t local)
+static rondo_status_t agree_status_on(MPI_Comm comm, rondo_status_t local)
 {
+  int rank, size;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_size(comm, &size));
   int mine = local == RONDO_SUCCESS ? size : rank, first = size;
   MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
   if (first == size)
@@ -80,7 +83,7 @@ static rondo_status_t agree_status_on(MPI_Comm comm, int rank, int size, rondo_s
 
 rondo_status_t comm_agree_status(rondo_comm_t c, rondo_status_t local)
 {
-  return agree_status_on(c->mpi, c->rank, c->size, local);
+  return agree_status_on(c->mpi, local);
 }
 
 /* Knobs that shape messages must be equal on every rank, or collectives
@@ -221,12 +224,9 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
             ? local
             : rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_comm_create: no memory for the comm");
     MPI_Comm dup;
-    int rank, size;
     MPI_CHECK(MPI_Comm_dup(mpi_comm, &dup));
     MPI_CHECK_GOTO(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), st, free_dup);
-    MPI_CHECK_GOTO(MPI_Comm_rank(dup, &rank), st, free_dup);
-    MPI_CHECK_GOTO(MPI_Comm_size(dup, &size), st, free_dup);
-    st = agree_status_on(dup, rank, size, mine);
+    st = agree_status_on(dup, mine);
   free_dup:
     MPI_CHECK_LOG(MPI_Comm_free(&dup));
     return st;

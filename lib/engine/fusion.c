@@ -268,7 +268,7 @@ static void run_device_batch(struct engine *e, item_t *it, size_t n)
       local = gpu_fail(x, local);
     if (local == RONDO_SUCCESS)
       local = gpu_usable(x, -1);
-    st = gpu_agree_ready(x, local, "its part of a device batch");
+    st = rondo__agree_ready(x->mpi, local, "its part of a device batch");
   }
   if (st == RONDO_SUCCESS)
     st = algo_allreduce_resolve_mem(x, total, dtype, op, SELECT_MEM_DEVICE, &algo);

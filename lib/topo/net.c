@@ -197,16 +197,13 @@ rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us,
   double v[V_COUNT] = {0};
   size_t bytes = topo->local_rank == 0 ? BW_LAST : topo->local_rank == 1 ? INTRA_BYTES : 0;
   char *sbuf = bytes ? calloc(1, bytes) : NULL, *rbuf = bytes ? malloc(bytes) : NULL;
-  int ok = bytes == 0 || (sbuf != NULL && rbuf != NULL), all_ok = 0;
-  rondo_status_t st = RONDO_SUCCESS;
+  rondo_status_t st =
+      bytes == 0 || (sbuf != NULL && rbuf != NULL)
+          ? RONDO_SUCCESS
+          : rondo__fail(RONDO_ERR_NO_MEMORY, "network measurement: %zu-byte buffers", bytes);
   double start = MPI_Wtime();
-  MPI_CHECK_GOTO(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), st, done);
-  if (!all_ok) {
-    st = ok ? rondo__fail(RONDO_ERR_PEER, "network measurement: another rank had no memory for "
-                                          "its buffers")
-            : rondo__fail(RONDO_ERR_NO_MEMORY, "network measurement: %zu-byte buffers", bytes);
-    goto done;
-  }
+  RONDO_CHECK_GOTO(rondo__agree_ready(comm, st, "memory for the network measurement"), st,
+                   done);
   RONDO_CHECK_GOTO(measure_intra(topo, sbuf, rbuf, &v[V_INTRA_ALPHA], &v[V_INTRA_BETA]), st,
                    done);
   if (topo->local_rank == 0) {

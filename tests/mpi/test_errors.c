@@ -210,57 +210,51 @@ static void total_overflow_errors(rondo_comm_t w)
   free(counts_quarter);
 }
 
-/* Different valid arguments on the last rank: RONDO_ERR_MISMATCH everywhere. */
+/* Different valid arguments on ranks from..size-1: RONDO_ERR_MISMATCH
+ * everywhere. */
 static void mismatch_errors(rondo_comm_t w)
 {
-  int last = mt.rank == mt.size - 1;
-#define MISMATCH_CASE(coll_, what_, mutate)                                                        \
+#define MISMATCH_CASE(from_, coll_, what_, mutate)                                                 \
   do {                                                                                             \
     call_t c_ = valid_call((coll_), w);                                                            \
-    mt_where("%s: %s on the last rank", coll_names[coll_], what_);                                 \
-    if (last) {                                                                                    \
+    mt_where("%s: %s on ranks %d-%d", coll_names[coll_], what_, (from_), mt.size - 1);             \
+    if (mt.rank >= (from_)) {                                                                      \
       mutate;                                                                                      \
     }                                                                                              \
     EXPECT(&c_, RONDO_ERR_MISMATCH);                                                               \
   } while (0)
-  MISMATCH_CASE(ALLREDUCE, "count 7 instead of 8", c_.count = N - 1);
-  MISMATCH_CASE(ALLREDUCE, "dtype float64 instead of float32", c_.dtype = RONDO_FLOAT64);
-  MISMATCH_CASE(ALLREDUCE, "dtype int32 instead of float32 (same size)", c_.dtype = RONDO_INT32);
-  MISMATCH_CASE(ALLREDUCE, "op max instead of sum", c_.op = RONDO_MAX);
-  MISMATCH_CASE(ALLREDUCE, "op avg instead of sum", c_.op = RONDO_AVG);
-  MISMATCH_CASE(ALLREDUCE_ALGO, "algo recursive_doubling instead of ring",
+  /* The last rank alone. */
+  int last = mt.size - 1;
+  MISMATCH_CASE(last, ALLREDUCE, "count 7 instead of 8", c_.count = N - 1);
+  MISMATCH_CASE(last, ALLREDUCE, "dtype float64 instead of float32", c_.dtype = RONDO_FLOAT64);
+  MISMATCH_CASE(last, ALLREDUCE, "dtype int32 instead of float32 (same size)",
+                c_.dtype = RONDO_INT32);
+  MISMATCH_CASE(last, ALLREDUCE, "op max instead of sum", c_.op = RONDO_MAX);
+  MISMATCH_CASE(last, ALLREDUCE, "op avg instead of sum", c_.op = RONDO_AVG);
+  MISMATCH_CASE(last, ALLREDUCE_ALGO, "algo recursive_doubling instead of ring",
                 c_.algo = RONDO_ALGO_RECURSIVE_DOUBLING);
-  MISMATCH_CASE(ALLREDUCE_ALGO, "count 0 instead of 8", c_.count = 0);
-  MISMATCH_CASE(BROADCAST, "root 1 instead of 0", c_.root = 1);
-  MISMATCH_CASE(BROADCAST, "count 9 instead of 8", c_.count = N + 1);
-  MISMATCH_CASE(BROADCAST, "dtype int8 instead of float32", c_.dtype = RONDO_INT8);
-  MISMATCH_CASE(ALLGATHER, "count 7 instead of 8", c_.count = N - 1);
-  MISMATCH_CASE(REDUCE_SCATTER, "recvcount 7 instead of 8", c_.count = N - 1);
-  MISMATCH_CASE(REDUCE_SCATTER, "op min instead of sum", c_.op = RONDO_MIN);
-  MISMATCH_CASE(ALLTOALL, "dtype float16 instead of float32", c_.dtype = RONDO_FLOAT16);
+  MISMATCH_CASE(last, ALLREDUCE_ALGO, "count 0 instead of 8", c_.count = 0);
+  MISMATCH_CASE(last, BROADCAST, "root 1 instead of 0", c_.root = 1);
+  MISMATCH_CASE(last, BROADCAST, "count 9 instead of 8", c_.count = N + 1);
+  MISMATCH_CASE(last, BROADCAST, "dtype int8 instead of float32", c_.dtype = RONDO_INT8);
+  MISMATCH_CASE(last, ALLGATHER, "count 7 instead of 8", c_.count = N - 1);
+  MISMATCH_CASE(last, REDUCE_SCATTER, "recvcount 7 instead of 8", c_.count = N - 1);
+  MISMATCH_CASE(last, REDUCE_SCATTER, "op min instead of sum", c_.op = RONDO_MIN);
+  MISMATCH_CASE(last, ALLTOALL, "dtype float16 instead of float32", c_.dtype = RONDO_FLOAT16);
   /* Same count and dtype, different collective. */
-  MISMATCH_CASE(ALLGATHER, "rondo_alltoall instead of rondo_allgather", c_.coll = ALLTOALL);
-  MISMATCH_CASE(ALLREDUCE_ALGO, "rondo_reduce_scatter instead of rondo_allreduce_algo",
+  MISMATCH_CASE(last, ALLGATHER, "rondo_alltoall instead of rondo_allgather",
+                c_.coll = ALLTOALL);
+  MISMATCH_CASE(last, ALLREDUCE_ALGO, "rondo_reduce_scatter instead of rondo_allreduce_algo",
                 c_.coll = REDUCE_SCATTER);
-#undef MISMATCH_CASE
   /* The upper half of the ranks against the lower: across hosts, ranks that
    * agree among themselves on each host, and the hosts disagree. */
-  int upper = mt.rank >= mt.size / 2;
-#define HALVES_CASE(coll_, what_, mutate)                                                          \
-  do {                                                                                             \
-    call_t c_ = valid_call((coll_), w);                                                            \
-    mt_where("%s: %s on ranks %d-%d", coll_names[coll_], what_, mt.size / 2, mt.size - 1);         \
-    if (upper) {                                                                                   \
-      mutate;                                                                                      \
-    }                                                                                              \
-    EXPECT(&c_, RONDO_ERR_MISMATCH);                                                               \
-  } while (0)
-  HALVES_CASE(ALLREDUCE, "count 7 instead of 8", c_.count = N - 1);
-  HALVES_CASE(ALLREDUCE, "op max instead of sum", c_.op = RONDO_MAX);
-  HALVES_CASE(ALLREDUCE_ALGO, "algo rabenseifner instead of ring",
-              c_.algo = RONDO_ALGO_RABENSEIFNER);
-  HALVES_CASE(BROADCAST, "root 1 instead of 0", c_.root = 1);
-#undef HALVES_CASE
+  int half = mt.size / 2;
+  MISMATCH_CASE(half, ALLREDUCE, "count 7 instead of 8", c_.count = N - 1);
+  MISMATCH_CASE(half, ALLREDUCE, "op max instead of sum", c_.op = RONDO_MAX);
+  MISMATCH_CASE(half, ALLREDUCE_ALGO, "algo rabenseifner instead of ring",
+                c_.algo = RONDO_ALGO_RABENSEIFNER);
+  MISMATCH_CASE(half, BROADCAST, "root 1 instead of 0", c_.root = 1);
+#undef MISMATCH_CASE
 }
 
 /* A valid shm all-reduce of 5 elements of x ((rank + 1) everywhere) works. */
