@@ -2,11 +2,14 @@
  * engine_bench: what the asynchronous engine costs on its own, beyond the
  * gradient sets that `rondo-bench fusion` replays.
  *
- *   mpiexec -n 2 bench/engine_bench [-w latency|idle|all] [-r REPS] [-i IDLE_SECONDS]
+ *   mpiexec -n 2 bench/engine_bench [-w latency|wake|idle|all] [-r REPS] [-i IDLE_SECONDS]
  *
  *   latency   one 4-byte request, submission to completion (200 x REPS
  *             requests, each between barriers, the slowest rank's time),
  *             against MPI_Allreduce of 4 bytes timed the same way
+ *   wake      the same after every rank slept 100 ms (an idle engine), with
+ *             a new name each time (the slow path, as unnamed Horovod calls
+ *             take) and with one name again (cached): 4 x REPS each
  *   idle      the process's CPU time while its engine sits idle
  */
 #include <stdio.h>
@@ -78,6 +81,44 @@ static void latency(int reps)
            meas_median(mpi, n) * 1e6);
 }
 
+/* The slowest rank's time of one 4-byte request named `name`, submitted
+ * after every rank slept 100 ms. */
+static double after_sleep(const char *name)
+{
+  float x = 1.0f;
+  rondo_request_t r;
+  MPI_Barrier(MPI_COMM_WORLD);
+  usleep(100000);
+  double t0 = MPI_Wtime();
+  if (rondo_allreduce_async(rondo_world(), name, &x, &x, 1, RONDO_FLOAT32, RONDO_SUM, NULL, &r) !=
+          RONDO_SUCCESS ||
+      rondo_wait(&r) != RONDO_SUCCESS)
+    die("wake");
+  double t = slowest(MPI_Wtime() - t0);
+  check(&x, 1, meas_size(rondo_world()));
+  return t;
+}
+
+static void wake(int reps)
+{
+  enum { N = 256 };
+  double fresh[N], cached[N];
+  int n = 4 * reps < N ? 4 * reps : N;
+  after_sleep("wake.cached"); /* into the cache */
+  for (int i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "wake.%d", i);
+    fresh[i] = after_sleep(name);
+  }
+  for (int i = 0; i < n; i++)
+    cached[i] = after_sleep("wake.cached");
+  if (meas_rank(rondo_world()) == 0)
+    printf("wake      one 4-byte request after 100 ms of sleep on every rank: new name median "
+           "%.1f us, p90 %.1f us; cached name median %.1f us, p90 %.1f us (%d each)\n",
+           meas_median(fresh, n) * 1e6, meas_percentile(fresh, n, 90) * 1e6,
+           meas_median(cached, n) * 1e6, meas_percentile(cached, n, 90) * 1e6, n);
+}
+
 static double cpu_seconds(void)
 {
   struct rusage ru;
@@ -122,7 +163,7 @@ int main(int argc, char **argv)
       idle_s = atoi(argv[i + 1]);
   }
   if (reps < 1 || reps > 64 || idle_s < 1 || argc % 2 == 0) {
-    fprintf(stderr, "usage: engine_bench [-w latency|idle|all] [-r 1..64] "
+    fprintf(stderr, "usage: engine_bench [-w latency|wake|idle|all] [-r 1..64] "
                     "[-i IDLE_SECONDS]\n");
     rondo_finalize();
     return 2;
@@ -138,6 +179,8 @@ int main(int argc, char **argv)
   }
   if (all || strcmp(which, "latency") == 0)
     latency(reps);
+  if (all || strcmp(which, "wake") == 0)
+    wake(reps);
   if (all || strcmp(which, "idle") == 0)
     idle(idle_s);
   long wrong = 0;

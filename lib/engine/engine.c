@@ -511,8 +511,12 @@ static void *engine_main(void *arg)
     eng_execute(e, &cyc);
     size_t device_busy = e->ninflight > 0 ? eng_poll_device(e) : 0;
     prune_pending(e);
-    int busy = cyc.anyone_pending || e->joined, cyc_progress = cyc.nresp > 0;
-    int all_stopping = cyc.all_stopping;
+    /* Busy: this rank has requests waiting for other ranks (or joined).
+     * Work pending only elsewhere waits for this rank's application, whose
+     * submission wakes the thread: negotiating again early would add an
+     * empty cycle to every request. */
+    int busy = e->npending > 0 || e->joined, cyc_progress = cyc.nresp > 0;
+    int all_stopping = cyc.all_stopping, anyone = cyc.anyone_pending;
     if (cyc.all_joined && e->joined)
       st = finish_join(e);
     eng_cycle_free(&cyc);
@@ -520,7 +524,9 @@ static void *engine_main(void *arg)
       break;
 
     pthread_mutex_lock(&e->lock);
-    e->idle = !busy && !device_busy;
+    e->idle = !busy && !device_busy && !anyone;
+    if (cyc_progress || busy)
+      idle = cycle_s; /* work is flowing: the next wake-up comes soon */
     if (e->queue_head != NULL || e->stop || e->join_wanted) {
       idle = cycle_s; /* new work: negotiate again at once */
       retry = RETRY_MIN_S;

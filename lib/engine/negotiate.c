@@ -655,8 +655,10 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
           out->nresp++;
         }
     } else {
-      out->slow_path = 1;
       st = slow_path(e, e->joined, stopping, out);
+      /* rank 0's decision freed its copy of the cycle (flags included) */
+      out->slow_path = 1;
+      out->anyone_pending = !(all[0] & F_NO_PENDING);
     }
   }
   return st;
