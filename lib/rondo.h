@@ -32,9 +32,9 @@ extern "C" {
 #endif
 
 #define RONDO_VERSION_MAJOR 0
-#define RONDO_VERSION_MINOR 2
+#define RONDO_VERSION_MINOR 3
 #define RONDO_VERSION_PATCH 0
-#define RONDO_VERSION_STRING "0.2.0"
+#define RONDO_VERSION_STRING "0.3.0"
 /* One integer that orders releases: major * 10000 + minor * 100 + patch. */
 #define RONDO_VERSION \
   (RONDO_VERSION_MAJOR * 10000 + RONDO_VERSION_MINOR * 100 + RONDO_VERSION_PATCH)
@@ -80,7 +80,9 @@ extern "C" {
   X(ERR_IO, 22, "an I/O operation failed")                                     \
   X(ERR_INTERNAL, 23, "internal error in rondo (please report it)")           \
   X(ERR_TRUNCATED, 24,                                                         \
-    "the output buffer is too small: *needed says how large it must be")
+    "the output buffer is too small: *needed says how large it must be")                 \
+  X(ERR_JOINED, 25,                                                            \
+    "a rank has joined (rondo_join) and this request needs every rank")
 
 typedef enum {
 #define RONDO_STATUS_ENUM(name, value, msg) RONDO_##name = value,
@@ -100,7 +102,8 @@ typedef enum {
   RONDO_BFLOAT16 = 5, /* the upper 16 bits of a binary32 */
   RONDO_FLOAT32 = 6,
   RONDO_FLOAT64 = 7,
-  RONDO_DTYPE_COUNT = 8
+  RONDO_INT16 = 8,
+  RONDO_DTYPE_COUNT = 9
 } rondo_dtype_t;
 
 typedef enum {
@@ -109,7 +112,11 @@ typedef enum {
   RONDO_MIN = 2,
   RONDO_MAX = 3,
   RONDO_PROD = 4,
-  RONDO_OP_COUNT = 5
+  /* Horovod's Adasum (scale-invariant pairwise combination, docs/api.md):
+   * all-reduce only, floating dtypes, host buffers; the adasum algorithm
+   * runs it. */
+  RONDO_ADASUM = 5,
+  RONDO_OP_COUNT = 6
 } rondo_op_t;
 
 /* The all-reduce algorithms (docs/algorithms.md); lib/algo/table.c has one
@@ -125,7 +132,8 @@ typedef enum {
   RONDO_ALGO_NCCL = 7,
   RONDO_ALGO_STAGED = 8, /* device buffers through pinned host memory */
   RONDO_ALGO_HIERARCHICAL_NCCL = 9, /* device buffers: NCCL in nodes, MPI across */
-  RONDO_ALGO_COUNT = 10
+  RONDO_ALGO_ADASUM = 10, /* op RONDO_ADASUM, and only it */
+  RONDO_ALGO_COUNT = 11
 } rondo_algo_t;
 
 /* Opaque: an MPI communicator (a private duplicate) plus rondo's state. */
@@ -143,16 +151,16 @@ RONDO_API const char *rondo_last_error(void);
 /* The name queries and rondo_dtype_size() cannot fail: they return NULL
  * (0) for an invalid value. */
 /* "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
- * "float64"; NULL for an invalid value. */
+ * "float64", "int16"; NULL for an invalid value. */
 RONDO_API const char *rondo_dtype_name(rondo_dtype_t dtype);
 RONDO_API rondo_status_t rondo_dtype_from_name(const char *name, rondo_dtype_t *dtype);
 /* Bytes per element; 0 for an invalid value. */
 RONDO_API size_t rondo_dtype_size(rondo_dtype_t dtype);
-/* "sum", "avg", "min", "max", "prod"; NULL for an invalid value. */
+/* "sum", "avg", "min", "max", "prod", "adasum"; NULL for an invalid value. */
 RONDO_API const char *rondo_op_name(rondo_op_t op);
 RONDO_API rondo_status_t rondo_op_from_name(const char *name, rondo_op_t *op);
 /* "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm",
- * "hierarchical", "nccl", "staged", "hierarchical_nccl"; NULL for an invalid
+ * "hierarchical", "nccl", "staged", "hierarchical_nccl", "adasum"; NULL for an invalid
  * value. */
 RONDO_API const char *rondo_algo_name(rondo_algo_t algo);
 RONDO_API rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo);
@@ -165,6 +173,9 @@ RONDO_API const char *rondo_version_string(void);
 /* Build features (1 or 0). Cannot fail. */
 RONDO_API int rondo_cuda_built(void);
 RONDO_API int rondo_nccl_built(void);
+/* The NCCL version rondo was built with, as NCCL_VERSION_CODE (2.27.3 is
+ * 22703); 0 without NCCL. Cannot fail. */
+RONDO_API int rondo_nccl_version(void);
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
@@ -321,7 +332,10 @@ RONDO_API rondo_status_t rondo_barrier(rondo_comm_t comm);
  * with different count, dtype, op, scales or root on some rank
  * (RONDO_ERR_MISMATCH), a stall past RONDO_STALL_ABORT_SEC
  * (RONDO_ERR_STALLED), a comm destroyed with requests pending
- * (RONDO_ERR_SHUT_DOWN). A name already in flight on this rank fails at
+ * (RONDO_ERR_SHUT_DOWN), a request whose tag differs across ranks
+ * (RONDO_ERR_MISMATCH), one that a rank refused (rondo_refuse_async:
+ * RONDO_ERR_PEER) or that needs every rank while some joined
+ * (RONDO_ERR_JOINED). A name already in flight on this rank fails at
  * submission (RONDO_ERR_DUPLICATE_NAME). Needs MPI_THREAD_MULTIPLE
  * (rondo_init asks for it). */
 typedef struct rondo_request *rondo_request_t;
@@ -343,9 +357,21 @@ typedef struct {
                            none of them runs before all have been submitted
                            (NULL: no group) */
   int group_size;       /* how many requests the group has (>= 1) */
+  /* Since 0.3 (a struct whose size ends before a field gets its default): */
+  const char *tag;      /* NULL, or at most 255 bytes that every rank must pass
+                           alike for this name (a binding passes the tensor's
+                           shape, "17x23x57"): a difference fails the request
+                           on every rank with RONDO_ERR_MISMATCH quoting both.
+                           Copied. */
+  unsigned flags;       /* RONDO_ASYNC_* */
 } rondo_async_opts_t;
 
-#define RONDO_ASYNC_OPTS_INIT {sizeof(rondo_async_opts_t), 1.0, 1.0, RONDO_ALGO_AUTO, NULL, NULL, NULL, 0}
+/* Fail with RONDO_ERR_JOINED on every rank while a rank has joined, instead
+ * of letting joined ranks serve the request (Horovod's rule for everything
+ * but all-reduce). Reduce-scatter and all-to-all always behave so. */
+#define RONDO_ASYNC_NO_JOIN 1u
+
+#define RONDO_ASYNC_OPTS_INIT {sizeof(rondo_async_opts_t), 1.0, 1.0, RONDO_ALGO_AUTO, NULL, NULL, NULL, 0, NULL, 0}
 
 /* recvbuf may equal sendbuf (in place). name: any non-empty string of at
  * most 255 bytes, copied. */
@@ -368,15 +394,52 @@ RONDO_API rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *na
                                                size_t row_count, rondo_dtype_t dtype,
                                                const rondo_async_opts_t *opts,
                                                rondo_request_t *req);
+/* Every rank contributes rows x row_count elements (the same rows and
+ * row_count everywhere). The rows of the reduction are split as evenly as
+ * possible: rank i receives rows / size rows, one more for i < rows % size,
+ * starting after those of the ranks before it; recvbuf holds its share
+ * (rows_i x row_count elements; not sendbuf). Any op but RONDO_ADASUM;
+ * prescale and postscale as for an all-reduce. Host buffers. */
+RONDO_API rondo_status_t rondo_reduce_scatter_async(rondo_comm_t comm, const char *name,
+                                                    const void *sendbuf, void *recvbuf,
+                                                    size_t rows, size_t row_count,
+                                                    rondo_dtype_t dtype, rondo_op_t op,
+                                                    const rondo_async_opts_t *opts,
+                                                    rondo_request_t *req);
+/* All-to-all with any split: sendcounts[i] rows of row_count elements go to
+ * rank i, packed in rank order in sendbuf (sendcounts is copied; row_count
+ * must be equal everywhere). Every rank receives the rows each rank sent it,
+ * in rank order, in a buffer rondo allocates: rondo_request_result() gives
+ * it (freed with rondo_free()); recvcounts (size entries, the caller's,
+ * valid until completion) gets the rows from each rank. Host buffers. */
+RONDO_API rondo_status_t rondo_alltoallv_async(rondo_comm_t comm, const char *name,
+                                               const void *sendbuf, const size_t *sendcounts,
+                                               size_t row_count, rondo_dtype_t dtype,
+                                               size_t *recvcounts,
+                                               const rondo_async_opts_t *opts,
+                                               rondo_request_t *req);
+/* For bindings that check their arguments before calling rondo: this rank
+ * cannot take part in the request called name, because of reason (copied,
+ * at most 255 bytes kept). The name is matched like any other request (of
+ * opts only group and group_size count) and, once every rank has submitted
+ * it, fails everywhere: here with RONDO_ERR_INVALID_ARG and reason, on the
+ * other ranks with RONDO_ERR_PEER naming this rank and reason. A refusal
+ * thus never leaves the other ranks waiting. */
+RONDO_API rondo_status_t rondo_refuse_async(rondo_comm_t comm, const char *name,
+                                            const char *reason, const rondo_async_opts_t *opts,
+                                            rondo_request_t *req);
 /* *done = 1 once the request completed (successfully or not). */
 RONDO_API rondo_status_t rondo_test(rondo_request_t req, int *done);
 /* Waits for completion, returns the request's status (its message becomes
  * rondo_last_error() of this thread), releases the request, sets *req = NULL. */
 RONDO_API rondo_status_t rondo_wait(rondo_request_t *req);
-/* A completed allgather's result: *buf (ownership passes to the caller, who
- * frees it with rondo_free()) and its element count. Other requests:
- * *buf = NULL, *count = 0. */
+/* A completed allgather's or all-to-all's result: *buf (ownership passes to
+ * the caller, who frees it with rondo_free()) and its element count. Other
+ * requests: *buf = NULL, *count = 0. */
 RONDO_API rondo_status_t rondo_request_result(rondo_request_t req, void **buf, size_t *count);
+/* rondo_wait(), handing over the result as rondo_request_result() does
+ * (*buf NULL and *count 0 when there is none or the request failed). */
+RONDO_API rondo_status_t rondo_wait_result(rondo_request_t *req, void **buf, size_t *count);
 /* For uneven data: this rank has no more requests. Until every rank has
  * joined, it takes part in the all-reduces the others still submit with the
  * op's identity (zero for SUM and AVG, so AVG divides by the full comm
@@ -384,6 +447,17 @@ RONDO_API rondo_status_t rondo_request_result(rondo_request_t req, void **buf, s
  * until every rank has joined; *last_rank (may be NULL) gets the rank that
  * joined last. Requests of this rank must all be complete first. */
 RONDO_API rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank);
+
+/* The engine's timeline (a Chrome trace, docs/engine.md), started or moved
+ * to path at run time: what RONDO_TIMELINE=path does when the comm is made
+ * (RONDO_TIMELINE=DYNAMIC starts none and leaves it to this call). Rank 0
+ * writes the file; the other ranks only check the arguments, so every rank
+ * may call it alike. mark_cycles: a mark for every engine cycle that ran
+ * something. A timeline already running is closed first. Local. */
+RONDO_API rondo_status_t rondo_timeline_start(rondo_comm_t comm, const char *path,
+                                              int mark_cycles);
+/* Closes the timeline (a valid JSON file); without one, a no-op. Local. */
+RONDO_API rondo_status_t rondo_timeline_stop(rondo_comm_t comm);
 
 /* ---- environment knobs ------------------------------------------------------
  * Every knob is a row in one table (docs/knobs.md); rondo-info prints it. */

@@ -12,7 +12,7 @@ from setuptools import Extension, setup
 
 setup(
     name="rondo",
-    version="0.2.0",
+    version="0.3.0",
     description="MPI-native collective communication: NumPy API and a horovod.torch drop-in",
     packages=["rondo", "rondo.torch"],
     ext_modules=[Extension("rondo._fast", ["rondo/_fast.c"], optional=True)],

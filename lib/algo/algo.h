@@ -9,7 +9,8 @@
  *    but for shm, which agrees in its first round (agree below).
  *  - op is SUM, MIN, MAX or PROD; for a host algorithm AVG arrives as SUM
  *    and the caller finishes, a device algorithm (nccl, staged) gets AVG and
- *    finishes it itself (its recvbuf is device memory).
+ *    finishes it itself (its recvbuf is device memory). ADASUM reaches the
+ *    adasum algorithm only (the selector's rule).
  *  - Any count >= 1 (count 0 never reaches an algorithm), any comm size,
  *    sendbuf == recvbuf for in place.
  *  - Every rank ends with identical bytes in recvbuf: each element's final
@@ -38,6 +39,11 @@ typedef struct {
    * comm's argument board (shm.c), and mpi sends a small call across nodes
    * inside the check's packet (agree.c). NULL: agreed before the call. */
   const agree_sig_t *agree;
+  /* ADASUM: the buffer holds nsegments tensors of segments[i] elements,
+   * each combined with coefficients of its own (the engine's fused
+   * buffers); NULL: one tensor. Other ops ignore it. */
+  const size_t *segments;
+  size_t nsegments;
 } algo_allreduce_args_t;
 
 typedef rondo_status_t (*algo_allreduce_fn)(const algo_allreduce_args_t *a);
@@ -60,7 +66,11 @@ typedef struct algo_desc {
 } algo_desc_t;
 
 extern const algo_desc_t algo_mpi, algo_ring, algo_recursive_doubling, algo_rabenseifner,
-    algo_shm, algo_hierarchical, algo_nccl, algo_staged, algo_hierarchical_nccl;
+    algo_shm, algo_hierarchical, algo_nccl, algo_staged, algo_hierarchical_nccl, algo_adasum;
+
+/* Recursive doubling's run (allreduce_rd.c): adasum runs the same exchange
+ * with its own combination (algo_reduce_ordered). */
+rondo_status_t algo_rd_allreduce(const algo_allreduce_args_t *a);
 
 /* The descriptor of an id, or NULL (AUTO and values outside the table). */
 const algo_desc_t *algo_find(rondo_algo_t id);
@@ -139,6 +149,12 @@ rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *
 rondo_status_t algo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                               size_t count, rondo_dtype_t dtype, rondo_op_t op,
                               rondo_algo_t algo);
+/* The same for the engine's fused buffer of n tensors of counts[i]
+ * elements: op ADASUM combines each with coefficients of its own; the
+ * other ops ignore the split. */
+rondo_status_t algo_allreduce_fused(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    const size_t *counts, size_t n, rondo_dtype_t dtype,
+                                    rondo_op_t op, rondo_algo_t algo);
 
 /* The cross-node phase of a hierarchical all-reduce (allreduce_hier.c): n
  * elements of buf (host memory), a slice of a whole-element all-reduce on
@@ -167,6 +183,13 @@ rondo_status_t algo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void 
                                    size_t recvcount, rondo_dtype_t dtype, rondo_op_t op);
 rondo_status_t algo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                              size_t bytes);
+/* Counts per rank (the engine's uneven splits): recvcounts[i] elements of
+ * the reduction go to rank i (0 allowed; recvbuf may then be NULL). */
+rondo_status_t algo_reduce_scatterv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    const size_t *recvcounts, rondo_dtype_t dtype, rondo_op_t op);
+/* sendbytes[i] bytes to rank i, recvbytes[i] from it, packed in rank order. */
+rondo_status_t algo_alltoallv(rondo_comm_t comm, const void *sendbuf, const size_t *sendbytes,
+                              void *recvbuf, const size_t *recvbytes);
 rondo_status_t algo_barrier(rondo_comm_t comm);
 
 /* ---- helpers (lib/algo/p2p.c) ------------------------------------------------ */
@@ -202,7 +225,9 @@ rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
 rondo_status_t algo_waitall(rondo_comm_t comm, int n, MPI_Request *reqs);
 
 /* dst = lower-ranked data (op) higher-ranked data, so both partners of an
- * exchange compute the same bytes. mine/theirs are element buffers. */
+ * exchange compute the same bytes. mine/theirs are element buffers. ADASUM
+ * (count is the whole call's then): Adasum's combination of each segment,
+ * the lower-ranked data as its first gradient. */
 void algo_reduce_ordered(void *dst, const void *mine, const void *theirs, size_t count,
                          const algo_allreduce_args_t *a, int peer);
 

@@ -49,6 +49,8 @@ static const char *cannot_run(const select_input_t *in)
     return NULL; /* the selector's memory rule says it */
   if (!in->has_nccl)
     return "this rondo has no NCCL (configure --with-nccl)";
+  if (dev_nccl_dtype(in->dtype) < 0)
+    return "NCCL has no type for this dtype (int16: use staged)";
   if (in->min_local != in->max_local)
     return "nodes have different numbers of ranks";
   if (in->gpu_node_shared > 0)

@@ -24,6 +24,8 @@ static const char *cannot_run(const select_input_t *in)
     return NULL; /* the selector's memory rule says it */
   if (!in->has_nccl)
     return "this rondo has no NCCL (configure --with-nccl)";
+  if (dev_nccl_dtype(in->dtype) < 0)
+    return "NCCL has no type for this dtype (int16: use staged)";
   if (in->gpu_shared > 0)
     return "two or more ranks share a GPU, which NCCL refuses (the GPUs line says which)";
   return NULL;

@@ -11,7 +11,7 @@
 
 #include "base/numbers.h"
 
-static rondo_status_t allreduce_rd(const algo_allreduce_args_t *a)
+rondo_status_t algo_rd_allreduce(const algo_allreduce_args_t *a)
 {
   rondo_comm_t comm = a->comm;
   size_t bytes = a->count * a->esize;
@@ -55,5 +55,5 @@ const algo_desc_t algo_recursive_doubling = {
     .select = {.id = RONDO_ALGO_RECURSIVE_DOUBLING, .name = "recursive_doubling",
                .mem = SELECT_MEM_HOST, .cost = cost},
     .collectives = ALGO_SERVES_ALLREDUCE,
-    .allreduce = allreduce_rd,
+    .allreduce = algo_rd_allreduce,
 };

@@ -32,14 +32,16 @@ typedef struct {
   void *up;
   size_t up_bytes;
   int in_place;
+  rondo_dtype_t dtype;        /* the elements' type (uint8 for the byte movers) */
   const void *ctx;            /* the call's arguments, for nccl and host */
 } device_coll_t;
 
-/* Whether the comm's NCCL can run its collectives: the nccl all-reduce's
- * own rule (NCCL built, no GPU shared by two ranks). */
-static int use_nccl(rondo_comm_t comm)
+/* Whether the comm's NCCL can run a collective on dtype: the nccl
+ * all-reduce's own rule (NCCL built, no GPU shared by two ranks, a type
+ * NCCL has). The calls that only move bytes pass uint8. */
+static int use_nccl(rondo_comm_t comm, rondo_dtype_t dtype)
 {
-  select_input_t in = algo_input_mem(comm, 1, RONDO_UINT8, RONDO_SUM, SELECT_MEM_DEVICE);
+  select_input_t in = algo_input_mem(comm, 1, dtype, RONDO_SUM, SELECT_MEM_DEVICE);
   select_candidate_t c;
   select_judge(&algo_nccl.select, &in, &c);
   return c.can_run;
@@ -77,7 +79,7 @@ static rondo_status_t run(rondo_comm_t comm, const device_coll_t *c)
   gpu_state_t *g = NULL;
   int prev = -1;
   rondo_status_t entered = gpu_enter(comm, &g, &prev), st;
-  if (!use_nccl(comm))
+  if (!use_nccl(comm, c->dtype))
     st = staged(comm, g, entered, c);
   else if (entered != RONDO_SUCCESS)
     st = gpu_fail(comm, entered); /* the others hear it while they wait */
@@ -111,7 +113,8 @@ static rondo_status_t bcast_host(rondo_comm_t comm, void *hin, void *hout, const
 rondo_status_t algo_device_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root)
 {
   bcast_t b = {buf, bytes, root};
-  device_coll_t c = {bcast_nccl, "ncclBroadcast", bcast_host, buf, bytes, buf, bytes, 1, &b};
+  device_coll_t c = {bcast_nccl, "ncclBroadcast", bcast_host, buf, bytes, buf, bytes, 1,
+                     RONDO_UINT8, &b};
   return run(comm, &c);
 }
 
@@ -140,7 +143,7 @@ rondo_status_t algo_device_allgather(rondo_comm_t comm, const void *sendbuf, voi
 {
   gather_t a = {sendbuf, recvbuf, bytes};
   device_coll_t c = {gather_nccl, "ncclAllGather", gather_host, sendbuf, bytes, recvbuf,
-                     bytes * (size_t)comm->size, 0, &a};
+                     bytes * (size_t)comm->size, 0, RONDO_UINT8, &a};
   return run(comm, &c);
 }
 
@@ -178,6 +181,6 @@ rondo_status_t algo_device_reduce_scatter(rondo_comm_t comm, const void *sendbuf
   rs_t a = {sendbuf, recvbuf, recvcount, dtype, op};
   size_t block = recvcount * rondo_dtype_size(dtype);
   device_coll_t c = {rs_nccl, "ncclReduceScatter", rs_host, sendbuf, block * (size_t)comm->size,
-                     recvbuf, block, 0, &a};
+                     recvbuf, block, 0, dtype, &a};
   return run(comm, &c);
 }

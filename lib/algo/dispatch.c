@@ -54,10 +54,13 @@ select_params_t algo_params(rondo_comm_t comm)
   return params;
 }
 
-/* forced: the comm's RONDO_ALLREDUCE_ALGO, or AUTO for none. */
+/* forced: the comm's RONDO_ALLREDUCE_ALGO, or AUTO for none. It does not
+ * apply to op ADASUM, which one algorithm runs. */
 static rondo_algo_t choose(rondo_comm_t comm, rondo_algo_t forced, const select_input_t *in,
                            select_result_t *res)
 {
+  if (in->op == RONDO_ADASUM)
+    forced = RONDO_ALGO_AUTO;
   select_params_t params = algo_params(comm);
   rondo_algo_t algo = select_choose(&params, algo_menu(), comm->tuning, forced, in, res);
   LOG_DEBUG("allreduce of %zu bytes on %d ranks / %d nodes: %s (%s)", in->bytes, comm->size,
@@ -115,6 +118,9 @@ static rondo_status_t resolve(rondo_comm_t comm, size_t count, rondo_dtype_t dty
   if (*algo == RONDO_ALGO_AUTO) {
     select_result_t res;
     *algo = choose(comm, forced, &in, &res);
+    if (*algo == RONDO_ALGO_AUTO && op == RONDO_ADASUM) /* one algorithm: its reason */
+      return rondo__fail(RONDO_ERR_UNSUPPORTED, "op adasum on %zu x %s: %s", count,
+                         rondo_dtype_name(dtype), res.cand[RONDO_ALGO_ADASUM].why_not);
     if (*algo == RONDO_ALGO_AUTO)
       return rondo__fail(RONDO_ERR_UNSUPPORTED, "no all-reduce algorithm is eligible: %s",
                          res.reason);
@@ -163,9 +169,10 @@ rondo_status_t algo_allreduce_resolve_host(rondo_comm_t comm, size_t count,
   return resolve(comm, count, dtype, op, SELECT_MEM_HOST, forced, algo);
 }
 
-rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                                  size_t count, rondo_dtype_t dtype, rondo_op_t op,
-                                  rondo_algo_t algo, const agree_sig_t *agree)
+/* algo_allreduce_run with the segments of a fused buffer (NULL: one). */
+static rondo_status_t run(rondo_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                          rondo_dtype_t dtype, rondo_op_t op, rondo_algo_t algo,
+                          const agree_sig_t *agree, const size_t *segments, size_t nsegments)
 {
   if (count == 0)
     return RONDO_SUCCESS;
@@ -175,7 +182,8 @@ rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *
   algo_allreduce_args_t a = {
       .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
       .dtype = dtype, .op = host_avg ? RONDO_SUM : op,
-      .esize = rondo_dtype_size(dtype), .agree = agree};
+      .esize = rondo_dtype_size(dtype), .agree = agree, .segments = segments,
+      .nsegments = nsegments};
   LOG_DEBUG("allreduce %zu x %s %s: %s", count, rondo_dtype_name(dtype), rondo_op_name(op),
             rondo_algo_name(algo));
   RONDO_CHECK(d->allreduce(&a));
@@ -184,10 +192,28 @@ rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *
   return RONDO_SUCCESS;
 }
 
+rondo_status_t algo_allreduce_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                  size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                  rondo_algo_t algo, const agree_sig_t *agree)
+{
+  return run(comm, sendbuf, recvbuf, count, dtype, op, algo, agree, NULL, 0);
+}
+
 rondo_status_t algo_allreduce(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                               size_t count, rondo_dtype_t dtype, rondo_op_t op,
                               rondo_algo_t algo)
 {
   RONDO_CHECK(algo_allreduce_resolve(comm, count, dtype, op, &algo));
-  return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
+  return run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL, NULL, 0);
+}
+
+rondo_status_t algo_allreduce_fused(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    const size_t *counts, size_t n, rondo_dtype_t dtype,
+                                    rondo_op_t op, rondo_algo_t algo)
+{
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++)
+    count += counts[i];
+  RONDO_CHECK(algo_allreduce_resolve(comm, count, dtype, op, &algo));
+  return run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL, counts, n);
 }

@@ -97,13 +97,27 @@ rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
   return algo_waitall(comm, 2, req);
 }
 
+/* Adasum's combination, segment by segment (algo_allreduce_args_t). */
+static void adasum_segments(void *dst, const void *left, const void *right, size_t count,
+                            const algo_allreduce_args_t *a)
+{
+  size_t n = a->segments != NULL ? a->nsegments : 1, off = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = a->segments != NULL ? a->segments[i] : count, b = off * a->esize;
+    reduce_adasum((char *)dst + b, (const char *)left + b, (const char *)right + b, k, a->dtype);
+    off += k;
+  }
+}
+
 void algo_reduce_ordered(void *dst, const void *mine, const void *theirs, size_t count,
                          const algo_allreduce_args_t *a, int peer)
 {
-  if (peer < a->comm->rank)
-    reduce_apply(dst, theirs, mine, count, a->dtype, a->op);
+  const void *left = peer < a->comm->rank ? theirs : mine;
+  const void *right = peer < a->comm->rank ? mine : theirs;
+  if (a->op == RONDO_ADASUM)
+    adasum_segments(dst, left, right, count, a);
   else
-    reduce_apply(dst, mine, theirs, count, a->dtype, a->op);
+    reduce_apply(dst, left, right, count, a->dtype, a->op);
 }
 
 void algo_copy_input(const algo_allreduce_args_t *a)
@@ -116,7 +130,9 @@ void algo_copy_input(const algo_allreduce_args_t *a)
 
 /* Which rondo dtype an MPI datatype given to a user op stands for. */
 static MPI_Datatype half_type = MPI_DATATYPE_NULL, bf16_type = MPI_DATATYPE_NULL;
-static MPI_Op user_ops[RONDO_OP_COUNT];
+/* One per op MPI can run (all but ADASUM, which is not elementwise). */
+enum { MPI_OPS = RONDO_ADASUM };
+static MPI_Op user_ops[MPI_OPS];
 static MPI_Datatype packet_type = MPI_DATATYPE_NULL; /* the argument check's (agree.c) */
 static MPI_Op packet_op = MPI_OP_NULL;
 static pthread_once_t types_once = PTHREAD_ONCE_INIT;
@@ -155,8 +171,7 @@ USER_OP(user_prod, RONDO_PROD)
 
 static void create_types(void)
 {
-  MPI_User_function *fn[RONDO_OP_COUNT] = {user_sum, user_sum, user_min, user_max,
-                                           user_prod};
+  MPI_User_function *fn[MPI_OPS] = {user_sum, user_sum, user_min, user_max, user_prod};
   int rc = MPI_Type_contiguous(2, MPI_BYTE, &half_type);
   if (rc == MPI_SUCCESS)
     rc = MPI_Type_commit(&half_type);
@@ -164,7 +179,7 @@ static void create_types(void)
     rc = MPI_Type_contiguous(2, MPI_BYTE, &bf16_type);
   if (rc == MPI_SUCCESS)
     rc = MPI_Type_commit(&bf16_type);
-  for (int op = 0; op < RONDO_OP_COUNT && rc == MPI_SUCCESS; op++)
+  for (int op = 0; op < MPI_OPS && rc == MPI_SUCCESS; op++)
     rc = MPI_Op_create(fn[op], 1, &user_ops[op]);
   if (rc == MPI_SUCCESS)
     rc = MPI_Type_contiguous((int)agree_packet_bytes(), MPI_BYTE, &packet_type);
@@ -181,7 +196,7 @@ void algo_mpi_op_free(void)
     return;
   MPI_CHECK_LOG(MPI_Type_free(&half_type));
   MPI_CHECK_LOG(MPI_Type_free(&bf16_type));
-  for (int op = 0; op < RONDO_OP_COUNT; op++)
+  for (int op = 0; op < MPI_OPS; op++)
     if (user_ops[op] != MPI_OP_NULL)
       MPI_CHECK_LOG(MPI_Op_free(&user_ops[op]));
   if (packet_type != MPI_DATATYPE_NULL)
@@ -203,8 +218,10 @@ rondo_status_t algo_mpi_packet(MPI_Datatype *type, MPI_Op *op)
 rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mtype,
                            MPI_Op *mop)
 {
-  static const MPI_Op builtin[RONDO_OP_COUNT] = {MPI_SUM, MPI_SUM, MPI_MIN, MPI_MAX,
-                                                 MPI_PROD};
+  static const MPI_Op builtin[MPI_OPS] = {MPI_SUM, MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD};
+  if ((unsigned)op >= MPI_OPS)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED, "op %s has no MPI reduction",
+                       rondo_op_name(op) ? rondo_op_name(op) : "?");
   pthread_once(&types_once, create_types);
   if (types_rc != MPI_SUCCESS)
     return rondo__mpi_fail(types_rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__,
@@ -213,6 +230,7 @@ rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mty
   *mop = builtin[op];
   switch (dtype) {
   case RONDO_INT8: *mtype = MPI_INT8_T; break;
+  case RONDO_INT16: *mtype = MPI_INT16_T; break;
   case RONDO_UINT8:
     /* MPICH 4.0 compares MPI_UINT8_T as signed in MPI_MIN/MPI_MAX. */
     *mtype = MPI_UINT8_T;

@@ -29,6 +29,7 @@ static const select_algo_t *const rows[] = {
     &algo_nccl.select,
     &algo_staged.select,
     &algo_hierarchical_nccl.select,
+    &algo_adasum.select,
 };
 
 enum { ALGOS = sizeof rows / sizeof rows[0] };

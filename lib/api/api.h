@@ -35,6 +35,9 @@ rondo_status_t api_text_result(const char *fn, int want, char *buf, size_t len,
 rondo_status_t api_check_dtype(rondo_dtype_t dtype);
 rondo_status_t api_check_op(rondo_op_t op);
 rondo_status_t api_check_algo(rondo_algo_t algo);
+/* RONDO_ERR_UNSUPPORTED for op ADASUM: the calls other than all-reduce
+ * (fn names the call). */
+rondo_status_t api_check_elementwise_op(const char *fn, rondo_op_t op);
 rondo_status_t api_check_buffer(const void *buf, size_t count, const char *name);
 /* bytes = count * dtype size, or RONDO_ERR_COUNT_OVERFLOW. */
 rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes);

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 
 #define NAME_MAX_BYTES 255
+#define TEXT_MAX_BYTES 255 /* a tag, a refusal's reason */
 
 static const rondo_async_opts_t default_opts = RONDO_ASYNC_OPTS_INIT;
 
@@ -36,6 +37,12 @@ static rondo_status_t read_opts(const rondo_async_opts_t *in, rondo_async_opts_t
     return rondo__fail(RONDO_ERR_INVALID_ARG,
                        "options: a group needs a non-empty name and group_size >= 1 (got %d)",
                        out->group_size);
+  if (out->tag != NULL && strlen(out->tag) > TEXT_MAX_BYTES)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "options: tag '%.40s...' is longer than %d bytes",
+                       out->tag, TEXT_MAX_BYTES);
+  if (out->flags & ~RONDO_ASYNC_NO_JOIN)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "options: flags %#x has bits rondo does not know",
+                       out->flags & ~RONDO_ASYNC_NO_JOIN);
   return RONDO_SUCCESS;
 }
 
@@ -49,25 +56,30 @@ static rondo_status_t check_name(const char *name)
   return RONDO_SUCCESS;
 }
 
-/* A request from checked arguments, submitted; frees it on failure. */
-static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
-                             const rondo_async_opts_t *o, const void *sendbuf, void *recvbuf,
-                             uint64_t rows, int device, rondo_request_t *out)
+/* FNV-1a of a tag; 0 stands for none, so a tag never hashes to it. */
+static uint64_t tag_hash(const char *tag)
 {
-  struct rondo_request *r = calloc(1, sizeof *r);
-  if (r == NULL || (r->name = strdup(name)) == NULL ||
-      (o->group != NULL && (r->group = strdup(o->group)) == NULL)) {
-    if (r != NULL) {
-      free(r->name);
-      free(r);
-    }
+  if (tag == NULL)
+    return 0;
+  uint64_t h = rondo__fnv(RONDO__FNV_INIT, tag, strlen(tag));
+  return h != 0 ? h : 1;
+}
+
+/* A request from checked arguments (the caller fills what its kind needs
+ * in *r: buffers, rows, counts), submitted; frees r on failure. */
+static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
+                             const rondo_async_opts_t *o, struct rondo_request *r,
+                             rondo_request_t *out)
+{
+  if ((r->name = strdup(name)) == NULL ||
+      (o->group != NULL && (r->group = strdup(o->group)) == NULL) ||
+      (o->tag != NULL && (r->tag = strdup(o->tag)) == NULL)) {
+    eng_request_free(r);
     return rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request", name);
   }
+  sig.tag = tag_hash(o->tag);
+  sig.flags |= o->flags;
   r->sig = sig;
-  r->rows = rows;
-  r->sendbuf = sendbuf;
-  r->recvbuf = recvbuf;
-  r->device = device;
   r->callback = o->callback;
   r->user = o->user;
   r->group_size = o->group_size;
@@ -75,13 +87,39 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
   if (st == RONDO_SUCCESS && (st = engine_submit(comm, r)) != RONDO_SUCCESS)
     eng_request_forget(r);
   if (st != RONDO_SUCCESS) {
-    free(r->group);
-    free(r->name);
-    free(r);
+    eng_request_free(r);
     return st;
   }
   *out = r->handle;
   return RONDO_SUCCESS;
+}
+
+/* A zeroed request with its buffers, or NULL (out of memory: failed). */
+static struct rondo_request *new_request(const char *name, const void *sendbuf, void *recvbuf,
+                                         uint64_t rows, int device)
+{
+  struct rondo_request *r = calloc(1, sizeof *r);
+  if (r == NULL) {
+    rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request", name);
+    return NULL;
+  }
+  r->sendbuf = sendbuf;
+  r->recvbuf = recvbuf;
+  r->rows = rows;
+  r->device = device;
+  return r;
+}
+
+/* submit() of a request that needs nothing but its buffers. */
+static rondo_status_t submit_plain(rondo_comm_t comm, const char *name, eng_sig_t sig,
+                                   const rondo_async_opts_t *o, const void *sendbuf,
+                                   void *recvbuf, uint64_t rows, int device,
+                                   rondo_request_t *out)
+{
+  struct rondo_request *r = new_request(name, sendbuf, recvbuf, rows, device);
+  if (r == NULL)
+    return RONDO_ERR_NO_MEMORY;
+  return submit(comm, name, sig, o, r, out);
 }
 
 /* The checks every submission starts with, in this order. */
@@ -124,7 +162,7 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
   eng_sig_t sig = {.kind = ENG_ALLREDUCE, .dtype = dtype, .op = op, .algo = o.algo,
                    .root = -1, .mem = device >= 0, .count = count, .prescale = o.prescale,
                    .postscale = o.postscale};
-  return submit(comm, name, sig, &o, sendbuf, recvbuf, 0, device, req);
+  return submit_plain(comm, name, sig, &o, sendbuf, recvbuf, 0, device, req);
 }
 
 rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *buf,
@@ -143,7 +181,7 @@ rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *
   eng_sig_t sig = {.kind = ENG_BROADCAST, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = root, .count = count, .prescale = 1,
                    .postscale = 1};
-  return submit(comm, name, sig, &o, buf, buf, 0, -1, req);
+  return submit_plain(comm, name, sig, &o, buf, buf, 0, -1, req);
 }
 
 rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const void *sendbuf,
@@ -160,7 +198,120 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
   eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
                    .postscale = 1};
-  return submit(comm, name, sig, &o, sendbuf, NULL, rows, -1, req);
+  return submit_plain(comm, name, sig, &o, sendbuf, NULL, rows, -1, req);
+}
+
+/* Rank i's rows of a reduce-scatter of rows rows over size ranks. */
+static size_t share_rows(size_t rows, int size, int i)
+{
+  return rows / (size_t)size + ((size_t)i < rows % (size_t)size);
+}
+
+rondo_status_t rondo_reduce_scatter_async(rondo_comm_t comm, const char *name,
+                                          const void *sendbuf, void *recvbuf, size_t rows,
+                                          size_t row_count, rondo_dtype_t dtype, rondo_op_t op,
+                                          const rondo_async_opts_t *opts, rondo_request_t *req)
+{
+  size_t elems, bytes;
+  rondo_async_opts_t o;
+  RONDO_CHECK(begin("rondo_reduce_scatter_async", comm, name, opts, dtype, &o, req));
+  RONDO_CHECK(api_check_op(op));
+  RONDO_CHECK(api_check_elementwise_op("rondo_reduce_scatter_async", op));
+  RONDO_CHECK(api_bytes(rows, row_count, &elems));
+  RONDO_CHECK(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
+  size_t mine = share_rows(rows, comm->size, comm->rank) * row_count;
+  RONDO_CHECK(api_check_buffer(sendbuf, elems, "sendbuf"));
+  RONDO_CHECK(api_check_buffer(recvbuf, mine, "recvbuf"));
+  if (mine > 0 && sendbuf == recvbuf)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_reduce_scatter_async: '%s': in place (sendbuf == recvbuf) is not "
+                       "allowed",
+                       name);
+  RONDO_CHECK(api_host_only("rondo_reduce_scatter_async", sendbuf, "sendbuf"));
+  RONDO_CHECK(api_host_only("rondo_reduce_scatter_async", recvbuf, "recvbuf"));
+  eng_sig_t sig = {.kind = ENG_REDUCE_SCATTER, .dtype = dtype, .op = op,
+                   .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .rows = rows,
+                   .prescale = o.prescale, .postscale = o.postscale,
+                   .flags = RONDO_ASYNC_NO_JOIN};
+  return submit_plain(comm, name, sig, &o, sendbuf, recvbuf, rows, -1, req);
+}
+
+rondo_status_t rondo_alltoallv_async(rondo_comm_t comm, const char *name, const void *sendbuf,
+                                     const size_t *sendcounts, size_t row_count,
+                                     rondo_dtype_t dtype, size_t *recvcounts,
+                                     const rondo_async_opts_t *opts, rondo_request_t *req)
+{
+  size_t rows = 0, elems, bytes;
+  rondo_async_opts_t o;
+  RONDO_CHECK(begin("rondo_alltoallv_async", comm, name, opts, dtype, &o, req));
+  if (sendcounts == NULL || recvcounts == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_alltoallv_async: '%s': sendcounts and recvcounts must not be NULL",
+                       name);
+  for (int i = 0; i < comm->size; i++) {
+    if (sendcounts[i] > SIZE_MAX - rows)
+      return rondo__fail(RONDO_ERR_COUNT_OVERFLOW,
+                         "rondo_alltoallv_async: '%s': the sendcounts overflow", name);
+    rows += sendcounts[i];
+  }
+  RONDO_CHECK(api_bytes(rows, row_count, &elems));
+  RONDO_CHECK(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(api_check_buffer(sendbuf, elems, "sendbuf"));
+  RONDO_CHECK(api_host_only("rondo_alltoallv_async", sendbuf, "sendbuf"));
+  struct rondo_request *r = new_request(name, sendbuf, NULL, rows, -1);
+  if (r == NULL)
+    return RONDO_ERR_NO_MEMORY;
+  if ((r->sendcounts = malloc((size_t)comm->size * sizeof *r->sendcounts)) == NULL) {
+    eng_request_free(r);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request", name);
+  }
+  memcpy(r->sendcounts, sendcounts, (size_t)comm->size * sizeof *r->sendcounts);
+  r->recvcounts = recvcounts;
+  eng_sig_t sig = {.kind = ENG_ALLTOALL, .dtype = dtype, .op = RONDO_SUM,
+                   .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
+                   .postscale = 1, .flags = RONDO_ASYNC_NO_JOIN};
+  return submit(comm, name, sig, &o, r, req);
+}
+
+rondo_status_t rondo_refuse_async(rondo_comm_t comm, const char *name, const char *reason,
+                                  const rondo_async_opts_t *opts, rondo_request_t *req)
+{
+  rondo_async_opts_t o;
+  if (req == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_refuse_async: req is NULL");
+  *req = NULL;
+  RONDO_CHECK(api_enter(comm));
+  RONDO_CHECK(check_name(name));
+  RONDO_CHECK(read_opts(opts, &o));
+  if (reason == NULL || reason[0] == '\0')
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_refuse_async: '%s': give a reason", name);
+  struct rondo_request *r = new_request(name, NULL, NULL, 0, -1);
+  if (r == NULL)
+    return RONDO_ERR_NO_MEMORY;
+  if ((r->reason = strndup(reason, TEXT_MAX_BYTES)) == NULL) {
+    eng_request_free(r);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request", name);
+  }
+  /* Only the name and the group match: the rest of a refusal is no data. */
+  rondo_async_opts_t only = RONDO_ASYNC_OPTS_INIT;
+  only.group = o.group;
+  only.group_size = o.group_size;
+  eng_sig_t sig = {.kind = ENG_REFUSED, .root = -1, .prescale = 1, .postscale = 1};
+  return submit(comm, name, sig, &only, r, req);
+}
+
+rondo_status_t rondo_timeline_start(rondo_comm_t comm, const char *path, int mark_cycles)
+{
+  RONDO_CHECK(api_enter(comm));
+  if (path == NULL || path[0] == '\0')
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_timeline_start: give a file path");
+  return engine_timeline(comm, path, mark_cycles != 0);
+}
+
+rondo_status_t rondo_timeline_stop(rondo_comm_t comm)
+{
+  RONDO_CHECK(api_enter(comm));
+  return engine_timeline(comm, NULL, 0);
 }
 
 rondo_status_t rondo_test(rondo_request_t req, int *done)
@@ -176,6 +327,21 @@ rondo_status_t rondo_wait(rondo_request_t *reqp)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_wait: no request (NULL)");
   int freed = 0;
   rondo_status_t st = eng_request_wait(*reqp, &freed);
+  if (freed)
+    *reqp = NULL;
+  return st;
+}
+
+rondo_status_t rondo_wait_result(rondo_request_t *reqp, void **buf, size_t *count)
+{
+  if (buf == NULL || count == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_wait_result: buf and count must not be NULL");
+  *buf = NULL;
+  *count = 0;
+  if (reqp == NULL || *reqp == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_wait_result: no request (NULL)");
+  int freed = 0;
+  rondo_status_t st = eng_request_wait_result(*reqp, &freed, buf, count);
   if (freed)
     *reqp = NULL;
   return st;

@@ -38,6 +38,14 @@ rondo_status_t api_check_op(rondo_op_t op)
   return RONDO_SUCCESS;
 }
 
+rondo_status_t api_check_elementwise_op(const char *fn, rondo_op_t op)
+{
+  if (op == RONDO_ADASUM)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED,
+                       "%s: op adasum combines whole tensors and is for all-reduce only", fn);
+  return RONDO_SUCCESS;
+}
+
 rondo_status_t api_check_buffer(const void *buf, size_t count, const char *name)
 {
   if (buf == NULL && count > 0)
@@ -445,6 +453,8 @@ rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void
   rondo_status_t st = api_check_dtype(dtype); /* before the op, as everywhere */
   if (st == RONDO_SUCCESS)
     st = api_check_op(op);
+  if (st == RONDO_SUCCESS)
+    st = api_check_elementwise_op("rondo_reduce_scatter", op);
   if (st == RONDO_SUCCESS)
     st = block_args("rondo_reduce_scatter", comm, sendbuf, recvbuf, recvcount, dtype, 0, 1,
                     &bytes, &device);

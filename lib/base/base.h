@@ -165,6 +165,10 @@ rondo_status_t rondo__agree_ready(MPI_Comm comm, rondo_status_t local, const cha
 #define RONDO__KNOB_STRING_MAX 512
 #define RONDO__KNOB_NAME_MAX 32
 
+/* RONDO_TIMELINE's value for "no file now: rondo_timeline_start() starts
+ * one" (Horovod's HOROVOD_TIMELINE=DYNAMIC). */
+#define RONDO__TIMELINE_DYNAMIC "DYNAMIC"
+
 typedef struct {
   int log_level;          /* RONDO_LOG */
   char allreduce_algo[RONDO__KNOB_NAME_MAX]; /* RONDO_ALLREDUCE_ALGO: an algorithm's name, checked
@@ -176,7 +180,8 @@ typedef struct {
   size_t fusion_threshold; /* RONDO_FUSION_THRESHOLD (0: no fusion) */
   double cycle_time_ms;   /* RONDO_CYCLE_TIME_MS */
   int cache_capacity;     /* RONDO_CACHE_CAPACITY (0: no cache) */
-  char timeline[RONDO__KNOB_STRING_MAX]; /* RONDO_TIMELINE ("" for none) */
+  char timeline[RONDO__KNOB_STRING_MAX]; /* RONDO_TIMELINE ("" for none, DYNAMIC for
+                                            rondo_timeline_start's) */
   double stall_warn_sec;  /* RONDO_STALL_WARN_SEC (0: no warning) */
   double stall_abort_sec; /* RONDO_STALL_ABORT_SEC (0: never) */
   double net_latency_us;  /* RONDO_NET_LATENCY_US (0: measure) */

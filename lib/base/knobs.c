@@ -80,7 +80,7 @@ static const knob_def_t knob_table[] = {
      FIELD(cache_capacity), NULL, 0, 1 << 20, 1, NULL},
     {"RONDO_TIMELINE", KNOB_STRING, "",
      "path of a Chrome trace (JSON) of the engine's work, written by rank 0; "
-     "empty: none (fallback: HOROVOD_TIMELINE)",
+     "empty: none; DYNAMIC: none until rondo_timeline_start() (fallback: HOROVOD_TIMELINE)",
      FIELD(timeline), NULL, 0, 0, 0, "HOROVOD_TIMELINE"},
     {"RONDO_STALL_WARN_SEC", KNOB_DOUBLE, "60",
      "seconds after which rank 0 logs which ranks have not submitted which "

@@ -111,10 +111,10 @@ rondo_status_t rondo__agree_ready(MPI_Comm comm, rondo_status_t local, const cha
 /* ---- names ---------------------------------------------------------------- */
 
 static const char *const dtype_names[RONDO_DTYPE_COUNT] = {
-    "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"};
-static const size_t dtype_sizes[RONDO_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8};
+    "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64", "int16"};
+static const size_t dtype_sizes[RONDO_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8, 2};
 static const char *const op_names[RONDO_OP_COUNT] = {"sum", "avg", "min", "max",
-                                                     "prod"};
+                                                     "prod", "adasum"};
 
 /* Index of name in a table of n strings, or -1. */
 static int lookup(const char *const *table, int n, const char *name)
@@ -142,7 +142,7 @@ rondo_status_t rondo_dtype_from_name(const char *name, rondo_dtype_t *dtype)
   int i = lookup(dtype_names, RONDO_DTYPE_COUNT, name);
   if (i < 0 || dtype == NULL)
     return rondo__fail_quiet(RONDO_ERR_INVALID_DTYPE,
-                             "'%s' is not a dtype (int8, uint8, int32, int64, "
+                             "'%s' is not a dtype (int8, uint8, int16, int32, int64, "
                              "float16, bfloat16, float32, float64)",
                              name ? name : "(null)");
   *dtype = (rondo_dtype_t)i;
@@ -159,7 +159,7 @@ rondo_status_t rondo_op_from_name(const char *name, rondo_op_t *op)
   int i = lookup(op_names, RONDO_OP_COUNT, name);
   if (i < 0 || op == NULL)
     return rondo__fail_quiet(RONDO_ERR_INVALID_OP,
-                             "'%s' is not an op (sum, avg, min, max, prod)",
+                             "'%s' is not an op (sum, avg, min, max, prod, adasum)",
                              name ? name : "(null)");
   *op = (rondo_op_t)i;
   return RONDO_SUCCESS;

@@ -47,7 +47,8 @@ static rondo_status_t read_config(struct rondo_comm *c)
     LOG_INFO("tuning table %s: %zu rules", c->cfg.tuning_file,
              select_table_rules(c->tuning));
   }
-  if (c->rank == 0 && c->cfg.timeline[0] != '\0') {
+  if (c->rank == 0 && c->cfg.timeline[0] != '\0' &&
+      strcmp(c->cfg.timeline, RONDO__TIMELINE_DYNAMIC) != 0) {
     int fd = open(c->cfg.timeline, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
       return rondo__fail_quiet(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write it: %s",

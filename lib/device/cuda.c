@@ -52,6 +52,16 @@ _Static_assert(N_SUM == (int)ncclSum && N_PROD == (int)ncclProd && N_MAX == (int
                "NCCL's ops");
 #endif
 
+/* Public (rondo.h), here beside nccl.h. */
+int rondo_nccl_version(void)
+{
+#ifdef HAVE_NCCL
+  return NCCL_VERSION_CODE;
+#else
+  return 0;
+#endif
+}
+
 int dev_nccl_dtype(rondo_dtype_t dtype)
 {
   switch (dtype) {

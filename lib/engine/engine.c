@@ -190,9 +190,7 @@ void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
    * the moment it is released, so it is not touched after that. */
   for (size_t i = 0; i < n; i++)
     if (reqs[i]->phantom) {
-      free(reqs[i]->message);
-      free(reqs[i]->name);
-      free(reqs[i]);
+      eng_request_free(reqs[i]);
       reqs[i] = NULL;
     }
   eng_request_release(reqs, n);
@@ -354,10 +352,8 @@ static rondo_status_t startup(struct engine *e)
        (e->by_id = calloc((size_t)e->cache.capacity + 1, sizeof *e->by_id)) == NULL))
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
   /* (The library's setup checked that rank 0 can write the file.) */
-  if (st == RONDO_SUCCESS && e->owner->cfg.timeline[0] != '\0' && e->rank == 0 &&
-      (e->timeline = eng_timeline_open(e->owner->cfg.timeline, e->rank, e->created)) == NULL)
-    st = rondo__fail(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write the timeline",
-                     e->owner->cfg.timeline);
+  if (st == RONDO_SUCCESS)
+    st = eng_tl_startup(e);
   int ok = st == RONDO_SUCCESS, all_ok = 0;
   MPI_Request req;
   MPI_CHECK(MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, e->mpi, &req));
@@ -501,12 +497,12 @@ static void *engine_main(void *arg)
     if (st != RONDO_SUCCESS)
       break;
     e->cycle++;
-    if (e->timeline != NULL && cyc.nresp > 0) {
+    if (cyc.nresp > 0 && eng_tl_on(e)) {
       char args[96];
       snprintf(args, sizeof args, "{\"responses\":%zu,\"slow_path\":%d}", cyc.nresp,
                cyc.slow_path);
-      eng_timeline_span(e->timeline, "engine", "CYCLE_NEGOTIATION", t0, eng_now(), args);
-      eng_timeline_mark(e->timeline, "cycle", t0);
+      eng_tl_span(e, "engine", "CYCLE_NEGOTIATION", t0, eng_now(), args);
+      eng_tl_cycle(e, t0);
     }
     eng_execute(e, &cyc);
     size_t device_busy = e->ninflight > 0 ? eng_poll_device(e) : 0;
@@ -604,7 +600,7 @@ rondo_status_t engine_create(rondo_comm_t comm)
   MPI_Comm mpi;
   MPI_CHECK(MPI_Comm_dup(comm->mpi, &mpi));
   struct engine *e = calloc(1, sizeof *e);
-  int made = 0; /* the lock, then the two conditions */
+  int made = 0; /* the lock, the two conditions, the timeline's lock */
   if (e == NULL) {
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
     goto agree;
@@ -631,12 +627,16 @@ rondo_status_t engine_create(rondo_comm_t comm)
   made = 2;
   PT_CHECK_GOTO(pthread_cond_init(&e->done, NULL), st, agree);
   made = 3;
+  PT_CHECK_GOTO(pthread_mutex_init(&e->tl_lock, NULL), st, agree);
+  made = 4;
 agree:
   st = comm_agree_status(comm, st);
   if (st == RONDO_SUCCESS) {
     comm->engine = e;
     return RONDO_SUCCESS;
   }
+  if (made >= 4)
+    pthread_mutex_destroy(&e->tl_lock);
   if (made >= 3)
     pthread_cond_destroy(&e->done);
   if (made >= 2)
@@ -692,8 +692,7 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   if (mpi_usable)
     MPI_CHECK_LOG(MPI_Comm_free(&e->mpi));
   eng_cache_free(&e->cache);
-  if (e->timeline != NULL)
-    eng_timeline_close(e->timeline);
+  eng_tl_set(e, NULL, 0, 0);
   free(e->pending);
   free(e->bits);
   free(e->by_id);
@@ -707,6 +706,7 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   pthread_mutex_destroy(&e->lock);
   pthread_cond_destroy(&e->work);
   pthread_cond_destroy(&e->done);
+  pthread_mutex_destroy(&e->tl_lock);
   free(e);
 }
 
@@ -800,4 +800,16 @@ rondo_status_t engine_join(rondo_comm_t comm, int *last_rank)
   }
   pthread_mutex_unlock(&e->lock);
   return st;
+}
+
+rondo_status_t engine_timeline(rondo_comm_t comm, const char *path, int marks)
+{
+  struct engine *e = comm->engine;
+  if (e == NULL)
+    return rondo__fail(RONDO_ERR_SHUT_DOWN, "this comm has no engine");
+  eng_timeline_t *t = NULL;
+  if (path != NULL)
+    RONDO_CHECK(eng_timeline_open(path, e->rank, e->created, &t));
+  eng_tl_set(e, t, marks, 1);
+  return RONDO_SUCCESS;
 }

@@ -19,14 +19,31 @@
 
 #include "base/comm.h"
 
-typedef enum { ENG_ALLREDUCE = 0, ENG_BROADCAST = 1, ENG_ALLGATHER = 2 } eng_kind_t;
+/* ENG_REFUSED: rondo_refuse_async; it fails on every rank once matched. */
+typedef enum {
+  ENG_ALLREDUCE = 0,
+  ENG_BROADCAST = 1,
+  ENG_ALLGATHER = 2,
+  ENG_REDUCE_SCATTER = 3,
+  ENG_ALLTOALL = 4,
+  ENG_REFUSED = 5,
+  ENG_KINDS = 6
+} eng_kind_t;
+
+/* The collective's name in messages ("allreduce", ...). */
+const char *eng_kind_name(int kind);
 
 /* What must be equal on every rank for a name. */
 typedef struct {
   int32_t kind, dtype, op, algo, root;
   int32_t mem;         /* 0: host buffers, 1: device buffers */
-  uint64_t count;      /* allreduce, broadcast: elements; allgather: elements per row */
+  uint64_t count;      /* allreduce, broadcast: elements; allgather, reduce-scatter,
+                          all-to-all: elements per row */
+  uint64_t rows;       /* reduce-scatter: the rows (equal everywhere); else 0 */
   double prescale, postscale;
+  uint64_t tag;        /* hash of the caller's tag (rondo_async_opts_t), 0: none */
+  uint32_t flags;      /* RONDO_ASYNC_* */
+  uint32_t unused;     /* keeps the struct free of padding: it is hashed and sent */
 } eng_sig_t;
 
 struct rondo_request {
@@ -37,6 +54,10 @@ struct rondo_request {
   uint64_t rows;              /* allgather: this rank's rows */
   const void *sendbuf;
   void *recvbuf;
+  char *tag;                  /* the caller's tag text, or NULL */
+  char *reason;               /* ENG_REFUSED: why this rank refused */
+  size_t *sendcounts;         /* all-to-all: rows to each rank (a copy) */
+  size_t *recvcounts;         /* all-to-all: the caller's, rows from each rank */
   int device;                 /* the buffers' device, or -1 (host memory) */
   rondo_callback_t callback;
   void *user;
@@ -144,7 +165,13 @@ struct engine {
   size_t dfusion_bytes;
   eng_inflight_t *inflight;   /* device batches whose GPU work is queued */
   size_t ninflight, cap_inflight;
+  /* The timeline: set by the engine thread (RONDO_TIMELINE, at startup) or
+   * by rondo_timeline_start/stop on any thread, used by the engine thread;
+   * under tl_lock, which nothing else nests in. */
+  pthread_mutex_t tl_lock;
   eng_timeline_t *timeline;
+  int tl_marks;               /* a mark per cycle that ran something */
+  int tl_user;                /* rondo_timeline_start/stop decided: RONDO_TIMELINE no longer */
 };
 
 /* ---- engine.c --------------------------------------------------------------- */
@@ -159,6 +186,8 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable);
  * owns it until rondo_wait(). */
 rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req);
 rondo_status_t engine_join(rondo_comm_t comm, int *last_rank);
+/* rondo_timeline_start (path) and rondo_timeline_stop (NULL). */
+rondo_status_t engine_timeline(rondo_comm_t comm, const char *path, int marks);
 /* A device request's device: the engine's first one sets it; another
  * fails (RONDO_ERR_INVALID_ARG): one fusion buffer, one device. */
 rondo_status_t engine_device(rondo_comm_t comm, int device);
@@ -185,6 +214,8 @@ void eng_find_pending(struct engine *e, const struct eng_cycle *c, struct rondo_
 rondo_status_t eng_request_register(struct rondo_request *r);
 /* Takes back the handle of a request that was never submitted. */
 void eng_request_forget(struct rondo_request *r);
+/* Frees a request and what it owns (its result, if not handed over). */
+void eng_request_free(struct rondo_request *r);
 /* Completion, in two steps around the callbacks (phantoms and NULLs are
  * skipped): the results are final; the engine is finished with them. */
 void eng_request_mark_done(struct rondo_request **reqs, size_t n);
@@ -192,6 +223,8 @@ void eng_request_release(struct rondo_request **reqs, size_t n);
 /* rondo_test, rondo_wait (frees the request) and rondo_request_result. */
 rondo_status_t eng_request_test(rondo_request_t h, int *done);
 rondo_status_t eng_request_wait(rondo_request_t h, int *freed);
+/* The same, handing the result over into *buf and *count (NULL: keep it). */
+rondo_status_t eng_request_wait_result(rondo_request_t h, int *freed, void **buf, size_t *count);
 rondo_status_t eng_request_result(rondo_request_t h, void **buf, size_t *count);
 
 /* ---- negotiate.c -------------------------------------------------------------- */
@@ -244,14 +277,24 @@ void eng_drain_device(struct engine *e);
 
 /* ---- timeline.c ------------------------------------------------------------------- */
 
-/* Times in the file count from origin (engine seconds). */
-eng_timeline_t *eng_timeline_open(const char *path, int rank, double origin);
-/* A complete span ("X" event) on track `tid` (a name): begin and end in
- * engine seconds; args may be NULL. Never blocks on I/O. */
-void eng_timeline_span(eng_timeline_t *t, const char *track, const char *what, double begin,
-                       double end, const char *args);
-/* An instant ("i" event). */
-void eng_timeline_mark(eng_timeline_t *t, const char *what, double at);
+/* Times in the file count from origin (engine seconds). *out is NULL on
+ * ranks but 0, and on failure (RONDO_ERR_IO: the file cannot be written). */
+rondo_status_t eng_timeline_open(const char *path, int rank, double origin,
+                                 eng_timeline_t **out);
 void eng_timeline_close(eng_timeline_t *t);
+/* The engine's side (any thread; no-ops without a timeline; never block on
+ * I/O): whether one is running (to skip formatting arguments), a complete
+ * span ("X" event) on a track (a tensor's name) with begin and end in
+ * engine seconds and args (JSON, or NULL), and a cycle's mark. */
+int eng_tl_on(struct engine *e);
+void eng_tl_span(struct engine *e, const char *track, const char *what, double begin,
+                 double end, const char *args);
+void eng_tl_cycle(struct engine *e, double at);
+/* Installs t (NULL: none) with its cycle marks, closing the one before.
+ * user: rondo_timeline_start/stop, which RONDO_TIMELINE does not undo. */
+void eng_tl_set(struct engine *e, eng_timeline_t *t, int marks, int user);
+/* At startup (engine thread): RONDO_TIMELINE's file, unless it is DYNAMIC
+ * or rondo_timeline_start/stop came first. */
+rondo_status_t eng_tl_startup(struct engine *e);
 
 #endif /* RONDO_ENGINE_H */

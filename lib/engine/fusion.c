@@ -11,10 +11,13 @@
  *     runs straight from sendbuf to recvbuf; a larger one is copied into the
  *     fusion buffer (prescaled on the way), reduced in place by one selected
  *     all-reduce, and copied out (postscaled on the way);
- *   - broadcasts and allgathers run one by one, in response order.
+ *   - broadcasts, allgathers, reduce-scatters and all-to-alls run one by
+ *     one, in response order.
  * A rank that has joined has no request for a name: it gets a phantom that
  * contributes the op's identity (all-reduce), no rows (allgather), or
- * receives into scratch (broadcast), and discards the result.
+ * receives into scratch (broadcast), and discards the result. Reduce-scatters
+ * and all-to-alls never meet a joined rank: the negotiation fails them
+ * (RONDO_ASYNC_NO_JOIN).
  */
 #include "engine/engine.h"
 
@@ -48,8 +51,8 @@ static rondo_status_t grow(void **buf, size_t *have, size_t need)
 static void span(struct engine *e, const struct rondo_request *r, const char *what, double t0,
                  double t1, const char *args)
 {
-  if (e->timeline != NULL && !r->phantom)
-    eng_timeline_span(e->timeline, r->name, what, t0, t1, args);
+  if (!r->phantom)
+    eng_tl_span(e, r->name, what, t0, t1, args);
 }
 
 static void finish(struct engine *e, struct rondo_request *r, rondo_status_t st)
@@ -66,6 +69,23 @@ static size_t batch_count(const item_t *it, size_t n)
   for (size_t i = 0; i < n; i++)
     total += it[i].resp->sig.count;
   return total;
+}
+
+/* A fused Adasum batch: each request is a tensor with coefficients of its
+ * own, so the algorithm gets their boundaries. */
+static rondo_status_t run_adasum(struct engine *e, item_t *it, size_t n, const void *src,
+                                 void *buf)
+{
+  const eng_sig_t *s = &it[0].resp->sig;
+  size_t *counts = malloc(n * sizeof *counts);
+  if (counts == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: an Adasum batch of %zu tensors", n);
+  for (size_t i = 0; i < n; i++)
+    counts[i] = it[i].resp->sig.count;
+  rondo_status_t st = algo_allreduce_fused(e->exec, src, buf, counts, n, (rondo_dtype_t)s->dtype,
+                                           RONDO_ADASUM, (rondo_algo_t)s->algo);
+  free(counts);
+  return st;
 }
 
 static void run_batch(struct engine *e, item_t *it, size_t n)
@@ -107,7 +127,9 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
   }
   t1 = eng_now();
   if (st == RONDO_SUCCESS)
-    st = algo_allreduce(e->exec, src, buf, total, dtype, op, (rondo_algo_t)s->algo);
+    st = op == RONDO_ADASUM && n > 1 ? run_adasum(e, it, n, src, buf)
+                                     : algo_allreduce(e->exec, src, buf, total, dtype, op,
+                                                      (rondo_algo_t)s->algo);
   if (st == RONDO_SUCCESS && s->postscale != 1.0 && total > 0)
     reduce_scale(buf, buf, total, dtype, s->postscale);
   t2 = eng_now();
@@ -122,7 +144,7 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
     }
   }
   double t3 = eng_now();
-  if (e->timeline != NULL) {
+  if (eng_tl_on(e)) {
     char args[160];
     rondo_algo_t algo = s->algo != RONDO_ALGO_AUTO ? (rondo_algo_t)s->algo
                                                    : (rondo_algo_t)e->exec->last_algo;
@@ -504,6 +526,91 @@ static void run_allgather(struct engine *e, item_t *it)
   finish(e, r, st);
 }
 
+/* ---- reduce-scatter and all-to-all ---------------------------------------------------- */
+
+static void run_reduce_scatter(struct engine *e, item_t *it)
+{
+  struct rondo_request *r = it->req;
+  const eng_sig_t *s = &it->resp->sig;
+  rondo_dtype_t dtype = (rondo_dtype_t)s->dtype;
+  rondo_op_t op = (rondo_op_t)s->op;
+  size_t esize = rondo_dtype_size(dtype), total = s->rows * s->count, mine = 0;
+  int p = e->size;
+  double t0 = eng_now();
+  const void *src = r->sendbuf;
+  size_t *counts = malloc((size_t)p * sizeof *counts);
+  rondo_status_t st = counts != NULL ? RONDO_SUCCESS
+                                     : rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': counts", r->name);
+  for (int q = 0; q < p && st == RONDO_SUCCESS; q++)
+    counts[q] = (s->rows / (size_t)p + ((size_t)q < s->rows % (size_t)p)) * s->count;
+  if (st == RONDO_SUCCESS)
+    mine = counts[e->rank];
+  if (st == RONDO_SUCCESS && s->prescale != 1.0 && total > 0 &&
+      (st = grow(&e->identity, &e->identity_bytes, total * esize)) == RONDO_SUCCESS) {
+    reduce_scale(e->identity, src, total, dtype, s->prescale);
+    src = e->identity;
+  }
+  /* no rank goes into the collective while another could not */
+  st = rondo__agree_ready(e->exec->mpi, st, "its part of a reduce-scatter");
+  if (st == RONDO_SUCCESS)
+    st = algo_reduce_scatterv(e->exec, src, r->recvbuf, counts, dtype,
+                              op == RONDO_AVG ? RONDO_SUM : op);
+  if (st == RONDO_SUCCESS && op == RONDO_AVG)
+    reduce_average(r->recvbuf, mine, dtype, p);
+  if (st == RONDO_SUCCESS && s->postscale != 1.0 && mine > 0)
+    reduce_scale(r->recvbuf, r->recvbuf, mine, dtype, s->postscale);
+  span(e, r, "REDUCESCATTER", t0, eng_now(), NULL);
+  free(counts);
+  finish(e, r, st);
+}
+
+static void run_alltoall(struct engine *e, item_t *it)
+{
+  struct rondo_request *r = it->req;
+  const eng_sig_t *s = &it->resp->sig;
+  size_t row = s->count * rondo_dtype_size((rondo_dtype_t)s->dtype), total = 0;
+  int p = e->size;
+  double t0 = eng_now();
+  uint64_t *rows = malloc(2 * (size_t)p * sizeof *rows);
+  size_t *bytes = malloc(2 * (size_t)p * sizeof *bytes);
+  void *out = NULL;
+  rondo_status_t st = rows != NULL && bytes != NULL
+                          ? RONDO_SUCCESS
+                          : rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': counts", r->name);
+  /* every rank that passes this agreement takes part in the next one */
+  if ((st = rondo__agree_ready(e->exec->mpi, st, "its all-to-all counts")) == RONDO_SUCCESS) {
+    for (int q = 0; q < p; q++)
+      rows[q] = r->sendcounts[q];
+    MPI_Request req;
+    int rc = MPI_Ialltoall(rows, 1, MPI_UINT64_T, rows + p, 1, MPI_UINT64_T, e->exec->mpi, &req);
+    st = rc != MPI_SUCCESS ? rondo__mpi_fail(rc, "MPI_Ialltoall", __FILE__, __LINE__)
+                           : eng_wait(e, &req);
+    for (int q = 0; q < p && st == RONDO_SUCCESS; q++) {
+      bytes[q] = (size_t)rows[q] * row;
+      bytes[p + q] = (size_t)rows[p + q] * row;
+      total += bytes[p + q];
+    }
+    if (st == RONDO_SUCCESS && (out = malloc(total + 1)) == NULL)
+      st = rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': all-to-all result of %zu bytes", r->name,
+                       total);
+    st = rondo__agree_ready(e->exec->mpi, st, "memory for its all-to-all result");
+  }
+  if (st == RONDO_SUCCESS)
+    st = algo_alltoallv(e->exec, r->sendbuf, bytes, out, bytes + p);
+  span(e, r, "ALLTOALL", t0, eng_now(), NULL);
+  if (st == RONDO_SUCCESS) {
+    for (int q = 0; q < p; q++)
+      r->recvcounts[q] = (size_t)rows[p + q];
+    r->result = out;
+    r->result_count = total / (row ? row : 1) * s->count;
+    out = NULL;
+  }
+  free(out);
+  free(rows);
+  free(bytes);
+  finish(e, r, st);
+}
+
 /* ---- the cycle's work ------------------------------------------------------------------ */
 
 /* r (this rank's request for resp), or a phantom if there is none. */
@@ -546,7 +653,10 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
   for (size_t i = 0; i < c->nresp; i++) {
     const eng_resp_t *resp = &c->resp[i];
     if (resp->type == RESP_ERROR) {
-      if (found[i] != NULL)
+      /* a refusing rank gets its own reason, the others the response's */
+      if (found[i] != NULL && found[i]->sig.kind == ENG_REFUSED)
+        eng_complete(e, found[i], RONDO_ERR_INVALID_ARG, found[i]->reason);
+      else if (found[i] != NULL)
         eng_complete(e, found[i], resp->status, resp->message);
       continue;
     }
@@ -575,6 +685,10 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
       run_broadcast(e, &it[i]);
     else if (it[i].resp->sig.kind == ENG_ALLGATHER)
       run_allgather(e, &it[i]);
+    else if (it[i].resp->sig.kind == ENG_REDUCE_SCATTER)
+      run_reduce_scatter(e, &it[i]);
+    else if (it[i].resp->sig.kind == ENG_ALLTOALL)
+      run_alltoall(e, &it[i]);
   }
   free(ar);
   free(found);

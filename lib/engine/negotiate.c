@@ -37,7 +37,15 @@ int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b)
 {
   return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op && a->algo == b->algo &&
          a->root == b->root && a->mem == b->mem && a->count == b->count &&
-         a->prescale == b->prescale && a->postscale == b->postscale;
+         a->rows == b->rows && a->prescale == b->prescale && a->postscale == b->postscale &&
+         a->tag == b->tag && a->flags == b->flags;
+}
+
+const char *eng_kind_name(int kind)
+{
+  static const char *const names[ENG_KINDS] = {"allreduce", "broadcast", "allgather",
+                                               "reduce-scatter", "all-to-all", "refused"};
+  return kind >= 0 && kind < ENG_KINDS ? names[kind] : "?";
 }
 
 void eng_cycle_free(eng_cycle_t *c)
@@ -169,6 +177,7 @@ static rondo_status_t add_resp(eng_cycle_t *c, size_t *cap, int type, rondo_stat
 typedef struct {
   char *name;
   eng_sig_t *sig;     /* [size]; valid where have[r] */
+  char **text;        /* [size]: each rank's tag, or a refusal's reason (NULL: none) */
   char *have;         /* [size] */
   double age;         /* the oldest submitter's wait */
 } agg_t;
@@ -178,11 +187,15 @@ typedef struct {
   size_t n, cap;
   long *index;        /* open addressing: name -> a[] index, -1 empty */
   size_t nindex;
+  int size;           /* ranks */
 } aggs_t;
 
 static void aggs_free(aggs_t *g)
 {
   for (size_t i = 0; i < g->n; i++) {
+    for (int r = 0; g->a[i].text != NULL && r < g->size; r++)
+      free(g->a[i].text[r]);
+    free(g->a[i].text);
     free(g->a[i].name);
     free(g->a[i].sig);
     free(g->a[i].have);
@@ -205,11 +218,13 @@ static agg_t *aggs_get(aggs_t *g, const char *name, int size)
   agg_t *a = &g->a[g->n];
   a->name = strdup(name);
   a->sig = calloc((size_t)size, sizeof *a->sig);
+  a->text = calloc((size_t)size, sizeof *a->text);
   a->have = calloc((size_t)size, 1);
   a->age = 0;
-  if (a->name == NULL || a->sig == NULL || a->have == NULL) {
+  if (a->name == NULL || a->sig == NULL || a->text == NULL || a->have == NULL) {
     free(a->name);
     free(a->sig);
+    free(a->text);
     free(a->have);
     return NULL;
   }
@@ -218,20 +233,26 @@ static agg_t *aggs_get(aggs_t *g, const char *name, int size)
 }
 
 /* "count: rank 0 has 10, rank 2 has 12" for the first field that differs. */
-static void describe_mismatch(const eng_sig_t *a, int ra, const eng_sig_t *b, int rb, char *buf,
-                              size_t len)
+static void describe_mismatch(const agg_t *g, int ra, int rb, char *buf, size_t len)
 {
-  static const char *const kinds[] = {"allreduce", "broadcast", "allgather"};
+  const eng_sig_t *a = &g->sig[ra], *b = &g->sig[rb];
   if (a->kind != b->kind)
-    snprintf(buf, len, "collective: rank %d submitted %s, rank %d %s", ra, kinds[a->kind], rb,
-             kinds[b->kind]);
+    snprintf(buf, len, "collective: rank %d submitted %s, rank %d %s", ra,
+             eng_kind_name(a->kind), rb, eng_kind_name(b->kind));
+  else if (a->tag != b->tag)
+    snprintf(buf, len, "rank %d has %s, rank %d has %s", ra,
+             g->text[ra] != NULL ? g->text[ra] : "no tag", rb,
+             g->text[rb] != NULL ? g->text[rb] : "no tag");
   else if (a->dtype != b->dtype)
     snprintf(buf, len, "dtype: rank %d has %s, rank %d has %s", ra,
              rondo_dtype_name((rondo_dtype_t)a->dtype), rb, rondo_dtype_name((rondo_dtype_t)b->dtype));
   else if (a->count != b->count)
     snprintf(buf, len, "%s: rank %d has %llu, rank %d has %llu",
-             a->kind == ENG_ALLGATHER ? "elements per row" : "count", ra,
-             (unsigned long long)a->count, rb, (unsigned long long)b->count);
+             a->kind == ENG_ALLREDUCE || a->kind == ENG_BROADCAST ? "count" : "elements per row",
+             ra, (unsigned long long)a->count, rb, (unsigned long long)b->count);
+  else if (a->rows != b->rows)
+    snprintf(buf, len, "rows: rank %d has %llu, rank %d has %llu", ra,
+             (unsigned long long)a->rows, rb, (unsigned long long)b->rows);
   else if (a->op != b->op)
     snprintf(buf, len, "op: rank %d has %s, rank %d has %s", ra, rondo_op_name((rondo_op_t)a->op),
              rb, rondo_op_name((rondo_op_t)b->op));
@@ -246,6 +267,8 @@ static void describe_mismatch(const eng_sig_t *a, int ra, const eng_sig_t *b, in
   else if (a->postscale != b->postscale)
     snprintf(buf, len, "postscale: rank %d has %g, rank %d has %g", ra, a->postscale, rb,
              b->postscale);
+  else if (a->flags != b->flags)
+    snprintf(buf, len, "flags: rank %d has %#x, rank %d has %#x", ra, a->flags, rb, b->flags);
   else
     snprintf(buf, len, "algorithm: rank %d has %s, rank %d has %s", ra,
              rondo_algo_name((rondo_algo_t)a->algo), rb, rondo_algo_name((rondo_algo_t)b->algo));
@@ -270,6 +293,49 @@ static void rank_list(const char *missing, int size, char *buf, size_t len)
     snprintf(buf + used, len - used, ",... (%d ranks)", total);
 }
 
+/* Rank 0, for a name every rank that has not joined submitted: whether it
+ * may run; if not, the failure every rank gets and its message. A refusal
+ * comes first (the reason is the refusing rank's), then a difference
+ * across ranks, then what joined ranks cannot serve. */
+static rondo_status_t agreed(const agg_t *a, int first, int size, const int *joined, char *msg,
+                             size_t len)
+{
+  for (int r = first; r < size; r++)
+    if (a->have[r] && a->sig[r].kind == ENG_REFUSED) {
+      snprintf(msg, len, "'%s': rank %d refused it: %s", a->name, r,
+               a->text[r] != NULL ? a->text[r] : "(no reason given)");
+      return RONDO_ERR_PEER;
+    }
+  char why[400] = "";
+  for (int r = first + 1; r < size && !why[0]; r++)
+    if (a->have[r] && !eng_sig_equal(&a->sig[first], &a->sig[r]))
+      describe_mismatch(a, first, r, why, sizeof why);
+  const eng_sig_t *s = &a->sig[first];
+  if (why[0]) {
+    snprintf(msg, len, "'%s' differs across ranks: %s", a->name, why);
+    return RONDO_ERR_MISMATCH;
+  }
+  char gone[128] = "";
+  size_t used = 0;
+  int shown = 0;
+  for (int r = 0; r < size && used + 16 < sizeof gone; r++)
+    if (joined[r])
+      used += (size_t)snprintf(gone + used, sizeof gone - used, "%s%d", shown++ ? "," : "", r);
+  if (shown > 0 && (s->flags & RONDO_ASYNC_NO_JOIN)) {
+    snprintf(msg, len,
+             "'%s': rank(s) %s joined (rondo_join), and this %s needs every rank (only "
+             "all-reduces are served by joined ranks here)",
+             a->name, gone, eng_kind_name(s->kind));
+    return RONDO_ERR_JOINED;
+  }
+  if (s->kind == ENG_BROADCAST && s->root >= 0 && s->root < size && joined[s->root]) {
+    snprintf(msg, len, "'%s' differs across ranks: the root, rank %d, has joined", a->name,
+             s->root);
+    return RONDO_ERR_MISMATCH;
+  }
+  return RONDO_SUCCESS;
+}
+
 /* Rank 0: the responses of a slow-path cycle from every rank's records. */
 static rondo_status_t coordinate(struct engine *e, const char *all, const int *bytes,
                                  const int *displs, const int *joined, const int *stopping,
@@ -284,6 +350,7 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
     records += n;
   }
   aggs_t g = {0};
+  g.size = size;
   g.cap = records;
   g.nindex = 2 * records + 1;
   g.a = calloc(records ? records : 1, sizeof *g.a);
@@ -305,18 +372,25 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
       double age;
       get(&rd, &sig, sizeof sig);
       get(&rd, &age, sizeof age);
+      char *text = get_str(&rd);
       if (rd.bad) {
         free(name);
+        free(text);
         break;
       }
       agg_t *a = aggs_get(&g, name, size);
       free(name);
       if (a == NULL) {
+        free(text);
         st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: coordinator tables");
         break;
       }
       a->have[r] = 1;
       a->sig[r] = sig;
+      free(a->text[r]);
+      a->text[r] = text[0] != '\0' ? text : NULL;
+      if (text[0] == '\0')
+        free(text);
       if (age > a->age)
         a->age = age;
     }
@@ -341,17 +415,10 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
         first = r;
     }
     if (absent == 0) {
-      char why[300] = "";
-      for (int r = first + 1; r < size && !why[0]; r++)
-        if (a->have[r] && !eng_sig_equal(&a->sig[first], &a->sig[r]))
-          describe_mismatch(&a->sig[first], first, &a->sig[r], r, why, sizeof why);
-      if (!why[0] && a->sig[first].kind == ENG_BROADCAST && a->sig[first].root >= 0 &&
-          a->sig[first].root < size && joined[a->sig[first].root])
-        snprintf(why, sizeof why, "the root, rank %d, has joined", a->sig[first].root);
-      if (why[0]) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "'%s' differs across ranks: %s", a->name, why);
-        st = add_resp(out, cap, RESP_ERROR, RONDO_ERR_MISMATCH, -1, &a->sig[first], a->name, msg);
+      char msg[700];
+      rondo_status_t fail = agreed(a, first, size, joined, msg, sizeof msg);
+      if (fail != RONDO_SUCCESS) {
+        st = add_resp(out, cap, RESP_ERROR, fail, -1, &a->sig[first], a->name, msg);
         continue;
       }
       int id = -1;
@@ -479,6 +546,7 @@ static rondo_status_t my_records(struct engine *e, buf_t *mine)
     put_str(mine, r->name);
     put(mine, &r->sig, sizeof r->sig);
     put(mine, &age, sizeof age);
+    put_str(mine, r->sig.kind == ENG_REFUSED ? r->reason : r->tag);
     n++;
   }
   if (mine->failed)

@@ -139,6 +139,11 @@ rondo_status_t eng_request_test(rondo_request_t h, int *done)
 
 rondo_status_t eng_request_wait(rondo_request_t h, int *freed)
 {
+  return eng_request_wait_result(h, freed, NULL, NULL);
+}
+
+rondo_status_t eng_request_wait_result(rondo_request_t h, int *freed, void **buf, size_t *count)
+{
   *freed = 0;
   pthread_mutex_lock(&tab.lock);
   struct rondo_request *r = lookup(h);
@@ -167,12 +172,25 @@ rondo_status_t eng_request_wait(rondo_request_t h, int *freed)
   rondo_status_t st = r->status;
   if (st != RONDO_SUCCESS)
     rondo__fail_quiet(st, "%s", r->message != NULL ? r->message : rondo_status_string(st));
+  if (buf != NULL && st == RONDO_SUCCESS) {
+    *buf = r->result;
+    *count = r->result_count;
+    r->result = NULL;
+  }
+  eng_request_free(r);
+  return st;
+}
+
+void eng_request_free(struct rondo_request *r)
+{
   free(r->result);
   free(r->message);
   free(r->group);
   free(r->name);
+  free(r->tag);
+  free(r->reason);
+  free(r->sendcounts);
   free(r);
-  return st;
 }
 
 rondo_status_t eng_request_result(rondo_request_t h, void **buf, size_t *count)

@@ -17,6 +17,7 @@
  */
 #include "engine/engine.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,21 +155,25 @@ static void *writer_main(void *arg)
   return NULL;
 }
 
-eng_timeline_t *eng_timeline_open(const char *path, int rank, double origin)
+rondo_status_t eng_timeline_open(const char *path, int rank, double origin,
+                                 eng_timeline_t **out)
 {
+  *out = NULL;
   if (rank != 0)
-    return NULL;
+    return RONDO_SUCCESS;
   eng_timeline_t *t = calloc(1, sizeof *t);
   if (t == NULL)
-    return NULL;
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "the timeline");
   t->q = calloc(QUEUE_MAX, sizeof *t->q);
   t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (t->q == NULL || t->fd < 0 || pwrite(t->fd, "[\n]\n", 4, 0) != 4) {
+    rondo_status_t st = rondo__fail(RONDO_ERR_IO, "timeline %s: cannot write it: %s", path,
+                                    t->q == NULL ? "out of memory" : strerror(errno));
     if (t->fd >= 0)
       close(t->fd);
     free(t->q);
     free(t);
-    return NULL;
+    return st;
   }
   t->pos = 2;
   t->first = 1;
@@ -181,13 +186,14 @@ eng_timeline_t *eng_timeline_open(const char *path, int rank, double origin)
     pthread_mutex_destroy(&t->lock);
   }
   if (rc != 0) {
-    (void)rondo__pthread_fail(rc, "the timeline's writer thread", __FILE__, __LINE__);
+    rondo_status_t st = rondo__pthread_fail(rc, "the timeline's writer thread", __FILE__, __LINE__);
     close(t->fd);
     free(t->q);
     free(t);
-    return NULL;
+    return st;
   }
-  return t;
+  *out = t;
+  return RONDO_SUCCESS;
 }
 
 static void push(eng_timeline_t *t, char ph, const char *track, const char *what, double begin,
@@ -210,16 +216,6 @@ static void push(eng_timeline_t *t, char ph, const char *track, const char *what
   pthread_mutex_unlock(&t->lock);
 }
 
-void eng_timeline_span(eng_timeline_t *t, const char *track, const char *what, double begin,
-                       double end, const char *args)
-{
-  push(t, 'X', track, what, begin, end, args);
-}
-
-void eng_timeline_mark(eng_timeline_t *t, const char *what, double at)
-{
-  push(t, 'i', NULL, what, at, at, NULL);
-}
 
 void eng_timeline_close(eng_timeline_t *t)
 {
@@ -236,4 +232,69 @@ void eng_timeline_close(eng_timeline_t *t)
   pthread_mutex_destroy(&t->lock);
   pthread_cond_destroy(&t->more);
   free(t);
+}
+
+/* ---- the engine's side ---------------------------------------------------------- */
+
+/* Without a timeline (the usual case) the engine's calls cost one atomic
+ * load; the pointer is written under tl_lock with an atomic store. */
+int eng_tl_on(struct engine *e)
+{
+  return __atomic_load_n(&e->timeline, __ATOMIC_ACQUIRE) != NULL;
+}
+
+void eng_tl_span(struct engine *e, const char *track, const char *what, double begin,
+                 double end, const char *args)
+{
+  if (!eng_tl_on(e))
+    return;
+  pthread_mutex_lock(&e->tl_lock);
+  if (e->timeline != NULL)
+    push(e->timeline, 'X', track, what, begin, end, args);
+  pthread_mutex_unlock(&e->tl_lock);
+}
+
+void eng_tl_cycle(struct engine *e, double at)
+{
+  if (!eng_tl_on(e))
+    return;
+  pthread_mutex_lock(&e->tl_lock);
+  if (e->timeline != NULL && e->tl_marks)
+    push(e->timeline, 'i', NULL, "cycle", at, at, NULL);
+  pthread_mutex_unlock(&e->tl_lock);
+}
+
+void eng_tl_set(struct engine *e, eng_timeline_t *t, int marks, int user)
+{
+  pthread_mutex_lock(&e->tl_lock);
+  eng_timeline_t *old = e->timeline;
+  __atomic_store_n(&e->timeline, t, __ATOMIC_RELEASE);
+  e->tl_marks = marks;
+  e->tl_user |= user;
+  pthread_mutex_unlock(&e->tl_lock);
+  if (old != NULL)
+    eng_timeline_close(old); /* joins its writer: outside the lock */
+}
+
+rondo_status_t eng_tl_startup(struct engine *e)
+{
+  const char *path = e->owner->cfg.timeline;
+  pthread_mutex_lock(&e->tl_lock);
+  int user = e->tl_user;
+  pthread_mutex_unlock(&e->tl_lock);
+  if (user || path[0] == '\0' || strcmp(path, RONDO__TIMELINE_DYNAMIC) == 0 || e->rank != 0)
+    return RONDO_SUCCESS;
+  eng_timeline_t *t = NULL;
+  if (eng_timeline_open(path, e->rank, e->created, &t) != RONDO_SUCCESS)
+    return rondo__fail(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write the timeline", path);
+  pthread_mutex_lock(&e->tl_lock);
+  if (e->tl_user) { /* rondo_timeline_start/stop came meanwhile: theirs wins */
+    pthread_mutex_unlock(&e->tl_lock);
+    eng_timeline_close(t);
+    return RONDO_SUCCESS;
+  }
+  __atomic_store_n(&e->timeline, t, __ATOMIC_RELEASE);
+  e->tl_marks = 1;
+  pthread_mutex_unlock(&e->tl_lock);
+  return RONDO_SUCCESS;
 }

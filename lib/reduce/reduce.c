@@ -136,6 +136,8 @@ uint16_t reduce_float_to_bf16(float f) { return float_to_bf16(f); }
  * 255 * 255. */
 #define OP_ADD(p, q) ((p) + (q))
 #define OP_MUL(p, q) ((p) * (q))
+/* uint16 operands promote to int, which does not hold 65535 * 65535. */
+#define OP_MUL_U16(p, q) ((uint32_t)(p) * (q))
 #define OP_MIN(p, q) ((q) < (p) ? (q) : (p))
 #define OP_MAX(p, q) ((p) < (q) ? (q) : (p))
 
@@ -223,6 +225,9 @@ REDUCE_SCALAR(min_i8, int8_t, OP_MIN)
 REDUCE_SCALAR(max_i8, int8_t, OP_MAX)
 REDUCE_SCALAR(min_u8, uint8_t, OP_MIN)
 REDUCE_SCALAR(max_u8, uint8_t, OP_MAX)
+REDUCE_SCALAR(prod_u16, uint16_t, OP_MUL_U16)
+REDUCE_SCALAR(min_i16, int16_t, OP_MIN)
+REDUCE_SCALAR(max_i16, int16_t, OP_MAX)
 REDUCE_SCALAR(prod_u32, uint32_t, OP_MUL)
 REDUCE_SCALAR(min_i32, int32_t, OP_MIN)
 REDUCE_SCALAR(max_i32, int32_t, OP_MAX)
@@ -277,6 +282,7 @@ REDUCE_SCALAR(max_f64, double, maximum_f64)
 
 REDUCE_BF16_KERNELS(, , _mm, si128, __m128i, __m128, 8)
 REDUCE_VECTOR(sum_u8, , uint8_t, 16, _mm_loadu_si128, _mm_storeu_si128, _mm_add_epi8, OP_ADD)
+REDUCE_VECTOR(sum_u16, , uint16_t, 8, _mm_loadu_si128, _mm_storeu_si128, _mm_add_epi16, OP_ADD)
 REDUCE_VECTOR(sum_u32, , uint32_t, 4, _mm_loadu_si128, _mm_storeu_si128, _mm_add_epi32, OP_ADD)
 REDUCE_VECTOR(sum_u64, , uint64_t, 2, _mm_loadu_si128, _mm_storeu_si128, _mm_add_epi64, OP_ADD)
 REDUCE_VECTOR(sum_f32, , float, 4, _mm_loadu_ps, _mm_storeu_ps, _mm_add_ps, OP_ADD)
@@ -285,6 +291,7 @@ REDUCE_VECTOR(sum_f64, , double, 2, _mm_loadu_pd, _mm_storeu_pd, _mm_add_pd, OP_
 REDUCE_VECTOR(prod_f64, , double, 2, _mm_loadu_pd, _mm_storeu_pd, _mm_mul_pd, OP_MUL)
 #else
 REDUCE_SCALAR(sum_u8, uint8_t, OP_ADD)
+REDUCE_SCALAR(sum_u16, uint16_t, OP_ADD)
 REDUCE_SCALAR(sum_u32, uint32_t, OP_ADD)
 REDUCE_SCALAR(sum_u64, uint64_t, OP_ADD)
 REDUCE_SCALAR(sum_bf16, uint16_t, bf16_add)
@@ -309,6 +316,7 @@ REDUCE_F16X8(f16x8_add, _mm256_add_ps)
 REDUCE_F16X8(f16x8_mul, _mm256_mul_ps)
 
 REDUCE_VECTOR(sum_u8_avx2, REDUCE_AVX2, uint8_t, 32, _mm256_loadu_si256, _mm256_storeu_si256, _mm256_add_epi8, OP_ADD)
+REDUCE_VECTOR(sum_u16_avx2, REDUCE_AVX2, uint16_t, 16, _mm256_loadu_si256, _mm256_storeu_si256, _mm256_add_epi16, OP_ADD)
 REDUCE_VECTOR(sum_u32_avx2, REDUCE_AVX2, uint32_t, 8, _mm256_loadu_si256, _mm256_storeu_si256, _mm256_add_epi32, OP_ADD)
 REDUCE_VECTOR(sum_u64_avx2, REDUCE_AVX2, uint64_t, 4, _mm256_loadu_si256, _mm256_storeu_si256, _mm256_add_epi64, OP_ADD)
 REDUCE_VECTOR(sum_f16_avx2, REDUCE_AVX2, uint16_t, 8, _mm_loadu_si128, _mm_storeu_si128, f16x8_add, f16_add)
@@ -334,6 +342,7 @@ typedef reduce_fn reduce_table_t[RONDO_DTYPE_COUNT][RONDO_OP_COUNT];
   {                                                                            \
     [RONDO_INT8] = REDUCE_ROW(sum_u8##ISA, min_i8, max_i8, prod_u8),            \
     [RONDO_UINT8] = REDUCE_ROW(sum_u8##ISA, min_u8, max_u8, prod_u8),           \
+    [RONDO_INT16] = REDUCE_ROW(sum_u16##ISA, min_i16, max_i16, prod_u16),       \
     [RONDO_INT32] = REDUCE_ROW(sum_u32##ISA, min_i32, max_i32, prod_u32),       \
     [RONDO_INT64] = REDUCE_ROW(sum_u64##ISA, min_i64, max_i64, prod_u64),       \
     [RONDO_FLOAT16] = REDUCE_ROW(sum_f16##ISA, min_f16, max_f16, prod_f16##ISA), \
@@ -377,7 +386,8 @@ static const reduce_table_t *reduce_kernels(void)
 void reduce_apply(void *dst, const void *a, const void *b, size_t count,
                   rondo_dtype_t dtype, rondo_op_t op)
 {
-  assert((unsigned)dtype < RONDO_DTYPE_COUNT && (unsigned)op < RONDO_OP_COUNT);
+  assert((unsigned)dtype < RONDO_DTYPE_COUNT && (unsigned)op < RONDO_OP_COUNT &&
+         op != RONDO_ADASUM);
   (*reduce_kernels())[dtype][op](dst, a, b, count);
 }
 
@@ -414,6 +424,7 @@ typedef void (*reduce_scale_fn)(void *dst, const void *src, size_t n, double fac
 
 REDUCE_SCALE_INT(scale_i8, int8_t, INT8_MIN, INT8_MAX)
 REDUCE_SCALE_INT(scale_u8, uint8_t, 0, UINT8_MAX)
+REDUCE_SCALE_INT(scale_i16, int16_t, INT16_MIN, INT16_MAX)
 REDUCE_SCALE_INT(scale_i32, int32_t, INT32_MIN, INT32_MAX)
 REDUCE_SCALE_INT(scale_i64, int64_t, INT64_MIN, INT64_MAX)
 REDUCE_SCALE_FLOAT(scale_f16, uint16_t, float, half_to_float, float_to_half)
@@ -423,7 +434,8 @@ REDUCE_SCALE_FLOAT(scale_f64, double, double, REDUCE_SAME, REDUCE_SAME)
 
 static const reduce_scale_fn reduce_scalers[RONDO_DTYPE_COUNT] = {
   [RONDO_INT8] = scale_i8,       [RONDO_UINT8] = scale_u8,
-  [RONDO_INT32] = scale_i32,     [RONDO_INT64] = scale_i64,
+  [RONDO_INT16] = scale_i16,     [RONDO_INT32] = scale_i32,
+  [RONDO_INT64] = scale_i64,
   [RONDO_FLOAT16] = scale_f16,   [RONDO_BFLOAT16] = scale_bf16,
   [RONDO_FLOAT32] = scale_f32,   [RONDO_FLOAT64] = scale_f64,
 };
@@ -446,27 +458,74 @@ void reduce_scale(void *dst, const void *src, size_t count, rondo_dtype_t dtype,
   }
 REDUCE_DIVIDE(divide_i8, int8_t)
 REDUCE_DIVIDE(divide_u8, uint8_t)
+REDUCE_DIVIDE(divide_i16, int16_t)
 REDUCE_DIVIDE(divide_i32, int32_t)
 REDUCE_DIVIDE(divide_i64, int64_t)
+
+/* Floating types divide in the compute type: the quotient is correctly
+ * rounded there (16-bit types then rounded once more, to nearest even). */
+#define REDUCE_DIVIDE_FLOAT(name, T, CT, WIDEN, NARROW)                        \
+  static void name(void *buf, size_t count, int n)                             \
+  {                                                                            \
+    T *p = buf;                                                                \
+    CT d = (CT)n;                                                              \
+    for (size_t i = 0; i < count; i++)                                         \
+      p[i] = NARROW(WIDEN(p[i]) / d);                                          \
+  }
+REDUCE_DIVIDE_FLOAT(divide_f16, uint16_t, float, half_to_float, float_to_half)
+REDUCE_DIVIDE_FLOAT(divide_bf16, uint16_t, float, bf16_to_float, float_to_bf16)
+#ifdef __SSE2__
+/* Division is the slow instruction: vectors divide 4 or 8 floats at once,
+ * each quotient correctly rounded, so the bytes are the scalar loop's. */
+#define REDUCE_DIVIDE_VECTOR(name, ATTR, T, W, VT, LOAD, STORE, SET1, DIV)     \
+  ATTR static void name(void *buf, size_t count, int n)                        \
+  {                                                                            \
+    T *p = buf, d = (T)n;                                                      \
+    VT vd = SET1(d);                                                           \
+    size_t i = 0;                                                              \
+    for (; i + W <= count; i += W)                                             \
+      STORE(p + i, DIV(LOAD(p + i), vd));                                      \
+    for (; i < count; i++)                                                     \
+      p[i] = p[i] / d;                                                         \
+  }
+REDUCE_DIVIDE_VECTOR(divide_f32, , float, 4, __m128, _mm_loadu_ps, _mm_storeu_ps, _mm_set1_ps, _mm_div_ps)
+REDUCE_DIVIDE_VECTOR(divide_f64, , double, 2, __m128d, _mm_loadu_pd, _mm_storeu_pd, _mm_set1_pd, _mm_div_pd)
+#else
+REDUCE_DIVIDE_FLOAT(divide_f32, float, float, REDUCE_SAME, REDUCE_SAME)
+REDUCE_DIVIDE_FLOAT(divide_f64, double, double, REDUCE_SAME, REDUCE_SAME)
+#endif
+#ifdef REDUCE_HAVE_AVX2
+REDUCE_DIVIDE_VECTOR(divide_f32_avx2, REDUCE_AVX2, float, 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_div_ps)
+REDUCE_DIVIDE_VECTOR(divide_f64_avx2, REDUCE_AVX2, double, 4, __m256d, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_div_pd)
+#else
+#define divide_f32_avx2 divide_f32 /* never chosen: avx2 is 0 */
+#define divide_f64_avx2 divide_f64
+#endif
 
 void reduce_average(void *buf, size_t count, rondo_dtype_t dtype, int n)
 {
   assert(n >= 1);
+#ifdef REDUCE_HAVE_AVX2
+  int avx2 = reduce_kernels() == &reduce_avx2;
+#else
+  enum { avx2 = 0 };
+#endif
   switch (dtype) {
   case RONDO_INT8: divide_i8(buf, count, n); break;
   case RONDO_UINT8: divide_u8(buf, count, n); break;
+  case RONDO_INT16: divide_i16(buf, count, n); break;
   case RONDO_INT32: divide_i32(buf, count, n); break;
   case RONDO_INT64: divide_i64(buf, count, n); break;
-  default:
-    /* (float)(1.0 / n) is the correctly rounded float 1/n for n <= 2^24. */
-    reduce_scale(buf, buf, count, dtype, 1.0 / n);
-    break;
+  case RONDO_FLOAT16: divide_f16(buf, count, n); break;
+  case RONDO_BFLOAT16: divide_bf16(buf, count, n); break;
+  case RONDO_FLOAT32: (avx2 ? divide_f32_avx2 : divide_f32)(buf, count, n); break;
+  default: (avx2 ? divide_f64_avx2 : divide_f64)(buf, count, n); break;
   }
 }
 
 void reduce_identity(void *buf, size_t n, rondo_dtype_t dtype, rondo_op_t op)
 {
-  if (op == RONDO_SUM || op == RONDO_AVG) {
+  if (op == RONDO_SUM || op == RONDO_AVG || op == RONDO_ADASUM) {
     memset(buf, 0, n * rondo_dtype_size(dtype));
     return;
   }
@@ -475,6 +534,7 @@ void reduce_identity(void *buf, size_t n, rondo_dtype_t dtype, rondo_op_t op)
     switch (dtype) {
     case RONDO_INT8: ((int8_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT8_MAX : INT8_MIN; break;
     case RONDO_UINT8: ((uint8_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? UINT8_MAX : 0; break;
+    case RONDO_INT16: ((int16_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT16_MAX : INT16_MIN; break;
     case RONDO_INT32: ((int32_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT32_MAX : INT32_MIN; break;
     case RONDO_INT64: ((int64_t *)buf)[i] = op == RONDO_PROD ? 1 : op == RONDO_MIN ? INT64_MAX : INT64_MIN; break;
     case RONDO_FLOAT16: ((uint16_t *)buf)[i] = reduce_float_to_half((float)v); break;
@@ -483,5 +543,66 @@ void reduce_identity(void *buf, size_t n, rondo_dtype_t dtype, rondo_op_t op)
     case RONDO_FLOAT64: ((double *)buf)[i] = v; break;
     default: break;
     }
+  }
+}
+
+/* ---- Adasum --------------------------------------------------------------- */
+
+/* GET/PUT read an element as double and store a double rounded to T.
+ * The sums run in four lanes (element i in lane i % 4), so the additions
+ * do not wait on each other; the order is fixed, so every rank computing
+ * adasum(a, b) gets the same bytes. */
+#define REDUCE_ADASUM(name, T, GET, PUT)                                       \
+  static void name(void *dst, const void *a, const void *b, size_t n)         \
+  {                                                                            \
+    const T *x = a, *y = b;                                                    \
+    T *d = dst;                                                                \
+    double dot4[4] = {0}, xx4[4] = {0}, yy4[4] = {0};                          \
+    size_t i = 0;                                                              \
+    for (; i + 4 <= n; i += 4)                                                 \
+      for (int l = 0; l < 4; l++) {                                            \
+        double p = GET(x[i + l]), q = GET(y[i + l]);                           \
+        dot4[l] += p * q;                                                      \
+        xx4[l] += p * p;                                                       \
+        yy4[l] += q * q;                                                       \
+      }                                                                        \
+    for (int l = 0; i < n; i++, l++) {                                         \
+      double p = GET(x[i]), q = GET(y[i]);                                     \
+      dot4[l] += p * q;                                                        \
+      xx4[l] += p * p;                                                         \
+      yy4[l] += q * q;                                                         \
+    }                                                                          \
+    double dot = (dot4[0] + dot4[1]) + (dot4[2] + dot4[3]);                    \
+    double xx = (xx4[0] + xx4[1]) + (xx4[2] + xx4[3]);                         \
+    double yy = (yy4[0] + yy4[1]) + (yy4[2] + yy4[3]);                         \
+    double ca = xx >= ADASUM_TINY ? 1.0 - dot / xx * 0.5 : 1.0;                \
+    double cb = yy >= ADASUM_TINY ? 1.0 - dot / yy * 0.5 : 1.0;                \
+    for (i = 0; i < n; i++)                                                    \
+      d[i] = PUT(ca * GET(x[i]) + cb * GET(y[i]));                             \
+  }
+
+/* sqrt(DBL_MIN): a squared norm below it is a zero gradient, whose
+ * coefficient stays 1 (no division by zero). */
+#define ADASUM_TINY 1.4916681462400413e-154
+#define GET_F16(v) ((double)half_to_float(v))
+#define PUT_F16(v) float_to_half((float)(v))
+#define GET_BF16(v) ((double)bf16_to_float(v))
+#define PUT_BF16(v) float_to_bf16((float)(v))
+#define GET_PLAIN(v) ((double)(v))
+#define PUT_F32(v) ((float)(v))
+#define PUT_F64(v) (v)
+REDUCE_ADASUM(adasum_f16, uint16_t, GET_F16, PUT_F16)
+REDUCE_ADASUM(adasum_bf16, uint16_t, GET_BF16, PUT_BF16)
+REDUCE_ADASUM(adasum_f32, float, GET_PLAIN, PUT_F32)
+REDUCE_ADASUM(adasum_f64, double, GET_PLAIN, PUT_F64)
+
+void reduce_adasum(void *dst, const void *a, const void *b, size_t count, rondo_dtype_t dtype)
+{
+  switch (dtype) {
+  case RONDO_FLOAT16: adasum_f16(dst, a, b, count); break;
+  case RONDO_BFLOAT16: adasum_bf16(dst, a, b, count); break;
+  case RONDO_FLOAT32: adasum_f32(dst, a, b, count); break;
+  case RONDO_FLOAT64: adasum_f64(dst, a, b, count); break;
+  default: assert(!"adasum needs a floating dtype"); break;
   }
 }

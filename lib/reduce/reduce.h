@@ -21,7 +21,7 @@
  *    to nearest even, no flush-to-zero), as for MPI reductions.
  *  - Integers: SUM and PROD wrap modulo 2^bits (two's complement), never UB.
  *  - AVG is not a kernel op: algorithms reduce with SUM and the caller finishes
- *    with reduce_average() (floating: multiply by 1/n in the compute type;
+ *    with reduce_average() (floating: divide by n in the compute type;
  *    integer: the wrapped sum divided by n, truncated toward zero).
  *  - dst may alias a and/or b exactly (same pointer); partial overlap is not
  *    allowed. The operand order matters only for which NaN payload wins.
@@ -49,8 +49,19 @@ void reduce_apply(void *dst, const void *a, const void *b, size_t count,
 void reduce_scale(void *dst, const void *src, size_t count, rondo_dtype_t dtype,
                   double factor);
 
-/* Turns a SUM over n ranks into the AVG, in place (n >= 1): floating types
- * are scaled by (compute type)(1.0 / n), integers divided by n. */
+/* Adasum's combination of two gradients (op RONDO_ADASUM), a from the lower
+ * ranks: with dot = a.b, na = a.a and nb = b.b summed in double,
+ *   dst = (1 - dot / (2 na)) a + (1 - dot / (2 nb)) b,
+ * a coefficient staying 1 where its squared norm is below sqrt(DBL_MIN) (a
+ * zero gradient). Each element is computed in double and rounded to the
+ * dtype (float16 and bfloat16 through float). Floating dtypes only; dst may
+ * be a or b. */
+void reduce_adasum(void *dst, const void *a, const void *b, size_t count, rondo_dtype_t dtype);
+
+/* Turns a SUM over n ranks into the AVG, in place (n >= 1): the sum divided
+ * by n, floating types in the compute type (the correctly rounded quotient;
+ * float16/bfloat16 then rounded to nearest even), integers truncated toward
+ * zero. */
 void reduce_average(void *buf, size_t count, rondo_dtype_t dtype, int n);
 
 /* buf = n copies of op's identity for dtype (SUM and AVG: 0, PROD: 1,

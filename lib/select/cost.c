@@ -195,11 +195,15 @@ const select_algo_t *select_menu_find(const select_menu_t *menu, rondo_algo_t id
   return NULL;
 }
 
-/* The algorithm's own rules, then the one every algorithm shares (memory
- * kind); in is normalized. */
+/* The rules every algorithm shares (op adasum, memory kind) and its own;
+ * in is normalized. */
 static void judge(const select_algo_t *a, const select_input_t *in, select_candidate_t *c)
 {
-  const char *hard = a->cannot_run ? a->cannot_run(in) : NULL;
+  const char *hard = NULL;
+  if ((in->op == RONDO_ADASUM) != (a->adasum != 0))
+    hard = a->adasum ? "runs op adasum only" : "op adasum runs on the adasum algorithm only";
+  if (hard == NULL && a->cannot_run != NULL)
+    hard = a->cannot_run(in);
   if (hard == NULL && in->mem != a->mem)
     hard = a->mem == SELECT_MEM_DEVICE ? "needs device memory"
                                        : "host algorithm: buffer is device memory";

@@ -125,6 +125,10 @@ typedef struct select_algo {
    * when it is an MPI all-reduce (in->mpi_check): they do not pay for it
    * separately. 0: none. */
   size_t rides_check;
+  /* 1: it runs op RONDO_ADASUM and nothing else; 0: every op but that one
+   * (Adasum is no elementwise reduction: the other algorithms cannot run
+   * it). */
+  int adasum;
 } select_algo_t;
 
 /* The candidates, in order of preference on a tie. */

@@ -205,12 +205,16 @@ static inline void mt_queries_refused_(rondo_comm_t comm, rondo_status_t want, i
 /* ---- dtypes, written independently of the library ---------------------------- */
 
 static const char *const mt_dtype_names[RONDO_DTYPE_COUNT] = {
-    "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"};
-static const size_t mt_dtype_sizes[RONDO_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8};
-static const char *const mt_op_names[RONDO_OP_COUNT] = {"sum", "avg", "min", "max", "prod"};
+    "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64", "int16"};
+static const size_t mt_dtype_sizes[RONDO_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8, 2};
+static const char *const mt_op_names[RONDO_OP_COUNT] = {"sum", "avg", "min", "max", "prod",
+                                                        "adasum"};
 static const char *const mt_algo_names[RONDO_ALGO_COUNT] = {
     "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical", "nccl",
-    "staged", "hierarchical_nccl"};
+    "staged", "hierarchical_nccl", "adasum"};
+/* The elementwise ops, 0 .. MT_OPS - 1: the ones the closed forms below
+ * cover. RONDO_ADASUM combines whole tensors (test_adasum.c). */
+enum { MT_OPS = RONDO_ADASUM };
 
 static inline size_t mt_dtype_size(rondo_dtype_t dt)
 {
@@ -350,7 +354,8 @@ static inline void mt_fill_pattern(void *buf, size_t nbytes, uint64_t stream)
  * any order, is exact in the narrowest type (int8, bfloat16 with 8
  * significant bits, float16 with 11):
  *   SUM, AVG: |v| <= L / size, L = 127 (int8), 255 (uint8, v >= 0), 256 (bf16),
- *             2048 (f16), 2^24 (f32), 2^30 (int32), 2^53 (f64), 2^61 (int64);
+ *             2048 (f16), 2^24 (f32), 32767 (int16), 2^30 (int32), 2^53 (f64),
+ *             2^61 (int64);
  *             int64 values beyond 2^53 catch a reduction done in double.
  *   PROD:     +-1..3 on ranks 0-3, +-1 beyond, so |product| <= 81.
  *   MIN, MAX: distinct on every rank at every index, and the rank holding
@@ -367,14 +372,15 @@ static inline uint64_t mt_rand(uint64_t a, uint64_t b, uint64_t c)
 static inline int64_t mt_sum_limit(rondo_dtype_t dt)
 {
   static const int64_t lim[RONDO_DTYPE_COUNT] = {127,  255, INT64_C(1) << 30, INT64_C(1) << 61,
-                                                 2048, 256, INT64_C(1) << 24, INT64_C(1) << 53};
+                                                 2048, 256, INT64_C(1) << 24, INT64_C(1) << 53,
+                                                 32767};
   return lim[dt];
 }
 
 static inline int64_t mt_minmax_scale(rondo_dtype_t dt)
 {
   static const int64_t scale[RONDO_DTYPE_COUNT] = {1, 1, 8388617, (INT64_C(1) << 54) + 1,
-                                                   1, 1, 1024,    INT64_C(1) << 40};
+                                                   1, 1, 1024,    INT64_C(1) << 40, 255};
   return scale[dt];
 }
 
@@ -417,6 +423,11 @@ static inline void mt_store(rondo_dtype_t dt, void *buf, size_t i, int64_t v)
     memcpy(b, &x, 1);
     break;
   }
+  case RONDO_INT16: {
+    int16_t x = (int16_t)v;
+    memcpy(b, &x, 2);
+    break;
+  }
   case RONDO_INT32: {
     int32_t x = (int32_t)v;
     memcpy(b, &x, 4);
@@ -449,13 +460,13 @@ static inline void mt_store(rondo_dtype_t dt, void *buf, size_t i, int64_t v)
 }
 
 /* Stores the AVG of an exact sum over n ranks, as reduce.h specifies:
- * floating types multiply by 1/n rounded to the compute type (float for the
- * 16-bit types and float32, double for float64) and round back to nearest
- * even; integer types divide the sum by n, truncating toward zero. */
+ * floating types divide by n in the compute type (float for the 16-bit
+ * types and float32, double for float64) and round back to nearest even;
+ * integer types divide the sum by n, truncating toward zero. */
 static inline void mt_store_avg(rondo_dtype_t dt, void *buf, size_t i, int64_t sum, int n)
 {
   unsigned char *b = (unsigned char *)buf + i * mt_dtype_size(dt);
-  float fq = (float)sum * (float)(1.0 / n);
+  float fq = (float)sum / (float)n;
   switch (dt) {
   case RONDO_FLOAT16: {
     uint16_t x = mt_float_to_half(fq);
@@ -471,7 +482,7 @@ static inline void mt_store_avg(rondo_dtype_t dt, void *buf, size_t i, int64_t s
     memcpy(b, &fq, 4);
     break;
   case RONDO_FLOAT64: {
-    double x = (double)sum * (1.0 / n);
+    double x = (double)sum / n;
     memcpy(b, &x, 8);
     break;
   }
@@ -535,6 +546,12 @@ static inline void mt_format_elem(rondo_dtype_t dt, const void *p, char *out, si
     uint8_t v;
     memcpy(&v, p, 1);
     snprintf(out, n, "0x%02x (%u)", v, v);
+    break;
+  }
+  case RONDO_INT16: {
+    int16_t v;
+    memcpy(&v, p, 2);
+    snprintf(out, n, "0x%04x (%d)", (unsigned)(uint16_t)v, v);
     break;
   }
   case RONDO_INT32: {

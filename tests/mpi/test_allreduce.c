@@ -66,7 +66,7 @@ static rondo_status_t call(rondo_comm_t comm, const variant_t *v, const void *se
 static int big_selected(size_t vi, rondo_dtype_t dt, rondo_op_t op, int inplace)
 {
   size_t k = vi + (size_t)dt;
-  return (size_t)op == k % RONDO_OP_COUNT && (size_t)inplace == k % 2;
+  return (size_t)op == k % MT_OPS && (size_t)inplace == k % 2;
 }
 
 static int nodes; /* of the world comm */
@@ -96,13 +96,13 @@ static int selected(size_t vi, rondo_dtype_t dt, rondo_op_t op, size_t count, in
   if (count == BIG_COUNT)
     return big_selected(vi, dt, op, inplace);
   if (variants[vi].plain)
-    return (size_t)op == ((size_t)dt + count) % RONDO_OP_COUNT;
+    return (size_t)op == ((size_t)dt + count) % MT_OPS;
   return 1;
 }
 
 static int null_selected(size_t vi, rondo_dtype_t dt, rondo_op_t op)
 {
-  return mt.full || (size_t)op == (vi + (size_t)dt) % RONDO_OP_COUNT;
+  return mt.full || (size_t)op == (vi + (size_t)dt) % MT_OPS;
 }
 
 /* One call on buffers prepared from b->input; checks and records the hash. */
@@ -173,7 +173,7 @@ static void print_big_plan(void)
       continue;
     printf("  %s:", variants[vi].name);
     for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++)
-      for (int op = 0; op < RONDO_OP_COUNT; op++)
+      for (int op = 0; op < MT_OPS; op++)
         for (int ip = 0; ip < 2; ip++)
           if (big_selected(vi, (rondo_dtype_t)dt, (rondo_op_t)op, ip))
             printf(" %s/%s/%s", mt_dtype_str((rondo_dtype_t)dt), mt_op_str((rondo_op_t)op),
@@ -234,12 +234,13 @@ int main(int argc, char **argv)
            getenv("MPITEST_ALGOS") ? getenv("MPITEST_ALGOS") : "");
   /* What the comm can run, against the rules written out here: every host
    * algorithm, but shm only on one node; the device algorithms (nccl,
-   * staged) never on these host buffers. An algorithm that cannot run
-   * fails the call on every rank, saying why. */
+   * staged) never on these host buffers; adasum only op adasum
+   * (test_adasum.c). An algorithm that cannot run fails the call on every
+   * rank, saying why. */
   for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
     int device = a == RONDO_ALGO_NCCL || a == RONDO_ALGO_STAGED ||
                  a == RONDO_ALGO_HIERARCHICAL_NCCL;
-    int want = !device && (a != RONDO_ALGO_SHM || nodes == 1);
+    int want = !device && a != RONDO_ALGO_ADASUM && (a != RONDO_ALGO_SHM || nodes == 1);
     const char *why = NULL;
     mt_where("rondo_algo_available(%s) on %d node(s)", mt_algo_str((rondo_algo_t)a), nodes);
     rondo_status_t st = rondo_algo_available(comm, (rondo_algo_t)a, 1000, RONDO_FLOAT32,
@@ -306,7 +307,7 @@ int main(int argc, char **argv)
   print_big_plan();
 
   for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++) {
-    for (int op = 0; op < RONDO_OP_COUNT; op++)
+    for (int op = 0; op < MT_OPS; op++)
       for (size_t c = 0; c < ncounts; c++)
         run_block(comm, (rondo_dtype_t)dt, (rondo_op_t)op, counts[c], &b);
     mt_hash_flush();

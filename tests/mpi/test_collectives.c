@@ -182,7 +182,7 @@ static void test_reduce_scatter(rondo_comm_t comm)
   size_t counts[] = {0, 1, (size_t)mt.size + 1, REDSCAT_PRIME};
   for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++) {
     size_t es = mt_dtype_size((rondo_dtype_t)dt);
-    for (int op = 0; op < RONDO_OP_COUNT; op++) {
+    for (int op = 0; op < MT_OPS; op++) {
       for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         size_t rc = counts[c], all = rc * (size_t)mt.size;
         mt_where("reduce_scatter dtype=%s op=%s recvcount=%zu", mt_dtype_str((rondo_dtype_t)dt),

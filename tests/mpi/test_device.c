@@ -120,6 +120,13 @@ static void run_case(rondo_comm_t comm, rondo_algo_t algo, rondo_dtype_t dt, ron
     poison(b->recv, n + guard, b->out);
   rondo_status_t st = call(comm, algo, src, b->recv, count, dt, op);
   copy(b->out, b->recv, n + guard);
+  if (dt == RONDO_INT16 && (algo == RONDO_ALGO_NCCL || algo == RONDO_ALGO_HIERARCHICAL_NCCL)) {
+    /* NCCL has no 16-bit integer type: refused, naming the way that works */
+    if (MT_EQ_STATUS(st, RONDO_ERR_UNSUPPORTED))
+      MT_CHECK(strstr(rondo_last_error(), "use staged") != NULL, "the message names staged: %s",
+               rondo_last_error());
+    return;
+  }
   if (MT_EQ_STATUS(st, RONDO_SUCCESS)) {
     mt_check_elems("result", dt, b->out, b->want, count);
     mt_check_poison("bytes past the end of recvbuf", b->out + n, guard);
@@ -145,7 +152,7 @@ static void test_exact(rondo_comm_t comm, const bufs_t *b)
   /* oversubscribed (3 ranks and up): fewer counts for the forced algorithms */
   int trim = mt.size > 2;
   for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++) {
-    for (int op = 0; op < RONDO_OP_COUNT; op++)
+    for (int op = 0; op < MT_OPS; op++)
       for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         if (c > 0 && counts[c] == counts[c - 1])
           continue;
@@ -375,7 +382,7 @@ static void test_other_collectives(rondo_comm_t comm, const bufs_t *b)
                          b->want, n);
         }
       }
-      for (int op = 0; op < RONDO_OP_COUNT; op++) {
+      for (int op = 0; op < MT_OPS; op++) {
         mt_where("reduce_scatter of %zu %s %s per rank on device buffers", n,
                  mt_dtype_str((rondo_dtype_t)dt), mt_op_str((rondo_op_t)op));
         mt_fill_input((rondo_dtype_t)dt, (rondo_op_t)op, 0, p * n, b->input);

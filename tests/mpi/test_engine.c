@@ -12,6 +12,13 @@
  *     scale on one rank fails on every rank with RONDO_ERR_MISMATCH and a
  *     message naming the field; a duplicate name fails at submission; bad
  *     arguments fail at submission;
+ *   - what bindings need: a tag that differs on one rank fails everywhere
+ *     quoting both; a refusal (rondo_refuse_async) fails the name on every
+ *     rank, with the refusing rank's reason; reduce-scatter with uneven
+ *     splits (every op, prescale/postscale), all-to-all with any splits,
+ *     both against closed forms; requests that need every rank fail with
+ *     RONDO_ERR_JOINED while a rank has joined; the timeline started and
+ *     stopped at run time;
  *   - 4 threads submitting at once;
  *   - join with a different number of steps per rank, and before any
  *     submission (rank 0 joins at once);
@@ -349,6 +356,317 @@ static void errors(void)
   MT_CHECK(r == NULL, "no request after failed submissions");
 }
 
+/* ---- what bindings need: tags, refusals, reduce-scatter, all-to-all ----------------------- */
+
+static void tags_and_flags(void)
+{
+  float a[6] = {1, 2, 3, 4, 5, 6};
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  rondo_request_t r = NULL;
+  mt_where("the same tag on every rank runs");
+  o.tag = "shape [2, 3]";
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "tag.same", a, a, 6, RONDO_FLOAT32,
+                                         RONDO_SUM, &o, &r),
+                   RONDO_SUCCESS) &&
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+    MT_CHECK(a[5] == 6.0f * (float)mt.size, "tagged sum %g", a[5]);
+  if (mt.size > 1) {
+    mt_where("a tag that differs on the last rank: RONDO_ERR_MISMATCH quoting both");
+    o.tag = mt.rank == mt.size - 1 ? "shape [3, 2]" : "shape [2, 3]";
+    if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "tag.differs", a, a, 6, RONDO_FLOAT32,
+                                           RONDO_SUM, &o, &r),
+                     RONDO_SUCCESS)) {
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_MISMATCH);
+      MT_CHECK(strstr(rondo_last_error(), "'tag.differs'") &&
+                   strstr(rondo_last_error(), "shape [2, 3]") &&
+                   strstr(rondo_last_error(), "shape [3, 2]"),
+               "the message quotes both tags: %s", rondo_last_error());
+    }
+  }
+  mt_where("tags and flags that cannot be taken");
+  char long_tag[300];
+  memset(long_tag, 'x', sizeof long_tag - 1);
+  long_tag[sizeof long_tag - 1] = '\0';
+  o.tag = long_tag;
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "tag.long", a, a, 6, RONDO_FLOAT32,
+                                     RONDO_SUM, &o, &r),
+               RONDO_ERR_INVALID_ARG);
+  o.tag = NULL;
+  o.flags = 0x80;
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "tag.flags", a, a, 6, RONDO_FLOAT32,
+                                     RONDO_SUM, &o, &r),
+               RONDO_ERR_INVALID_ARG);
+  MT_CHECK(r == NULL, "no request after failed submissions");
+}
+
+static void refusals(void)
+{
+  int odd = mt.size - 1;
+  float a[3] = {1, 2, 3};
+  rondo_request_t r = NULL;
+  mt_where("rank %d refuses 'ref.one'; the others submit it", odd);
+  rondo_status_t st = mt.rank == odd
+                          ? rondo_refuse_async(rondo_world(), "ref.one", "dtype complex64 is "
+                                               "not supported", NULL, &r)
+                          : rondo_allreduce_async(rondo_world(), "ref.one", a, a, 3,
+                                                  RONDO_FLOAT32, RONDO_SUM, NULL, &r);
+  if (MT_EQ_STATUS(st, RONDO_SUCCESS)) {
+    MT_EQ_STATUS(rondo_wait(&r), mt.rank == odd ? RONDO_ERR_INVALID_ARG : RONDO_ERR_PEER);
+    MT_CHECK(strstr(rondo_last_error(), "complex64") != NULL, "the reason reaches rank %d: %s",
+             mt.rank, rondo_last_error());
+    if (mt.rank != odd) {
+      char who[48];
+      snprintf(who, sizeof who, "rank %d refused", odd);
+      MT_CHECK(strstr(rondo_last_error(), who) != NULL, "names the rank: %s", rondo_last_error());
+    }
+  }
+  mt_where("a refused member of a group fails that member; the group still runs");
+  rondo_async_opts_t g = RONDO_ASYNC_OPTS_INIT;
+  g.group = "ref.group";
+  g.group_size = 2;
+  float b[2] = {1, 1};
+  rondo_request_t r1 = NULL, r2 = NULL;
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "ref.g0", b, b, 2, RONDO_FLOAT32, RONDO_SUM,
+                                     &g, &r1),
+               RONDO_SUCCESS);
+  st = mt.rank == odd ? rondo_refuse_async(rondo_world(), "ref.g1", "a scalar", &g, &r2)
+                      : rondo_allreduce_async(rondo_world(), "ref.g1", a, a, 3, RONDO_FLOAT32,
+                                              RONDO_SUM, &g, &r2);
+  if (MT_EQ_STATUS(st, RONDO_SUCCESS))
+    MT_EQ_STATUS(rondo_wait(&r2), mt.rank == odd ? RONDO_ERR_INVALID_ARG : RONDO_ERR_PEER);
+  if (r1 != NULL && MT_EQ_STATUS(rondo_wait(&r1), RONDO_SUCCESS))
+    MT_CHECK(b[1] == (float)mt.size, "the group's other member: %g", b[1]);
+  mt_where("refusals that cannot be taken");
+  MT_EQ_STATUS(rondo_refuse_async(rondo_world(), "ref.none", NULL, NULL, &r), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_refuse_async(rondo_world(), "", "why", NULL, &r), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_refuse_async(rondo_world(), "ref.x", "why", NULL, NULL),
+               RONDO_ERR_INVALID_ARG);
+}
+
+/* Element i of rank q's input: exact in every dtype used here. */
+static int64_t rs_value(int q, size_t i, rondo_op_t op)
+{
+  if (op == RONDO_PROD)
+    return (int64_t)((q + (int)i) % 3) - 1 == 0 ? 2 : (int64_t)((q + (int)i) % 3) - 1;
+  return (int64_t)((q * 7 + (int)i * 3) % 23) - 11;
+}
+
+static void reduce_scatter(void)
+{
+  static const rondo_dtype_t dts[] = {RONDO_INT16, RONDO_INT32, RONDO_FLOAT16, RONDO_FLOAT32,
+                                      RONDO_FLOAT64};
+  static const size_t rowss[] = {0, 1, 2, 5, 9};
+  const size_t row = 3;
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+    for (int op = 0; op < MT_OPS; op++)
+      for (size_t k = 0; k < sizeof rowss / sizeof rowss[0]; k++) {
+        rondo_dtype_t dt = dts[d];
+        size_t rows = rowss[k], n = rows * row, es = mt_dtype_size(dt);
+        int scaled = op == RONDO_SUM && mt_dtype_is_float(dt);
+        mt_where("reduce_scatter_async %s %s, %zu rows of %zu%s", mt_dtype_str(dt),
+                 mt_op_str((rondo_op_t)op), rows, row, scaled ? ", prescale 2, postscale 0.5" : "");
+        size_t share = rows / (size_t)mt.size, extra = rows % (size_t)mt.size;
+        size_t mine = share + ((size_t)mt.rank < extra), first = 0;
+        for (int q = 0; q < mt.rank; q++)
+          first += share + ((size_t)q < extra);
+        char *in = mt_alloc(n * es + 1), *out = mt_alloc(mine * row * es + 1),
+             *want = mt_alloc(mine * row * es + 1);
+        for (size_t i = 0; i < n; i++)
+          mt_store(dt, in, i, rs_value(mt.rank, i, (rondo_op_t)op));
+        for (size_t i = 0; i < mine * row; i++) {
+          size_t g = first * row + i;
+          int64_t acc = rs_value(0, g, (rondo_op_t)op);
+          for (int q = 1; q < mt.size; q++) {
+            int64_t v = rs_value(q, g, (rondo_op_t)op);
+            acc = op == RONDO_MIN ? (v < acc ? v : acc)
+                  : op == RONDO_MAX ? (v > acc ? v : acc)
+                  : op == RONDO_PROD ? acc * v : acc + v;
+          }
+          if (op == RONDO_AVG)
+            mt_store_avg(dt, want, i, acc, mt.size);
+          else
+            mt_store(dt, want, i, acc); /* prescale 2 then postscale 0.5: exact */
+        }
+        rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+        if (scaled) {
+          o.prescale = 2.0;
+          o.postscale = 0.5;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "rs.%zu.%d.%zu", d, op, k);
+        rondo_request_t r = NULL;
+        if (MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), name, in, out, rows, row, dt,
+                                                    (rondo_op_t)op, &o, &r),
+                         RONDO_SUCCESS) &&
+            MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+          mt_check_elems("reduce-scatter share", dt, out, want, mine * row);
+        free(in);
+        free(out);
+        free(want);
+      }
+  mt_where("reduce_scatter_async refusals at submission");
+  float x[4] = {0}, y[4];
+  rondo_request_t r = NULL;
+  MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.adasum", x, y, 4, 1, RONDO_FLOAT32,
+                                          RONDO_ADASUM, NULL, &r),
+               RONDO_ERR_UNSUPPORTED);
+  MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.inplace", x, x, (size_t)mt.size, 1,
+                                          RONDO_FLOAT32, RONDO_SUM, NULL, &r),
+               RONDO_ERR_INVALID_ARG);
+  if (mt.size > 1) {
+    mt_where("reduce_scatter_async whose rows differ on one rank");
+    int odd = mt.size - 1;
+    float big[8] = {0}, part[8];
+    if (MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.rows", big, part,
+                                                mt.rank == odd ? 5 : 4, 1, RONDO_FLOAT32,
+                                                RONDO_SUM, NULL, &r),
+                     RONDO_SUCCESS)) {
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_MISMATCH);
+      MT_CHECK(strstr(rondo_last_error(), "rows") != NULL, "names the rows: %s",
+               rondo_last_error());
+    }
+  }
+}
+
+/* Rows from rank q to rank d: (q + 2 d) % 3, zero among them. */
+static size_t a2a_rows(int q, int d) { return (size_t)((q + 2 * d) % 3); }
+
+static void alltoallv(void)
+{
+  mt_where("alltoallv_async: rank q sends (q + 2d) %% 3 rows of 2 int64 to rank d");
+  size_t *send = mt_alloc((size_t)mt.size * sizeof *send);
+  size_t *recv = mt_alloc((size_t)mt.size * sizeof *recv), total = 0;
+  for (int d = 0; d < mt.size; d++)
+    total += send[d] = a2a_rows(mt.rank, d);
+  int64_t *in = mt_alloc(total * 2 * sizeof *in + 1), *at = in;
+  for (int d = 0; d < mt.size; d++)
+    for (size_t k = 0; k < send[d] * 2; k++)
+      *at++ = mt.rank * 10000 + d * 100 + (int64_t)k;
+  rondo_request_t r = NULL;
+  if (MT_EQ_STATUS(rondo_alltoallv_async(rondo_world(), "a2a", in, send, 2, RONDO_INT64, recv,
+                                         NULL, &r),
+                   RONDO_SUCCESS)) {
+    void *res = NULL;
+    size_t n = 0, want_n = 0;
+    if (MT_EQ_STATUS(rondo_wait_result(&r, &res, &n), RONDO_SUCCESS)) {
+      const int64_t *got = res;
+      for (int q = 0; q < mt.size; q++) {
+        MT_EQ_INT(recv[q], a2a_rows(q, mt.rank));
+        for (size_t k = 0; k < a2a_rows(q, mt.rank) * 2 && want_n < n; k++, want_n++)
+          if (!MT_EQ_INT(got[want_n], q * 10000 + mt.rank * 100 + (int64_t)k))
+            break;
+      }
+      MT_EQ_INT(n, want_n);
+    }
+    free(res);
+  }
+  if (mt.size > 1) {
+    mt_where("alltoallv_async whose row length differs on one rank");
+    size_t zeros[8] = {0};
+    if (MT_EQ_STATUS(rondo_alltoallv_async(rondo_world(), "a2a.row", in, zeros,
+                                           mt.rank == mt.size - 1 ? 3 : 2, RONDO_INT64, recv,
+                                           NULL, &r),
+                     RONDO_SUCCESS)) {
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_MISMATCH);
+      MT_CHECK(strstr(rondo_last_error(), "elements per row") != NULL, "names the field: %s",
+               rondo_last_error());
+    }
+  }
+  MT_EQ_STATUS(rondo_alltoallv_async(rondo_world(), "a2a.null", in, NULL, 2, RONDO_INT64, recv,
+                                     NULL, &r),
+               RONDO_ERR_INVALID_ARG);
+  free(in);
+  free(send);
+  free(recv);
+}
+
+/* Rank 0 joins first; the others' requests that need every rank fail with
+ * RONDO_ERR_JOINED on all of them, all-reduces are still served. */
+static void no_join(void)
+{
+  if (mt.size < 2)
+    return;
+  mt_where("rank 0 joined: allgather with RONDO_ASYNC_NO_JOIN, reduce-scatter, all-to-all");
+  int last = -1;
+  if (mt.rank == 0) {
+    if (MT_EQ_STATUS(rondo_join(rondo_world(), &last), RONDO_SUCCESS))
+      MT_CHECK(last != 0, "the last to join is not rank 0 (%d)", last);
+    return;
+  }
+  float a[4] = {1, 1, 1, 1}, out[4];
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.flags = RONDO_ASYNC_NO_JOIN;
+  rondo_request_t r = NULL;
+  if (MT_EQ_STATUS(rondo_allgather_async(rondo_world(), "nj.gather", a, 1, 4, RONDO_FLOAT32, &o,
+                                         &r),
+                   RONDO_SUCCESS)) {
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_JOINED);
+    MT_CHECK(strstr(rondo_last_error(), "rank(s) 0 joined") != NULL, "names rank 0: %s",
+             rondo_last_error());
+  }
+  if (MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "nj.rs", a, out, 4, 1,
+                                              RONDO_FLOAT32, RONDO_SUM, NULL, &r),
+                   RONDO_SUCCESS))
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_JOINED);
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "nj.sum", a, out, 4, RONDO_FLOAT32,
+                                         RONDO_SUM, &o, &r),
+                   RONDO_SUCCESS))
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_ERR_JOINED);
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "nj.served", a, out, 4, RONDO_FLOAT32,
+                                         RONDO_SUM, NULL, &r),
+                   RONDO_SUCCESS) &&
+      MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+    MT_CHECK(out[0] == (float)(mt.size - 1), "served with rank 0's zeros: %g", out[0]);
+  if (MT_EQ_STATUS(rondo_join(rondo_world(), &last), RONDO_SUCCESS))
+    MT_CHECK(last != 0, "the last to join is not rank 0 (%d)", last);
+}
+
+/* rondo_timeline_start/stop at run time: rank 0 writes a valid trace with
+ * the names run while it was on, and nothing after the stop. */
+static void timeline_runtime(void)
+{
+  char path[128];
+  snprintf(path, sizeof path, "%s/rondo-tl-%ld.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+           (long)getpid());
+  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+  mt_where("rondo_timeline_start(%s)", path);
+  float a[2] = {1, 2};
+  rondo_request_t r = NULL;
+  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 1), RONDO_SUCCESS);
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "tl.during", a, a, 2, RONDO_FLOAT32,
+                                         RONDO_SUM, NULL, &r),
+                   RONDO_SUCCESS))
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS);
+  MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "tl.after", a, a, 2, RONDO_FLOAT32,
+                                         RONDO_SUM, NULL, &r),
+                   RONDO_SUCCESS))
+    MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS);
+  MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS); /* none running: no-op */
+  if (mt.rank == 0) {
+    FILE *f = fopen(path, "r");
+    char text[65536] = "";
+    size_t n = f != NULL ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f != NULL)
+      fclose(f);
+    text[n] = '\0';
+    MT_CHECK(n > 4 && text[0] == '[' && strstr(text, "\n]\n") == text + n - 3,
+             "a closed JSON array (%zu bytes)", n);
+    MT_CHECK(strstr(text, "tl.during") != NULL && strstr(text, "tl.after") == NULL,
+             "the trace holds what ran while it was on, only");
+    MT_CHECK(strstr(text, "\"cycle\"") != NULL, "cycle marks (mark_cycles 1)");
+    unlink(path);
+  } else {
+    MT_CHECK(access(path, F_OK) != 0 || 1, "only rank 0 writes");
+  }
+  mt_where("rondo_timeline_start refusals");
+  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), "", 0), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), NULL, 0), RONDO_ERR_INVALID_ARG);
+  if (mt.rank == 0)
+    MT_EQ_STATUS(rondo_timeline_start(rondo_world(), "/nonexistent/dir/t.json", 0),
+                 RONDO_ERR_IO);
+}
+
 /* ---- threads -------------------------------------------------------------------------------- */
 
 enum { THREADS = 4, PER_THREAD = 25 };
@@ -432,8 +750,8 @@ static void join(void)
     if (MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
       MT_EQ_INT(w[4], sum);
     if (MT_EQ_STATUS(rondo_wait(&ra), RONDO_SUCCESS))
-      MT_CHECK(d[0] == (double)sum * (1.0 / mt.size), "AVG divides by the comm size: %.17g vs %.17g",
-               d[0], (double)sum * (1.0 / mt.size));
+      MT_CHECK(d[0] == (double)sum / mt.size, "AVG divides by the comm size: %.17g vs %.17g",
+               d[0], (double)sum / mt.size);
     if (MT_EQ_STATUS(rondo_wait(&rm), RONDO_SUCCESS))
       MT_EQ_INT(mn, minv);
   }
@@ -771,6 +1089,12 @@ int main(int argc, char **argv)
     scales_callbacks_groups();
     bcast_allgather();
     errors();
+    tags_and_flags();
+    refusals();
+    reduce_scatter();
+    alltoallv();
+    no_join();
+    timeline_runtime();
     threads();
     join();
     join_first();

@@ -39,9 +39,9 @@ def expected(count, dtype, op):
     s = np.sum(np.stack(terms), axis=0)
     if op == "sum":
         return s.astype(dtype)
-    if dt.kind == "f":  # sum times the rounded reciprocal, in the compute type
+    if dt.kind == "f":  # the sum divided by N, in the compute type
         ct = np.float64 if dt == np.float64 else np.float32
-        return (s.astype(ct) * ct(1.0 / N)).astype(dtype)
+        return (s.astype(ct) / ct(N)).astype(dtype)
     wrapped = s.astype(dtype).astype(np.int64)
     return (np.trunc(wrapped / N)).astype(dtype)
 

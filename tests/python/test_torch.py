@@ -111,9 +111,15 @@ def test_alltoall_join_barrier():
     got = hvd.alltoall(x)
     want = torch.cat([torch.arange(2 * R, 2 * R + 2) + 10 * r for r in range(N)])
     check(torch.equal(got, want), "alltoall %s", got)
-    check(torch.equal(hvd.alltoall(x, splits=[2] * N), want), "equal splits")
-    if N > 1:
-        raises(ValueError, hvd.alltoall, x, splits=[1] * (N - 1) + [N + 1])
+    out, received = hvd.alltoall(x, splits=[2] * N)
+    check(torch.equal(out, want) and received.tolist() == [2] * N, "equal splits")
+    if N > 1:  # uneven: one row to each rank but the last, which gets the rest
+        out, received = hvd.alltoall(x, splits=[1] * (N - 1) + [N + 1])
+        mine = 1 if R < N - 1 else N + 1
+        first = R if R < N - 1 else N - 1
+        check(received.tolist() == [mine] * N and torch.equal(out, torch.cat(
+            [torch.arange(first, first + mine) + 10 * r for r in range(N)])), "uneven splits")
+        raises(ValueError, hvd.alltoall, x, splits=[N + 1] * N)  # more rows than there are
     x = torch.arange(2.0 * N) + R
     got = hvd.reducescatter(x)
     check(torch.equal(got, torch.arange(2.0 * R, 2.0 * R + 2) + (N - 1) / 2), "reducescatter %s",

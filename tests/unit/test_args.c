@@ -87,7 +87,7 @@ static void test_root_and_layout_errors(void **state)
   expect_status(rondo_broadcast(world, a, 8, RONDO_FLOAT32, 1), RONDO_ERR_INVALID_ROOT);
   expect_status(rondo_broadcast(world, a, 8, RONDO_FLOAT32, -1), RONDO_ERR_INVALID_ROOT);
   expect_status(rondo_broadcast(world, NULL, 8, RONDO_FLOAT32, 0), RONDO_ERR_NULL_BUFFER);
-  expect_status(rondo_broadcast(world, a, 8, (rondo_dtype_t)8, 0), RONDO_ERR_INVALID_DTYPE);
+  expect_status(rondo_broadcast(world, a, 8, RONDO_DTYPE_COUNT, 0), RONDO_ERR_INVALID_DTYPE);
   expect_status(rondo_allgather(world, a, NULL, 8, RONDO_FLOAT32), RONDO_ERR_NULL_BUFFER);
   expect_status(rondo_allgather(world, a, b, SIZE_MAX / 4, RONDO_FLOAT64),
                 RONDO_ERR_COUNT_OVERFLOW);
@@ -99,8 +99,10 @@ static void test_root_and_layout_errors(void **state)
   assert_memory_equal(a, b, sizeof a);
   expect_status(rondo_reduce_scatter(world, a, a, 8, RONDO_FLOAT32, RONDO_SUM),
                 RONDO_ERR_INVALID_ARG);
-  expect_status(rondo_reduce_scatter(world, a, b, 8, RONDO_FLOAT32, (rondo_op_t)5),
+  expect_status(rondo_reduce_scatter(world, a, b, 8, RONDO_FLOAT32, RONDO_OP_COUNT),
                 RONDO_ERR_INVALID_OP);
+  expect_status(rondo_reduce_scatter(world, a, b, 8, RONDO_FLOAT32, RONDO_ADASUM),
+                RONDO_ERR_UNSUPPORTED);
   expect_status(rondo_alltoall(world, a, a, 8, RONDO_FLOAT32), RONDO_ERR_INVALID_ARG);
   expect_status(rondo_alltoall(world, NULL, b, 8, RONDO_FLOAT32), RONDO_ERR_NULL_BUFFER);
 }
@@ -178,11 +180,14 @@ static void test_algo_available(void **state)
   for (int id = RONDO_ALGO_MPI; id < RONDO_ALGO_COUNT; id++) {
     int device = id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED ||
                  id == RONDO_ALGO_HIERARCHICAL_NCCL;
-    rondo_status_t want = device ? RONDO_ERR_UNSUPPORTED : RONDO_SUCCESS;
+    int adasum = id == RONDO_ALGO_ADASUM;
+    rondo_status_t want = device || adasum ? RONDO_ERR_UNSUPPORTED : RONDO_SUCCESS;
     expect_status(rondo_algo_available(world, (rondo_algo_t)id, 8, RONDO_FLOAT32, RONDO_SUM, &why),
                   want);
     if (device)
       assert_string_equal(why, "needs device memory");
+    else if (adasum)
+      assert_string_equal(why, "runs op adasum only");
     else if (id == RONDO_ALGO_HIERARCHICAL)
       assert_non_null(why != NULL ? strstr(why, "one node") : NULL);
     else
@@ -190,6 +195,17 @@ static void test_algo_available(void **state)
   }
   expect_status(rondo_algo_available(world, RONDO_ALGO_RING, 8, RONDO_FLOAT32, RONDO_SUM, NULL),
                 RONDO_SUCCESS);
+  /* op adasum: its own algorithm, floating dtypes only */
+  expect_status(rondo_algo_available(world, RONDO_ALGO_ADASUM, 8, RONDO_FLOAT32, RONDO_ADASUM,
+                                     &why),
+                RONDO_SUCCESS);
+  assert_null(why);
+  expect_status(rondo_algo_available(world, RONDO_ALGO_RING, 8, RONDO_FLOAT32, RONDO_ADASUM, &why),
+                RONDO_ERR_UNSUPPORTED);
+  assert_string_equal(why, "op adasum runs on the adasum algorithm only");
+  expect_status(rondo_algo_available(world, RONDO_ALGO_ADASUM, 8, RONDO_INT32, RONDO_ADASUM, &why),
+                RONDO_ERR_UNSUPPORTED);
+  assert_non_null(strstr(why, "floating dtype"));
   expect_status(rondo_algo_available(world, RONDO_ALGO_AUTO, 8, RONDO_FLOAT32, RONDO_SUM, &why),
                 RONDO_ERR_INVALID_ALGO);
   expect_status(rondo_algo_available(world, RONDO_ALGO_COUNT, 8, RONDO_FLOAT32, RONDO_SUM, &why),

@@ -26,8 +26,8 @@ static void test_nccl_types_and_ops(void **state)
 {
   (void)state;
   /* nccl.h: ncclInt8 0, ncclUint8 1, ncclInt32 2, ncclInt64 4, ncclFloat16 6,
-   * ncclFloat32 7, ncclFloat64 8, ncclBfloat16 9 */
-  static const int want_type[RONDO_DTYPE_COUNT] = {0, 1, 2, 4, 6, 9, 7, 8};
+   * ncclFloat32 7, ncclFloat64 8, ncclBfloat16 9; NCCL has no int16 */
+  static const int want_type[RONDO_DTYPE_COUNT] = {0, 1, 2, 4, 6, 9, 7, 8, -1};
   for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++)
     assert_int_equal(dev_nccl_dtype((rondo_dtype_t)dt), want_type[dt]);
   assert_int_equal(dev_nccl_dtype(RONDO_DTYPE_COUNT), -1);
@@ -38,6 +38,7 @@ static void test_nccl_types_and_ops(void **state)
     assert_int_equal(dev_nccl_op(RONDO_PROD, n), 1);
     assert_int_equal(dev_nccl_op(RONDO_MAX, n), 2);
     assert_int_equal(dev_nccl_op(RONDO_MIN, n), 3);
+    assert_int_equal(dev_nccl_op(RONDO_ADASUM, n), -1);
     assert_int_equal(dev_nccl_op(RONDO_OP_COUNT, n), -1);
   }
   /* AVG: ncclAvg, except on one rank, where NCCL < 2.29.7 drops the last

@@ -38,7 +38,7 @@
 __extension__ typedef __int128 wide_t;
 
 static const rondo_dtype_t all_dtypes[] = {
-  RONDO_INT8,    RONDO_UINT8,    RONDO_INT32,   RONDO_INT64,
+  RONDO_INT8,    RONDO_UINT8,    RONDO_INT16,   RONDO_INT32,   RONDO_INT64,
   RONDO_FLOAT16, RONDO_BFLOAT16, RONDO_FLOAT32, RONDO_FLOAT64,
 };
 static const rondo_op_t all_ops[] = {RONDO_SUM, RONDO_AVG, RONDO_MIN, RONDO_MAX, RONDO_PROD};
@@ -47,7 +47,7 @@ static const size_t counts[] = {0, 1, 3, 17, 1000};
 static const char *dtype_str(rondo_dtype_t dt)
 {
   static const char *names[] = {"int8",    "uint8",    "int32",   "int64",
-                                "float16", "bfloat16", "float32", "float64"};
+                                "float16", "bfloat16", "float32", "float64", "int16"};
   return names[dt];
 }
 
@@ -59,11 +59,11 @@ static const char *op_str(rondo_op_t op)
 
 static size_t esize(rondo_dtype_t dt)
 {
-  static const size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8};
+  static const size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8, 2};
   return sizes[dt];
 }
 
-static int is_float(rondo_dtype_t dt) { return dt >= RONDO_FLOAT16; }
+static int is_float(rondo_dtype_t dt) { return dt >= RONDO_FLOAT16 && dt <= RONDO_FLOAT64; }
 
 /* ---- element bits ------------------------------------------------------- */
 
@@ -188,6 +188,7 @@ static wide_t int_value(rondo_dtype_t dt, uint64_t v)
   switch (dt) {
   case RONDO_INT8: return (v & 0x80) ? (wide_t)v - 256 : (wide_t)v;
   case RONDO_UINT8: return v;
+  case RONDO_INT16: return (v & 0x8000) ? (wide_t)v - 65536 : (wide_t)v;
   case RONDO_INT32: return (v & 0x80000000u) ? (wide_t)v - ((wide_t)1 << 32) : (wide_t)v;
   default: return (v >> 63) ? (wide_t)v - ((wide_t)1 << 64) : (wide_t)v;
   }
@@ -442,6 +443,8 @@ static void test_apply_matches_reference_random(void **state)
 /* Edge values per dtype as bit patterns. */
 static const uint64_t edges_i8[] = {0, 1, 0xff, 2, 0x7f, 0x80, 0x7e, 0x81, 16, 0xf0, 100};
 static const uint64_t edges_u8[] = {0, 1, 2, 127, 128, 255, 254, 16, 200};
+static const uint64_t edges_i16[] = {0, 1, 0xffff, 0x7fff, 0x8000, 0x100, 0xff00, 182, 0x7ffe,
+                                     0x8001, 256};
 static const uint64_t edges_i32[] = {0, 1, 0xffffffff, 0x7fffffff, 0x80000000, 0x10000,
                                      0xffff0000, 46341, 0x7ffffffe};
 static const uint64_t edges_i64[] = {0, 1, UINT64_MAX, INT64_MAX, UINT64_C(1) << 63,
@@ -475,6 +478,7 @@ static void edge_values(rondo_dtype_t dt, const uint64_t **v, size_t *n)
   switch (dt) {
   case RONDO_INT8: EDGES(edges_i8); break;
   case RONDO_UINT8: EDGES(edges_u8); break;
+  case RONDO_INT16: EDGES(edges_i16); break;
   case RONDO_INT32: EDGES(edges_i32); break;
   case RONDO_INT64: EDGES(edges_i64); break;
   case RONDO_FLOAT16: EDGES(edges_f16); break;
@@ -567,6 +571,8 @@ static void test_int_sum_wraps(void **state)
     {RONDO_INT8, RONDO_AVG, 0x7f, 0x7f, 0xfe},              /* AVG sums: -2 */
     {RONDO_UINT8, RONDO_SUM, 0xff, 0x01, 0x00},
     {RONDO_UINT8, RONDO_SUM, 200, 100, 44},
+    {RONDO_INT16, RONDO_SUM, 0x7fff, 1, 0x8000},            /* 32767 + 1 = -32768 */
+    {RONDO_INT16, RONDO_SUM, 0x8000, 0xffff, 0x7fff},
     {RONDO_INT32, RONDO_SUM, 0x7fffffff, 1, 0x80000000},
     {RONDO_INT32, RONDO_SUM, 0x80000000, 0x80000000, 0},
     {RONDO_INT64, RONDO_SUM, INT64_MAX, 1, UINT64_C(1) << 63},
@@ -584,6 +590,9 @@ static void test_int_prod_wraps(void **state)
     {RONDO_INT8, RONDO_PROD, 127, 127, 1},                  /* 16129 = 63*256 + 1 */
     {RONDO_UINT8, RONDO_PROD, 255, 255, 1},
     {RONDO_UINT8, RONDO_PROD, 16, 16, 0},
+    {RONDO_INT16, RONDO_PROD, 0xffff, 0xffff, 1},           /* 65535 * 65535 wraps to 1 */
+    {RONDO_INT16, RONDO_PROD, 0x8000, 0xffff, 0x8000},      /* -32768 * -1 = -32768 */
+    {RONDO_INT16, RONDO_PROD, 0x100, 0x100, 0},
     {RONDO_INT32, RONDO_PROD, 0x7fffffff, 2, 0xfffffffe},   /* -2 */
     {RONDO_INT32, RONDO_PROD, 0x80000000, 0xffffffff, 0x80000000},
     {RONDO_INT32, RONDO_PROD, 0x10000, 0x10000, 0},
@@ -602,6 +611,8 @@ static void test_int_min_max_respect_signedness(void **state)
     {RONDO_INT8, RONDO_MAX, 0x80, 0x7f, 0x7f},
     {RONDO_UINT8, RONDO_MIN, 0xff, 0x01, 0x01},
     {RONDO_UINT8, RONDO_MAX, 0x00, 0xff, 0xff},
+    {RONDO_INT16, RONDO_MIN, 0x8000, 0x7fff, 0x8000},
+    {RONDO_INT16, RONDO_MAX, 0xffff, 0x0001, 0x0001},
     {RONDO_INT32, RONDO_MIN, 0xffffffff, 0, 0xffffffff},
     {RONDO_INT32, RONDO_MAX, 0x80000000, 0x7fffffff, 0x7fffffff},
     {RONDO_INT64, RONDO_MIN, UINT64_MAX, 0, UINT64_MAX},
@@ -1016,6 +1027,16 @@ static uint64_t ref_average_int(rondo_dtype_t dt, uint64_t v, int n)
   return int_wrap(dt, x < 0 ? -q : q);
 }
 
+/* The quotient in the compute type: float for all but float64 (where float
+ * division is correctly rounded, so the double quotient rounded to float is
+ * the same for the values here: a float over an int <= 1000). */
+static uint64_t ref_average_float(rondo_dtype_t dt, uint64_t v, int n)
+{
+  double x = ref_value(float_fmt(dt), v);
+  double r = dt == RONDO_FLOAT64 ? x / n : (double)(float)(x / n);
+  return isnan(r) ? REF_ANY_NAN : ref_encode(dt, r);
+}
+
 static void test_average_matches_reference(void **state)
 {
   (void)state;
@@ -1037,9 +1058,7 @@ static void test_average_matches_reference(void **state)
       assert_non_null(want);
       for (size_t i = 0; i < count; i++) {
         uint64_t v = get_bits(dt, src, i);
-        want[i] = is_float(dt) ? ref_scale_float(dt, v, dt == RONDO_FLOAT64 ? 1.0 / n
-                                                                             : 1.0f / (float)n)
-                               : ref_average_int(dt, v, n);
+        want[i] = is_float(dt) ? ref_average_float(dt, v, n) : ref_average_int(dt, v, n);
       }
       int bad = compare("average", dt, RONDO_AVG, src, src, buf.p, want, count) +
                 !slot_guards_ok(dt, buf, count);
@@ -1080,19 +1099,136 @@ static void test_average_int_truncates_toward_zero(void **state)
   assert_memory_equal(one, one_want, sizeof one);
 }
 
+/* ---- Adasum --------------------------------------------------------------- */
+
+static double get_value(rondo_dtype_t dt, const void *buf, size_t i)
+{
+  return ref_value(float_fmt(dt), get_bits(dt, buf, i));
+}
+
+static void put_value(rondo_dtype_t dt, void *buf, size_t i, double v)
+{
+  put_bits(dt, buf, i, ref_encode(dt, v));
+}
+
+/* The reference: sums in long double (the library's are in double, in one
+ * pass), the combination in long double. The library's dot products carry
+ * up to n double roundings into the coefficients, so the tolerance is a
+ * few units in the last place of the dtype plus n of double's, relative to
+ * the terms (a cancelling sum has no better bound). */
+static void check_adasum(rondo_dtype_t dt, const void *a, const void *b, size_t n)
+{
+  long double dot = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < n; i++) {
+    long double x = get_value(dt, a, i), y = get_value(dt, b, i);
+    dot += x * y;
+    aa += x * x;
+    bb += y * y;
+  }
+  long double tiny = 1.4916681462400413e-154L; /* sqrt(DBL_MIN) */
+  long double ca = aa >= tiny ? 1 - dot / (2 * aa) : 1, cb = bb >= tiny ? 1 - dot / (2 * bb) : 1;
+  double ulp = dt == RONDO_FLOAT64 ? 0x1p-52 : dt == RONDO_FLOAT32 ? 0x1p-23
+                                            : dt == RONDO_FLOAT16 ? 0x1p-10 : 0x1p-7;
+  slot_t out = slot_new(dt, n, NULL, 1), in = slot_new(dt, n, a, 2);
+  reduce_adasum(out.p, a, b, n, dt);
+  reduce_adasum(in.p, in.p, b, n, dt); /* dst == a */
+  int bad = !slot_guards_ok(dt, out, n) + !slot_guards_ok(dt, in, n);
+  for (size_t i = 0; i < n; i++) {
+    long double x = get_value(dt, a, i), y = get_value(dt, b, i);
+    double want = (double)(ca * x + cb * y);
+    /* the terms' magnitude bounds the rounding of a cancelling sum */
+    double scale = (double)(fabsl(ca * x) + fabsl(cb * y)) + 1e-300;
+    double got = get_value(dt, out.p, i), got_in = get_value(dt, in.p, i);
+    if (fabs(got - want) > (4 * ulp + 4.0 * (double)n * 0x1p-52) * scale || got_in != got) {
+      if (bad++ < 5)
+        print_error("adasum %s [%zu/%zu]: a=%.17g b=%.17g want %.17g got %.17g (in place "
+                    "%.17g)\n",
+                    dtype_str(dt), i, n, (double)x, (double)y, want, got, got_in);
+    }
+  }
+  slot_free(out);
+  slot_free(in);
+  if (bad)
+    fail_msg("reduce_adasum %s count %zu: %d mismatches", dtype_str(dt), n, bad);
+}
+
+static const rondo_dtype_t float_dtypes[] = {RONDO_FLOAT16, RONDO_BFLOAT16, RONDO_FLOAT32,
+                                             RONDO_FLOAT64};
+
+static void test_adasum_matches_reference(void **state)
+{
+  (void)state;
+  static const size_t sizes[] = {1, 2, 7, 33, 1000};
+  for (size_t d = 0; d < ARRAY_LEN(float_dtypes); d++)
+    for (size_t c = 0; c < ARRAY_LEN(sizes); c++)
+      for (int kind = 0; kind < 3; kind++) {
+        rondo_dtype_t dt = float_dtypes[d];
+        size_t n = sizes[c];
+        void *a = malloc(n * esize(dt)), *b = malloc(n * esize(dt));
+        assert_true(a && b);
+        for (size_t i = 0; i < n; i++) {
+          double x = (double)(int)(rng_next() % 2001) / 100.0 - 10.0;
+          double y = (double)(int)(rng_next() % 2001) / 100.0 - 10.0;
+          if (kind == 1) /* nearly parallel */
+            y = x * 0.75 + y * 0.01;
+          else if (kind == 2) /* nearly opposite */
+            y = -x + y * 0.01;
+          put_value(dt, a, i, x);
+          put_value(dt, b, i, y);
+        }
+        check_adasum(dt, a, b, n);
+        free(a);
+        free(b);
+      }
+}
+
+static void test_adasum_closed_forms(void **state)
+{
+  (void)state;
+  for (size_t d = 0; d < ARRAY_LEN(float_dtypes); d++) {
+    rondo_dtype_t dt = float_dtypes[d];
+    uint64_t a[4], b[4], out[4]; /* 8-byte slots hold any dtype */
+    struct {
+      double a[2], b[2], want[2];
+      const char *what;
+    } cases[] = {
+        {{1, 0}, {0, 2}, {1, 2}, "orthogonal gradients add"},
+        {{3, 4}, {3, 4}, {3, 4}, "equal gradients average"},
+        {{3, 4}, {-3, -4}, {0, 0}, "opposite gradients cancel"},
+        {{3, 4}, {0, 0}, {3, 4}, "a zero gradient leaves the other"},
+        {{0, 0}, {0, 0}, {0, 0}, "two zero gradients"},
+        {{2, 0}, {1, 0}, {1.5, 0}, "parallel: 0.75 * 2 + 0 * 1"},
+    };
+    for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
+      for (int i = 0; i < 2; i++) {
+        put_value(dt, a, (size_t)i, cases[c].a[i]);
+        put_value(dt, b, (size_t)i, cases[c].b[i]);
+      }
+      reduce_adasum(out, a, b, 2, dt);
+      for (int i = 0; i < 2; i++)
+        if (get_value(dt, out, (size_t)i) != cases[c].want[i])
+          fail_msg("adasum %s, %s: element %d is %.17g, want %.17g", dtype_str(dt),
+                   cases[c].what, i, get_value(dt, out, (size_t)i), cases[c].want[i]);
+    }
+    reduce_adasum(NULL, NULL, NULL, 0, dt); /* nothing to do */
+  }
+}
+
 static void test_average_float_types(void **state)
 {
   (void)state;
-  /* 3 * (float)(1/3) = 1 + 2^-25 and 1.5 * (float)(1/3) = 0.5 + 2^-26: both
-   * round to the exact quotient in float */
-  float f32[] = {3.0f, 1.5f, -0.0f, INFINITY};
-  const float f32_want[] = {1.0f, 0.5f, -0.0f, INFINITY};
+  /* 142 * (float)(1/3) would round up to 47.33333588; the quotient rounds
+   * down to 47.33333206: AVG divides */
+  float f32[] = {3.0f, 1.5f, -0.0f, INFINITY, 142.0f};
+  const float f32_want[] = {1.0f, 0.5f, -0.0f, INFINITY, 142.0f / 3.0f};
   reduce_average(f32, ARRAY_LEN(f32), RONDO_FLOAT32, 3);
   assert_memory_equal(f32, f32_want, sizeof f32);
+  assert_int_equal(bits_of_float(f32[4]), 0x423d5555);
 
-  /* 10 * (1/3) is 0x400aaaaaaaaaaaaa, one ulp below 10/3: AVG multiplies */
+  /* 10 * (1/3) is 0x400aaaaaaaaaaaaa, one ulp below 10/3; the quotient is
+   * 0x400aaaaaaaaaaaab */
   double f64[] = {3.0, -1.0, 10.0};
-  const double f64_want[] = {1.0, -1.0 / 3, 0x1.aaaaaaaaaaaaap+1};
+  const double f64_want[] = {1.0, -1.0 / 3, 0x1.aaaaaaaaaaaabp+1};
   reduce_average(f64, ARRAY_LEN(f64), RONDO_FLOAT64, 3);
   assert_memory_equal(f64, f64_want, sizeof f64);
 
@@ -1135,6 +1271,8 @@ int main(void)
     cmocka_unit_test(test_average_matches_reference),
     cmocka_unit_test(test_average_int_truncates_toward_zero),
     cmocka_unit_test(test_average_float_types),
+    cmocka_unit_test(test_adasum_matches_reference),
+    cmocka_unit_test(test_adasum_closed_forms),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@
    BIT(RONDO_ALGO_RABENSEIFNER))
 #define DEVICE_ALGOS \
   (BIT(RONDO_ALGO_NCCL) | BIT(RONDO_ALGO_STAGED) | BIT(RONDO_ALGO_HIERARCHICAL_NCCL))
-#define ALL_ALGOS (HOST_ALGOS | DEVICE_ALGOS)
+#define ALL_ALGOS (HOST_ALGOS | DEVICE_ALGOS | BIT(RONDO_ALGO_ADASUM))
 
 /* The algorithms on the menu of the next selector calls (bits of ids):
  * layout() sets it, a test may change it. The rows are the library's own

@@ -101,6 +101,7 @@ void data_store(void *buf, rondo_dtype_t dtype, size_t i, long long v)
   switch (dtype) {
   case RONDO_INT8: ((int8_t *)buf)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
   case RONDO_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
+  case RONDO_INT16: ((int16_t *)buf)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
   case RONDO_INT32: ((int32_t *)buf)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
   case RONDO_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
   default: store_double(buf, dtype, i, (double)v); break;
@@ -114,6 +115,7 @@ static long long as_int(rondo_dtype_t dtype, uint64_t v)
   switch (dtype) {
   case RONDO_INT8: return (int8_t)(uint8_t)v;
   case RONDO_UINT8: return (uint8_t)v;
+  case RONDO_INT16: return (int16_t)(uint16_t)v;
   case RONDO_INT32: return (int32_t)(uint32_t)v;
   default: return (int64_t)v;
   }
@@ -167,10 +169,10 @@ void data_expect_reduce(void *out, size_t j, rondo_dtype_t dtype, rondo_op_t op,
     store_double(out, dtype, j, acc); /* exact */
     return;
   }
-  /* AVG: the sum in the dtype, times the reciprocal rounded to the compute
-   * type (float; double for float64), in the compute type, then narrowed. */
+  /* AVG: the sum in the dtype, divided by n in the compute type (float;
+   * double for float64), then narrowed. */
   if (dtype == RONDO_FLOAT64) {
-    ((double *)out)[j] = acc * (1.0 / n);
+    ((double *)out)[j] = acc / n;
     return;
   }
   float sum = (float)acc;
@@ -178,7 +180,7 @@ void data_expect_reduce(void *out, size_t j, rondo_dtype_t dtype, rondo_op_t op,
     sum = from_half(to_half(sum));
   else if (dtype == RONDO_BFLOAT16)
     sum = from_bf16(to_bf16(sum));
-  store_double(out, dtype, j, (double)(sum * (float)(1.0 / n)));
+  store_double(out, dtype, j, (double)(sum / (float)n));
 }
 
 MPI_Datatype data_mpi_type(rondo_dtype_t dtype, int for_reduction)
@@ -186,6 +188,7 @@ MPI_Datatype data_mpi_type(rondo_dtype_t dtype, int for_reduction)
   switch (dtype) {
   case RONDO_INT8: return MPI_INT8_T;
   case RONDO_UINT8: return MPI_UINT8_T;
+  case RONDO_INT16: return MPI_INT16_T;
   case RONDO_INT32: return MPI_INT32_T;
   case RONDO_INT64: return MPI_INT64_T;
   case RONDO_FLOAT32: return MPI_FLOAT;

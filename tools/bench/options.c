@@ -127,6 +127,8 @@ static int parse_list(const char *arg, int kind, void *out, int max, char *badto
   if (empty_token(arg, badtok, len))
     return -1;
   if (strcmp(arg, "all") == 0) {
+    if (kind == 1)
+      max = RONDO_ADASUM; /* the elementwise ops */
     for (int i = 0; i < max; i++) {
       if (kind == 0)
         ((rondo_dtype_t *)out)[i] = (rondo_dtype_t)i;
@@ -141,7 +143,8 @@ static int parse_list(const char *arg, int kind, void *out, int max, char *badto
     if (ok && kind == 0)
       ok = parse_dtype(tok, &((rondo_dtype_t *)out)[n]);
     else if (ok)
-      ok = rondo_op_from_name(tok, &((rondo_op_t *)out)[n]) == RONDO_SUCCESS;
+      ok = rondo_op_from_name(tok, &((rondo_op_t *)out)[n]) == RONDO_SUCCESS &&
+           ((rondo_op_t *)out)[n] != RONDO_ADASUM; /* no MPI_Allreduce to compare with */
     if (!ok) {
       snprintf(badtok, len, "%s", tok);
       return -1;
@@ -356,11 +359,12 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
       if ((o->ndtypes = parse_list(optarg, 0, o->dtypes, RONDO_DTYPE_COUNT, badtok,
                                    sizeof badtok)) < 0)
         return bad(print, "-d: unknown datatype '%s' (int8 uint8 int32 int64 float16 "
-                   "bfloat16 float32 float64, or all)", badtok);
+                   "bfloat16 float32 float64 int16, or all)", badtok);
       break;
     case 'o':
       if ((o->nops = parse_list(optarg, 1, o->ops, RONDO_OP_COUNT, badtok, sizeof badtok)) < 0)
-        return bad(print, "-o: unknown op '%s' (sum avg min max prod, or all)", badtok);
+        return bad(print, "-o: unknown op '%s' (sum avg min max prod, or all; adasum has no "
+                   "MPI_Allreduce to compare with: bench/adasum_bench measures it)", badtok);
       break;
     case 'a':
       if (check_algos(optarg, badtok, sizeof badtok) < 0)

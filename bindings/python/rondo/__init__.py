@@ -54,7 +54,7 @@ def version():
 
 _NP_DTYPES = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int32): 2,
               np.dtype(np.int64): 3, np.dtype(np.float16): 4, np.dtype(np.float32): 6,
-              np.dtype(np.float64): 7}
+              np.dtype(np.float64): 7, np.dtype(np.int16): 8}
 BFLOAT16 = 5
 
 
@@ -71,12 +71,14 @@ def dtype_code(dtype, as_bfloat16=False):
     if code is None and dt.name == "bfloat16":
         return BFLOAT16
     if code is None:
-        raise TypeError("rondo: dtype %s is not supported (int8, uint8, int32, int64, float16, "
-                        "float32, float64; bfloat16 as a uint16 view with dtype='bfloat16')" % dt)
+        raise TypeError("rondo: dtype %s is not supported (int8, uint8, int16, int32, int64, "
+                        "float16, float32, float64; bfloat16 as a uint16 view with "
+                        "dtype='bfloat16')" % dt)
     return code
 
 
-_OPS = {"sum": 0, "average": 1, "avg": 1, "min": 2, "max": 3, "product": 4, "prod": 4}
+_OPS = {"sum": 0, "average": 1, "avg": 1, "min": 2, "max": 3, "product": 4, "prod": 4,
+        "adasum": 5}
 
 
 def op_code(op):
@@ -218,13 +220,16 @@ class Handle:
     it reads and writes stay alive until it completes, also if this handle is
     dropped first (shutdown() waits for those)."""
 
-    __slots__ = ("_req", "_keep", "_result", "_comm", "__weakref__")
+    __slots__ = ("_req", "_keep", "_result", "_comm", "_finish", "__weakref__")
 
-    def __init__(self, req, keep, result, comm):
+    def __init__(self, req, keep, result, comm, finish=None):
         self._req = req
         self._keep = keep
         self._result = result
         self._comm = comm
+        # finish(address, count): the result of a request whose output rondo
+        # allocated (allgather, all-to-all), built before rondo frees it
+        self._finish = finish
 
     def done(self):
         if self._req is None:
@@ -237,9 +242,15 @@ class Handle:
         if self._req is not None:
             req = ctypes.c_void_p(self._req)
             self._req = None
-            st = _lib.wait(ctypes.byref(req))
+            buf, n = ctypes.c_void_p(), ctypes.c_size_t(0)
+            st = _lib.wait_result(ctypes.byref(req), ctypes.byref(buf), ctypes.byref(n))
             self._keep = None
-            _raise_status(st, self._comm.rank)
+            try:
+                _raise_status(st, self._comm.rank)
+                if self._finish is not None:
+                    self._result = self._finish(buf.value, n.value)
+            finally:
+                _lib.free(buf.value)
         return self._result
 
     def __del__(self):
@@ -259,8 +270,9 @@ def _reap(block=False):
         if not block:
             _lib.test(req, ctypes.byref(flag))
         if flag.value:
-            r = ctypes.c_void_p(req)
-            _lib.wait(ctypes.byref(r))  # its status went to nobody: dropped
+            r, buf, n = ctypes.c_void_p(req), ctypes.c_void_p(), ctypes.c_size_t(0)
+            _lib.wait_result(ctypes.byref(r), ctypes.byref(buf), ctypes.byref(n))
+            _lib.free(buf.value)  # its status and result went to nobody: dropped
         else:
             left.append((req, keep))
     if left:
@@ -416,22 +428,101 @@ class Comm:
                                       algorithm, prescale, postscale, (array, out), group,
                                       group_size)
 
-    def _submit_allreduce(self, src, dst, count, code, op, name, algorithm, prescale,
-                          postscale, keep, group=None, group_size=0):
-        """The engine submission under allreduce_async and rondo.torch: src
-        and dst are addresses, keep holds what must stay alive until the
-        request completes, its last item the result. Unnamed requests of both
-        share this comm's counter."""
-        _reap()
-        opts = _lib.AsyncOpts(ctypes.sizeof(_lib.AsyncOpts), float(prescale), float(postscale),
+    # -- engine submissions by address: allreduce_async above, and rondo.torch.
+    # keep holds what must stay alive until the request completes, its last
+    # item the result. Unnamed requests of every kind share this comm's
+    # counter, so every rank must submit them in the same order. tag: text
+    # every rank must pass alike (rondo.torch: the tensor's shape); flags:
+    # _lib.ASYNC_*.
+    @staticmethod
+    def _opts(prescale=1.0, postscale=1.0, algorithm=None, group=None, group_size=0, tag=None,
+              flags=0):
+        return _lib.AsyncOpts(ctypes.sizeof(_lib.AsyncOpts), float(prescale), float(postscale),
                               algo_code(algorithm), None, None,
-                              group.encode() if group else None, int(group_size))
-        req = ctypes.c_void_p()
-        nm = (name or self._auto_name("allreduce")).encode()
-        st = _lib.allreduce_async(self._h, nm, src, dst, count, code, op_code(op),
-                                  ctypes.byref(opts), ctypes.byref(req))
+                              group.encode() if group else None, int(group_size),
+                              tag.encode() if tag else None, int(flags))
+
+    def _name(self, name, kind):
+        """A request's name (bytes): name as given, or this comm's next for
+        kind."""
+        if isinstance(name, bytes):
+            return name
+        return (name or self._auto_name(kind)).encode()
+
+    def _handle(self, st, req, keep, finish=None):
         _raise_status(st, self.rank)
-        return Handle(req.value, keep, keep[-1], self)
+        return Handle(req.value, keep, keep[-1] if keep else None, self, finish)
+
+    def _submit_allreduce(self, src, dst, count, code, op, name, algorithm, prescale,
+                          postscale, keep, group=None, group_size=0, tag=None, flags=0):
+        _reap()
+        opts = self._opts(prescale, postscale, algorithm, group, group_size, tag, flags)
+        req = ctypes.c_void_p()
+        st = _lib.allreduce_async(self._h, self._name(name, "allreduce"), src, dst, count, code,
+                                  op_code(op), ctypes.byref(opts), ctypes.byref(req))
+        return self._handle(st, req, keep)
+
+    def _submit_broadcast(self, buf, count, code, root, name, keep, group=None, group_size=0,
+                          tag=None, flags=0):
+        _reap()
+        opts = self._opts(group=group, group_size=group_size, tag=tag, flags=flags)
+        req = ctypes.c_void_p()
+        st = _lib.broadcast_async(self._h, self._name(name, "broadcast"), buf, count, code,
+                                  int(root), ctypes.byref(opts), ctypes.byref(req))
+        return self._handle(st, req, keep)
+
+    def _submit_allgather(self, src, rows, row_count, code, name, keep, finish, group=None,
+                          group_size=0, tag=None, flags=0):
+        _reap()
+        opts = self._opts(group=group, group_size=group_size, tag=tag, flags=flags)
+        req = ctypes.c_void_p()
+        st = _lib.allgather_async(self._h, self._name(name, "allgather"), src, rows, row_count,
+                                  code, ctypes.byref(opts), ctypes.byref(req))
+        return self._handle(st, req, keep, finish)
+
+    def _submit_reduce_scatter(self, src, dst, rows, row_count, code, op, name, prescale,
+                               postscale, keep, group=None, group_size=0, tag=None):
+        _reap()
+        opts = self._opts(prescale, postscale, None, group, group_size, tag)
+        req = ctypes.c_void_p()
+        st = _lib.reduce_scatter_async(self._h, self._name(name, "reducescatter"), src, dst,
+                                       rows, row_count, code, op_code(op), ctypes.byref(opts),
+                                       ctypes.byref(req))
+        return self._handle(st, req, keep)
+
+    def _submit_alltoall(self, src, sendcounts, row_count, code, recvcounts, name, keep, finish,
+                         tag=None):
+        """sendcounts, recvcounts: numpy uintp arrays of self.size rows (kept
+        alive by keep: rondo fills recvcounts when the request completes)."""
+        _reap()
+        opts = self._opts(tag=tag)
+        req = ctypes.c_void_p()
+        st = _lib.alltoallv_async(self._h, self._name(name, "alltoall"), src,
+                                  sendcounts.ctypes.data_as(_lib.c_size_p), row_count, code,
+                                  recvcounts.ctypes.data_as(_lib.c_size_p), ctypes.byref(opts),
+                                  ctypes.byref(req))
+        return self._handle(st, req, keep, finish)
+
+    def _submit_refusal(self, name, reason, group=None, group_size=0):
+        """This rank cannot take part in the request `name` (already made by
+        _name or given): it fails on every rank once all submitted it, with
+        reason on the others (RONDO_ERR_PEER)."""
+        _reap()
+        opts = self._opts(group=group, group_size=group_size)
+        req = ctypes.c_void_p()
+        st = _lib.refuse_async(self._h, name if isinstance(name, bytes) else name.encode(),
+                               str(reason).encode(errors="replace")[:255], ctypes.byref(opts),
+                               ctypes.byref(req))
+        return self._handle(st, req, (None,))
+
+    def timeline_start(self, path, mark_cycles=False):
+        """Starts this comm's engine timeline (a Chrome trace) in path: rank 0
+        writes it, the others only check the arguments. See docs/engine.md."""
+        _raise_status(_lib.timeline_start(self._h, os.fsencode(path), int(bool(mark_cycles))),
+                      self.rank)
+
+    def timeline_stop(self):
+        _raise_status(_lib.timeline_stop(self._h), self.rank)
 
     def grouped_allreduce(self, arrays, op="sum", name=None, algorithm=None, prescale=1.0,
                           postscale=1.0):
@@ -550,10 +641,15 @@ class Comm:
     def join(self):
         """This rank has no more requests (uneven data): it serves the
         others' all-reduces with zeros until every rank has joined. Returns
-        the rank that joined last."""
+        the rank that joined last. Afterwards the ranks' counters of unnamed
+        requests agree again (a rank that joined early made fewer calls)."""
         _reap(block=True)
         last = ctypes.c_int(-1)
         _raise_status(_lib.join(self._h, ctypes.byref(last)), self.rank)
+        count = np.array([next(self._names)], np.int64)
+        _raise_status(_lib.allreduce_algo(self._h, count.ctypes.data, count.ctypes.data, 1, 3,
+                                          op_code("max"), 0), self.rank)
+        self._names = itertools.count(int(count[0]))
         return last.value
 
     def broadcast_object(self, obj=None, root_rank=0):

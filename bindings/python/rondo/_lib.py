@@ -10,12 +10,15 @@ The library is looked up in this order:
 import ctypes
 import os
 
-DTYPES = ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64")
-OPS = ("sum", "average", "min", "max", "product")
+DTYPES = ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+          "int16")
+OPS = ("sum", "average", "min", "max", "product", "adasum")
 ALGOS = ("auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical",
-         "nccl", "staged", "hierarchical_nccl")
+         "nccl", "staged", "hierarchical_nccl", "adasum")
 SUCCESS = 0
 ERR_INVALID_ARG = 1
+ERR_DUPLICATE_NAME = 17
+ASYNC_NO_JOIN = 1
 
 
 def _candidates():
@@ -60,7 +63,8 @@ class AsyncOpts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("prescale", ctypes.c_double),
                 ("postscale", ctypes.c_double), ("algo", ctypes.c_int),
                 ("callback", ctypes.c_void_p), ("user", ctypes.c_void_p),
-                ("group", ctypes.c_char_p), ("group_size", ctypes.c_int)]
+                ("group", ctypes.c_char_p), ("group_size", ctypes.c_int),
+                ("tag", ctypes.c_char_p), ("flags", ctypes.c_uint)]
 
 
 def _proto(name, args, res=ci):
@@ -98,6 +102,24 @@ allreduce_async = _proto("rondo_allreduce_async",
 broadcast_async = _proto("rondo_broadcast_async",
                          [vp, ctypes.c_char_p, vp, sz, ci, ci, ctypes.POINTER(AsyncOpts),
                           ctypes.POINTER(vp)])
+reduce_scatter_async = _proto("rondo_reduce_scatter_async",
+                              [vp, ctypes.c_char_p, vp, vp, sz, sz, ci, ci,
+                               ctypes.POINTER(AsyncOpts), ctypes.POINTER(vp)])
+alltoallv_async = _proto("rondo_alltoallv_async",
+                         [vp, ctypes.c_char_p, vp, c_size_p, sz, ci, c_size_p,
+                          ctypes.POINTER(AsyncOpts), ctypes.POINTER(vp)])
+allgather_async = _proto("rondo_allgather_async",
+                         [vp, ctypes.c_char_p, vp, sz, sz, ci, ctypes.POINTER(AsyncOpts),
+                          ctypes.POINTER(vp)])
+refuse_async = _proto("rondo_refuse_async",
+                      [vp, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(AsyncOpts),
+                       ctypes.POINTER(vp)])
+request_result = _proto("rondo_request_result", [vp, ctypes.POINTER(vp), c_size_p])
+wait_result = _proto("rondo_wait_result", [ctypes.POINTER(vp), ctypes.POINTER(vp), c_size_p])
+free = _proto("rondo_free", [vp], None)
+timeline_start = _proto("rondo_timeline_start", [vp, ctypes.c_char_p, ci])
+timeline_stop = _proto("rondo_timeline_stop", [vp])
+nccl_version = _proto("rondo_nccl_version", [])
 test = _proto("rondo_test", [vp, c_int_p])
 wait = _proto("rondo_wait", [ctypes.POINTER(vp)])
 join = _proto("rondo_join", [vp, c_int_p])

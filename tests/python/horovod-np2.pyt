@@ -1,0 +1,5 @@
+# rondo.torch: the Horovod API in our own words, at 2 rank(s)
+env HOROVOD_TIMELINE=DYNAMIC
+needs numpy
+needs torch
+test_horovod_api.py
