@@ -9,13 +9,13 @@
  * The loop: take new submissions, negotiate (every rank, collectively), run
  * what is ready, complete it. Requests submitted while a cycle runs are
  * taken by the next one, which starts at once: what accumulates during a
- * cycle is fused. While requests wait for other ranks and nothing new
- * arrives, cycles repeat every RONDO_CYCLE_TIME_MS. When no rank has any
- * request, the thread sleeps on a condition variable; a submission wakes it
- * at once, and otherwise it wakes at growing intervals (up to IDLE_MAX_S)
- * for an empty cycle, since a rank that has work can only proceed when
- * every rank negotiates. An idle engine thus costs a few wake-ups per
- * second, not a spinning core.
+ * cycle is fused. While this rank's requests wait for other ranks and
+ * nothing new arrives, cycles repeat every RONDO_CYCLE_TIME_MS. When this
+ * rank has no request, the thread sleeps on a condition variable; a
+ * submission wakes it at once, and otherwise it wakes at growing intervals
+ * (up to IDLE_MAX_S) for an empty cycle, since a rank that has work can
+ * only proceed when every rank negotiates. An idle engine thus costs a few
+ * wake-ups per second, not a spinning core.
  */
 #include "engine/engine.h"
 
