@@ -202,6 +202,13 @@ RONDO_API rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm
  * call rondo_comm_create. */
 RONDO_API rondo_status_t rondo_comm_split(rondo_comm_t comm, int color, int key,
                                           rondo_comm_t *newcomm);
+/* Collective over the listed ranks of comm only (the others do not call
+ * it): a new comm of ranks[0..nranks-1], in that order, which must be
+ * distinct ranks of comm, include the caller and be the same list on every
+ * one of them (MPI_Comm_create_group). For frameworks that make a group on
+ * its members alone (torch.distributed.new_group). */
+RONDO_API rondo_status_t rondo_comm_subset(rondo_comm_t comm, const int *ranks, int nranks,
+                                           rondo_comm_t *newcomm);
 /* Collective. Frees the comm and sets *comm to NULL. Later calls with a
  * stale copy of the handle fail with RONDO_ERR_INVALID_COMM. */
 RONDO_API rondo_status_t rondo_comm_destroy(rondo_comm_t *comm);
@@ -364,6 +371,8 @@ typedef struct {
                            on every rank with RONDO_ERR_MISMATCH quoting both.
                            Copied. */
   unsigned flags;       /* RONDO_ASYNC_* */
+  struct rondo_queue *queue; /* NULL, or a queue the request goes to when it
+                           completes (rondo_queue_wait) */
 } rondo_async_opts_t;
 
 /* Fail with RONDO_ERR_JOINED on every rank while a rank has joined, instead
@@ -371,7 +380,7 @@ typedef struct {
  * but all-reduce). Reduce-scatter and all-to-all always behave so. */
 #define RONDO_ASYNC_NO_JOIN 1u
 
-#define RONDO_ASYNC_OPTS_INIT {sizeof(rondo_async_opts_t), 1.0, 1.0, RONDO_ALGO_AUTO, NULL, NULL, NULL, 0, NULL, 0}
+#define RONDO_ASYNC_OPTS_INIT {sizeof(rondo_async_opts_t), 1.0, 1.0, RONDO_ALGO_AUTO, NULL, NULL, NULL, 0, NULL, 0, NULL}
 
 /* recvbuf may equal sendbuf (in place). name: any non-empty string of at
  * most 255 bytes, copied. */
@@ -421,10 +430,10 @@ RONDO_API rondo_status_t rondo_alltoallv_async(rondo_comm_t comm, const char *na
 /* For bindings that check their arguments before calling rondo: this rank
  * cannot take part in the request called name, because of reason (copied,
  * at most 255 bytes kept). The name is matched like any other request (of
- * opts only group and group_size count) and, once every rank has submitted
- * it, fails everywhere: here with RONDO_ERR_INVALID_ARG and reason, on the
- * other ranks with RONDO_ERR_PEER naming this rank and reason. A refusal
- * thus never leaves the other ranks waiting. */
+ * opts only group, group_size and queue count) and, once every rank has
+ * submitted it, fails everywhere: here with RONDO_ERR_INVALID_ARG and
+ * reason, on the other ranks with RONDO_ERR_PEER naming this rank and
+ * reason. A refusal thus never leaves the other ranks waiting. */
 RONDO_API rondo_status_t rondo_refuse_async(rondo_comm_t comm, const char *name,
                                             const char *reason, const rondo_async_opts_t *opts,
                                             rondo_request_t *req);
@@ -440,6 +449,32 @@ RONDO_API rondo_status_t rondo_request_result(rondo_request_t req, void **buf, s
 /* rondo_wait(), handing over the result as rondo_request_result() does
  * (*buf NULL and *count 0 when there is none or the request failed). */
 RONDO_API rondo_status_t rondo_wait_result(rondo_request_t *req, void **buf, size_t *count);
+/* Completion queues: one thread waits for whichever of many requests
+ * completes first (a binding completing futures). A request submitted with
+ * opts.queue is put on the queue when it completes, successfully or not;
+ * rondo_queue_wait takes it off, and rondo_wait then releases it without
+ * blocking. Any thread may wait; a queue is not tied to a comm. */
+typedef struct rondo_queue *rondo_queue_t;
+RONDO_API rondo_status_t rondo_queue_create(rondo_queue_t *queue);
+/* Takes the oldest completed request off the queue into *req, waiting up to
+ * timeout seconds (< 0: without limit) for one; *req = NULL when the time
+ * ran out. Fails with RONDO_ERR_SHUT_DOWN once the queue is closed and
+ * empty. */
+RONDO_API rondo_status_t rondo_queue_wait(rondo_queue_t queue, double timeout,
+                                          rondo_request_t *req);
+/* Sends a request submitted without a queue to this one, as if it had been
+ * submitted with it (at once if it has completed): for a caller that first
+ * meant to wait itself. Fails with RONDO_ERR_INVALID_ARG for a released
+ * request, one on a queue already, or one a thread is waiting for. */
+RONDO_API rondo_status_t rondo_queue_add(rondo_queue_t queue, rondo_request_t req);
+/* Wakes every waiter: from now on rondo_queue_wait returns what is queued,
+ * then RONDO_ERR_SHUT_DOWN. Requests still in flight keep arriving. */
+RONDO_API rondo_status_t rondo_queue_close(rondo_queue_t queue);
+/* Frees the queue and sets *queue = NULL. Fails with RONDO_ERR_INVALID_ARG
+ * while requests submitted with it are in flight or queued (wait for them
+ * first); no thread may be waiting on it. */
+RONDO_API rondo_status_t rondo_queue_destroy(rondo_queue_t *queue);
+
 /* For uneven data: this rank has no more requests. Until every rank has
  * joined, it takes part in the all-reduces the others still submit with the
  * op's identity (zero for SUM and AVG, so AVG divides by the full comm
@@ -458,6 +493,32 @@ RONDO_API rondo_status_t rondo_timeline_start(rondo_comm_t comm, const char *pat
                                               int mark_cycles);
 /* Closes the timeline (a valid JSON file); without one, a no-op. Local. */
 RONDO_API rondo_status_t rondo_timeline_stop(rondo_comm_t comm);
+
+/* ---- point-to-point -----------------------------------------------------------
+ * For frameworks whose API has send and receive (torch.distributed). Host
+ * buffers. A message matches a receive on the same comm with the same tag
+ * (0 <= tag <= RONDO_TAG_MAX) from that source; between two ranks, messages
+ * of one tag arrive in the order they were sent. rondo's own traffic never
+ * matches them. The receive's count must equal the message's: a
+ * difference fails the receive (RONDO_ERR_MISMATCH, or RONDO_ERR_TRUNCATED
+ * for a longer message) and names both counts. Waits sleep between polls:
+ * a rank waiting for a message that is late does not spin. */
+#define RONDO_ANY_SOURCE (-1)
+#define RONDO_TAG_MAX 16383
+typedef struct rondo_p2p *rondo_p2p_t;
+/* Starts sending count elements of buf to rank dest; buf must stay valid and
+ * unchanged until rondo_p2p_wait returns. */
+RONDO_API rondo_status_t rondo_isend(rondo_comm_t comm, const void *buf, size_t count,
+                                     rondo_dtype_t dtype, int dest, int tag, rondo_p2p_t *req);
+/* Starts receiving count elements into buf from rank source (or
+ * RONDO_ANY_SOURCE). */
+RONDO_API rondo_status_t rondo_irecv(rondo_comm_t comm, void *buf, size_t count,
+                                     rondo_dtype_t dtype, int source, int tag, rondo_p2p_t *req);
+/* *done = 1 once the transfer completed (the wait will not block). */
+RONDO_API rondo_status_t rondo_p2p_test(rondo_p2p_t req, int *done);
+/* Waits for the transfer, frees the request and sets *req = NULL; *source
+ * (may be NULL) gets the sender of a receive, the destination of a send. */
+RONDO_API rondo_status_t rondo_p2p_wait(rondo_p2p_t *req, int *source);
 
 /* ---- environment knobs ------------------------------------------------------
  * Every knob is a row in one table (docs/knobs.md); rondo-info prints it. */

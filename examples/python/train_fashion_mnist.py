@@ -28,8 +28,9 @@ DEBIAN_DATA = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530
 
 
-def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def make_parser(doc):
+    """The flags of both examples (train_ddp.py adds --backend)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=64, help="per rank")
     p.add_argument("--lr", type=float, default=0.01,
@@ -39,10 +40,18 @@ def parse_args():
                    help="use only the first N training images (0: all 60000)")
     p.add_argument("--data", default=DEBIAN_DATA, help="directory of the *-ubyte.gz files")
     p.add_argument("--seed", type=int, default=42)
-    args = p.parse_args()
+    return p
+
+
+def check_args(p, args):
     if args.epochs < 1 or args.batch_size < 1:
         p.error("--epochs and --batch-size must be at least 1")
     return args
+
+
+def parse_args():
+    p = make_parser(__doc__)
+    return check_args(p, p.parse_args())
 
 
 def read_idx(path):

@@ -83,10 +83,18 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
   r->callback = o->callback;
   r->user = o->user;
   r->group_size = o->group_size;
-  rondo_status_t st = eng_request_register(r);
+  rondo_status_t st = o->queue != NULL ? eng_queue_attach(o->queue) : RONDO_SUCCESS;
+  if (st != RONDO_SUCCESS) {
+    eng_request_free(r);
+    return st;
+  }
+  r->queue = o->queue;
+  st = eng_request_register(r);
   if (st == RONDO_SUCCESS && (st = engine_submit(comm, r)) != RONDO_SUCCESS)
     eng_request_forget(r);
   if (st != RONDO_SUCCESS) {
+    if (r->queue != NULL)
+      eng_queue_detach(r->queue);
     eng_request_free(r);
     return st;
   }
@@ -292,10 +300,12 @@ rondo_status_t rondo_refuse_async(rondo_comm_t comm, const char *name, const cha
     eng_request_free(r);
     return rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request", name);
   }
-  /* Only the name and the group match: the rest of a refusal is no data. */
+  /* Only the name and the group match (and the queue serves the caller):
+   * the rest of a refusal is no data. */
   rondo_async_opts_t only = RONDO_ASYNC_OPTS_INIT;
   only.group = o.group;
   only.group_size = o.group_size;
+  only.queue = o.queue;
   eng_sig_t sig = {.kind = ENG_REFUSED, .root = -1, .prescale = 1, .postscale = 1};
   return submit(comm, name, sig, &only, r, req);
 }
@@ -353,6 +363,48 @@ rondo_status_t rondo_request_result(rondo_request_t req, void **buf, size_t *cou
     return rondo__fail(RONDO_ERR_INVALID_ARG,
                        "rondo_request_result: req, buf and count must not be NULL");
   return eng_request_result(req, buf, count);
+}
+
+rondo_status_t rondo_queue_create(rondo_queue_t *queue)
+{
+  if (queue == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_queue_create: queue is NULL");
+  *queue = NULL;
+  return eng_queue_create(queue);
+}
+
+rondo_status_t rondo_queue_wait(rondo_queue_t queue, double timeout, rondo_request_t *req)
+{
+  if (queue == NULL || req == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_queue_wait: queue and req must not be NULL");
+  *req = NULL;
+  if (!(timeout == timeout))
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_queue_wait: timeout is NaN");
+  return eng_queue_wait(queue, timeout, req);
+}
+
+rondo_status_t rondo_queue_add(rondo_queue_t queue, rondo_request_t req)
+{
+  if (queue == NULL || req == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_queue_add: queue and req must not be NULL");
+  return eng_queue_add(queue, req);
+}
+
+rondo_status_t rondo_queue_close(rondo_queue_t queue)
+{
+  if (queue == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_queue_close: queue is NULL");
+  eng_queue_close(queue);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_queue_destroy(rondo_queue_t *queue)
+{
+  if (queue == NULL || *queue == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_queue_destroy: no queue (NULL)");
+  RONDO_CHECK(eng_queue_destroy(*queue));
+  *queue = NULL;
+  return RONDO_SUCCESS;
 }
 
 rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank)

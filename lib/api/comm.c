@@ -62,6 +62,55 @@ rondo_status_t rondo_comm_split(rondo_comm_t comm, int color, int key, rondo_com
   return st;
 }
 
+/* MPI_Comm_create_group's tag: subsets are made one at a time per comm. */
+#define SUBSET_TAG 6731
+
+rondo_status_t rondo_comm_subset(rondo_comm_t comm, const int *ranks, int nranks,
+                                 rondo_comm_t *newcomm)
+{
+  if (newcomm == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_subset: newcomm pointer is NULL");
+  *newcomm = NULL;
+  RONDO_CHECK(api_enter(comm));
+  if (ranks == NULL || nranks < 1 || nranks > comm->size)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_comm_subset: give 1 to %d ranks (got %d%s)", comm->size, nranks,
+                       ranks == NULL ? ", ranks NULL" : "");
+  /* Local checks only: the ranks left out do not call, so there is no one
+   * to agree with before the group exists. */
+  int me = 0;
+  for (int i = 0; i < nranks; i++) {
+    if (ranks[i] < 0 || ranks[i] >= comm->size)
+      return rondo__fail(RONDO_ERR_INVALID_ARG,
+                         "rondo_comm_subset: rank %d is not a rank of this comm (0..%d)",
+                         ranks[i], comm->size - 1);
+    for (int j = 0; j < i; j++)
+      if (ranks[j] == ranks[i])
+        return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_subset: rank %d is listed twice",
+                           ranks[i]);
+    me += ranks[i] == comm->rank;
+  }
+  if (!me)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_comm_subset: this rank (%d) is not in the list; only the listed "
+                       "ranks call it",
+                       comm->rank);
+  MPI_Group all, some;
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_group(comm->mpi, &all));
+  int rc = MPI_Group_incl(all, nranks, ranks, &some);
+  MPI_CHECK_LOG(MPI_Group_free(&all));
+  if (rc != MPI_SUCCESS)
+    return rondo__mpi_fail(rc, "MPI_Group_incl", __FILE__, __LINE__);
+  rc = MPI_Comm_create_group(comm->mpi, some, SUBSET_TAG, &sub);
+  MPI_CHECK_LOG(MPI_Group_free(&some));
+  if (rc != MPI_SUCCESS)
+    return rondo__mpi_fail(rc, "MPI_Comm_create_group", __FILE__, __LINE__);
+  rondo_status_t st = rondo_comm_create(sub, newcomm);
+  MPI_CHECK_LOG(MPI_Comm_free(&sub));
+  return st;
+}
+
 void api_comm_free(rondo_comm_t c, int mpi_usable)
 {
   if (c->engine != NULL)

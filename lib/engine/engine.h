@@ -61,6 +61,7 @@ struct rondo_request {
   int device;                 /* the buffers' device, or -1 (host memory) */
   rondo_callback_t callback;
   void *user;
+  struct rondo_queue *queue;  /* where it goes when released, or NULL */
   char *group;                /* NULL, or announced only with its whole group */
   int group_size;
   double t_submit;            /* engine clock (s) */
@@ -226,6 +227,17 @@ rondo_status_t eng_request_wait(rondo_request_t h, int *freed);
 /* The same, handing the result over into *buf and *count (NULL: keep it). */
 rondo_status_t eng_request_wait_result(rondo_request_t h, int *freed, void **buf, size_t *count);
 rondo_status_t eng_request_result(rondo_request_t h, void **buf, size_t *count);
+/* Completion queues (rondo_queue_*): a request submitted with one is
+ * attached (it reserves its place) before it is registered, and put on the
+ * queue when released; detach undoes an attach whose submission failed. */
+rondo_status_t eng_queue_create(struct rondo_queue **q);
+rondo_status_t eng_queue_attach(struct rondo_queue *q);
+/* rondo_queue_add: attaches a request in flight (put at once if released). */
+rondo_status_t eng_queue_add(struct rondo_queue *q, rondo_request_t h);
+void eng_queue_detach(struct rondo_queue *q);
+rondo_status_t eng_queue_wait(struct rondo_queue *q, double timeout, rondo_request_t *req);
+void eng_queue_close(struct rondo_queue *q);
+rondo_status_t eng_queue_destroy(struct rondo_queue *q);
 
 /* ---- negotiate.c -------------------------------------------------------------- */
 

@@ -17,10 +17,28 @@
  *             may free it.
  * rondo_wait() sleeps on the table's condition variable, never on the
  * engine's, so it does not depend on the comm still existing.
+ *
+ * A completion queue (rondo_queue_t) gets a request's handle when it is
+ * released. Each request attached to a queue reserves its place at
+ * submission, so putting it there (under the table's lock, then the
+ * queue's) never needs memory.
  */
 #include "engine/engine.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <time.h>
+
+struct rondo_queue {
+  pthread_mutex_t lock;
+  pthread_cond_t ready;
+  rondo_request_t *items; /* a ring of cap handles */
+  size_t head, count, cap;
+  size_t attached;        /* requests in flight that will come here */
+  int closed;
+};
+
+static void queue_put(struct rondo_queue *q, rondo_request_t h);
 
 typedef struct {
   struct rondo_request *req; /* NULL: free */
@@ -119,8 +137,11 @@ void eng_request_release(struct rondo_request **reqs, size_t n)
 {
   pthread_mutex_lock(&tab.lock);
   for (size_t i = 0; i < n; i++)
-    if (reqs[i] != NULL && !reqs[i]->phantom)
+    if (reqs[i] != NULL && !reqs[i]->phantom) {
       reqs[i]->released = 1;
+      if (reqs[i]->queue != NULL)
+        queue_put(reqs[i]->queue, reqs[i]->handle);
+    }
   pthread_cond_broadcast(&tab.released);
   pthread_mutex_unlock(&tab.lock);
 }
@@ -211,4 +232,144 @@ rondo_status_t eng_request_result(rondo_request_t h, void **buf, size_t *count)
   }
   pthread_mutex_unlock(&tab.lock);
   return st;
+}
+
+/* ---- completion queues ------------------------------------------------------------ */
+
+rondo_status_t eng_queue_create(struct rondo_queue **out)
+{
+  struct rondo_queue *q = calloc(1, sizeof *q);
+  if (q == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_queue_create: no memory");
+  int rc = pthread_mutex_init(&q->lock, NULL);
+  if (rc == 0 && (rc = pthread_cond_init(&q->ready, NULL)) != 0)
+    pthread_mutex_destroy(&q->lock);
+  if (rc != 0) {
+    free(q);
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "rondo_queue_create: pthread error %d", rc);
+  }
+  *out = q;
+  return RONDO_SUCCESS;
+}
+
+/* Room for every attached request and every queued one. */
+rondo_status_t eng_queue_attach(struct rondo_queue *q)
+{
+  pthread_mutex_lock(&q->lock);
+  rondo_status_t st = RONDO_SUCCESS;
+  if (q->attached + q->count == q->cap) {
+    size_t cap = q->cap ? 2 * q->cap : 64;
+    rondo_request_t *items = malloc(cap * sizeof *items);
+    if (items == NULL) {
+      st = rondo__fail(RONDO_ERR_NO_MEMORY, "no memory for the completion queue");
+    } else {
+      for (size_t i = 0; i < q->count; i++)
+        items[i] = q->items[(q->head + i) % q->cap];
+      free(q->items);
+      q->items = items;
+      q->head = 0;
+      q->cap = cap;
+    }
+  }
+  if (st == RONDO_SUCCESS)
+    q->attached++;
+  pthread_mutex_unlock(&q->lock);
+  return st;
+}
+
+rondo_status_t eng_queue_add(struct rondo_queue *q, rondo_request_t h)
+{
+  pthread_mutex_lock(&tab.lock);
+  struct rondo_request *r = lookup(h);
+  rondo_status_t st = RONDO_SUCCESS;
+  if (r == NULL)
+    st = stale("rondo_queue_add");
+  else if (r->queue != NULL)
+    st = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_queue_add: '%s' is on a queue already", r->name);
+  else if (r->waiting)
+    st = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_queue_add: a thread is waiting for '%s'",
+                     r->name);
+  else if ((st = eng_queue_attach(q)) == RONDO_SUCCESS) {
+    r->queue = q;
+    if (r->released)
+      queue_put(q, h);
+  }
+  pthread_mutex_unlock(&tab.lock);
+  return st;
+}
+
+void eng_queue_detach(struct rondo_queue *q)
+{
+  pthread_mutex_lock(&q->lock);
+  q->attached--;
+  pthread_mutex_unlock(&q->lock);
+}
+
+/* Under tab.lock; the place was reserved by eng_queue_attach. */
+static void queue_put(struct rondo_queue *q, rondo_request_t h)
+{
+  pthread_mutex_lock(&q->lock);
+  q->attached--;
+  q->items[(q->head + q->count) % q->cap] = h;
+  q->count++;
+  pthread_cond_signal(&q->ready);
+  pthread_mutex_unlock(&q->lock);
+}
+
+rondo_status_t eng_queue_wait(struct rondo_queue *q, double timeout, rondo_request_t *req)
+{
+  struct timespec until;
+  if (timeout >= 0) {
+    clock_gettime(CLOCK_REALTIME, &until);
+    double s = timeout > 1e6 ? 1e6 : timeout;
+    until.tv_sec += (time_t)s;
+    until.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+  }
+  pthread_mutex_lock(&q->lock);
+  int timed_out = 0;
+  while (q->count == 0 && !q->closed && !timed_out) {
+    if (timeout < 0)
+      pthread_cond_wait(&q->ready, &q->lock);
+    else
+      timed_out = pthread_cond_timedwait(&q->ready, &q->lock, &until) == ETIMEDOUT;
+  }
+  rondo_status_t st = RONDO_SUCCESS;
+  if (q->count > 0) {
+    *req = q->items[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
+  } else if (q->closed) {
+    st = rondo__fail_quiet(RONDO_ERR_SHUT_DOWN, "rondo_queue_wait: the queue was closed");
+  }
+  pthread_mutex_unlock(&q->lock);
+  return st;
+}
+
+void eng_queue_close(struct rondo_queue *q)
+{
+  pthread_mutex_lock(&q->lock);
+  q->closed = 1;
+  pthread_cond_broadcast(&q->ready);
+  pthread_mutex_unlock(&q->lock);
+}
+
+rondo_status_t eng_queue_destroy(struct rondo_queue *q)
+{
+  pthread_mutex_lock(&q->lock);
+  size_t busy = q->attached + q->count;
+  pthread_mutex_unlock(&q->lock);
+  if (busy > 0)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_queue_destroy: %zu request(s) still in flight or queued; wait for "
+                       "them first",
+                       busy);
+  pthread_cond_destroy(&q->ready);
+  pthread_mutex_destroy(&q->lock);
+  free(q->items);
+  free(q);
+  return RONDO_SUCCESS;
 }

@@ -1,7 +1,9 @@
 """A small checker for the Python tests run under mpiexec (tests/python/launch):
 every rank counts its checks and failures; finish() prints the summary line
 the launcher and CI read, and exits 1 if any rank failed."""
+import faulthandler
 import os
+import signal
 import sys
 import traceback
 
@@ -29,6 +31,16 @@ def check(cond, what, *args):
     return cond
 
 
+def one_rank(bad, good, exc, others, what):
+    """Rank 0 makes call `bad`, the others `good`: rank 0 raises exc, the
+    others `others` naming rank 0; nobody waits."""
+    if rondo.size() == 1:
+        raises(exc, bad)
+        return
+    e = raises(exc if rondo.rank() == 0 else others, bad if rondo.rank() == 0 else good)
+    check(e is not None and (rondo.rank() == 0 or "rank 0" in str(e)), "%s: %s", what, e)
+
+
 def raises(exc, fn, *args, **kwargs):
     """Checks that fn raises exc; returns the exception (or None)."""
     try:
@@ -45,9 +57,13 @@ def raises(exc, fn, *args, **kwargs):
 
 
 def run(name, tests):
-    """Runs each test (a function) and finishes."""
+    """Runs each test (a function) and finishes. MPITEST_VERBOSE=1 prints
+    each test's name as it starts; SIGUSR1 prints every thread's stack."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     for t in tests:
         section(t.__name__)
+        if os.environ.get("MPITEST_VERBOSE"):
+            print("[rank %s] %s" % (rondo.rank(), t.__name__), file=sys.stderr, flush=True)
         try:
             t()
         except Exception:  # noqa: BLE001 - a test that throws is a failure, not a crash

@@ -34,6 +34,7 @@ import torch
 
 import rondo
 import rondo.torch as hvd
+import mpitest
 from mpitest import check, raises, run
 
 hvd.init()
@@ -526,13 +527,8 @@ def test_timeline():
 # ---- errors on every rank -----------------------------------------------------------------
 
 def one_rank(bad, good, exc, what):
-    """Rank 0 makes call `bad`, the others `good`: rank 0 raises exc, the
-    others HorovodInternalError naming rank 0; nobody waits."""
-    if N == 1:
-        raises(exc, bad)
-        return
-    e = raises(exc if R == 0 else HIE, bad if R == 0 else good)
-    check(e is not None and (R == 0 or "rank 0" in str(e)), "%s: %s", what, e)
+    """mpitest.one_rank: the others raise HIE."""
+    mpitest.one_rank(bad, good, exc, HIE, what)
 
 
 def test_errors_on_every_rank():

@@ -18,7 +18,10 @@ ALGOS = ("auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hi
 SUCCESS = 0
 ERR_INVALID_ARG = 1
 ERR_DUPLICATE_NAME = 17
+ERR_SHUT_DOWN = 18
 ASYNC_NO_JOIN = 1
+ANY_SOURCE = -1
+TAG_MAX = 16383
 
 
 def _candidates():
@@ -64,7 +67,8 @@ class AsyncOpts(ctypes.Structure):
                 ("postscale", ctypes.c_double), ("algo", ctypes.c_int),
                 ("callback", ctypes.c_void_p), ("user", ctypes.c_void_p),
                 ("group", ctypes.c_char_p), ("group_size", ctypes.c_int),
-                ("tag", ctypes.c_char_p), ("flags", ctypes.c_uint)]
+                ("tag", ctypes.c_char_p), ("flags", ctypes.c_uint),
+                ("queue", ctypes.c_void_p)]
 
 
 def _proto(name, args, res=ci):
@@ -123,3 +127,13 @@ nccl_version = _proto("rondo_nccl_version", [])
 test = _proto("rondo_test", [vp, c_int_p])
 wait = _proto("rondo_wait", [ctypes.POINTER(vp)])
 join = _proto("rondo_join", [vp, c_int_p])
+comm_subset = _proto("rondo_comm_subset", [vp, c_int_p, ci, ctypes.POINTER(vp)])
+queue_create = _proto("rondo_queue_create", [ctypes.POINTER(vp)])
+queue_wait = _proto("rondo_queue_wait", [vp, ctypes.c_double, ctypes.POINTER(vp)])
+queue_close = _proto("rondo_queue_close", [vp])
+queue_add = _proto("rondo_queue_add", [vp, vp])
+queue_destroy = _proto("rondo_queue_destroy", [ctypes.POINTER(vp)])
+isend = _proto("rondo_isend", [vp, vp, sz, ci, ci, ci, ctypes.POINTER(vp)])
+irecv = _proto("rondo_irecv", [vp, vp, sz, ci, ci, ci, ctypes.POINTER(vp)])
+p2p_test = _proto("rondo_p2p_test", [vp, c_int_p])
+p2p_wait = _proto("rondo_p2p_wait", [ctypes.POINTER(vp), c_int_p])

@@ -17,6 +17,7 @@ one, what differs, what is left out and why.
 import rondo as _r
 from rondo import RondoError, _lib
 
+from . import distributed
 from . import process_sets as _ps
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
@@ -55,6 +56,8 @@ __all__ = [
 ]
 
 _cross = {}  # cross_rank, cross_size: made at init()
+
+distributed._register()  # torch.distributed.init_process_group("rondo")
 
 
 def init(comm=None, process_sets=None):

@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""torch.distributed on the "rondo" backend against gloo, in one run, in
+the default configuration:
+
+    RONDO_LIBRARY=$PWD/build/lib/.libs/librondo.so \\
+        PYTHONPATH=$PWD/build/bindings/python:$PWD/bindings/python \\
+        mpiexec -n 2 /usr/bin/python3 bench/torch_distributed.py [-b 8] [-e 64M] [-f 4]
+
+The default group is rondo's (init_process_group("rondo")); a gloo group
+of the same ranks (new_group(backend="gloo")) runs the same calls. Parts:
+
+  all_reduce  dist.all_reduce(t) of a float32 CPU tensor, every size from
+              -b to -e bytes (times -f), blocking as scripts call it;
+  burst x32   32 dist.all_reduce(t, async_op=True) of that size, then
+              every wait(): what DDP's buckets and comm hooks look like;
+  ddp         one DistributedDataParallel training step (forward,
+              backward with DDP's bucketed gradient all-reduces, SGD step)
+              of an MLP whose gradients are --mlp-mb MB, synthetic data,
+              default DDP settings. Both runs start from the same weights
+              and data; the parameters after the last step are compared
+              (at 2 ranks every sum is a + b: the same bits on both).
+
+Method: warm-up calls, then rounds; a round runs `calls` calls (about
+50 ms of rondo's) of rondo then of gloo (the order alternating from round
+to round) between barriers and takes each rank's mean per call; "us" is
+the median over rounds of the slowest rank's mean, "p50" the slowest
+rank's median of single calls (what a call costs when nothing disturbs
+it; the mean includes the machine's hiccups). gloo/rondo and ratio above 1
+mean rondo is faster. --apart runs all of rondo's rounds, then all of
+gloo's: each backend's calls back to back, undisturbed by the other's. Every all-reduce result is checked against its
+exact value (small integers).
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import rondo
+import rondo.torch  # noqa: F401 - registers the "rondo" backend
+
+BURST = 32
+
+
+def parse_size(s):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(s[:-1]) * units[s[-1].upper()] if s[-1].upper() in units else int(s)
+
+
+def slowest(x):
+    t = torch.tensor([x], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t[0])
+
+
+def compare(fns, rounds, budget=0.05, apart=False):
+    """fns: (rondo's, gloo's) calls. For each: the median over rounds of the
+    slowest rank's mean time per call, and the slowest rank's median of
+    single calls (s)."""
+    for fn in fns:
+        fn()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(3):
+        fns[0]()
+    one = slowest((time.perf_counter() - t0) / 3)
+    for _ in range(3):
+        fns[1]()  # both make as many calls (the DDP runs stay comparable)
+    calls = max(3, min(500, int(budget / max(one, 1e-6))))
+    means, singles = ([], []), ([], [])
+    clock = time.perf_counter
+    if apart:  # every round of rondo's, then every round of gloo's
+        order = [(0,)] * rounds + [(1,)] * rounds
+    else:
+        order = [(0, 1) if k % 2 == 0 else (1, 0) for k in range(rounds)]
+    for pair in order:
+        for which in pair:
+            fn, ts = fns[which], singles[which]
+            dist.barrier()
+            start = clock()
+            for _ in range(calls):
+                t0 = clock()
+                fn()
+                ts.append(clock() - t0)
+            means[which].append(slowest((clock() - start) / calls))
+    return [(median(means[w]), slowest(median(singles[w]))) for w in (0, 1)]
+
+
+def median(v):
+    return sorted(v)[len(v) // 2]
+
+
+def all_reduce_rows(args, gloo, rank, size):
+    lo, hi = parse_size(args.b), parse_size(args.e)
+    bad = 0
+    n = lo
+    while n <= hi:
+        count = max(n // 4, 1)
+        base = (torch.arange(count) % 7).float()
+        x = base + rank
+        want = base * size + size * (size - 1) / 2
+        out = torch.empty(count)
+        burst = [torch.empty(count) for _ in range(BURST)]
+
+        def one(group):
+            return lambda: dist.all_reduce(out.copy_(x), group=group)
+
+        def many(group):
+            def run():
+                works = [dist.all_reduce(t.copy_(x), group=group, async_op=True) for t in burst]
+                for w in works:
+                    w.wait()
+            return run
+        for name, make in (("all_reduce", one), ("burst x%d" % BURST, many)):
+            for group in (None, gloo):  # the check, once per size and backend
+                make(group)()
+                got = out if name == "all_reduce" else torch.stack(burst)
+                wrong = torch.tensor([int((got != want).sum())])
+                dist.all_reduce(wrong)
+                bad += int(wrong[0])
+            (mine, mine1), (theirs, theirs1) = compare((make(None), make(gloo)), args.r,
+                                                       apart=args.apart)
+            if rank == 0:
+                print("%-12s %10d %12.1f %12.1f %8.2f %12.1f %12.1f %8.2f"
+                      % (name, count * 4, mine * 1e6, theirs * 1e6, theirs / mine,
+                         mine1 * 1e6, theirs1 * 1e6, theirs1 / mine1), flush=True)
+        n *= args.f
+    return bad
+
+
+def ddp_rows(args, gloo, rank):
+    # A square MLP: width w, `layers` layers of w*w + w parameters.
+    layers = 4
+    width = int((args.mlp_mb * 1e6 / 4 / layers) ** 0.5)
+    batch = 32
+
+    def model(group):
+        torch.manual_seed(0)
+        net = nn.Sequential(*[m for _ in range(layers) for m in (nn.Linear(width, width),
+                                                                 nn.ReLU())])
+        ddp = nn.parallel.DistributedDataParallel(net, process_group=group)
+        opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+        g = torch.Generator().manual_seed(rank)
+        data = (torch.randn(batch, width, generator=g), torch.randn(batch, width, generator=g))
+
+        def step():
+            opt.zero_grad()
+            nn.functional.mse_loss(ddp(data[0]), data[1]).backward()
+            opt.step()
+        return net, step
+    (net_r, step_r), (net_g, step_g) = model(None), model(gloo)
+    params = sum(p.numel() for p in net_r.parameters())
+    (mine, _), (theirs, _) = compare((step_r, step_g), args.r, budget=1.0)
+    # both ran the same number of steps from the same start
+    same = all(torch.equal(a, b) for a, b in zip(net_r.parameters(), net_g.parameters()))
+    if rank == 0:
+        print("%-12s %10d %12.1f %12.1f %8.2f   (ms per step; %d-wide MLP, %d layers, "
+              "batch %d per rank; parameters after the run %s)"
+              % ("ddp step", params * 4, mine * 1e3, theirs * 1e3, theirs / mine, width,
+                 layers, batch, "identical" if same else "DIFFER"), flush=True)
+    return 0 if same or dist.get_world_size() > 2 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-b", default="8")
+    ap.add_argument("-e", default="64M")
+    ap.add_argument("-f", type=int, default=4)
+    ap.add_argument("-r", type=int, default=7, help="rounds")
+    ap.add_argument("--apart", action="store_true",
+                    help="all of rondo's rounds, then all of gloo's (default: alternating)")
+    ap.add_argument("--mlp-mb", type=float, default=64, help="DDP model's gradient MB (0: none)")
+    args = ap.parse_args()
+    dist.init_process_group("rondo")
+    gloo = dist.new_group(backend="gloo")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    torch.set_num_threads(1)
+    if rank == 0:
+        print("# torch_distributed: the rondo backend (rondo %s) against gloo, torch %s, %d ranks, "
+              "float32 CPU tensors, %d rounds%s; rondo's defaults (RONDO_* unset: %s)"
+              % (rondo.version(), torch.__version__, size, args.r,
+                 " (apart)" if args.apart else " (alternating)",
+                 all(not k.startswith("RONDO_") or k == "RONDO_LIBRARY" for k in os.environ)))
+        print("%-12s %10s %12s %12s %8s %12s %12s %8s"
+              % ("call", "bytes", "rondo us", "gloo us", "gloo/rondo", "rondo p50", "gloo p50",
+                 "ratio"))
+    bad = all_reduce_rows(args, gloo, rank, size)
+    if args.mlp_mb > 0:
+        bad += ddp_rows(args, gloo, rank)
+    if rank == 0 and bad:
+        print("WRONG RESULTS: %d" % bad)
+    dist.destroy_process_group()
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

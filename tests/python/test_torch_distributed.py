@@ -1,0 +1,546 @@
+"""torch.distributed's "rondo" backend under mpiexec at 1-4 ranks
+(tests/python/launch):
+
+  - start-up with nothing set (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+    unset), with torchrun's variables set, with rank= and world_size=,
+    with init_method="tcp://..."; a
+    world size or rank that contradicts MPI fails on every rank;
+  - every collective against closed forms: all_reduce (every dtype and op,
+    bool and complex), broadcast, all_gather, all_gather_into_tensor,
+    reduce_scatter, reduce_scatter_tensor, all_to_all, all_to_all_single
+    (even and uneven splits, zero rows), reduce, gather, scatter, barrier,
+    all_reduce_coalesced, the object collectives; in place where torch
+    says so; strided views (only the view's elements change); async work:
+    wait, is_completed, get_future and then(), a Work dropped unwaited,
+    more calls in flight than the group has request names;
+  - point-to-point: send/recv, isend/irecv, batch_isend_irecv, recv from
+    any source (the sender returned), tags;
+  - new_group subsets, made by their members alone;
+  - DDP against DDP on a gloo group of the same ranks, same data: equal
+    parameters after some steps (bit for bit at 1-2 ranks; 3-4 ranks sum
+    in another order, within 1e-6 relative), with no_sync, uneven inputs
+    (join), find_unused_parameters, static_graph, gradient_as_bucket_view,
+    the fp16 and PowerSGD comm hooks, ZeroRedundancyOptimizer;
+  - errors on every rank: a dtype, op, root or split one rank refuses
+    raises there (ValueError/TypeError) and RuntimeError on the others
+    naming it; shapes, dtypes and ops that differ raise RuntimeError on
+    every rank; no test waits on another rank's error (a hang fails the
+    run at the launcher's timeout).
+"""
+import datetime
+import os
+import threading
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+# imported before any group exists: the module captures the world group in a
+# default argument when imported while one does, which keeps that group alive
+from torch.distributed.optim import ZeroRedundancyOptimizer
+
+import rondo
+import rondo.torch  # noqa: F401 - registers the backend
+import mpitest
+from mpitest import check, raises, run
+
+for var in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+    os.environ.pop(var, None)
+torch.set_num_threads(1)
+rondo.init()
+R, N = rondo.rank(), rondo.size()
+
+
+def close(a, b, tol=0.0):
+    return a.shape == b.shape and bool(((a.double() - b.double()).abs() <= tol).all())
+
+
+def test_start_up():
+    # nothing set: everything from MPI
+    dist.init_process_group("rondo")
+    check(dist.is_initialized() and dist.get_backend() == "rondo", "backend %s",
+          dist.get_backend())
+    check(dist.get_rank() == R and dist.get_world_size() == N, "rank %d of %d",
+          dist.get_rank(), dist.get_world_size())
+    dist.destroy_process_group()
+    # what torchrun sets: used as given (rank 0 shares its port over MPI)
+    port = rondo.world().broadcast_object(_free_port() if R == 0 else None, 0)
+    os.environ.update(RANK=str(R), WORLD_SIZE=str(N), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port))
+    dist.init_process_group("rondo", timeout=datetime.timedelta(seconds=60))
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    check(torch.equal(t, torch.full((3,), float(N))), "all_reduce after a torchrun start")
+    dist.destroy_process_group()
+    for var in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+        os.environ.pop(var)
+    # rank= and world_size= given
+    dist.init_process_group("rondo", rank=R, world_size=N)
+    check(dist.get_rank() == R, "rank= given")
+    dist.destroy_process_group()
+    # init_method tcp:// (torch's own rendezvous)
+    port = rondo.world().broadcast_object(_free_port() if R == 0 else None, 0)
+    dist.init_process_group("rondo", init_method="tcp://127.0.0.1:%d" % port, rank=R,
+                            world_size=N)
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    check(torch.equal(t, torch.full((2,), float(N))), "all_reduce after a tcp:// start")
+    dist.destroy_process_group()
+    # contradicting MPI: every rank raises, nobody waits
+    e = raises(ValueError, dist.init_process_group, "rondo", rank=R, world_size=N + 1)
+    check(e is not None and "MPI" in str(e), "a world size that is not MPI's: %s", e)
+    if N > 1:
+        e = raises(ValueError, dist.init_process_group, "rondo", rank=(R + 1) % N, world_size=N)
+        check(e is not None and "MPI rank" in str(e), "ranks that are not MPI's: %s", e)
+    dist.init_process_group("rondo")
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+          torch.bfloat16, torch.float32, torch.float64]
+OPS = [(dist.ReduceOp.SUM, "sum"), (dist.ReduceOp.PRODUCT, "prod"), (dist.ReduceOp.MIN, "min"),
+       (dist.ReduceOp.MAX, "max"), (dist.ReduceOp.AVG, "avg")]
+
+
+def _values(dt, count, rank):
+    """Small values every dtype holds exactly, products included."""
+    base = torch.arange(count) % 3
+    if dt == torch.bool:
+        return ((base + rank) % 2).bool()
+    return (base + (rank % 2)).to(dt)
+
+
+def _reduced(dt, op, count):
+    vals = [_values(dt, count, r).double() for r in range(N)]
+    if op == "sum":
+        out = sum(vals)
+    elif op == "prod":
+        out = vals[0]
+        for v in vals[1:]:
+            out = out * v
+    elif op == "min":
+        out = torch.stack(vals).min(0).values
+    elif op == "max":
+        out = torch.stack(vals).max(0).values
+    else:
+        out = sum(vals) / N
+        if not dt.is_floating_point:
+            out = out.trunc()
+    return out.to(dt)
+
+
+def test_all_reduce_every_dtype_and_op():
+    for dt in DTYPES:
+        for op, name in OPS:
+            for count in (0, 1, 7, 1000):
+                t = _values(dt, count, R)
+                want = _reduced(dt, name, count)
+                dist.all_reduce(t, op=op)
+                check(torch.equal(t, want), "all_reduce %s %s count %d: %s, want %s", dt, name,
+                      count, t[:6].tolist(), want[:6].tolist())
+    # bool: logical or / and
+    for op, fn in ((dist.ReduceOp.SUM, any), (dist.ReduceOp.MAX, any), (dist.ReduceOp.BOR, any),
+                   (dist.ReduceOp.PRODUCT, all), (dist.ReduceOp.MIN, all),
+                   (dist.ReduceOp.BAND, all)):
+        t = _values(torch.bool, 6, R)
+        dist.all_reduce(t, op=op)
+        want = torch.tensor([fn(bool(_values(torch.bool, 6, r)[i]) for r in range(N))
+                             for i in range(6)])
+        check(torch.equal(t, want), "bool all_reduce %s", op)
+    # complex: sum of both parts
+    c = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64) * (R + 1)
+    dist.all_reduce(c)
+    check(torch.equal(c, torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64) *
+                      (N * (N + 1) // 2)), "complex all_reduce %s", c)
+    # a non-contiguous tensor, in place
+    m = torch.ones(4, 6)[:, ::2] * (R + 1)
+    dist.all_reduce(m)
+    check(torch.equal(m, torch.full((4, 3), float(N * (N + 1) // 2))), "non-contiguous")
+
+
+def test_async_work_and_futures():
+    t = torch.ones(5) * R
+    w = dist.all_reduce(t, async_op=True)
+    check(w.wait() is not None and w.is_completed(), "wait, is_completed")
+    check(torch.equal(t, torch.full((5,), float(N * (N - 1) // 2))), "async all_reduce")
+    fut = dist.all_reduce(torch.ones(3), async_op=True).get_future()
+    doubled = fut.then(lambda f: f.value()[0] * 2)
+    check(torch.equal(doubled.wait(), torch.full((3,), 2.0 * N)), "get_future().then()")
+    # many in flight at once, waited in reverse order
+    ts = [torch.full((k + 1,), float(R + k)) for k in range(8)]
+    works = [dist.all_reduce(x, async_op=True) for x in ts]
+    for w in reversed(works):
+        w.wait()
+    check(all(torch.equal(ts[k], torch.full((k + 1,), float(N * (N - 1) // 2 + N * k)))
+              for k in range(8)), "8 async all_reduces")
+    # more calls of one kind in flight than the group has names (60): the
+    # names repeat, the later calls wait for the earlier ones of that name
+    ts = [torch.full((3,), float(R + k)) for k in range(150)]
+    works = [dist.all_reduce(x, async_op=True) for x in ts]
+    for w in works:
+        w.wait()
+    check(all(torch.equal(ts[k], torch.full((3,), float(N * (N - 1) // 2 + N * k)))
+              for k in range(150)), "150 async all_reduces of one shape")
+    # a Work dropped without a wait still completes its call (as on gloo),
+    # and one whose future is asked for after the wait has it done
+    t = torch.full((4, 2), float(R))[:, 0]  # not contiguous: copied back at completion
+    dist.all_reduce(t, async_op=True)  # dropped at once
+    w = dist.all_reduce(torch.ones(1), async_op=True)
+    w.wait()
+    check(w.get_future().done() and w.is_completed(), "future of a waited Work")
+    for _ in range(200):
+        if torch.equal(t, torch.full((4,), float(N * (N - 1) // 2))):
+            break
+        threading.Event().wait(0.01)
+    check(torch.equal(t, torch.full((4,), float(N * (N - 1) // 2))), "dropped Work: %s", t)
+    # is_completed() does not wait
+    w = dist.all_reduce(torch.ones(2), async_op=True)
+    while not w.is_completed():
+        threading.Event().wait(0.001)
+    check(w.wait(), "is_completed, then wait")
+
+
+def test_data_movement():
+    for dt in (torch.float32, torch.int64, torch.bool, torch.complex128, torch.float16):
+        b = _values(dt, 5, R) if dt != torch.complex128 else torch.full((5,), 1j * R,
+                                                                          dtype=dt)
+        dist.broadcast(b, N - 1)
+        want = _values(dt, 5, N - 1) if dt != torch.complex128 else torch.full(
+            (5,), 1j * (N - 1), dtype=dt)
+        check(torch.equal(b, want), "broadcast %s", dt)
+        outs = [torch.zeros(3, dtype=dt) for _ in range(N)]
+        dist.all_gather(outs, torch.full((3,), R, dtype=dt) if dt != torch.bool else
+                        torch.full((3,), bool(R % 2)))
+        check(all(torch.equal(o, torch.full((3,), r, dtype=dt) if dt != torch.bool else
+                              torch.full((3,), bool(r % 2))) for r, o in enumerate(outs)),
+              "all_gather %s", dt)
+    big = torch.empty(N * 4)
+    dist._all_gather_base(big, torch.arange(4.0) + 10 * R)
+    check(torch.equal(big, torch.cat([torch.arange(4.0) + 10 * r for r in range(N)])),
+          "all_gather_into_tensor")
+    # reduce-scatter: list form and tensor form
+    out = torch.zeros(2)
+    dist.reduce_scatter(out, [torch.full((2,), float(R + i)) for i in range(N)])
+    check(torch.equal(out, torch.full((2,), float(N * (N - 1) // 2 + N * R))), "reduce_scatter")
+    whole = torch.arange(3.0 * N) + R
+    out = torch.zeros(3)
+    dist._reduce_scatter_base(out, whole, op=dist.ReduceOp.MAX)
+    check(torch.equal(out, torch.arange(3.0 * R, 3.0 * R + 3) + N - 1),
+          "reduce_scatter_tensor MAX")
+    # in place: the output is this rank's chunk of the input
+    whole = torch.ones(2 * N) * (R + 1)
+    chunk = whole[2 * R:2 * R + 2]
+    dist._reduce_scatter_base(chunk, whole)
+    check(torch.equal(chunk, torch.full((2,), float(N * (N + 1) // 2))),
+          "reduce_scatter_tensor in place")
+    # reduce: the root gets it, the others keep theirs
+    t = torch.full((4,), float(R + 1))
+    dist.reduce(t, dst=N - 1)
+    check(torch.equal(t, torch.full((4,), float(N * (N + 1) // 2) if R == N - 1 else
+                                    float(R + 1))), "reduce")
+    # gather / scatter
+    got = [torch.zeros(2, dtype=torch.int32) for _ in range(N)] if R == 0 else None
+    dist.gather(torch.tensor([R, -R], dtype=torch.int32), got, dst=0)
+    if R == 0:
+        check(all(torch.equal(g, torch.tensor([r, -r], dtype=torch.int32))
+                  for r, g in enumerate(got)), "gather")
+    mine = torch.zeros(3)
+    parts = [torch.full((3,), float(10 * r)) for r in range(N)] if R == N - 1 else None
+    dist.scatter(mine, parts, src=N - 1)
+    check(torch.equal(mine, torch.full((3,), float(10 * R))), "scatter")
+    dist.barrier()
+    ts = [torch.ones(2) * R, torch.ones(3, dtype=torch.float32) * 2]
+    dist.all_reduce_coalesced(ts)
+    check(torch.equal(ts[0], torch.full((2,), float(N * (N - 1) // 2))) and
+          torch.equal(ts[1], torch.full((3,), 2.0 * N)), "all_reduce_coalesced")
+
+
+def test_all_to_all():
+    # even: N rows of 2 per rank
+    x = torch.arange(2.0 * N).reshape(N, 2) + 100 * R
+    out = torch.empty(N, 2)
+    dist.all_to_all_single(out, x)
+    want = torch.stack([torch.arange(2.0 * R, 2.0 * R + 2) + 100 * r for r in range(N)])
+    check(torch.equal(out, want), "all_to_all_single even")
+    # uneven: rank r sends j+1 rows to rank j (one value each: 10*r + j), zero rows where
+    # j + 1 + r is a multiple of 3
+    send = [0 if (j + 1 + R) % 3 == 0 else j + 1 for j in range(N)]
+    recv = [0 if (R + 1 + r) % 3 == 0 else R + 1 for r in range(N)]
+    x = torch.cat([torch.full((s,), float(10 * R + j)) for j, s in enumerate(send)])
+    out = torch.empty(sum(recv))
+    dist.all_to_all_single(out, x, output_split_sizes=recv, input_split_sizes=send)
+    want = torch.cat([torch.full((n,), float(10 * r + R)) for r, n in enumerate(recv)])
+    check(torch.equal(out, want), "all_to_all_single uneven: %s", out.tolist())
+    outs = [torch.empty(R + 1, dtype=torch.int64) for _ in range(N)]
+    dist.all_to_all(outs, [torch.full((j + 1,), R * 10 + j, dtype=torch.int64)
+                           for j in range(N)])
+    check(all(torch.equal(o, torch.full((R + 1,), r * 10 + R, dtype=torch.int64))
+              for r, o in enumerate(outs)), "all_to_all lists")
+
+
+def _strided(values):
+    """A view of every other element of a (n, 2) tensor whose second column
+    is a sentinel, -7: what lands outside the view shows there."""
+    whole = torch.full((values.numel(), 2), -7, dtype=values.dtype)
+    whole[:, 0] = values
+    return whole, whole[:, 0]
+
+
+def test_not_contiguous():
+    tri = float(N * (N - 1) // 2)
+    whole, v = _strided(torch.arange(5.0) + R)
+    dist.all_reduce(v)
+    check(torch.equal(v, torch.arange(5.0) * N + tri) and bool((whole[:, 1] == -7).all()),
+          "all_reduce of a strided view: %s", whole.tolist())
+    whole, v = _strided(torch.arange(3.0) + R)
+    w = dist.all_reduce(v, async_op=True)
+    w.wait()
+    check(torch.equal(v, torch.arange(3.0) * N + tri), "async all_reduce of a strided view")
+    whole, v = _strided(torch.full((4,), float(R)))
+    dist.broadcast(v, N - 1)
+    check(torch.equal(v, torch.full((4,), float(N - 1))) and bool((whole[:, 1] == -7).all()),
+          "broadcast into a strided view: %s", whole.tolist())
+    whole, v = _strided(torch.full((3,), float(R)))
+    outs = [torch.zeros(3) for _ in range(N)]
+    dist.all_gather(outs, v)
+    check(all(torch.equal(o, torch.full((3,), float(r))) for r, o in enumerate(outs)),
+          "all_gather of a strided view")
+    wholes = [_strided(torch.zeros(2)) for _ in range(N)]
+    dist.all_gather([x[1] for x in wholes], torch.full((2,), float(R)))
+    check(all(torch.equal(x[1], torch.full((2,), float(r))) and bool((x[0][:, 1] == -7).all())
+              for r, x in enumerate(wholes)), "all_gather into strided views")
+    whole, v = _strided(torch.zeros(2))
+    dist.reduce_scatter(v, [torch.full((2,), float(R + i)) for i in range(N)])
+    check(torch.equal(v, torch.full((2,), tri + N * R)) and bool((whole[:, 1] == -7).all()),
+          "reduce_scatter into a strided view: %s", whole.tolist())
+    # integers: rows of a transposed matrix
+    m = (torch.arange(6, dtype=torch.int64).reshape(2, 3) + R).t()
+    dist.all_reduce(m, op=dist.ReduceOp.MAX)
+    check(torch.equal(m, (torch.arange(6, dtype=torch.int64).reshape(2, 3) + N - 1).t()),
+          "all_reduce MAX of a transposed int64 matrix")
+
+
+def test_objects():
+    objs = [None] * N
+    dist.all_gather_object(objs, {"rank": R, "name": "r%d" % R})
+    check(objs == [{"rank": r, "name": "r%d" % r} for r in range(N)], "all_gather_object")
+    lst = [("x", R), None] if R == 0 else [None, None]
+    dist.broadcast_object_list(lst, src=0)
+    check(lst == [("x", 0), None], "broadcast_object_list %s", lst)
+    got = [None] * N if R == N - 1 else None
+    dist.gather_object({"r": R}, got, dst=N - 1)
+    check(R != N - 1 or got == [{"r": r} for r in range(N)], "gather_object %s", got)
+    out = [None]
+    dist.scatter_object_list(out, [("to", r) for r in range(N)] if R == 0 else None, src=0)
+    check(out == [("to", R)], "scatter_object_list %s", out)
+
+
+def test_point_to_point():
+    if N == 1:
+        return
+    right, left = (R + 1) % N, (R - 1) % N
+    # a ring with isend/irecv, two tags apart
+    a, b = torch.zeros(4), torch.zeros(2, dtype=torch.int64)
+    reqs = [dist.irecv(b, left, tag=2), dist.irecv(a, left, tag=1),
+            dist.isend(torch.full((4,), float(R)), right, tag=1),
+            dist.isend(torch.tensor([R, 7], dtype=torch.int64), right, tag=2)]
+    for q in reqs:
+        q.wait()
+    check(torch.equal(a, torch.full((4,), float(left))) and
+          torch.equal(b, torch.tensor([left, 7])), "isend/irecv ring with tags")
+    ops = [dist.P2POp(dist.isend, torch.full((3,), float(R)), right),
+           dist.P2POp(dist.irecv, a[:3], left)]
+    for q in dist.batch_isend_irecv(ops):
+        q.wait()
+    check(torch.equal(a[:3], torch.full((3,), float(left))), "batch_isend_irecv")
+    # blocking, and from any source: rank 0 hears from everyone
+    if R == 0:
+        seen = set()
+        for _ in range(N - 1):
+            x = torch.zeros(1)
+            src = dist.recv(x)
+            seen.add(src)
+            check(x.item() == src * 1.5, "recv from any source: %s from %d", x.item(), src)
+        check(seen == set(range(1, N)), "every sender once: %s", seen)
+    else:
+        dist.send(torch.tensor([R * 1.5]), 0)
+
+
+def test_new_group():
+    # every rank calls new_group for every subset; only members use it
+    subsets = [list(range(N))] + [[r] for r in range(N)]
+    if N > 2:
+        subsets += [[0, N - 1], list(range(1, N))]
+    groups = [dist.new_group(s) for s in subsets]
+    for s, g in zip(subsets, groups):
+        if R not in s:
+            check(g == dist.GroupMember.NON_GROUP_MEMBER, "not a member of %s", s)
+            continue
+        t = torch.full((2,), float(R))
+        dist.all_reduce(t, group=g)
+        check(torch.equal(t, torch.full((2,), float(sum(s)))), "all_reduce on %s", s)
+        b = torch.full((1,), float(R))
+        dist.broadcast(b, src=s[-1], group=g)
+        check(b.item() == s[-1], "broadcast from global rank %d on %s", s[-1], s)
+        check(dist.get_rank(g) == s.index(R), "group rank")
+
+
+class _Net(nn.Module):
+    def __init__(self, unused=False):
+        super().__init__()
+        self.a = nn.Linear(6, 16)
+        self.b = nn.Linear(16, 3)
+        self.spare = nn.Linear(16, 3) if unused else None
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def _train(pg, steps, **ddp_kwargs):
+    """DDP on pg: the same seeds and data on every backend."""
+    torch.manual_seed(1)
+    net = _Net(unused=ddp_kwargs.pop("unused", False))
+    hook = ddp_kwargs.pop("hook", None)
+    no_sync = ddp_kwargs.pop("no_sync", False)
+    uneven = ddp_kwargs.pop("uneven", False)
+    zero = ddp_kwargs.pop("zero", False)
+    model = nn.parallel.DistributedDataParallel(net, process_group=pg, **ddp_kwargs)
+    if hook is not None:
+        model.register_comm_hook(*hook())
+    if zero:
+        opt = ZeroRedundancyOptimizer(model.parameters(), torch.optim.SGD, lr=0.05,
+                                      process_group=pg)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.5)
+    g = torch.Generator().manual_seed(100 + R)
+    n = steps + (R if uneven else 0)
+    ctx = model.join() if uneven else _nothing()
+    with ctx:
+        for step in range(n):
+            x = torch.randn(8, 6, generator=g)
+            y = torch.randn(8, 3, generator=g)
+            if no_sync and step % 2 == 0:
+                with model.no_sync():
+                    nn.functional.mse_loss(model(x), y).backward()
+                continue
+            opt.zero_grad(set_to_none=False) if not no_sync else None
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            if no_sync:
+                opt.zero_grad()
+    return torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def test_ddp_against_gloo():
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    gloo = dist.new_group(backend="gloo")
+    # at 1-2 ranks every sum is a + b in either order: equal bits
+    tol = 0.0 if N <= 2 else 1e-6
+    cases = [("default", {}), ("no_sync", {"no_sync": True}),
+             ("uneven inputs", {"uneven": True}),
+             ("find_unused_parameters", {"unused": True, "find_unused_parameters": True}),
+             ("static_graph", {"static_graph": True}),
+             ("gradient_as_bucket_view", {"gradient_as_bucket_view": True}),
+             ("small buckets", {"bucket_cap_mb": 0.001}),
+             ("fp16 hook", {"hook": lambda: (None, default_hooks.fp16_compress_hook)}),
+             ("ZeroRedundancyOptimizer", {"zero": True})]
+    for name, kw in cases:
+        mine = _train(None, 4, **dict(kw))
+        theirs = _train(gloo, 4, **dict(kw))
+        scale = float(theirs.abs().max())
+        check(close(mine, theirs, tol * scale), "DDP %s: rondo and gloo differ by %g", name,
+              float((mine - theirs).abs().max()))
+        # every rank holds the same parameters
+        first = mine.clone()
+        dist.broadcast(first, 0)
+        check(torch.equal(first, mine), "DDP %s: the ranks agree", name)
+
+    def powersgd():
+        state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1,
+                                            start_powerSGD_iter=2, random_seed=0)
+        return state, powerSGD_hook.powerSGD_hook
+    mine = _train(None, 4, hook=powersgd)
+    first = mine.clone()
+    dist.broadcast(first, 0)
+    check(torch.equal(first, mine), "DDP PowerSGD hook: the ranks agree")
+
+
+def one_rank(bad, good, exc, what):
+    """mpitest.one_rank: the others raise RuntimeError."""
+    mpitest.one_rank(bad, good, exc, RuntimeError, what)
+
+
+def test_errors_on_every_rank():
+    x = torch.ones(4)
+    one_rank(lambda: dist.all_reduce(torch.ones(2, dtype=torch.int32), op=dist.ReduceOp.BXOR),
+             lambda: dist.all_reduce(torch.ones(2, dtype=torch.int32)), ValueError, "an op")
+    one_rank(lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool), op=dist.ReduceOp.AVG),
+             lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool)), ValueError,
+             "AVG of bool")
+    one_rank(lambda: dist.all_to_all_single(torch.empty(N), torch.ones(N),
+                                            input_split_sizes=[N + 1] + [0] * (N - 1)),
+             lambda: dist.all_to_all_single(torch.empty(N), torch.ones(N)), ValueError,
+             "splits past the end")
+    one_rank(lambda: dist.reduce_scatter(torch.zeros(2), [torch.ones(3)] * N),
+             lambda: dist.reduce_scatter(torch.zeros(2), [torch.ones(2)] * N), ValueError,
+             "reduce_scatter inputs of another size")
+    # a root outside the group on every rank: every rank refuses alike
+    e = raises(ValueError, dist.broadcast, x, N)
+    check(e is not None and "root rank" in str(e), "a root outside: %s", e)
+    if N == 1:
+        return
+    for call, what in ((lambda: dist.all_reduce(torch.ones(3 + R)), "counts"),
+                       (lambda: dist.all_reduce(torch.ones(4, 3) if R == 0 else
+                                                torch.ones(3, 4)), "shapes with one count"),
+                       (lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32 if R else
+                                                           torch.float32)), "dtypes"),
+                       (lambda: dist.all_reduce(torch.ones(3), op=dist.ReduceOp.MAX if R else
+                                                dist.ReduceOp.SUM), "ops"),
+                       (lambda: dist.broadcast(torch.ones(2), src=R), "roots")):
+        e = raises(RuntimeError, call)
+        check(e is not None and ("differ" in str(e) or "MISMATCH" in str(e)),
+              "%s differ: %s", what, e)
+    # a rank that receives more or fewer elements than were sent
+    if R == 0:
+        dist.send(torch.ones(3), 1)
+    elif R == 1:
+        e = raises(RuntimeError, dist.recv, torch.zeros(4), 0)
+        check(e is not None and "expected 4 elements" in str(e), "recv count: %s", e)
+    dist.barrier()
+    # the group still works afterwards
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    check(torch.equal(t, torch.full((2,), float(N))), "all_reduce after the errors")
+
+
+def test_destroy_leaves_no_thread():
+    dist.destroy_process_group()
+    import gc
+    gc.collect()
+    for _ in range(200):  # the last thread exits after rondo's linger time (1 s)
+        left = [t.name for t in threading.enumerate() if t.name.startswith("rondo-")]
+        if not left:
+            break
+        threading.Event().wait(0.05)
+    check(not left, "threads left after destroy_process_group: %s", left)
+
+
+run("test_torch_distributed", [test_start_up, test_all_reduce_every_dtype_and_op,
+                               test_async_work_and_futures, test_not_contiguous,
+                               test_data_movement, test_all_to_all,
+                               test_objects, test_point_to_point, test_new_group,
+                               test_ddp_against_gloo, test_errors_on_every_rank,
+                               test_destroy_leaves_no_thread])
