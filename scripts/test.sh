@@ -4,8 +4,9 @@
 #                      and passes 'make check': unit + multi-rank tests at 1-4
 #                      ranks + the exported-symbol check)
 #   2. build-asan/   : the same suite built with AddressSanitizer + UBSan
-#   3. build-tsan/   : the threaded parts (the engine's tests, the timeline
-#                      and rondo-train's) built with ThreadSanitizer
+#   3. build-tsan/   : the threaded parts (the engine's tests, completion
+#                      queues, the timeline and rondo-train's) built with
+#                      ThreadSanitizer
 # and a closing line with the totals. Any failure fails the command.
 set -eu
 RONDO_TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,6 +50,7 @@ rondo_build "$RONDO_TOP/build-tsan" --enable-sanitizers=thread --disable-static
 tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-np3.mpi
   tests/mpi/engine-stall-np2.mpi tests/mpi/engine-unstarted-np2.mpi
   tests/mpi/lifecycle-mpifirst-np2.mpi tests/mpi/device-np2.mpi tests/mpi/device-gpu-each-np2.mpi
+  tests/mpi/p2p-np2.mpi
   tests/timeline.sh tests/train/accuracy.sh
   tests/train/parity.sh tests/train/checkpoint.sh"
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \

@@ -88,7 +88,13 @@ def main():
         print("final test accuracy: %.4f (%d ranks, %d epochs, %s, %.1f s)"
               % (accuracy, size, args.epochs, dist.get_backend(), time.time() - start),
               flush=True)
+    # The model goes before the group. In torch 1.13 a gloo group that DDP's
+    # reducer frees last is destroyed with the GIL held while its threads may
+    # need it, and the process hangs at exit (pytorch/pytorch#56297).
+    group = dist.group.WORLD
+    del model, optimizer
     dist.destroy_process_group()
+    del group
 
 
 if __name__ == "__main__":
