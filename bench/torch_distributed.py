@@ -41,13 +41,9 @@ import torch.nn as nn
 
 import rondo
 import rondo.torch  # noqa: F401 - registers the "rondo" backend
+from torch_collectives import parse_size
 
 BURST = 32
-
-
-def parse_size(s):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(s[:-1]) * units[s[-1].upper()] if s[-1].upper() in units else int(s)
 
 
 def slowest(x):

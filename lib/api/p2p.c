@@ -40,7 +40,6 @@ struct rondo_p2p {
   p2p_state_t state;
   MPI_Request req;
   MPI_Comm mpi;
-  int send;           /* 1 send, 0 receive */
   int peer;           /* the destination, the source asked for, then the sender */
   int tag;            /* the MPI tag */
   void *buf;
@@ -137,7 +136,6 @@ static rondo_status_t start(const char *fn, rondo_comm_t comm, const void *buf, 
   if (p == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "%s: no memory", fn);
   p->mpi = comm->mpi;
-  p->send = send;
   p->peer = peer;
   p->tag = P2P_TAG_BASE + tag;
   p->buf = (void *)buf;
@@ -182,7 +180,9 @@ rondo_status_t rondo_irecv(rondo_comm_t comm, void *buf, size_t count, rondo_dty
 /* One step of progress on p: *done once it completed (or failed). */
 static rondo_status_t step(struct rondo_p2p *p, int *done)
 {
-  *done = 0;
+  *done = p->state == P2P_POSTED && p->req == MPI_REQUEST_NULL; /* completed by an earlier test */
+  if (*done)
+    return RONDO_SUCCESS;
   /* Every step advances the whole list: a send to a receive of this
    * process (to itself, or from another thread) needs it matched. */
   pthread_mutex_lock(&list_lock);
@@ -203,11 +203,6 @@ rondo_status_t rondo_p2p_test(rondo_p2p_t req, int *done)
 {
   if (req == NULL || done == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_p2p_test: req and done must not be NULL");
-  *done = 0;
-  if (req->state == P2P_POSTED && req->req == MPI_REQUEST_NULL) {
-    *done = 1; /* completed by an earlier test */
-    return RONDO_SUCCESS;
-  }
   return step(req, done);
 }
 
@@ -232,9 +227,7 @@ rondo_status_t rondo_p2p_wait(rondo_p2p_t *reqp, int *source)
   long nap_ns = 20000;
   for (unsigned polls = 0;; polls++) {
     int done = 0;
-    if (p->state == P2P_POSTED && p->req == MPI_REQUEST_NULL)
-      done = 1;
-    else if ((st = step(p, &done)) != RONDO_SUCCESS)
+    if ((st = step(p, &done)) != RONDO_SUCCESS)
       break;
     if (done)
       break;

@@ -610,6 +610,7 @@ rondo_status_t engine_create(rondo_comm_t comm)
   e->created = eng_now();
   e->device = -1;
   e->pinned_cpu = -1;
+  e->follow = comm->topo != NULL && comm->topo->real_local_size >= comm->topo->avail_cores;
   e->owner = comm;
   e->rank = comm->rank;
   e->size = comm->size;
@@ -713,20 +714,18 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   free(e);
 }
 
-/* Where the node has no core to spare (as many ranks as cores, or more),
- * the engine thread follows the thread that submits: pinned to its core,
- * each hand-over between the two is a switch on one core. Left free, the
- * kernel spreads them over cores after other work, and every hand-over
- * becomes a cross-core wake-up: 100-250 us instead of 40 us per small
- * blocking request under a VM (docs/engine.md#cycles). With cores to spare
- * the engine stays free to overlap the application's work. Under e->lock,
- * with the thread started. */
-static void follow_submitter(struct engine *e, const struct topo *t)
+/* Where the node has no core to spare (as many ranks as cores, or more:
+ * e->follow), the engine thread follows the thread that submits: pinned to
+ * its core, each hand-over between the two is a switch on one core. Left
+ * free, the kernel spreads them over cores after other work, and every
+ * hand-over becomes a cross-core wake-up: 100-250 us instead of 40 us per
+ * small blocking request under a VM (docs/engine.md#cycles). With cores to
+ * spare the engine stays free to overlap the application's work. Under
+ * e->lock, with the thread started. */
+static void follow_submitter(struct engine *e)
 {
 #ifdef __linux__
-  if (t == NULL || t->real_local_size < t->avail_cores)
-    return;
-  int cpu = sched_getcpu();
+  int cpu = e->follow ? sched_getcpu() : -1;
   if (cpu < 0 || cpu == e->pinned_cpu)
     return;
   cpu_set_t set;
@@ -736,7 +735,6 @@ static void follow_submitter(struct engine *e, const struct topo *t)
     e->pinned_cpu = cpu;
 #else
   (void)e;
-  (void)t;
 #endif
 }
 
@@ -768,7 +766,7 @@ rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req)
     st = start_locked(e);
   }
   if (st == RONDO_SUCCESS) {
-    follow_submitter(e, comm->topo);
+    follow_submitter(e);
     struct rondo_request **slot = slot_of(e, req->name);
     *slot = req;
     e->in_flight++;

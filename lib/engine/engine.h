@@ -124,6 +124,7 @@ struct engine {
   double created;             /* eng_now() at engine_create: the timeline's zero */
   pthread_t thread;
   int started;                /* the thread exists */
+  int follow;                 /* no spare core: the thread follows the submitter */
   int pinned_cpu;             /* the core the thread is pinned to, or -1 (engine.c) */
   int met;                    /* the rendezvous is done (engine.c) */
   MPI_Request *hello_reqs;    /* the rendezvous' requests and (rank 0) who */

@@ -445,12 +445,11 @@ class Comm:
     # _lib.ASYNC_*.
     @staticmethod
     def _opts(prescale=1.0, postscale=1.0, algorithm=None, group=None, group_size=0, tag=None,
-              flags=0, queue=None):
+              flags=0):
         return _lib.AsyncOpts(ctypes.sizeof(_lib.AsyncOpts), float(prescale), float(postscale),
                               algo_code(algorithm), None, None,
                               group.encode() if group else None, int(group_size),
-                              tag.encode() if tag else None, int(flags),
-                              queue._h if queue is not None else None)
+                              tag.encode() if tag else None, int(flags))
 
     def _name(self, name, kind):
         """A request's name (bytes): name as given, or this comm's next for
@@ -464,36 +463,36 @@ class Comm:
         return Handle(req.value, keep, keep[-1] if keep else None, self, finish)
 
     def _submit_allreduce(self, src, dst, count, code, op, name, algorithm, prescale,
-                          postscale, keep, group=None, group_size=0, tag=None, flags=0, queue=None):
+                          postscale, keep, group=None, group_size=0, tag=None, flags=0):
         _reap()
-        opts = self._opts(prescale, postscale, algorithm, group, group_size, tag, flags, queue)
+        opts = self._opts(prescale, postscale, algorithm, group, group_size, tag, flags)
         req = ctypes.c_void_p()
         st = _lib.allreduce_async(self._h, self._name(name, "allreduce"), src, dst, count, code,
                                   op_code(op), ctypes.byref(opts), ctypes.byref(req))
         return self._handle(st, req, keep)
 
     def _submit_broadcast(self, buf, count, code, root, name, keep, group=None, group_size=0,
-                          tag=None, flags=0, queue=None):
+                          tag=None, flags=0):
         _reap()
-        opts = self._opts(group=group, group_size=group_size, tag=tag, flags=flags, queue=queue)
+        opts = self._opts(group=group, group_size=group_size, tag=tag, flags=flags)
         req = ctypes.c_void_p()
         st = _lib.broadcast_async(self._h, self._name(name, "broadcast"), buf, count, code,
                                   int(root), ctypes.byref(opts), ctypes.byref(req))
         return self._handle(st, req, keep)
 
     def _submit_allgather(self, src, rows, row_count, code, name, keep, finish, group=None,
-                          group_size=0, tag=None, flags=0, queue=None):
+                          group_size=0, tag=None, flags=0):
         _reap()
-        opts = self._opts(group=group, group_size=group_size, tag=tag, flags=flags, queue=queue)
+        opts = self._opts(group=group, group_size=group_size, tag=tag, flags=flags)
         req = ctypes.c_void_p()
         st = _lib.allgather_async(self._h, self._name(name, "allgather"), src, rows, row_count,
                                   code, ctypes.byref(opts), ctypes.byref(req))
         return self._handle(st, req, keep, finish)
 
     def _submit_reduce_scatter(self, src, dst, rows, row_count, code, op, name, prescale,
-                               postscale, keep, group=None, group_size=0, tag=None, queue=None):
+                               postscale, keep, group=None, group_size=0, tag=None):
         _reap()
-        opts = self._opts(prescale, postscale, None, group, group_size, tag, queue=queue)
+        opts = self._opts(prescale, postscale, None, group, group_size, tag)
         req = ctypes.c_void_p()
         st = _lib.reduce_scatter_async(self._h, self._name(name, "reducescatter"), src, dst,
                                        rows, row_count, code, op_code(op), ctypes.byref(opts),
@@ -501,11 +500,11 @@ class Comm:
         return self._handle(st, req, keep)
 
     def _submit_alltoall(self, src, sendcounts, row_count, code, recvcounts, name, keep, finish,
-                         tag=None, queue=None):
+                         tag=None):
         """sendcounts, recvcounts: numpy uintp arrays of self.size rows (kept
         alive by keep: rondo fills recvcounts when the request completes)."""
         _reap()
-        opts = self._opts(tag=tag, queue=queue)
+        opts = self._opts(tag=tag)
         req = ctypes.c_void_p()
         st = _lib.alltoallv_async(self._h, self._name(name, "alltoall"), src,
                                   sendcounts.ctypes.data_as(_lib.c_size_p), row_count, code,
@@ -513,12 +512,12 @@ class Comm:
                                   ctypes.byref(req))
         return self._handle(st, req, keep, finish)
 
-    def _submit_refusal(self, name, reason, group=None, group_size=0, queue=None):
+    def _submit_refusal(self, name, reason, group=None, group_size=0):
         """This rank cannot take part in the request `name` (already made by
         _name or given): it fails on every rank once all submitted it, with
         reason on the others (RONDO_ERR_PEER)."""
         _reap()
-        opts = self._opts(group=group, group_size=group_size, queue=queue)
+        opts = self._opts(group=group, group_size=group_size)
         req = ctypes.c_void_p()
         st = _lib.refuse_async(self._h, name if isinstance(name, bytes) else name.encode(),
                                str(reason).encode(errors="replace")[:255], ctypes.byref(opts),

@@ -18,7 +18,6 @@ ALGOS = ("auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hi
 SUCCESS = 0
 ERR_INVALID_ARG = 1
 ERR_DUPLICATE_NAME = 17
-ERR_SHUT_DOWN = 18
 ASYNC_NO_JOIN = 1
 ANY_SOURCE = -1
 TAG_MAX = 16383
@@ -67,8 +66,7 @@ class AsyncOpts(ctypes.Structure):
                 ("postscale", ctypes.c_double), ("algo", ctypes.c_int),
                 ("callback", ctypes.c_void_p), ("user", ctypes.c_void_p),
                 ("group", ctypes.c_char_p), ("group_size", ctypes.c_int),
-                ("tag", ctypes.c_char_p), ("flags", ctypes.c_uint),
-                ("queue", ctypes.c_void_p)]
+                ("tag", ctypes.c_char_p), ("flags", ctypes.c_uint)]
 
 
 def _proto(name, args, res=ci):
@@ -135,5 +133,4 @@ queue_add = _proto("rondo_queue_add", [vp, vp])
 queue_destroy = _proto("rondo_queue_destroy", [ctypes.POINTER(vp)])
 isend = _proto("rondo_isend", [vp, vp, sz, ci, ci, ci, ctypes.POINTER(vp)])
 irecv = _proto("rondo_irecv", [vp, vp, sz, ci, ci, ci, ctypes.POINTER(vp)])
-p2p_test = _proto("rondo_p2p_test", [vp, c_int_p])
 p2p_wait = _proto("rondo_p2p_wait", [ctypes.POINTER(vp), c_int_p])

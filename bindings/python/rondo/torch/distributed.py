@@ -220,21 +220,9 @@ class _Completer:
         threading.Thread(target=self._run, name="rondo-c10d-" + self._label,
                          daemon=True).start()
 
-    def track(self, submit, post, fut):
-        """submit() -> rondo.Handle (made with this queue), under the lock so
-        that a thread finds it; post(result) -> the future's value."""
-        with self._lock:
-            if self._closing:
-                raise RuntimeError("rondo: this process group was destroyed")
-            h = submit()
-            self._pending[h._req] = (h, post, fut)
-            if self._idle == 0:
-                self._spawn()
-        return h
-
     def adopt(self, h, post, fut):
-        """Completes fut with post(h.wait()) for a request submitted without
-        the queue (its caller did not wait)."""
+        """Completes fut with post(h.wait()) once the request h (a
+        rondo.Handle, submitted without a queue) completes."""
         with self._lock:
             if self._closing:
                 raise RuntimeError("rondo: this process group was destroyed")
@@ -363,26 +351,24 @@ class ProcessGroupRondo(ProcessGroup):
         return slot, (self._prefix + str(slot)).encode()
 
     def _run(self, name, submit, post):
-        """One call: submit(name, queue or None) -> rondo.Handle; post(result)
+        """One call: submit(name) -> rondo.Handle; post(result)
         -> the future's value. Returns the Work: for torch's Python functions
         one that the caller's wait() completes on its own thread (the
         completion threads only when a future is asked for); for C++ callers
         (DDP) one made from a future that the completion threads complete."""
+        h = self._slots[self._tl.slot] = submit(name)
+        done = self._done
         if self._tl.make_work is _PyWork:
-            h = self._slots[self._tl.slot] = submit(name, None)
-            done = self._done
             return _PyWork(lambda: post(h.wait()), lambda fut: done.adopt(h, post, fut))
         fut = Future()
-        self._slots[self._tl.slot] = self._done.track(lambda: submit(name, self._done), post,
-                                                      fut)
+        done.adopt(h, post, fut)
         return _create_work_from_future(fut)
 
     def _refuse(self, name, err):
         """This rank refuses the call `name`: the others' fail; err is raised."""
         try:
-            self._slots[self._tl.slot] = self._done.track(
-                lambda: self._comm._submit_refusal(name, err, queue=self._done),
-                lambda _: None, Future())
+            h = self._slots[self._tl.slot] = self._comm._submit_refusal(name, err)
+            self._done.adopt(h, lambda _: None, Future())
         except RondoError:
             pass  # the engine is gone: nobody waits there either
         raise err
@@ -424,10 +410,9 @@ class ProcessGroupRondo(ProcessGroup):
                 buf = real.clone()  # t is the input: the result goes elsewhere
         n = _numel(t)
 
-        def submit(nm, q):
+        def submit(nm):
             return self._comm._submit_allreduce(_ptr(buf), _ptr(buf), n, code, rop, nm, None,
-                                                1.0, 1.0, (t, buf, dst), tag=_tag(what, t),
-                                                queue=q)
+                                                1.0, 1.0, (t, buf, dst), tag=_tag(what, t))
 
         def post(_):
             out = torch.view_as_real(dst) if dst.is_complex() else dst
@@ -450,12 +435,11 @@ class ProcessGroupRondo(ProcessGroup):
             flat = torch.cat([_host(torch.view_as_real(t) if t.is_complex() else t).reshape(-1)
                               for t in ts])
 
-            def submit(nm, q):
+            def submit(nm):
                 return self._comm._submit_allreduce(
                     _ptr(flat), _ptr(flat), flat.numel(), code, rop, nm, None, 1.0, 1.0,
                     (ts, flat), tag="all_reduce_coalesced: %s"
-                    % [_shape(t) for t in ts],
-                    queue=q)
+                    % [_shape(t) for t in ts])
 
             def post(_):
                 at = 0
@@ -511,10 +495,9 @@ class ProcessGroupRondo(ProcessGroup):
             self._check_root(root)
             buf = _bytes_of(t)
 
-            def submit(nm, q):
+            def submit(nm):
                 return self._comm._submit_broadcast(_ptr(buf), buf.numel(), _UINT8, root, nm,
-                                                    (t, buf), tag=_tag("broadcast", t),
-                                                    queue=q)
+                                                    (t, buf), tag=_tag("broadcast", t))
 
             def post(_):
                 if self._comm.rank != root and buf.data_ptr() != t.data_ptr():
@@ -535,10 +518,9 @@ class ProcessGroupRondo(ProcessGroup):
                 ctypes.memmove(whole.data_ptr(), addr, int(total))
             return whole
 
-        def submit(nm, q):
+        def submit(nm):
             return self._comm._submit_allgather(_ptr(buf), buf.numel(), 1, _UINT8, nm, (t, buf),
-                                                finish, tag="%s: %s" % (what, _dtype(t)),
-                                                queue=q)
+                                                finish, tag="%s: %s" % (what, _dtype(t)))
 
         def post(whole):
             return place(whole)
@@ -653,10 +635,10 @@ class ProcessGroupRondo(ProcessGroup):
             dst = torch.empty_like(dst)  # the output lies in the input (in place)
         row = _numel(out)
 
-        def submit(nm, q):
+        def submit(nm):
             return self._comm._submit_reduce_scatter(_ptr(src), _ptr(dst), p, row, code, rop, nm,
                                                      1.0, 1.0, (flat, src, out, dst),
-                                                     tag=_tag(what, out), queue=q)
+                                                     tag=_tag(what, out))
 
         def post(_):
             _copy_back(torch.view_as_real(out) if out.is_complex() else out, dst)
@@ -710,10 +692,9 @@ class ProcessGroupRondo(ProcessGroup):
                 ctypes.memmove(whole.data_ptr(), addr, int(total))
             return whole
 
-        def submit(nm, q):
+        def submit(nm):
             return self._comm._submit_alltoall(_ptr(send), sendcounts, 1, _UINT8, recvcounts, nm,
-                                               (send, sendcounts, recvcounts), finish, tag=tag,
-                                               queue=q)
+                                               (send, sendcounts, recvcounts), finish, tag=tag)
 
         def post(whole):
             return place(whole, [int(c) for c in recvcounts])
