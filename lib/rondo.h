@@ -379,6 +379,15 @@ typedef struct {
  * of letting joined ranks serve the request (Horovod's rule for everything
  * but all-reduce). Reduce-scatter and all-to-all always behave so. */
 #define RONDO_ASYNC_NO_JOIN 1u
+/* A hint, not compared across ranks: the caller calls rondo_wait() on this
+ * request right after submitting it (a blocking call built on the engine).
+ * The engine thread is then not woken for it: the waiting thread runs the
+ * negotiation and the collective itself, without the two thread hand-overs
+ * a request otherwise costs (docs/engine.md#who-runs-the-cycles). A request
+ * with the flag that nobody waits for still runs, at the engine thread's
+ * next wake-up (within RONDO_CYCLE_TIME_MS while this rank has other
+ * requests in flight, else within 50 ms). */
+#define RONDO_ASYNC_WAIT_NOW 2u
 
 #define RONDO_ASYNC_OPTS_INIT {sizeof(rondo_async_opts_t), 1.0, 1.0, RONDO_ALGO_AUTO, NULL, NULL, NULL, 0, NULL, 0, NULL}
 

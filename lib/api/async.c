@@ -40,9 +40,10 @@ static rondo_status_t read_opts(const rondo_async_opts_t *in, rondo_async_opts_t
   if (out->tag != NULL && strlen(out->tag) > TEXT_MAX_BYTES)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "options: tag '%.40s...' is longer than %d bytes",
                        out->tag, TEXT_MAX_BYTES);
-  if (out->flags & ~RONDO_ASYNC_NO_JOIN)
+  const unsigned known = RONDO_ASYNC_NO_JOIN | RONDO_ASYNC_WAIT_NOW;
+  if (out->flags & ~known)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "options: flags %#x has bits rondo does not know",
-                       out->flags & ~RONDO_ASYNC_NO_JOIN);
+                       out->flags & ~known);
   return RONDO_SUCCESS;
 }
 
@@ -78,8 +79,9 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
     return rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request", name);
   }
   sig.tag = tag_hash(o->tag);
-  sig.flags |= o->flags;
+  sig.flags |= o->flags & ~RONDO_ASYNC_WAIT_NOW; /* a local hint: not compared */
   r->sig = sig;
+  r->wait_now = (o->flags & RONDO_ASYNC_WAIT_NOW) != 0;
   r->callback = o->callback;
   r->user = o->user;
   r->group_size = o->group_size;

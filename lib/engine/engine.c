@@ -37,13 +37,20 @@
 /* Polls of device batches in flight: from 20 us, doubling to 1 ms. */
 #define DEVICE_POLL_MIN_S 20e-6
 #define DEVICE_POLL_MAX_S 1e-3
-#define POLL_SPIN 64         /* MPI_Test polls before the first sleep (busy engine) */
+#define SPIN_S 100e-6        /* a busy engine polls (yielding) this long before it sleeps */
+#define SPIN_POLLS 64        /* ... or this many polls, on a node with more ranks than cores */
 #define POLL_SLEEP_MAX_S 0.002
 #define BUSY_FINE_S 0.002    /* a busy engine polls every 20 us for this long */
 #define IDLE_POLL_S 0.0005   /* an idle engine's first sleep between polls */
 #define IDLE_POLL_MAX_S 0.01
 #define SETTLE_S 30e-6       /* a burst of submissions has ended after this quiet */
 #define RETRY_MIN_S 50e-6    /* first pause before negotiating again for late ranks */
+
+/* This thread runs an engine's cycles: the engine thread always (1), a
+ * helper while it helps (2). Callbacks run there, where rondo_wait must
+ * refuse. */
+static _Thread_local int in_cycle;
+enum { ENGINE_THREAD = 1, HELPER = 2 };
 
 double eng_now(void)
 {
@@ -85,27 +92,40 @@ static int idle_nap(struct engine *e, double s)
   return woke;
 }
 
-/* A busy engine expects the others within microseconds: it yields a few
- * times, then sleeps 20 us at a time for the first 2 ms (a peer that is
- * running arrives within that), then longer, doubling up to 2 ms. An idle
- * one (the last cycle found no work anywhere) is waiting for ranks that
- * sleep too: it sleeps from the start, 0.5 ms doubling up to 10 ms. */
+/* A busy engine expects the others within microseconds: it yields a while,
+ * then sleeps 20 us at a time for the first 2 ms (a peer that is running
+ * arrives within that), then longer, doubling up to 2 ms. How long it
+ * yields depends on whose core it is on:
+ *   - a helper (the application's own thread, blocked in rondo_wait) and
+ *     an engine thread with a core of its own yield for SPIN_S, counted in
+ *     time: two ranks that poll back-to-back collectives with a few yields
+ *     and then a sleep fall into step with each other's sleeps (each waits
+ *     out the other's nap: 60-110 us per collective instead of 4, measured
+ *     with MPICH's nonblocking all-reduce);
+ *   - an engine thread that shares the application's core (e->follow) and
+ *     any thread on a node with more ranks than cores yield SPIN_POLLS
+ *     times: each yield hands the core to the application (submitting a
+ *     burst, say) and back, and the others need the core more than this
+ *     rank needs a quick answer.
+ * An idle engine (the last cycle found no work anywhere) is waiting for
+ * ranks that sleep too: it sleeps from the start, 0.5 ms doubling up to
+ * 10 ms. */
 rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
 {
   int idle = e->idle;
   double nap = idle ? IDLE_POLL_S : 20e-6, most = idle ? IDLE_POLL_MAX_S : POLL_SLEEP_MAX_S;
-  double start = 0;
+  double start = eng_now();
+  int by_time = !e->crowded && (in_cycle == HELPER || !e->follow);
   for (unsigned polls = 0;; polls++) {
     int done = 0;
     MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (done)
       return RONDO_SUCCESS;
-    if (!idle && polls < POLL_SPIN) {
+    double now = eng_now();
+    if (!idle && (by_time ? now - start < SPIN_S : polls < SPIN_POLLS)) {
       sched_yield();
       continue;
     }
-    if (start == 0)
-      start = eng_now();
     if (idle && idle_nap(e, nap)) {
       /* local work arrived: the other ranks are probably busy too */
       idle = 0;
@@ -116,7 +136,7 @@ rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
     }
     if (!idle)
       sleep_s(nap);
-    if (idle || eng_now() - start > BUSY_FINE_S)
+    if (idle || now - start > BUSY_FINE_S)
       nap = nap * 2 < most ? nap * 2 : most;
   }
 }
@@ -349,9 +369,10 @@ static rondo_status_t startup(struct engine *e)
   rondo_status_t st = comm_build(e->mpi, e->owner, 1, RONDO_SUCCESS, &e->exec);
   if (st == RONDO_SUCCESS)
     st = eng_cache_init(&e->cache, e->owner->cfg.cache_capacity);
+  if (st == RONDO_SUCCESS)
+    st = eng_packets_create(e);
   if (st == RONDO_SUCCESS &&
-      ((e->bits = calloc(2 * (size_t)eng_bit_words(e), sizeof *e->bits)) == NULL ||
-       (e->by_id = calloc((size_t)e->cache.capacity + 1, sizeof *e->by_id)) == NULL))
+      (e->by_id = calloc((size_t)e->cache.capacity + 1, sizeof *e->by_id)) == NULL)
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation bits");
   /* (The library's setup checked that rank 0 can write the file.) */
   if (st == RONDO_SUCCESS)
@@ -467,6 +488,139 @@ static void fail_everything(struct engine *e, rondo_status_t st, const char *why
   pthread_mutex_unlock(&e->lock);
 }
 
+
+int eng_in_cycle(void)
+{
+  return in_cycle;
+}
+
+/* One cycle, under e->run: take the new submissions, negotiate with every
+ * rank, run what is ready, complete it. What it leaves for the decision on
+ * when to run the next goes to *ret. */
+static rondo_status_t run_cycle(struct engine *e, int settle_first, eng_cycle_out_t *ret)
+{
+  double t0 = eng_now();
+  pthread_mutex_lock(&e->lock);
+  int stopping = e->stop;
+  if (e->join_wanted && !e->joined) {
+    e->joined = 1;
+    e->join_cycle = e->cycle;
+  }
+  pthread_mutex_unlock(&e->lock);
+  if (settle_first)
+    settle(e, e->owner->cfg.cycle_time_ms * 1e-3);
+  take_queue(e);
+  announce(e);
+  if (e->npending > 0 || stopping || e->joined)
+    e->idle = 0; /* this rank has work: the others are likely to have it too */
+  eng_cycle_t cyc;
+  RONDO_CHECK(eng_negotiate(e, stopping, &cyc));
+  e->cycle++;
+  if (cyc.nresp > 0 && eng_tl_on(e)) {
+    char args[96];
+    snprintf(args, sizeof args, "{\"responses\":%zu,\"slow_path\":%d}", cyc.nresp,
+             cyc.slow_path);
+    eng_tl_span(e, "engine", "CYCLE_NEGOTIATION", t0, eng_now(), args);
+    eng_tl_cycle(e, t0);
+  }
+  eng_execute(e, &cyc);
+  eng_cycle_out_t out;
+  out.device_busy = e->ninflight > 0 ? eng_poll_device(e) : 0;
+  prune_pending(e);
+  /* Busy: this rank has requests waiting for other ranks (or joined).
+   * Work pending only elsewhere waits for this rank's application, whose
+   * submission wakes the thread: negotiating again early would add an
+   * empty cycle to every request. */
+  out.busy = e->npending > 0 || e->joined;
+  out.progress = cyc.nresp > 0 || cyc.inline_done > 0;
+  out.anyone = cyc.anyone_pending;
+  out.all_stopping = cyc.all_stopping;
+  rondo_status_t st = RONDO_SUCCESS;
+  if (cyc.all_joined && e->joined)
+    st = finish_join(e);
+  eng_cycle_free(&cyc);
+  e->idle = !out.busy && !out.device_busy && !out.anyone;
+  *ret = out;
+  return st;
+}
+
+/* The engine thread's timing between cycles. */
+typedef struct {
+  double cycle_s;    /* RONDO_CYCLE_TIME_MS */
+  double idle;       /* an idle engine's next nap */
+  double retry;      /* a busy engine's next pause */
+  double device_nap; /* the next poll of device batches in flight */
+} loop_timing_t;
+
+/* After a cycle of its own (o: what it left): the engine thread sleeps
+ * until the next one is due. Returns 1 when it is due by time, 0 when a
+ * signal came first (a submission, stop, join, a helper that left work
+ * behind): the thread then runs a cycle only if this rank has something to
+ * do. A helper's cycles do not count here: an idle engine's empty cycles
+ * stay as rare as they were before the helper came (otherwise they would
+ * come every RONDO_CYCLE_TIME_MS and cut into the helper's next call). */
+static int pause_after_cycle(struct engine *e, loop_timing_t *t, eng_cycle_out_t o)
+{
+  pthread_mutex_lock(&e->lock);
+  int due = 1;
+  if (o.progress || o.busy)
+    t->idle = t->cycle_s; /* work is flowing: the next wake-up comes soon */
+  if (e->queue_head != NULL || e->stop || e->join_wanted) {
+    t->idle = t->cycle_s; /* new work: negotiate again at once */
+    t->retry = RETRY_MIN_S;
+  } else if (o.device_busy) {
+    /* GPU work in flight: poll it soon (its events are not signals), and
+     * wake for new submissions meanwhile */
+    struct timespec ts = deadline(t->device_nap);
+    due = pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT;
+    t->device_nap = t->device_nap * 2 < DEVICE_POLL_MAX_S ? t->device_nap * 2 : DEVICE_POLL_MAX_S;
+  } else if (o.busy) {
+    /* Requests wait for other ranks, which are most likely still
+     * submitting the same burst: ask again soon, then less and less
+     * often while nothing becomes ready, up to the cycle time. */
+    t->idle = t->cycle_s;
+    t->retry = o.progress ? RETRY_MIN_S : 2 * t->retry;
+    if (t->retry > t->cycle_s)
+      t->retry = t->cycle_s;
+    double until = eng_now() + t->retry;
+    while (!e->stop && e->queue_head == NULL && eng_now() < until) {
+      struct timespec ts = deadline(until - eng_now());
+      if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
+        break;
+    }
+  } else {
+    struct timespec ts = deadline(t->idle);
+    due = pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT;
+    t->idle = t->idle * 2 < IDLE_MAX_S ? t->idle * 2 : IDLE_MAX_S;
+    if (t->idle < 1e-4)
+      t->idle = 1e-4;
+  }
+  if (!o.device_busy)
+    t->device_nap = DEVICE_POLL_MIN_S;
+  pthread_mutex_unlock(&e->lock);
+  return due;
+}
+
+/* Whether a helper runs the cycles now (engine_help): the engine thread
+ * then leaves them to it and waits until the helper leaves work behind (it
+ * signals) or its own timer runs out. */
+static int helped(struct engine *e)
+{
+  pthread_mutex_lock(&e->lock);
+  int h = e->helpers > 0 && !e->stop && !e->join_wanted;
+  pthread_mutex_unlock(&e->lock);
+  return h;
+}
+
+/* Whether this rank has anything for a cycle (under e->run). */
+static int has_work(struct engine *e)
+{
+  pthread_mutex_lock(&e->lock);
+  int work = e->queue_head != NULL || e->stop || e->join_wanted;
+  pthread_mutex_unlock(&e->lock);
+  return work || e->npending > 0 || e->joined || e->ninflight > 0;
+}
+
 static void *engine_main(void *arg)
 {
   struct engine *e = arg;
@@ -475,92 +629,49 @@ static void *engine_main(void *arg)
    * its default 50 us slack. */
   prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 #endif
+  in_cycle = ENGINE_THREAD;
+  pthread_mutex_lock(&e->run);
   e->idle = 1; /* the other ranks' engines may start much later */
   rondo_status_t st = startup(e);
   e->idle = 0;
-  double cycle_s = e->owner->cfg.cycle_time_ms * 1e-3, idle = cycle_s, retry = RETRY_MIN_S;
-  double device_nap = DEVICE_POLL_MIN_S;
+  pthread_mutex_unlock(&e->run);
+  pthread_mutex_lock(&e->lock);
+  e->ready = st == RONDO_SUCCESS;
+  pthread_mutex_unlock(&e->lock);
+  loop_timing_t t = {e->owner->cfg.cycle_time_ms * 1e-3, 0, RETRY_MIN_S, DEVICE_POLL_MIN_S};
+  t.idle = t.cycle_s;
+  int due = 1; /* the first cycle runs at once */
+  eng_cycle_out_t last = {0};
   while (st == RONDO_SUCCESS) {
-    double t0 = eng_now();
+    if (helped(e)) {
+      due = pause_after_cycle(e, &t, last);
+      continue;
+    }
+    pthread_mutex_lock(&e->run);
     pthread_mutex_lock(&e->lock);
-    int stopping = e->stop;
-    if (e->join_wanted && !e->joined) {
-      e->joined = 1;
-      e->join_cycle = e->cycle;
-    }
+    int broken = e->broken;
     pthread_mutex_unlock(&e->lock);
-    settle(e, cycle_s);
-    take_queue(e);
-    announce(e);
-    if (e->npending > 0 || stopping || e->joined)
-      e->idle = 0; /* this rank has work: the others are likely to have it too */
-    eng_cycle_t cyc;
-    st = eng_negotiate(e, stopping, &cyc);
-    if (st != RONDO_SUCCESS)
+    if (broken) {
+      /* a helper's cycle failed (or found every rank stopping) */
+      st = e->broken_st;
+      pthread_mutex_unlock(&e->run);
       break;
-    e->cycle++;
-    if (cyc.nresp > 0 && eng_tl_on(e)) {
-      char args[96];
-      snprintf(args, sizeof args, "{\"responses\":%zu,\"slow_path\":%d}", cyc.nresp,
-               cyc.slow_path);
-      eng_tl_span(e, "engine", "CYCLE_NEGOTIATION", t0, eng_now(), args);
-      eng_tl_cycle(e, t0);
     }
-    eng_execute(e, &cyc);
-    size_t device_busy = e->ninflight > 0 ? eng_poll_device(e) : 0;
-    prune_pending(e);
-    /* Busy: this rank has requests waiting for other ranks (or joined).
-     * Work pending only elsewhere waits for this rank's application, whose
-     * submission wakes the thread: negotiating again early would add an
-     * empty cycle to every request. */
-    int busy = e->npending > 0 || e->joined, cyc_progress = cyc.nresp > 0;
-    int all_stopping = cyc.all_stopping, anyone = cyc.anyone_pending;
-    if (cyc.all_joined && e->joined)
-      st = finish_join(e);
-    eng_cycle_free(&cyc);
-    if (all_stopping || st != RONDO_SUCCESS)
+    if (!due && !has_work(e)) {
+      /* woken for work that a helper did meanwhile */
+      pthread_mutex_unlock(&e->run);
+      due = pause_after_cycle(e, &t, last);
+      continue;
+    }
+    st = run_cycle(e, 1, &last);
+    pthread_mutex_unlock(&e->run);
+    if (st != RONDO_SUCCESS || last.all_stopping)
       break;
-
-    pthread_mutex_lock(&e->lock);
-    e->idle = !busy && !device_busy && !anyone;
-    if (cyc_progress || busy)
-      idle = cycle_s; /* work is flowing: the next wake-up comes soon */
-    if (e->queue_head != NULL || e->stop || e->join_wanted) {
-      idle = cycle_s; /* new work: negotiate again at once */
-      retry = RETRY_MIN_S;
-    } else if (device_busy) {
-      /* GPU work in flight: poll it soon (its events are not signals), and
-       * wake for new submissions meanwhile */
-      struct timespec ts = deadline(device_nap);
-      pthread_cond_timedwait(&e->work, &e->lock, &ts);
-      device_nap = device_nap * 2 < DEVICE_POLL_MAX_S ? device_nap * 2 : DEVICE_POLL_MAX_S;
-    } else if (busy) {
-      /* Requests wait for other ranks, which are most likely still
-       * submitting the same burst: ask again soon, then less and less
-       * often while nothing becomes ready, up to the cycle time. */
-      idle = cycle_s;
-      retry = cyc_progress ? RETRY_MIN_S : 2 * retry;
-      if (retry > cycle_s)
-        retry = cycle_s;
-      double until = eng_now() + retry;
-      while (!e->stop && e->queue_head == NULL && eng_now() < until) {
-        struct timespec ts = deadline(until - eng_now());
-        if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
-          break;
-      }
-    } else {
-      struct timespec ts = deadline(idle);
-      pthread_cond_timedwait(&e->work, &e->lock, &ts);
-      idle = idle * 2 < IDLE_MAX_S ? idle * 2 : IDLE_MAX_S;
-      if (idle < 1e-4)
-        idle = 1e-4;
-    }
-    if (!device_busy)
-      device_nap = DEVICE_POLL_MIN_S;
-    pthread_mutex_unlock(&e->lock);
+    due = pause_after_cycle(e, &t, last);
   }
   /* GPU work still queued finishes (or fails) before the requests of the
    * shutdown are failed and the buffers freed. */
+  pthread_mutex_lock(&e->run);
   eng_drain_device(e);
   if (st != RONDO_SUCCESS) {
     LOG_ERROR("engine stopped: %s", rondo_last_error());
@@ -572,7 +683,77 @@ static void *engine_main(void *arg)
     fail_everything(e, RONDO_ERR_SHUT_DOWN,
                     "the comm was destroyed (or rondo finalized) before this request completed");
   }
+  pthread_mutex_unlock(&e->run);
   return NULL;
+}
+
+/* ---- helpers: rondo_wait runs the cycles of its own request ----------------------- */
+
+int engine_help_begin(struct engine *e, const struct rondo_request *req)
+{
+  if (!req->wait_now || req->device >= 0 || in_cycle)
+    return 0;
+  pthread_mutex_lock(&e->lock);
+  /* Only a request alone in flight: with others (async requests, DDP's
+   * buckets) the engine thread paces the cycles, as it always did. */
+  int ok = e->ready && !e->exited && !e->stop && !e->join_wanted && !e->broken &&
+           e->in_flight == 1;
+  if (ok)
+    e->helpers++;
+  else
+    pthread_cond_signal(&e->work); /* engine_submit left it to this thread */
+  pthread_mutex_unlock(&e->lock);
+  return ok;
+}
+
+void engine_help(struct engine *e, struct rondo_request *req)
+{
+  double cycle_s = e->owner->cfg.cycle_time_ms * 1e-3, retry = RETRY_MIN_S;
+  pthread_mutex_lock(&e->run);
+  in_cycle = HELPER;
+  while (!eng_request_released(req)) {
+    pthread_mutex_lock(&e->lock);
+    int go = !e->exited && !e->stop && !e->join_wanted && !e->broken && e->in_flight == 1;
+    pthread_mutex_unlock(&e->lock);
+    if (!go)
+      break; /* the engine thread takes over: other requests, shutdown, join, failure */
+    eng_cycle_out_t out;
+    rondo_status_t st = run_cycle(e, 0, &out);
+    if (st != RONDO_SUCCESS || out.all_stopping) {
+      pthread_mutex_lock(&e->lock);
+      e->broken = 1;
+      e->broken_st = st;
+      pthread_mutex_unlock(&e->lock);
+      break;
+    }
+    if (eng_request_released(req))
+      break;
+    /* Not ready on every rank yet: as a busy engine thread does, ask again
+     * soon, then less and less often, at once when something is submitted */
+    retry = out.progress ? RETRY_MIN_S : 2 * retry;
+    if (retry > cycle_s)
+      retry = cycle_s;
+    pthread_mutex_lock(&e->lock);
+    double until = eng_now() + retry;
+    while (!e->stop && e->queue_head == NULL && eng_now() < until) {
+      struct timespec ts = deadline(until - eng_now());
+      if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
+        break;
+    }
+    pthread_mutex_unlock(&e->lock);
+  }
+  in_cycle = 0;
+  int more = e->npending > 0 || e->ninflight > 0;
+  pthread_mutex_unlock(&e->run);
+  pthread_mutex_lock(&e->lock);
+  e->helpers--;
+  /* What is left (other threads' requests, a failure, the shutdown) is the
+   * engine thread's again (it may be waiting for this helper to leave);
+   * engine_destroy waits for the last helper. */
+  if (more || e->queue_head != NULL || e->broken || e->stop || e->join_wanted)
+    pthread_cond_broadcast(&e->work);
+  pthread_cond_broadcast(&e->done);
+  pthread_mutex_unlock(&e->lock);
 }
 
 /* Under e->lock. */
@@ -610,7 +791,9 @@ rondo_status_t engine_create(rondo_comm_t comm)
   e->created = eng_now();
   e->device = -1;
   e->pinned_cpu = -1;
+  e->packet = MPI_DATATYPE_NULL;
   e->follow = comm->topo != NULL && comm->topo->real_local_size >= comm->topo->avail_cores;
+  e->crowded = comm->topo != NULL && comm->topo->oversubscribed;
   e->owner = comm;
   e->rank = comm->rank;
   e->size = comm->size;
@@ -633,12 +816,16 @@ rondo_status_t engine_create(rondo_comm_t comm)
   made = 3;
   PT_CHECK_GOTO(pthread_mutex_init(&e->tl_lock, NULL), st, agree);
   made = 4;
+  PT_CHECK_GOTO(pthread_mutex_init(&e->run, NULL), st, agree);
+  made = 5;
 agree:
   st = comm_agree_status(comm, st);
   if (st == RONDO_SUCCESS) {
     comm->engine = e;
     return RONDO_SUCCESS;
   }
+  if (made >= 5)
+    pthread_mutex_destroy(&e->run);
   if (made >= 4)
     pthread_mutex_destroy(&e->tl_lock);
   if (made >= 3)
@@ -685,6 +872,11 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   }
   if (e->started)
     PT_CHECK_LOG(pthread_join(e->thread, NULL));
+  /* A helper may still be leaving engine_help (its request was failed). */
+  pthread_mutex_lock(&e->lock);
+  while (e->helpers > 0)
+    pthread_cond_wait(&e->done, &e->lock);
+  pthread_mutex_unlock(&e->lock);
   /* Requests never seen by the thread (it never ran): fail them too. */
   for (struct rondo_request *r = e->queue_head; r != NULL;) {
     struct rondo_request *next = r->qnext;
@@ -698,7 +890,7 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   eng_cache_free(&e->cache);
   eng_tl_set(e, NULL, 0, 0);
   free(e->pending);
-  free(e->bits);
+  eng_packets_free(e, mpi_usable);
   free(e->by_id);
   free(e->table);
   free(e->hello_reqs); /* never used: no rendezvous */
@@ -711,6 +903,7 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   pthread_cond_destroy(&e->work);
   pthread_cond_destroy(&e->done);
   pthread_mutex_destroy(&e->tl_lock);
+  pthread_mutex_destroy(&e->run);
   free(e);
 }
 
@@ -775,7 +968,11 @@ rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req)
     else
       e->queue_head = req;
     e->queue_tail = req;
-    pthread_cond_signal(&e->work);
+    /* A request whose submitter waits for it at once is run by that thread
+     * (engine_help): waking the engine thread would only cost two
+     * switches. Before startup the thread takes it. */
+    if (!req->wait_now || !e->ready)
+      pthread_cond_signal(&e->work);
   }
   pthread_mutex_unlock(&e->lock);
   return st;

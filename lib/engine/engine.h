@@ -67,6 +67,7 @@ struct rondo_request {
   double t_submit;            /* engine clock (s) */
   double t_taken;             /* when the engine thread took it from the queue */
   int announced;              /* part of the negotiation */
+  int wait_now;               /* RONDO_ASYNC_WAIT_NOW: its waiter runs it (engine_help) */
   int phantom;                /* made for a joined rank: no caller */
   long pidx;                  /* index in e->pending, or -1 (engine thread) */
   /* completion (request.c's lock): done = result final, released = the engine
@@ -105,6 +106,15 @@ typedef struct {
 
 typedef struct eng_timeline eng_timeline_t;
 
+/* What one cycle leaves for the decision on when to run the next. */
+typedef struct {
+  int busy;           /* this rank has requests waiting for other ranks (or joined) */
+  int progress;       /* the cycle ran something */
+  int anyone;         /* some rank has requests in flight */
+  int all_stopping;   /* every rank shuts down: the loop ends */
+  size_t device_busy; /* device batches still in flight */
+} eng_cycle_out_t;
+
 /* A batch of device all-reduces whose GPU work is queued: its requests
  * complete when its event does (fusion.c, polled by the engine loop). */
 typedef struct {
@@ -125,15 +135,21 @@ struct engine {
   pthread_t thread;
   int started;                /* the thread exists */
   int follow;                 /* no spare core: the thread follows the submitter */
+  int crowded;                /* more ranks than cores on this node: shorter spins */
   int pinned_cpu;             /* the core the thread is pinned to, or -1 (engine.c) */
   int met;                    /* the rendezvous is done (engine.c) */
   MPI_Request *hello_reqs;    /* the rendezvous' requests and (rank 0) who */
   char *hello_arrived;        /* arrived: made with the engine, so that no rank
                                  finds itself short of memory alone then */
 
+  /* The cycle token: whoever holds it runs cycles and owns what is marked
+   * "cycles only" below: the engine thread, or a thread in rondo_wait that
+   * runs the cycles for its own request instead of sleeping while the
+   * engine thread does (engine_help). Taken before lock, never inside it. */
+  pthread_mutex_t run;
   pthread_mutex_t lock;
   pthread_cond_t work;        /* submissions, join, stop -> engine thread */
-  pthread_cond_t done;        /* join finished -> rondo_join */
+  pthread_cond_t done;        /* join finished -> rondo_join; a helper left */
   /* under lock: */
   struct rondo_request **table; /* in-flight names: hash chains */
   size_t table_size, in_flight;
@@ -143,13 +159,21 @@ struct engine {
   int join_done, join_last;   /* result for rondo_join */
   int exited;                 /* the thread finished (shut down or failed) */
   rondo_status_t fatal;       /* why the engine stopped, if it failed */
+  int ready;                  /* startup is done: cycles may run on any thread */
+  int helpers;                /* threads inside engine_help */
+  int broken;                 /* a helper's cycle failed or saw every rank stop: the
+                                 thread winds down (with broken_st) */
+  rondo_status_t broken_st;
 
-  /* engine thread only: */
+  /* cycles only (the holder of run): */
   struct rondo_request **pending; /* seen, not complete, in submission order */
   size_t npending, cap_pending;
   eng_cache_t cache;
-  uint64_t *bits;             /* 2 x eng_bit_words(): this rank's flags and cache
-                                 bits, and their AND over all ranks */
+  /* The negotiation's packets (negotiate.c): this rank's and their
+   * reduction, each packet_bytes, reduced as the MPI datatype packet */
+  unsigned char *packets;
+  size_t packet_bytes, inline_bytes;
+  MPI_Datatype packet;
   struct rondo_request **by_id; /* [cache capacity]: the request behind each of
                                    this cycle's cache bits */
   uint64_t cycle;
@@ -203,6 +227,17 @@ void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st
 void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
                        rondo_status_t st, const char *message);
 double eng_now(void);
+/* rondo_wait's help: a thread about to sleep until req (a host request of
+ * e) completes runs e's cycles itself while e can spare them, which saves
+ * two thread hand-overs per blocking request. begin: under request.c's
+ * lock, with req not released (so e is alive); 1 if the caller may help
+ * (it must then call engine_help, without that lock). engine_help returns
+ * when req is released or when the engine thread must take over again. */
+int engine_help_begin(struct engine *e, const struct rondo_request *req);
+void engine_help(struct engine *e, struct rondo_request *req);
+/* Whether this thread is running an engine's cycle (callbacks run there:
+ * rondo_wait must refuse). */
+int eng_in_cycle(void);
 /* Waits for an MPI request, sleeping between polls (no spinning on an idle
  * core). */
 rondo_status_t eng_wait(struct engine *e, MPI_Request *req);
@@ -223,6 +258,8 @@ void eng_request_free(struct rondo_request *r);
  * skipped): the results are final; the engine is finished with them. */
 void eng_request_mark_done(struct rondo_request **reqs, size_t n);
 void eng_request_release(struct rondo_request **reqs, size_t n);
+/* Whether req was released (engine_help's loop; its waiter calls it). */
+int eng_request_released(struct rondo_request *req);
 /* rondo_test, rondo_wait (frees the request) and rondo_request_result. */
 rondo_status_t eng_request_test(rondo_request_t h, int *done);
 rondo_status_t eng_request_wait(rondo_request_t h, int *freed);
@@ -250,10 +287,16 @@ typedef struct eng_cycle {
   int slow_path;              /* names went to rank 0 this cycle */
   eng_resp_t *resp;
   size_t nresp;
+  size_t inline_done;         /* requests whose data rode in the negotiation: done */
 } eng_cycle_t;
 
 /* One negotiation, collective over e->mpi. */
 rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out);
+/* The negotiation's packets and their MPI datatype (at startup; equal on
+ * every rank of the comm), and their release (mpi_usable: MPI may be
+ * called). */
+rondo_status_t eng_packets_create(struct engine *e);
+void eng_packets_free(struct engine *e, int mpi_usable);
 /* Words of one cycle's bit vector: the flags, then one bit per cache entry. */
 static inline int eng_bit_words(const struct engine *e) { return 1 + (e->cache.capacity + 63) / 64; }
 void eng_cycle_free(eng_cycle_t *c);

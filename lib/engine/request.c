@@ -148,6 +148,14 @@ void eng_request_release(struct rondo_request **reqs, size_t n)
 
 /* ---- the public calls ------------------------------------------------------------- */
 
+int eng_request_released(struct rondo_request *r)
+{
+  pthread_mutex_lock(&tab.lock);
+  int released = r->released;
+  pthread_mutex_unlock(&tab.lock);
+  return released;
+}
+
 rondo_status_t eng_request_test(rondo_request_t h, int *done)
 {
   pthread_mutex_lock(&tab.lock);
@@ -177,7 +185,7 @@ rondo_status_t eng_request_wait_result(rondo_request_t h, int *freed, void **buf
     return rondo__fail(RONDO_ERR_INVALID_ARG,
                        "rondo_wait: another thread is already waiting for '%s'", r->name);
   }
-  if (!r->released && r->eng->started && pthread_equal(r->eng->thread, pthread_self())) {
+  if (!r->released && eng_in_cycle()) {
     pthread_mutex_unlock(&tab.lock);
     return rondo__fail(RONDO_ERR_INVALID_ARG,
                        "rondo_wait: '%s' waited for inside a completion callback, which would "
@@ -185,8 +193,22 @@ rondo_status_t eng_request_wait_result(rondo_request_t h, int *freed, void **buf
                        r->name);
   }
   r->waiting = 1;
-  while (!r->released)
+  /* Rather than sleep while the engine thread runs the request, this thread
+   * runs the engine's cycles itself where it can (engine_help). */
+  int helped = 0;
+  while (!r->released) {
+    if (!helped) {
+      helped = 1;
+      struct engine *e = r->eng;
+      if (engine_help_begin(e, r)) {
+        pthread_mutex_unlock(&tab.lock);
+        engine_help(e, r);
+        pthread_mutex_lock(&tab.lock);
+        continue;
+      }
+    }
     pthread_cond_wait(&tab.released, &tab.lock);
+  }
   unregister(r);
   pthread_mutex_unlock(&tab.lock);
   *freed = 1;

@@ -20,6 +20,12 @@
  *     RONDO_ERR_JOINED while a rank has joined; the timeline started and
  *     stopped at run time;
  *   - 4 threads submitting at once;
+ *   - blocking requests (RONDO_ASYNC_WAIT_NOW, waited for at once: the
+ *     waiting thread runs the cycles, small ones ride in the negotiation):
+ *     every dtype and op, counts around the inline limits, in place and out
+ *     of place, new and cached; among asynchronous requests in flight; one
+ *     waited for only later; a count mismatch once cached; 4 threads making
+ *     blocking requests at once;
  *   - join with a different number of steps per rank, and before any
  *     submission (rank 0 joins at once);
  *   - request handles: a callback sees its request done and reads an
@@ -716,6 +722,157 @@ static void threads(void)
     }
 }
 
+/* ---- blocking requests: RONDO_ASYNC_WAIT_NOW ------------------------------------------------ */
+
+/* Submitted with RONDO_ASYNC_WAIT_NOW and waited for at once, as the
+ * bindings' blocking calls do: the waiting thread runs the cycles
+ * (engine_help), and a small cached all-reduce rides in the negotiation.
+ * Every dtype and op, counts around the inline limit (256 bytes on one
+ * node, 64 across nodes: 32/33 elements of 8 bytes ... 256/257 of 1), in
+ * place and out of place; the first round negotiates the names, the later
+ * ones hit the cache. */
+static void wait_now(void)
+{
+  static const size_t wcounts[] = {0, 1, 2, 7, 8, 9, 32, 33, 64, 65, 128, 129, 256, 257, 1000};
+  const size_t nwc = sizeof wcounts / sizeof wcounts[0];
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.flags = RONDO_ASYNC_WAIT_NOW;
+  for (int round = 0; round < 3; round++)
+    for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++)
+      for (int k = 0; k < 5; k++)
+        for (size_t c = 0; c < nwc; c++) {
+          if (!mt.full && mt.size > 2 && (c + (size_t)dt + (size_t)k) % 3 != 0)
+            continue; /* oversubscribed: a third of the cases */
+          rondo_op_t op = ops[k];
+          size_t count = wcounts[c], bytes = count * mt_dtype_size((rondo_dtype_t)dt);
+          int in_place = (round + (int)c) % 2;
+          char name[48];
+          snprintf(name, sizeof name, "now.%d.%d.%zu", dt, k, c);
+          mt_where("wait-now round %d: %s %s x %zu, %s", round,
+                   mt_dtype_str((rondo_dtype_t)dt), mt_op_str(op), count,
+                   in_place ? "in place" : "out of place");
+          uint64_t first = (uint64_t)(dt * 100 + k * 10) * 1000 + c;
+          void *in = mt_alloc(bytes), *out = in_place ? in : mt_alloc(bytes);
+          void *want = mt_alloc(bytes);
+          mt_fill_input((rondo_dtype_t)dt, op, first, count, in);
+          mt_fill_reduced((rondo_dtype_t)dt, op, first, count, want);
+          rondo_request_t r;
+          if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), name, in, out, count,
+                                                 (rondo_dtype_t)dt, op, &o, &r),
+                           RONDO_SUCCESS) &&
+              MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+            mt_check_elems(name, (rondo_dtype_t)dt, out, want, count);
+          mt_hash_record(out, bytes);
+          if (!in_place)
+            free(out);
+          free(in);
+          free(want);
+        }
+
+  /* Among asynchronous requests in flight: the engine thread runs it (it
+   * was not woken at submission; the waiter's decline wakes it). */
+  mt_where("wait-now among asynchronous requests");
+  int64_t a[4][3], b[3];
+  rondo_request_t ra[4], rb;
+  for (int i = 0; i < 4; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "async.%d", i);
+    for (int e = 0; e < 3; e++)
+      a[i][e] = mt.rank + i + e;
+    MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), name, a[i], a[i], 3, RONDO_INT64,
+                                       RONDO_SUM, NULL, &ra[i]),
+                 RONDO_SUCCESS);
+  }
+  for (int e = 0; e < 3; e++)
+    b[e] = 2 * mt.rank + e;
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "blocking", b, b, 3, RONDO_INT64,
+                                         RONDO_MAX, &o, &rb),
+                   RONDO_SUCCESS) &&
+      MT_EQ_STATUS(rondo_wait(&rb), RONDO_SUCCESS))
+    for (int e = 0; e < 3; e++)
+      MT_EQ_INT(b[e], 2 * (mt.size - 1) + e);
+  int64_t tri = mt.size * (mt.size - 1) / 2;
+  for (int i = 0; i < 4; i++)
+    if (MT_EQ_STATUS(rondo_wait(&ra[i]), RONDO_SUCCESS))
+      for (int e = 0; e < 3; e++)
+        MT_EQ_INT(a[i][e], tri + mt.size * (i + e));
+
+  /* Not waited for at once: it still completes (at the engine thread's
+   * next wake-up, within 50 ms while idle). */
+  mt_where("wait-now, waited for only later");
+  float f[2] = {1.0f, (float)mt.rank};
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "late waiter", f, f, 2, RONDO_FLOAT32,
+                                         RONDO_SUM, &o, &rb),
+                   RONDO_SUCCESS)) {
+    int done = 0;
+    for (int i = 0; i < 2000 && !done; i++) {
+      MT_EQ_STATUS(rondo_test(rb, &done), RONDO_SUCCESS);
+      if (!done)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    MT_CHECK(done, "a RONDO_ASYNC_WAIT_NOW request nobody waited for did not complete in 2 s");
+    if (MT_EQ_STATUS(rondo_wait(&rb), RONDO_SUCCESS)) {
+      MT_EQ_INT((int64_t)f[0], mt.size);
+      MT_EQ_INT((int64_t)f[1], tri);
+    }
+  }
+
+  /* A mismatch still fails on every rank, also once the name is cached. */
+  for (int round = 0; round < 2; round++) {
+    mt_where("wait-now mismatch, round %d", round);
+    double d[3] = {1, 2, 3};
+    size_t count = round == 1 && mt.size > 1 && mt.rank == mt.size - 1 ? 2 : 3;
+    if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "now.mismatch", d, d, count,
+                                           RONDO_FLOAT64, RONDO_SUM, &o, &rb),
+                     RONDO_SUCCESS))
+      MT_EQ_STATUS(rondo_wait(&rb), round == 1 && mt.size > 1 ? RONDO_ERR_MISMATCH
+                                                               : RONDO_SUCCESS);
+  }
+}
+
+/* Threads that each make blocking requests at once: one at a time may run
+ * the cycles, the others are served by it or by the engine thread. */
+static void *wait_now_thread(void *arg)
+{
+  thread_job_t *j = arg;
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.flags = RONDO_ASYNC_WAIT_NOW;
+  for (int i = 0; i < PER_THREAD; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "nowthread%d.%d", j->t, i % 3);
+    for (int e = 0; e < 6; e++)
+      j->buf[i][e] = (mt.rank + 1) * (j->t * 1000 + i * 10 + e);
+    rondo_request_t r;
+    j->st[i] = rondo_allreduce_async(rondo_world(), name, j->buf[i], j->buf[i], 6, RONDO_INT64,
+                                     RONDO_SUM, &o, &r);
+    if (j->st[i] == RONDO_SUCCESS)
+      j->st[i] = rondo_wait(&r);
+  }
+  return NULL;
+}
+
+static void wait_now_threads(void)
+{
+  mt_where("%d threads make blocking requests at once", THREADS);
+  static thread_job_t jobs[THREADS];
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    jobs[t].t = t;
+    pthread_create(&th[t], NULL, wait_now_thread, &jobs[t]);
+  }
+  for (int t = 0; t < THREADS; t++)
+    pthread_join(th[t], NULL);
+  int64_t tri = mt.size * (mt.size + 1) / 2;
+  for (int t = 0; t < THREADS; t++)
+    for (int i = 0; i < PER_THREAD; i++) {
+      if (!MT_EQ_STATUS(jobs[t].st[i], RONDO_SUCCESS))
+        continue;
+      for (int e = 0; e < 6; e++)
+        if (!MT_EQ_INT(jobs[t].buf[i][e], tri * (t * 1000 + i * 10 + e)))
+          break;
+    }
+}
+
 /* ---- join --------------------------------------------------------------------------------- */
 
 static void join(void)
@@ -1096,6 +1253,8 @@ int main(int argc, char **argv)
     no_join();
     timeline_runtime();
     threads();
+    wait_now();
+    wait_now_threads();
     join();
     join_first();
     request_handles();
