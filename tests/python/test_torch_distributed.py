@@ -16,6 +16,9 @@
   - point-to-point: send/recv, isend/irecv, batch_isend_irecv, recv from
     any source (the sender returned), tags;
   - new_group subsets, made by their members alone;
+  - CUDA tensors where torch has CUDA (the device machine): every dtype
+    and op through rondo's device path, a call after work on a side
+    stream, data movement, DDP on a CUDA model against gloo;
   - DDP against DDP on a gloo group of the same ranks, same data: equal
     parameters after some steps (bit for bit at 1-2 ranks; 3-4 ranks sum
     in another order, within 1e-6 relative), with no_sync, uneven inputs
@@ -198,6 +201,14 @@ def test_async_work_and_futures():
             break
         threading.Event().wait(0.01)
     check(torch.equal(t, torch.full((4,), float(N * (N - 1) // 2))), "dropped Work: %s", t)
+    # blocking on some ranks, async_op=True on others: the same call
+    for k in range(3):
+        t = torch.full((4,), float(R + k))
+        w = dist.all_reduce(t, async_op=(R + k) % 2 == 0)
+        if w is not None:
+            w.wait()
+        check(torch.equal(t, torch.full((4,), float(N * (N - 1) // 2 + N * k))),
+              "blocking on some ranks, async on others: %s", t)
     # is_completed() does not wait
     w = dist.all_reduce(torch.ones(2), async_op=True)
     while not w.is_completed():
@@ -472,10 +483,75 @@ def test_ddp_against_gloo():
         state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1,
                                             start_powerSGD_iter=2, random_seed=0)
         return state, powerSGD_hook.powerSGD_hook
+    if torch.cuda.is_available():
+        # torch's PowerSGD hook synchronizes CUDA on the gradient's device
+        # whenever CUDA is available (torch 2.x), which fails for CPU
+        # tensors whatever the backend: gloo must fail the same way.
+        e = raises(Exception, _train, gloo, 4, hook=powersgd)
+        check(e is not None and "cuda" in str(e).lower(),
+              "PowerSGD on CPU tensors with CUDA present: gloo raised %r", e)
+        return
     mine = _train(None, 4, hook=powersgd)
     first = mine.clone()
     dist.broadcast(first, 0)
     check(torch.equal(first, mine), "DDP PowerSGD hook: the ranks agree")
+
+
+def test_cuda():
+    """CUDA tensors (where torch has CUDA: the device machine; this file's
+    other tests are CPU-only): all-reduces through rondo's device path after
+    torch's current stream, the data movement through host memory, DDP on a
+    CUDA model against gloo. The ranks share the machine's GPU(s)."""
+    if not torch.cuda.is_available():
+        return
+    dev = torch.device("cuda", R % torch.cuda.device_count())
+    for dt in DTYPES:
+        for op, name in OPS:
+            for count in (0, 1, 7, 1000):
+                t = _values(dt, count, R).to(dev)
+                dist.all_reduce(t, op=op)
+                want = _reduced(dt, name, count)
+                check(torch.equal(t.cpu(), want), "CUDA all_reduce %s %s count %d: %s, want %s",
+                      dt, name, count, t[:6].tolist(), want[:6].tolist())
+    # work queued on a side stream before the call: the call sees its result
+    side = torch.cuda.Stream(dev)
+    with torch.cuda.stream(side):
+        x = torch.full((1 << 20,), float(R + 1), device=dev) * 2
+        w = dist.all_reduce(x, async_op=True)
+        w.wait()
+        side.synchronize()
+    check(torch.equal(x.cpu(), torch.full((1 << 20,), float(N * (N + 1)))),
+          "CUDA all_reduce after work on a side stream")
+    b = torch.full((5,), float(R), device=dev)
+    dist.broadcast(b, N - 1)
+    check(torch.equal(b.cpu(), torch.full((5,), float(N - 1))), "CUDA broadcast")
+    outs = [torch.zeros(3, device=dev) for _ in range(N)]
+    dist.all_gather(outs, torch.full((3,), float(R), device=dev))
+    check(all(torch.equal(o.cpu(), torch.full((3,), float(r))) for r, o in enumerate(outs)),
+          "CUDA all_gather")
+    out = torch.zeros(2, device=dev)
+    dist.reduce_scatter(out, [torch.full((2,), float(R + i), device=dev) for i in range(N)])
+    check(torch.equal(out.cpu(), torch.full((2,), float(N * (N - 1) // 2 + N * R))),
+          "CUDA reduce_scatter")
+    # DDP on a CUDA model, rondo against gloo, the same start and data
+    gloo = dist.new_group(backend="gloo")
+
+    def train(pg):
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).to(dev)
+        model = nn.parallel.DistributedDataParallel(net, device_ids=[dev.index],
+                                                    process_group=pg)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        g = torch.Generator().manual_seed(200 + R)
+        for _ in range(4):
+            x, y = torch.randn(8, 16, generator=g).to(dev), torch.randn(8, 4, generator=g).to(dev)
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        return torch.cat([p.detach().reshape(-1).cpu() for p in net.parameters()])
+    mine, theirs = train(None), train(gloo)
+    check(close(mine, theirs, 1e-6 * float(theirs.abs().max())),
+          "CUDA DDP: rondo and gloo differ by %g", float((mine - theirs).abs().max()))
 
 
 def one_rank(bad, good, exc, what):
@@ -540,7 +616,7 @@ def test_destroy_leaves_no_thread():
 
 run("test_torch_distributed", [test_start_up, test_all_reduce_every_dtype_and_op,
                                test_async_work_and_futures, test_not_contiguous,
-                               test_data_movement, test_all_to_all,
+                               test_data_movement, test_cuda, test_all_to_all,
                                test_objects, test_point_to_point, test_new_group,
                                test_ddp_against_gloo, test_errors_on_every_rank,
                                test_destroy_leaves_no_thread])

@@ -107,6 +107,9 @@ def _load_fast():
     formats = {memoryview(np.empty(0, dt)).format: code for dt, code in _NP_DTYPES.items()}
     address = ctypes.cast(_lib.allreduce_algo, ctypes.c_void_p).value
     _fast.setup(address, np.ndarray, formats, dict(_OPS), dict(_ALGO_CODES))
+    if hasattr(_fast, "setup_engine"):  # (an older build of _fast has no engine call)
+        _fast.setup_engine(ctypes.cast(_lib.allreduce_async, ctypes.c_void_p).value,
+                           ctypes.cast(_lib.wait, ctypes.c_void_p).value)
     return _fast
 
 
@@ -490,9 +493,9 @@ class Comm:
         return self._handle(st, req, keep, finish)
 
     def _submit_reduce_scatter(self, src, dst, rows, row_count, code, op, name, prescale,
-                               postscale, keep, group=None, group_size=0, tag=None):
+                               postscale, keep, group=None, group_size=0, tag=None, flags=0):
         _reap()
-        opts = self._opts(prescale, postscale, None, group, group_size, tag)
+        opts = self._opts(prescale, postscale, None, group, group_size, tag, flags)
         req = ctypes.c_void_p()
         st = _lib.reduce_scatter_async(self._h, self._name(name, "reducescatter"), src, dst,
                                        rows, row_count, code, op_code(op), ctypes.byref(opts),
@@ -500,11 +503,11 @@ class Comm:
         return self._handle(st, req, keep)
 
     def _submit_alltoall(self, src, sendcounts, row_count, code, recvcounts, name, keep, finish,
-                         tag=None):
+                         tag=None, flags=0):
         """sendcounts, recvcounts: numpy uintp arrays of self.size rows (kept
         alive by keep: rondo fills recvcounts when the request completes)."""
         _reap()
-        opts = self._opts(tag=tag)
+        opts = self._opts(tag=tag, flags=flags)
         req = ctypes.c_void_p()
         st = _lib.alltoallv_async(self._h, self._name(name, "alltoall"), src,
                                   sendcounts.ctypes.data_as(_lib.c_size_p), row_count, code,

@@ -1,6 +1,7 @@
 /*
  * rondo._fast: the common blocking all-reduce call of the NumPy API, made
- * in C.
+ * in C, and the engine request behind rondo.torch.distributed's common
+ * blocking all_reduce (engine_allreduce, at the end).
  *
  * Why: a large all-reduce evicts the caches. After it, every Python object
  * the layer touches (each attribute, dict lookup and frame) costs a cache
@@ -145,7 +146,74 @@ static PyObject *fast_allreduce(PyObject *self, PyObject *const *args, Py_ssize_
   return PyLong_FromLong(st);
 }
 
+/*
+ * The engine's blocking request, for rondo.torch.distributed's common
+ * blocking all_reduce: rondo_allreduce_async in place with the caller's
+ * options (RONDO_ASYNC_WAIT_NOW among them), then rondo_wait, with the GIL
+ * released. Its arguments are already checked (plain integers: no
+ * objects to look at), so this only saves the ctypes marshalling.
+ */
+typedef int (*allreduce_async_fn)(void *comm, const char *name, const void *in, void *out,
+                                  size_t count, int dtype, int op, const void *opts,
+                                  void **req);
+typedef int (*wait_fn)(void **req);
+static allreduce_async_fn allreduce_async;  /* rondo_allreduce_async */
+static wait_fn wait_request;                /* rondo_wait */
+
+/* setup_engine(allreduce_async_address, wait_address) */
+static PyObject *fast_setup_engine(PyObject *self, PyObject *args)
+{
+  PyObject *a, *w;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "OO", &a, &w))
+    return NULL;
+  void *fa = PyLong_AsVoidPtr(a), *fw = PyLong_AsVoidPtr(w);
+  if (fa == NULL || fw == NULL) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_ValueError, "rondo._fast.setup_engine: a null function address");
+    return NULL;
+  }
+  allreduce_async = (allreduce_async_fn)fa;
+  wait_request = (wait_fn)fw;
+  Py_RETURN_NONE;
+}
+
+/*
+ * engine_allreduce(comm_handle, name, address, count, dtype, op, opts_address)
+ *   -> 0 (done), the status of rondo_wait (> 0: the call failed), or minus
+ *   the status of rondo_allreduce_async (< 0: it was not submitted)
+ */
+static PyObject *fast_engine_allreduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+  (void)self;
+  if (nargs != 7 || allreduce_async == NULL) {
+    PyErr_SetString(PyExc_TypeError, "rondo._fast.engine_allreduce takes 7 arguments, after "
+                                     "setup_engine");
+    return NULL;
+  }
+  void *comm = PyLong_AsVoidPtr(args[0]);
+  const char *name = PyBytes_AsString(args[1]);
+  void *buf = args[2] == Py_None ? NULL : PyLong_AsVoidPtr(args[2]);
+  size_t count = PyLong_AsSize_t(args[3]);
+  long dtype = PyLong_AsLong(args[4]), op = PyLong_AsLong(args[5]);
+  void *opts = PyLong_AsVoidPtr(args[6]);
+  if (PyErr_Occurred())
+    return NULL;
+  void *req = NULL;
+  int st;
+  Py_BEGIN_ALLOW_THREADS
+  st = allreduce_async(comm, name, buf, buf, count, (int)dtype, (int)op, opts, &req);
+  st = st != 0 ? -st : wait_request(&req);
+  Py_END_ALLOW_THREADS
+  return PyLong_FromLong(st);
+}
+
 static PyMethodDef fast_methods[] = {
+  {"setup_engine", fast_setup_engine, METH_VARARGS,
+   "setup_engine(allreduce_async_address, wait_address)"},
+  {"engine_allreduce", (PyCFunction)(void (*)(void))fast_engine_allreduce, METH_FASTCALL,
+   "engine_allreduce(comm_handle, name, address, count, dtype, op, opts_address) -> 0, "
+   "the wait's status, or minus the submission's"},
   {"setup", fast_setup, METH_VARARGS,
    "setup(allreduce_algo_address, ndarray, dtype_codes, op_codes, algo_codes)"},
   {"allreduce", (PyCFunction)(void (*)(void))fast_allreduce, METH_FASTCALL,

@@ -19,6 +19,7 @@ SUCCESS = 0
 ERR_INVALID_ARG = 1
 ERR_DUPLICATE_NAME = 17
 ASYNC_NO_JOIN = 1
+ASYNC_WAIT_NOW = 2  # a hint: the caller waits at once (rondo.h)
 ANY_SOURCE = -1
 TAG_MAX = 16383
 

@@ -18,13 +18,18 @@ counter (modulo _NAME_SLOTS, so a loop's calls repeat their names and the
 engine's response cache agrees on them in one step), so ranks match calls
 by their order, as torch requires. The engine fuses concurrent all-reduces
 (DDP's buckets, async calls), and checks counts, dtypes, ops, roots and
-shapes across ranks. A call from torch.distributed's Python functions
-returns a Work whose wait() waits for the request on the caller's thread
-(a blocking call costs no thread switch); a future, when asked for, and
-every call from C++ (DDP's buckets, comm hooks) is completed by the group's
-completion threads, which wait on a rondo completion queue. Blocking calls
-are the same requests waited for, so no rank can take another path than
-the others.
+shapes across ranks. A blocking call from torch.distributed's Python
+functions (async_op=False: the caller's frame says so) is submitted with
+RONDO_ASYNC_WAIT_NOW and waited for inside the backend's method: the
+caller's thread runs the engine's cycle itself (docs/engine.md, "Who runs
+the cycles") and torch gets a Work that is already complete. An
+async_op=True call returns a Work whose wait() waits for the request on
+the caller's thread; a future, when asked for, and every call from C++
+(DDP's buckets, comm hooks) is completed by the group's completion
+threads, which wait on a rondo completion queue. All of them are the same
+requests, only waited for by different threads, so no rank can take
+another path than the others (a blocking call on one rank and an
+async_op=True call on another match).
 
 Arguments are checked on each rank before anything is submitted. A rank
 whose arguments are refused still submits the call's name as a refusal
@@ -75,18 +80,34 @@ _NAMES = {t: str(t).replace("torch.", "") for t in list(_CODES) + [torch.bool]}
 
 _RED = ReduceOp.RedOpType if hasattr(ReduceOp, "RedOpType") else None
 _OPS = {"SUM": "sum", "AVG": "average", "PRODUCT": "product", "MIN": "min", "MAX": "max"}
+# id of a ReduceOp constant (ReduceOp.SUM, ...) -> rondo's op code; the
+# constants themselves are kept alive by torch's ReduceOp class
+_FAST_OPS = {id(getattr(ReduceOp, name)): _r.op_code(rop) for name, rop in _OPS.items()
+             if hasattr(ReduceOp, name)}
 # bool tensors: logical reductions on 0/1 bytes
 _BOOL_OPS = {"SUM": "max", "MAX": "max", "BOR": "max", "PRODUCT": "min", "MIN": "min",
              "BAND": "min"}
 
 
+_OP_NAMES = {}  # a ReduceOp's kind -> its name (looking it up costs microseconds)
+
+
 def _op_name(op):
     """SUM, AVG, ... of a torch ReduceOp (1.13 and 2.x)."""
     kind = getattr(op, "op", op)
+    try:
+        return _OP_NAMES[kind]
+    except (KeyError, TypeError):
+        pass
     name = getattr(kind, "name", None)
     if name is None:
         name = str(kind).rsplit(".", 1)[-1]
-    return name.upper()
+    name = name.upper()
+    try:
+        _OP_NAMES[kind] = name
+    except TypeError:
+        pass  # not hashable: looked up each time
+    return name
 
 
 def _reduction(tensor, op):
@@ -316,7 +337,8 @@ class ProcessGroupRondo(ProcessGroup):
         uid = next(_uids)
         # request names: unique on the comm and the same on every member (a
         # new_group has a comm of its own; default groups share the world's)
-        self._prefix = "c10d.%d." % generation
+        prefix = "c10d.%d." % generation
+        self._names = [(prefix + str(i)).encode() for i in range(_NAME_SLOTS)]
         self._seq = itertools.count()
         self._slots = [None] * _NAME_SLOTS  # the last rondo.Handle of each name
         self._done = _Completer(str(uid))
@@ -335,11 +357,11 @@ class ProcessGroupRondo(ProcessGroup):
 
     # -- machinery
     def _name(self):
-        """The next call's name: its sequence number modulo _NAME_SLOTS. A
-        loop of the same call thus repeats names, which the engine's
-        response cache agrees on in one step. If the call that last had the
-        name is still in flight here (_NAME_SLOTS calls are), this waits for
-        it: it came earlier on every rank, so it completes."""
+        """The next call's slot and name: its sequence number modulo
+        _NAME_SLOTS. A loop of the same call thus repeats names, which the
+        engine's response cache agrees on in one step. If the call that last
+        had the name is still in flight here (_NAME_SLOTS calls are), this
+        waits for it: it came earlier on every rank, so it completes."""
         slot = next(self._seq) % _NAME_SLOTS
         last = self._slots[slot]
         if last is not None:
@@ -348,52 +370,103 @@ class ProcessGroupRondo(ProcessGroup):
             while not _finished(last):
                 time.sleep(nap)
                 nap = min(2 * nap, 1e-3)
-        return slot, (self._prefix + str(slot)).encode()
+        return slot, self._names[slot]
 
     def _run(self, name, submit, post):
         """One call: submit(name) -> rondo.Handle; post(result)
-        -> the future's value. Returns the Work: for torch's Python functions
-        one that the caller's wait() completes on its own thread (the
-        completion threads only when a future is asked for); for C++ callers
-        (DDP) one made from a future that the completion threads complete."""
-        h = self._slots[self._tl.slot] = submit(name)
+        -> the future's value. Returns the Work:
+          - a blocking call from torch's Python functions (async_op=False)
+            is waited for here, on the caller's thread, and gets a Work
+            that is already complete (_DONE);
+          - an async_op=True call from them gets one that the caller's
+            wait() completes on its own thread (the completion threads only
+            when a future is asked for);
+          - a call from C++ (DDP) gets one made from a future that the
+            completion threads complete.
+        All three are the same engine request: only who waits differs."""
+        make_work = self._tl.make_work
+        h = submit(name, _lib.ASYNC_WAIT_NOW if make_work is _INLINE else 0)
+        self._tl.submitted = True  # errors from here on are the call's, not refusals
+        if make_work is _INLINE:
+            post(h.wait())
+            return _DONE
+        self._slots[self._tl.slot] = h
         done = self._done
-        if self._tl.make_work is _PyWork:
+        if make_work is _PyWork:
             return _PyWork(lambda: post(h.wait()), lambda fut: done.adopt(h, post, fut))
         fut = Future()
         done.adopt(h, post, fut)
         return _create_work_from_future(fut)
 
-    def _refuse(self, name, err):
+    def _refuse(self, slot, name, err):
         """This rank refuses the call `name`: the others' fail; err is raised."""
         try:
-            h = self._slots[self._tl.slot] = self._comm._submit_refusal(name, err)
+            h = self._slots[slot] = self._comm._submit_refusal(name, err)
             self._done.adopt(h, lambda _: None, Future())
         except RondoError:
             pass  # the engine is gone: nobody waits there either
         raise err
 
-    def _call(self, prepare):
+    def _call(self, prepare, make_work=None):
         """Runs prepare(name) -> Work; an argument error it raises is refused
         (every rank fails instead of waiting) and raised here. Called by the
-        public methods only (the caller's frame is two up)."""
-        self._tl.make_work = _work_maker(sys._getframe(2))
+        public methods only (the caller's frame is two up), which may pass
+        make_work themselves."""
+        self._tl.make_work = make_work or _work_maker(_caller(2))
         slot, name = self._name()
         self._tl.slot = slot
+        self._tl.submitted = False
         try:
             return prepare(name)
         except (ValueError, TypeError, RondoError) as err:
-            self._refuse(name, err)
+            if self._tl.submitted:
+                raise  # the call itself failed (on every rank)
+            self._refuse(slot, name, err)
 
     # -- all-reduce
     def allreduce(self, tensors, opts=None):
+        frame = _caller(1)
+        if frame is None or frame.f_globals.get("__name__") != _TORCH_API:
+            make_work = _create_work_from_future  # a C++ caller (DDP)
+        else:
+            loc = frame.f_locals
+            make_work = _INLINE if loc.get("async_op") is False else _PyWork
+            # The common blocking call: dist.all_reduce of a contiguous CPU
+            # tensor of a reducible dtype with one of ReduceOp's constants
+            # (read from the caller, which put it into opts: opts.reduceOp
+            # and its name cost microseconds). The same request as the
+            # general path's, submitted and waited for here without its
+            # closures and wrappers, which cost more than the call itself.
+            t = tensors[0] if len(tensors) == 1 else None
+            opc = _FAST_OPS.get(id(loc.get("op")))
+            code = _CODES.get(getattr(t, "dtype", None))
+            if (make_work is _INLINE and opc is not None and code is not None and t.is_cpu
+                    and t.is_contiguous() and not t.is_sparse):
+                slot, name = self._name()
+                n = t.numel()
+                p = t.data_ptr() if n > 0 else None
+                o, address = _blocking_opts(t)
+                if _engine_allreduce is not None:
+                    st = _engine_allreduce(self._comm._h, name, p, n, code, opc, address)
+                else:
+                    req = ctypes.c_void_p()
+                    st = _lib.allreduce_async(self._comm._h, name, p, p, n, code, opc,
+                                              ctypes.byref(o), ctypes.byref(req))
+                    st = -st if st != 0 else _lib.wait(ctypes.byref(req))
+                if st < 0:  # not submitted: this rank refuses the name
+                    try:
+                        _raise(-st, self._comm.rank)
+                    except RondoError as err:
+                        self._refuse(slot, name, err)
+                _raise(st, self._comm.rank)
+                return _DONE
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
 
         def prepare(name):
             t = _one(tensors, "all_reduce")
             code, rop = _reduction(t, op)
             return self._allreduce(name, t, code, rop, [t], what="all_reduce")
-        return self._call(prepare)
+        return self._call(prepare, make_work)
 
     def _allreduce(self, name, t, code, rop, value, dst=None, what="all_reduce"):
         """All-reduce of t into dst (t itself by default), in place where t
@@ -410,9 +483,10 @@ class ProcessGroupRondo(ProcessGroup):
                 buf = real.clone()  # t is the input: the result goes elsewhere
         n = _numel(t)
 
-        def submit(nm):
+        def submit(nm, flags):
             return self._comm._submit_allreduce(_ptr(buf), _ptr(buf), n, code, rop, nm, None,
-                                                1.0, 1.0, (t, buf, dst), tag=_tag(what, t))
+                                                1.0, 1.0, (t, buf, dst), tag=_tag(what, t),
+                                                flags=flags)
 
         def post(_):
             out = torch.view_as_real(dst) if dst.is_complex() else dst
@@ -435,11 +509,11 @@ class ProcessGroupRondo(ProcessGroup):
             flat = torch.cat([_host(torch.view_as_real(t) if t.is_complex() else t).reshape(-1)
                               for t in ts])
 
-            def submit(nm):
+            def submit(nm, flags):
                 return self._comm._submit_allreduce(
                     _ptr(flat), _ptr(flat), flat.numel(), code, rop, nm, None, 1.0, 1.0,
                     (ts, flat), tag="all_reduce_coalesced: %s"
-                    % [_shape(t) for t in ts])
+                    % [_shape(t) for t in ts], flags=flags)
 
             def post(_):
                 at = 0
@@ -495,9 +569,10 @@ class ProcessGroupRondo(ProcessGroup):
             self._check_root(root)
             buf = _bytes_of(t)
 
-            def submit(nm):
+            def submit(nm, flags):
                 return self._comm._submit_broadcast(_ptr(buf), buf.numel(), _UINT8, root, nm,
-                                                    (t, buf), tag=_tag("broadcast", t))
+                                                    (t, buf), tag=_tag("broadcast", t),
+                                                    flags=flags)
 
             def post(_):
                 if self._comm.rank != root and buf.data_ptr() != t.data_ptr():
@@ -518,9 +593,10 @@ class ProcessGroupRondo(ProcessGroup):
                 ctypes.memmove(whole.data_ptr(), addr, int(total))
             return whole
 
-        def submit(nm):
+        def submit(nm, flags):
             return self._comm._submit_allgather(_ptr(buf), buf.numel(), 1, _UINT8, nm, (t, buf),
-                                                finish, tag="%s: %s" % (what, _dtype(t)))
+                                                finish, tag="%s: %s" % (what, _dtype(t)),
+                                                flags=flags)
 
         def post(whole):
             return place(whole)
@@ -635,10 +711,10 @@ class ProcessGroupRondo(ProcessGroup):
             dst = torch.empty_like(dst)  # the output lies in the input (in place)
         row = _numel(out)
 
-        def submit(nm):
+        def submit(nm, flags):
             return self._comm._submit_reduce_scatter(_ptr(src), _ptr(dst), p, row, code, rop, nm,
                                                      1.0, 1.0, (flat, src, out, dst),
-                                                     tag=_tag(what, out))
+                                                     tag=_tag(what, out), flags=flags)
 
         def post(_):
             _copy_back(torch.view_as_real(out) if out.is_complex() else out, dst)
@@ -692,9 +768,10 @@ class ProcessGroupRondo(ProcessGroup):
                 ctypes.memmove(whole.data_ptr(), addr, int(total))
             return whole
 
-        def submit(nm):
+        def submit(nm, flags):
             return self._comm._submit_alltoall(_ptr(send), sendcounts, 1, _UINT8, recvcounts, nm,
-                                               (send, sendcounts, recvcounts), finish, tag=tag)
+                                               (send, sendcounts, recvcounts), finish, tag=tag,
+                                               flags=flags)
 
         def post(whole):
             return place(whole, [int(c) for c in recvcounts])
@@ -769,11 +846,11 @@ class ProcessGroupRondo(ProcessGroup):
     # -- point-to-point
     def send(self, tensors, dst, tag):
         t = _one(tensors, "send")
-        return self._p2p(t, dst, tag, True, _work_maker(sys._getframe(1)))
+        return self._p2p(t, dst, tag, True, _work_maker(_caller(1)))
 
     def recv(self, tensors, src, tag):
         t = _one(tensors, "recv")
-        return self._p2p(t, src, tag, False, _work_maker(sys._getframe(1)))
+        return self._p2p(t, src, tag, False, _work_maker(_caller(1)))
 
     def recv_anysource(self, tensors, tag):
         t = _one(tensors, "recv")
@@ -905,11 +982,45 @@ class _PyWork(Work):
 _TORCH_API = "torch.distributed.distributed_c10d"
 
 
+def _caller(depth):
+    """The frame depth levels above the caller (sys._getframe(depth + 1)),
+    or None: a call from C++ on a thread without Python frames (DDP's
+    hooks on autograd's device threads, for CUDA tensors) has no caller."""
+    try:
+        return sys._getframe(depth + 1)
+    except ValueError:
+        return None
+
+
 def _work_maker(frame):
-    """_PyWork for a call from torch.distributed's Python functions, a Work
-    made from the future for anything else (C++ callers)."""
-    return _PyWork if frame.f_globals.get("__name__") == _TORCH_API else \
-        _create_work_from_future
+    """How a call made from frame is completed (see ProcessGroupRondo._run):
+    _INLINE for a blocking call from torch.distributed's Python functions
+    (async_op=False), _PyWork for their other calls, a Work made from the
+    future for anything else (C++ callers, frame None among them)."""
+    if frame is None or frame.f_globals.get("__name__") != _TORCH_API:
+        return _create_work_from_future
+    return _INLINE if frame.f_locals.get("async_op") is False else _PyWork
+
+
+class _DoneWork(Work):
+    """What a blocking call gets back: the call completed (or raised)
+    before the backend returned."""
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
+
+    def exception(self):
+        return None
+
+
+_INLINE = object()  # _work_maker's answer for a blocking call
+_DONE = _DoneWork()
 
 
 def _splits(t, sizes, p, what):
@@ -932,6 +1043,24 @@ def _dtype(t):
 
 def _shape(t):
     return "%s %s" % (_dtype(t), list(t.shape))
+
+
+_BLOCKING_OPTS = {}  # (dtype, shape) -> the options of a blocking all_reduce
+# rondo._fast's submit-and-wait (_fast.c), where it was built for this Python
+_engine_allreduce = getattr(_r._fast, "engine_allreduce", None)
+
+
+def _blocking_opts(t):
+    """The options of a blocking dist.all_reduce of t, and their address:
+    its tag (made once per dtype and shape) and RONDO_ASYNC_WAIT_NOW."""
+    key = (t.dtype, t.shape)
+    o = _BLOCKING_OPTS.get(key)
+    if o is None:
+        if len(_BLOCKING_OPTS) > 1024:
+            _BLOCKING_OPTS.clear()
+        opts = _r.Comm._opts(tag=_tag("all_reduce", t), flags=_lib.ASYNC_WAIT_NOW)
+        o = _BLOCKING_OPTS[key] = (opts, ctypes.addressof(opts))
+    return o
 
 
 def _tag(what, t):
@@ -1055,7 +1184,11 @@ def _register():
     """Registers the backend and the env:// rendezvous that knows MPI (once)."""
     global _original_env
     if not hasattr(dist.Backend, BACKEND.upper()):
-        dist.Backend.register_backend(BACKEND, _create, extended_api=True)
+        import inspect
+        kw = {"extended_api": True}
+        if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+            kw["devices"] = ["cpu", "cuda"]  # torch 2.x asks which devices it serves
+        dist.Backend.register_backend(BACKEND, _create, **kw)
     import importlib
     handlers = importlib.import_module("torch.distributed.rendezvous")._rendezvous_handlers
     if handlers.get("env") is not _mpi_env_handler:

@@ -276,6 +276,9 @@ def _allreduce_parts(comm, tensors, outputs, names, op, prescale, postscale, blo
             raise DtypeError("rondo.torch: a CUDA tensor, but this rondo was built without "
                              "CUDA (configure --with-cuda): move it to the CPU first")
         parts, post_scale, staged = [], [], []
+        # a blocking call of one tensor is waited for at once: its thread
+        # runs it (RONDO_ASYNC_WAIT_NOW, docs/engine.md)
+        wait_now = _lib.ASYNC_WAIT_NOW if blocking and len(tensors) == 1 else 0
         for t, out, code, nm in zip(tensors, outputs, codes, names):
             here = _scale_here(t, prescale, postscale)
             src = _scaled(t, prescale) if here and prescale != 1.0 else t
@@ -292,7 +295,7 @@ def _allreduce_parts(comm, tensors, outputs, names, op, prescale, postscale, blo
             parts.append(comm._submit_allreduce(
                 src.data_ptr(), dst.data_ptr(), t.numel(), code, op, nm, None,
                 1.0 if here else prescale, 1.0 if here else postscale, (t, src, out, dst), group,
-                group_size, _shape_tag(t)))
+                group_size, _shape_tag(t), flags=wait_now))
             post_scale.append(here and postscale != 1.0)
             staged.append(dst if dst is not out else None)
 
