@@ -10,7 +10,8 @@ The default group is rondo's (init_process_group("rondo")); a gloo group
 of the same ranks (new_group(backend="gloo")) runs the same calls. Parts:
 
   all_reduce  dist.all_reduce(t) of a float32 CPU tensor, every size from
-              -b to -e bytes (times -f), blocking as scripts call it;
+              -b to -e bytes (times -f), blocking as scripts call it (the
+              timed calls reduce zeros, after a check with real values);
   burst x32   32 dist.all_reduce(t, async_op=True) of that size, then
               every wait(): what DDP's buckets and comm hooks look like;
   ddp         one DistributedDataParallel training step (forward,
@@ -101,24 +102,31 @@ def all_reduce_rows(args, gloo, rank, size):
         out = torch.empty(count)
         burst = [torch.empty(count) for _ in range(BURST)]
 
-        def one(group):
-            return lambda: dist.all_reduce(out.copy_(x), group=group)
+        # The timed calls reduce zeros (which stay zeros, so the tensors need
+        # no refill between calls: a refill would time a copy too); the
+        # check before them reduces real values.
+        def one(group, fill):
+            return lambda: dist.all_reduce(out.copy_(x) if fill else out, group=group)
 
-        def many(group):
+        def many(group, fill):
             def run():
-                works = [dist.all_reduce(t.copy_(x), group=group, async_op=True) for t in burst]
+                works = [dist.all_reduce(t.copy_(x) if fill else t, group=group, async_op=True)
+                         for t in burst]
                 for w in works:
                     w.wait()
             return run
         for name, make in (("all_reduce", one), ("burst x%d" % BURST, many)):
             for group in (None, gloo):  # the check, once per size and backend
-                make(group)()
+                make(group, True)()
                 got = out if name == "all_reduce" else torch.stack(burst)
                 wrong = torch.tensor([int((got != want).sum())])
                 dist.all_reduce(wrong)
                 bad += int(wrong[0])
-            (mine, mine1), (theirs, theirs1) = compare((make(None), make(gloo)), args.r,
-                                                       apart=args.apart)
+            out.zero_()
+            for t in burst:
+                t.zero_()
+            (mine, mine1), (theirs, theirs1) = compare((make(None, False), make(gloo, False)),
+                                                       args.r, apart=args.apart)
             if rank == 0:
                 print("%-12s %10d %12.1f %12.1f %8.2f %12.1f %12.1f %8.2f"
                       % (name, count * 4, mine * 1e6, theirs * 1e6, theirs / mine,
