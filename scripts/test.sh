@@ -50,7 +50,7 @@ rondo_build "$RONDO_TOP/build-tsan" --enable-sanitizers=thread --disable-static
 tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-np3.mpi
   tests/mpi/engine-stall-np2.mpi tests/mpi/engine-unstarted-np2.mpi
   tests/mpi/lifecycle-mpifirst-np2.mpi tests/mpi/device-np2.mpi tests/mpi/device-gpu-each-np2.mpi
-  tests/mpi/p2p-np2.mpi
+  tests/mpi/p2p-np2.mpi tests/mpi/interpose-threads-np2.mpi
   tests/timeline.sh tests/train/accuracy.sh
   tests/train/parity.sh tests/train/checkpoint.sh"
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \

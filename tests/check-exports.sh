@@ -1,7 +1,8 @@
 #!/bin/sh
 # The shared library exports exactly the public API: every function declared
 # RONDO_API in rondo.h, and no other symbol (internal code is hidden), but
-# MPI_Finalize (the profiling-interface wrapper that shuts rondo down first).
+# MPI_Finalize (the profiling-interface wrapper that shuts rondo down first);
+# and it calls MPI's collectives by their PMPI_ names (lib/base/pmpi.h).
 set -u
 lib=${top_builddir:-.}/lib/.libs/librondo.so
 header=${top_srcdir:-.}/lib/rondo.h
@@ -24,6 +25,28 @@ if [ -n "$missing" ]; then
 fi
 if [ -n "$undeclared" ]; then
   echo "FAIL: exported but not declared RONDO_API in rondo.h:"; echo "$undeclared"; status=1
+fi
+# rondo's own collectives go to MPI's profiling names (lib/base/pmpi.h), so
+# that an interposer of the MPI names (librondo-mpi) never sees them.
+pmpi=$(sed -n 's/^#define \(MPI_[A-Za-z_]*\) PMPI_.*/\1/p' "${top_srcdir:-.}/lib/base/pmpi.h")
+called=$(nm -D --undefined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | sort -u)
+direct=$(for f in $pmpi; do echo "$called" | grep -x "$f"; done)
+if [ -n "$direct" ]; then
+  echo "FAIL: librondo calls these by their MPI_ names (lib/base/pmpi.h lists them):"
+  echo "$direct"; status=1
+fi
+[ -n "$pmpi" ] || { echo "FAIL: no names read from lib/base/pmpi.h"; status=1; }
+# librondo-mpi exports the MPI calls it defines and its two queries, nothing
+# else (interpose/).
+mpilib=${top_builddir:-.}/interpose/.libs/librondo-mpi.so
+if [ -f "$mpilib" ]; then
+  want="MPI_Allgather MPI_Allreduce MPI_Barrier MPI_Bcast MPI_Finalize MPI_Iallreduce MPI_Init
+MPI_Init_thread MPI_Reduce_scatter_block rondo_mpi_active rondo_mpi_counts"
+  got=$(nm -D --defined-only "$mpilib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' |
+        grep -v -E '^(_init|_fini)$' | LC_ALL=C sort -u | tr '\n' ' ')
+  if [ "$(echo $got)" != "$(echo $want)" ]; then
+    echo "FAIL: librondo-mpi exports: $got"; echo "      want: $(echo $want)"; status=1
+  fi
 fi
 n=$(echo "$exported" | grep -c '^rondo_')
 [ $status = 0 ] && echo "PASS: $n exported symbols, all declared in rondo.h"

@@ -72,9 +72,21 @@ fi
 rm -rf "$tmp"
 check_includes "$src" || status=1
 
+# librondo-mpi (interpose/) sits above the library and uses its public API:
+# rondo.h, and the header-only size parser every tool shares.
+for f in "$src"/interpose/*.[ch]; do
+  for inc in $(includes_of "$f"); do
+    case $inc in
+    rondo.h | rondo-mpi.h | interpose.h | base/numbers.h) ;;
+    *) echo "FAIL: interpose/$(basename "$f") includes $inc: librondo-mpi uses rondo's public API only"
+       status=1 ;;
+    esac
+  done
+done
+
 # Circles: every include edge among the sources, then Kahn's algorithm.
 files=$(cd "$src" && ls lib/*.h lib/*/*.[ch] tools/*.[ch] tools/*/*.[ch] bench/*.c \
-        examples/*.c examples/*/*.[ch] 2>/dev/null)
+        examples/*.c examples/*/*.[ch] interpose/*.[ch] 2>/dev/null)
 circle=$(cd "$src" && for f in $files; do
   d=$(dirname "$f")
   for inc in $(includes_of "$f"); do

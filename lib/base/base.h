@@ -21,6 +21,8 @@
 
 #include "rondo.h"
 
+#include "base/pmpi.h" /* rondo calls MPI collectives by their PMPI_ names */
+
 /* ---- hashing ----------------------------------------------------------------
  * FNV-1a, 64 bits: names in hash tables, and argument and knob signatures
  * compared across ranks (so it must be the same function everywhere). */
@@ -190,6 +192,8 @@ typedef struct {
   size_t hier_chunk;      /* RONDO_HIER_CHUNK_BYTES */
   size_t stage_chunk;     /* RONDO_STAGE_CHUNK_BYTES */
   double device_timeout_sec; /* RONDO_DEVICE_TIMEOUT_SEC (0: never) */
+  char mpi_intercept[RONDO__KNOB_STRING_MAX]; /* RONDO_MPI_INTERCEPT (librondo-mpi's
+                                                 list, checked there) */
 } rondo__knobs_t;
 
 /* Reads every knob from the environment into *out. On a malformed value

@@ -118,6 +118,11 @@ static const knob_def_t knob_table[] = {
      "initialization or collective) before it fails on every rank and aborts "
      "the comm's NCCL communicator; 0: never",
      FIELD(device_timeout_sec), NULL, 0, 1000000, 0, NULL},
+    {"RONDO_MPI_INTERCEPT", KNOB_STRING, "default",
+     "librondo-mpi: the MPI calls rondo takes over, each with an optional size "
+     "window (allreduce,iallreduce:1M-); default: those measured faster than MPI; "
+     "none; all (docs/mpi.md)",
+     FIELD(mpi_intercept), NULL, 0, 0, 0, NULL}, /* librondo-mpi agrees on it itself */
 };
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };

@@ -1,0 +1,508 @@
+/*
+ * The MPI_ entry points of librondo-mpi. Each call either goes to its PMPI_
+ * version unchanged or is taken over by rondo on the communicator's rondo
+ * comm, by rules that give the same answer on every rank (interpose.h):
+ *   - the call is in RONDO_MPI_INTERCEPT and its bytes in the call's window;
+ *   - an intracommunicator of two ranks or more, valid counts, bytes to move;
+ *   - reductions (allreduce, iallreduce, reduce_scatter_block): a predefined
+ *     datatype rondo reduces exactly and MPI_SUM, MPI_PROD, MPI_MIN or
+ *     MPI_MAX; MPI requires count, datatype and op to be the same on every
+ *     rank, so they may decide;
+ *   - data movement (allgather, bcast): any datatype. MPI lets ranks
+ *     describe the same bytes with different datatypes, so only the bytes
+ *     decide; non-contiguous datatypes are packed (MPI_Pack) around rondo's
+ *     byte collective.
+ * rondo then runs the call; a failure (ranks that passed different counts,
+ * say, which rondo detects on every rank) goes to the communicator's error
+ * handler with an MPI error class. MPI_Init and MPI_Init_thread agree on the
+ * configuration; MPI_Finalize frees rondo's comms before MPI goes.
+ */
+#include "interpose.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- datatypes and ops -------------------------------------------------------------- */
+
+typedef struct {
+  MPI_Datatype mpi;
+  int bytes;            /* the size rondo's dtype has: checked against MPI's */
+  rondo_dtype_t dtype;
+} dtype_row_t;
+
+/* The predefined datatypes rondo reduces exactly, the common ones first.
+ * A row whose MPI size differs from rondo's (MPI_LONG on a 32-bit long) is
+ * dropped at setup. */
+static dtype_row_t dtypes[] = {
+    {MPI_FLOAT, 4, RONDO_FLOAT32},      {MPI_DOUBLE, 8, RONDO_FLOAT64},
+    {MPI_INT, 4, RONDO_INT32},          {MPI_LONG, 8, RONDO_INT64},
+    {MPI_LONG_LONG, 8, RONDO_INT64},    {MPI_INT32_T, 4, RONDO_INT32},
+    {MPI_INT64_T, 8, RONDO_INT64},      {MPI_SHORT, 2, RONDO_INT16},
+    {MPI_INT16_T, 2, RONDO_INT16},      {MPI_SIGNED_CHAR, 1, RONDO_INT8},
+    {MPI_INT8_T, 1, RONDO_INT8},        {MPI_UNSIGNED_CHAR, 1, RONDO_UINT8},
+    {MPI_UINT8_T, 1, RONDO_UINT8},      {MPI_REAL, 4, RONDO_FLOAT32},
+    {MPI_DOUBLE_PRECISION, 8, RONDO_FLOAT64}, {MPI_INTEGER, 4, RONDO_INT32},
+    {MPI_REAL4, 4, RONDO_FLOAT32},      {MPI_REAL8, 8, RONDO_FLOAT64},
+    {MPI_INTEGER1, 1, RONDO_INT8},      {MPI_INTEGER2, 2, RONDO_INT16},
+    {MPI_INTEGER4, 4, RONDO_INT32},     {MPI_INTEGER8, 8, RONDO_INT64},
+#ifdef MPIX_C_FLOAT16
+    {MPIX_C_FLOAT16, 2, RONDO_FLOAT16},
+#endif
+};
+static int ndtypes = (int)(sizeof dtypes / sizeof dtypes[0]);
+
+/* Keeps the rows whose sizes agree (at MPI_Init: MPI_Type_size needs MPI). */
+static void check_dtypes(void)
+{
+  int k = 0;
+  for (int i = 0; i < ndtypes; i++) {
+    int size = -1;
+    if (dtypes[i].mpi == MPI_DATATYPE_NULL ||
+        PMPI_Type_size(dtypes[i].mpi, &size) != MPI_SUCCESS || size != dtypes[i].bytes)
+      continue;
+    dtypes[k++] = dtypes[i];
+  }
+  ndtypes = k;
+}
+
+static int rondo_dtype(MPI_Datatype t, rondo_dtype_t *out)
+{
+  for (int i = 0; i < ndtypes; i++)
+    if (dtypes[i].mpi == t) {
+      *out = dtypes[i].dtype;
+      return 1;
+    }
+  return 0;
+}
+
+static int rondo_op(MPI_Op op, rondo_op_t *out)
+{
+  if (op == MPI_SUM)
+    *out = RONDO_SUM;
+  else if (op == MPI_MAX)
+    *out = RONDO_MAX;
+  else if (op == MPI_MIN)
+    *out = RONDO_MIN;
+  else if (op == MPI_PROD)
+    *out = RONDO_PROD;
+  else
+    return 0;
+  return 1;
+}
+
+/* Whether t's data is its size in bytes at its address, with no gaps. */
+static int flat(MPI_Datatype t)
+{
+  MPI_Aint lb, extent, true_lb, true_extent;
+  int size;
+  if (PMPI_Type_size(t, &size) != MPI_SUCCESS ||
+      PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS ||
+      PMPI_Type_get_true_extent(t, &true_lb, &true_extent) != MPI_SUCCESS)
+    return 0;
+  return lb == 0 && true_lb == 0 && extent == size && true_extent == size;
+}
+
+/* ---- the decision ----------------------------------------------------------------------- */
+
+enum { TAKE = -1 };
+
+/* The checks every call makes first: active, selected, a communicator
+ * rondo can serve. *r is comm's record where there is one. */
+static int common(rondo_mpi_call_t call, MPI_Comm comm, ip_comm_t **r)
+{
+  *r = NULL;
+  if (!ip_active)
+    return IP_PASS_INACTIVE;
+  *r = ip_record(comm);
+  if (!ip_config.on[call])
+    return IP_PASS_OFF;
+  if (*r == NULL)
+    return IP_PASS_ARGS;
+  if ((*r)->inter)
+    return IP_PASS_INTER;
+  if ((*r)->size < 2)
+    return IP_PASS_ONE_RANK;
+  if ((*r)->failed)
+    return IP_PASS_NO_COMM;
+  return TAKE;
+}
+
+static int in_window(rondo_mpi_call_t call, size_t bytes)
+{
+  return bytes >= ip_config.min[call] && bytes <= ip_config.max[call];
+}
+
+/* After common(): a reduction of count elements per block, blocks blocks
+ * (the window counts them all), of a datatype and op rondo reduces
+ * exactly. */
+static int reduction(rondo_mpi_call_t call, int count, size_t blocks, MPI_Datatype datatype,
+                     MPI_Op op, rondo_dtype_t *dt, rondo_op_t *rop, size_t *bytes)
+{
+  if (count < 0)
+    return IP_PASS_ARGS;
+  if (!rondo_dtype(datatype, dt)) {
+    int size = 0;
+    if (PMPI_Type_size(datatype, &size) == MPI_SUCCESS && size > 0) /* for the log */
+      *bytes = (size_t)count * blocks * (size_t)size;
+    return IP_PASS_DTYPE;
+  }
+  *bytes = (size_t)count * blocks * rondo_dtype_size(*dt);
+  if (count == 0)
+    return IP_PASS_EMPTY;
+  if (!rondo_op(op, rop))
+    return IP_PASS_OP;
+  if (!in_window(call, *bytes))
+    return IP_PASS_WINDOW;
+  return TAKE;
+}
+
+/* The call's rondo comm, or NULL (counted: MPI serves it). */
+static rondo_comm_t serve(ip_comm_t *r, rondo_mpi_call_t call, size_t bytes)
+{
+  rondo_comm_t rc = ip_rondo(r);
+  if (rc == NULL)
+    ip_count_passed(r, call, IP_PASS_NO_COMM, bytes);
+  return rc;
+}
+
+/* ---- reductions ---------------------------------------------------------------------------- */
+
+RONDO_API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm)
+{
+  ip_comm_t *r;
+  rondo_dtype_t dt;
+  rondo_op_t rop;
+  size_t bytes = 0;
+  int why = common(RONDO_MPI_ALLREDUCE, comm, &r);
+  if (why == TAKE)
+    why = reduction(RONDO_MPI_ALLREDUCE, count, 1, datatype, op, &dt, &rop, &bytes);
+  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_ALLREDUCE, bytes) : NULL;
+  if (rc == NULL) {
+    if (why != TAKE)
+      ip_count_passed(r, RONDO_MPI_ALLREDUCE, why, bytes);
+    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  }
+  ip_count_taken(r, RONDO_MPI_ALLREDUCE, bytes);
+  const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  rondo_status_t st = rondo_allreduce(rc, src, recvbuf, (size_t)count, dt, rop);
+  return st == RONDO_SUCCESS ? MPI_SUCCESS : ip_fail(comm, st);
+}
+
+RONDO_API int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+  ip_comm_t *r;
+  rondo_dtype_t dt;
+  rondo_op_t rop;
+  size_t bytes = 0;
+  int why = common(RONDO_MPI_REDUCE_SCATTER_BLOCK, comm, &r);
+  if (why == TAKE)
+    why = reduction(RONDO_MPI_REDUCE_SCATTER_BLOCK, recvcount, (size_t)r->size, datatype, op,
+                    &dt, &rop, &bytes);
+  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, bytes) : NULL;
+  const void *src = sendbuf;
+  if (rc != NULL && sendbuf == MPI_IN_PLACE) {
+    /* The input is recvbuf; rondo reduces out of place. Without memory for
+     * the copy, src NULL makes rondo's check fail the call on every rank. */
+    src = ip_scratch(r, 0, bytes);
+    if (src != NULL)
+      memcpy((void *)src, recvbuf, bytes);
+    else
+      ip_log(IP_ERROR, "MPI_Reduce_scatter_block: no memory for a copy of %zu bytes", bytes);
+  }
+  if (rc == NULL) {
+    if (why != TAKE)
+      ip_count_passed(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, why, bytes);
+    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+  }
+  ip_count_taken(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, bytes);
+  rondo_status_t st = rondo_reduce_scatter(rc, src, recvbuf, (size_t)recvcount, dt, rop);
+  return st == RONDO_SUCCESS ? MPI_SUCCESS : ip_fail(comm, st);
+}
+
+/* ---- MPI_Iallreduce: rondo's engine behind a generalized request ----------------------------
+ * The engine runs the request; its completion callback completes the MPI
+ * request, which the application waits for with MPI_Wait, MPI_Test or any
+ * of their kin, alongside its other requests. The engine thread calls
+ * MPI_Grequest_complete, hence MPI_THREAD_MULTIPLE. */
+
+typedef struct {
+  rondo_request_t req;
+  MPI_Request greq;
+  int err;            /* the call's MPI error class */
+  MPI_Comm comm;
+} ireq_t;
+
+static void on_iallreduce_done(rondo_request_t req, rondo_status_t st, void *user)
+{
+  (void)req;
+  ireq_t *q = user;
+  q->err = MPI_SUCCESS;
+  if (st != RONDO_SUCCESS) /* not ip_fail: no error handler runs on the engine thread */
+    q->err = st == RONDO_ERR_MISMATCH ? MPI_ERR_ARG : MPI_ERR_OTHER;
+  MPI_Grequest_complete(q->greq);
+}
+
+static int iallreduce_query(void *extra, MPI_Status *status)
+{
+  ireq_t *q = extra;
+  MPI_Status_set_elements(status, MPI_BYTE, 0);
+  MPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  status->MPI_ERROR = q->err;
+  return q->err;
+}
+
+static int iallreduce_free(void *extra)
+{
+  ireq_t *q = extra;
+  if (q->req != NULL)
+    rondo_wait(&q->req); /* done: releases it (its status is q->err) */
+  free(q);
+  return MPI_SUCCESS;
+}
+
+static int iallreduce_cancel(void *extra, int complete)
+{
+  (void)extra;
+  (void)complete;
+  return MPI_SUCCESS; /* a collective cannot be cancelled */
+}
+
+RONDO_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+  ip_comm_t *r;
+  rondo_dtype_t dt;
+  rondo_op_t rop;
+  size_t bytes = 0;
+  int why = common(RONDO_MPI_IALLREDUCE, comm, &r);
+  if (why == TAKE)
+    why = reduction(RONDO_MPI_IALLREDUCE, count, 1, datatype, op, &dt, &rop, &bytes);
+  /* The engine needs MPI_THREAD_MULTIPLE, and a rondo comm made earlier:
+   * making one now would wait for the other ranks inside a nonblocking
+   * call (a program that sends to another rank between its MPI_Iallreduce
+   * and its wait would hang). A communicator's first blocking call that
+   * rondo takes over makes it; MPI_COMM_WORLD's is made at MPI_Init. */
+  if (why == TAKE && ip_thread_level < MPI_THREAD_MULTIPLE)
+    why = IP_PASS_THREADS;
+  if (why == TAKE && r->rc == NULL)
+    why = IP_PASS_NOT_YET;
+  if (why != TAKE || request == NULL) {
+    ip_count_passed(r, RONDO_MPI_IALLREDUCE, why != TAKE ? why : IP_PASS_ARGS, bytes);
+    return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+  }
+  ireq_t *q = calloc(1, sizeof *q);
+  if (q == NULL) { /* the others must not wait for this rank's request */
+    char name[64];
+    snprintf(name, sizeof name, "mpi.iallreduce.%llu",
+             (unsigned long long)__atomic_fetch_add(&r->iallreduce_seq, 1, __ATOMIC_RELAXED));
+    rondo_request_t refusal = NULL;
+    if (rondo_refuse_async(r->rc, name, "out of memory", NULL, &refusal) == RONDO_SUCCESS)
+      rondo_wait(&refusal);
+    return ip_fail(comm, RONDO_ERR_NO_MEMORY);
+  }
+  q->comm = comm;
+  int rc = MPI_Grequest_start(iallreduce_query, iallreduce_free, iallreduce_cancel, q,
+                              &q->greq);
+  if (rc != MPI_SUCCESS) {
+    free(q);
+    return rc;
+  }
+  ip_count_taken(r, RONDO_MPI_IALLREDUCE, bytes);
+  char name[64];
+  snprintf(name, sizeof name, "mpi.iallreduce.%llu",
+           (unsigned long long)__atomic_fetch_add(&r->iallreduce_seq, 1, __ATOMIC_RELAXED));
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.callback = on_iallreduce_done;
+  o.user = q;
+  const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  rondo_status_t st = rondo_allreduce_async(r->rc, name, src, recvbuf, (size_t)count, dt, rop,
+                                            &o, &q->req);
+  if (st != RONDO_SUCCESS) {
+    /* The others' requests of this name fail instead of waiting for it. */
+    rondo_request_t refusal = NULL;
+    if (rondo_refuse_async(r->rc, name, rondo_last_error(), NULL, &refusal) == RONDO_SUCCESS)
+      rondo_wait(&refusal);
+    q->req = NULL;
+    q->err = MPI_ERR_OTHER;
+    MPI_Grequest_complete(q->greq);
+  }
+  *request = q->greq;
+  return MPI_SUCCESS;
+}
+
+/* ---- data movement --------------------------------------------------------------------------- */
+
+/* buf's count elements of t as bytes: buf itself where t is flat, else
+ * packed into r's scratch `which`. NULL when out of memory. */
+static void *packed(ip_comm_t *r, int which, const void *buf, int count, MPI_Datatype t,
+                    size_t bytes, MPI_Comm comm)
+{
+  if (flat(t))
+    return (void *)buf;
+  void *out = ip_scratch(r, which, bytes);
+  int position = 0;
+  if (out == NULL ||
+      PMPI_Pack(buf, count, t, out, (int)bytes, &position, comm) != MPI_SUCCESS)
+    return NULL;
+  return out;
+}
+
+RONDO_API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+  ip_comm_t *r;
+  size_t block = 0, bytes = 0;
+  int why = common(RONDO_MPI_ALLGATHER, comm, &r);
+  int rsize = 0;
+  if (why == TAKE) {
+    if (recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0) ||
+        PMPI_Type_size(recvtype, &rsize) != MPI_SUCCESS || (size_t)INT32_MAX < (size_t)recvcount * (size_t)rsize * (size_t)r->size) {
+      why = IP_PASS_ARGS;
+    } else {
+      block = (size_t)recvcount * (size_t)rsize;
+      bytes = block * (size_t)r->size;
+      if (block == 0)
+        why = IP_PASS_EMPTY;
+      else if (!in_window(RONDO_MPI_ALLGATHER, bytes))
+        why = IP_PASS_WINDOW;
+    }
+  }
+  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_ALLGATHER, bytes) : NULL;
+  if (rc == NULL) {
+    if (why != TAKE)
+      ip_count_passed(r, RONDO_MPI_ALLGATHER, why, bytes);
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  ip_count_taken(r, RONDO_MPI_ALLGATHER, bytes);
+  const void *src;
+  if (sendbuf == MPI_IN_PLACE) {
+    /* this rank's block is already in recvbuf, at its place */
+    MPI_Aint lb, extent;
+    PMPI_Type_get_extent(recvtype, &lb, &extent);
+    const char *mine = (const char *)recvbuf + (MPI_Aint)r->rank * recvcount * extent;
+    if (flat(recvtype)) {
+      void *copy = ip_scratch(r, 0, block);
+      if (copy != NULL)
+        memcpy(copy, mine, block);
+      src = copy;
+    } else {
+      src = packed(r, 0, mine, recvcount, recvtype, block, comm);
+    }
+  } else {
+    src = packed(r, 0, sendbuf, sendcount, sendtype, block, comm);
+  }
+  int unpack = !flat(recvtype);
+  void *dst = unpack ? ip_scratch(r, 1, bytes) : recvbuf;
+  if (src == NULL || dst == NULL) /* rondo's check fails the call on every rank */
+    ip_log(IP_ERROR, "MPI_Allgather: no memory to pack %zu bytes", bytes);
+  rondo_status_t st = rondo_allgather(rc, src, dst, block, RONDO_UINT8);
+  if (st != RONDO_SUCCESS)
+    return ip_fail(comm, st);
+  int position = 0;
+  if (unpack && PMPI_Unpack(dst, (int)bytes, &position, recvbuf, recvcount * r->size, recvtype,
+                            comm) != MPI_SUCCESS)
+    return ip_fail(comm, RONDO_ERR_INTERNAL);
+  return MPI_SUCCESS;
+}
+
+RONDO_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+  ip_comm_t *r;
+  size_t bytes = 0;
+  int why = common(RONDO_MPI_BCAST, comm, &r);
+  int size = 0;
+  if (why == TAKE) {
+    if (count < 0 || root < 0 || root >= r->size ||
+        PMPI_Type_size(datatype, &size) != MPI_SUCCESS || (size_t)INT32_MAX < (size_t)count * (size_t)size) {
+      why = IP_PASS_ARGS;
+    } else {
+      bytes = (size_t)count * (size_t)size;
+      if (bytes == 0)
+        why = IP_PASS_EMPTY;
+      else if (!in_window(RONDO_MPI_BCAST, bytes))
+        why = IP_PASS_WINDOW;
+    }
+  }
+  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_BCAST, bytes) : NULL;
+  if (rc == NULL) {
+    if (why != TAKE)
+      ip_count_passed(r, RONDO_MPI_BCAST, why, bytes);
+    return PMPI_Bcast(buffer, count, datatype, root, comm);
+  }
+  ip_count_taken(r, RONDO_MPI_BCAST, bytes);
+  int is_flat = flat(datatype);
+  void *buf = buffer;
+  if (!is_flat) {
+    buf = r->rank == root ? packed(r, 0, buffer, count, datatype, bytes, comm)
+                          : ip_scratch(r, 0, bytes);
+    if (buf == NULL) /* rondo's check fails the call on every rank */
+      ip_log(IP_ERROR, "MPI_Bcast: no memory to pack %zu bytes", bytes);
+  }
+  rondo_status_t st = rondo_broadcast(rc, buf, bytes, RONDO_UINT8, root);
+  if (st != RONDO_SUCCESS)
+    return ip_fail(comm, st);
+  int position = 0;
+  if (!is_flat && r->rank != root &&
+      PMPI_Unpack(buf, (int)bytes, &position, buffer, count, datatype, comm) != MPI_SUCCESS)
+    return ip_fail(comm, RONDO_ERR_INTERNAL);
+  return MPI_SUCCESS;
+}
+
+RONDO_API int MPI_Barrier(MPI_Comm comm)
+{
+  ip_comm_t *r;
+  int why = common(RONDO_MPI_BARRIER, comm, &r);
+  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_BARRIER, 0) : NULL;
+  if (rc == NULL) {
+    if (why != TAKE)
+      ip_count_passed(r, RONDO_MPI_BARRIER, why, 0);
+    return PMPI_Barrier(comm);
+  }
+  ip_count_taken(r, RONDO_MPI_BARRIER, 0);
+  rondo_status_t st = rondo_barrier(rc);
+  return st == RONDO_SUCCESS ? MPI_SUCCESS : ip_fail(comm, st);
+}
+
+/* ---- the program's start and end -------------------------------------------------------------- */
+
+/* After MPI started: the datatype table, the agreed configuration, and
+ * MPI_COMM_WORLD's rondo comm where MPI_Iallreduce may need it. */
+static void started(int provided)
+{
+  check_dtypes();
+  ip_setup(provided);
+  if (ip_active && ip_config.on[RONDO_MPI_IALLREDUCE] && provided >= MPI_THREAD_MULTIPLE) {
+    ip_comm_t *w = ip_record(MPI_COMM_WORLD);
+    if (w != NULL && w->size > 1)
+      ip_rondo(w);
+  }
+}
+
+RONDO_API int MPI_Init(int *argc, char ***argv)
+{
+  int rc = PMPI_Init(argc, argv);
+  int provided = MPI_THREAD_SINGLE;
+  if (rc == MPI_SUCCESS && PMPI_Query_thread(&provided) == MPI_SUCCESS)
+    started(provided);
+  return rc;
+}
+
+RONDO_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+  int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS)
+    started(*provided);
+  return rc;
+}
+
+RONDO_API int MPI_Finalize(void)
+{
+  ip_teardown();
+  return PMPI_Finalize();
+}
