@@ -1,7 +1,9 @@
 /*
  * mpi_allreduce: a plain MPI program that times MPI_Allreduce, for running
  * with and without librondo-mpi (bench/interpose.sh, docs/mpi.md). It knows
- * nothing of rondo: with the library preloaded its calls are rondo's.
+ * nothing of rondo: with the library preloaded its calls are rondo's. Its
+ * own bookkeeping (barriers between rounds, the slowest rank's time) calls
+ * MPI by the PMPI_ names, so that only the timed calls can change.
  *
  *   mpiexec -n 2 bench/mpi_allreduce [-b 8] [-e 64M] [-f 4] [-t float|unsigned] [-r 5]
  *                                     [-k allreduce|iallreduce]
@@ -9,8 +11,10 @@
  * -k iallreduce times MPI_Iallreduce followed by MPI_Wait instead (after
  * MPI_Init_thread with MPI_THREAD_MULTIPLE, which rondo's engine needs).
  * -t unsigned times MPI_UNSIGNED sums, which librondo-mpi passes to MPI
- * unchanged: the difference between the two runs is what the library adds
- * to a call it does not take over. For each size: -r rounds of calls
+ * unchanged, in rounds alternating with the same calls made to
+ * PMPI_Allreduce directly: a second column, PMPI's time, and the difference
+ * is what the library adds to a call it does not take over, measured in one
+ * process. For each size: -r rounds of calls
  * (about 20 ms each, at least 5 calls) between barriers; a line per size
  * with the median over rounds of the slowest rank's mean per call, in us.
  * The result of every size is checked against its closed form.
@@ -34,11 +38,15 @@ static size_t parse(const char *s)
   return (size_t)v;
 }
 
-static int nonblocking_call;
+static int nonblocking_call, direct;
 
 /* One call of the kind timed. */
 static void call(const void *in, void *out, int count, MPI_Datatype t)
 {
+  if (direct) {
+    PMPI_Allreduce(in, out, count, t, MPI_SUM, MPI_COMM_WORLD);
+    return;
+  }
   if (!nonblocking_call) {
     MPI_Allreduce(in, out, count, t, MPI_SUM, MPI_COMM_WORLD);
     return;
@@ -94,7 +102,7 @@ int main(int argc, char **argv)
   char *in = malloc(hi), *out = malloc(hi);
   if (in == NULL || out == NULL)
     MPI_Abort(MPI_COMM_WORLD, 3);
-  double per[100];
+  double per[100], pmpi[100];
   long wrong = 0;
   if (rank == 0)
     printf("# mpi_allreduce: %s, %d ranks, %s sum, %d rounds; bytes, us per call\n",
@@ -115,24 +123,30 @@ int main(int argc, char **argv)
       double got = unsig ? ((unsigned *)out)[i] : ((float *)out)[i];
       wrong += got != want;
     }
-    MPI_Barrier(MPI_COMM_WORLD);
+    PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int k = 0; k < 3; k++)
       call(in, out, count, t);
     double one = (MPI_Wtime() - t0) / 3, slowest;
-    MPI_Allreduce(&one, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    PMPI_Allreduce(&one, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     int calls = (int)(0.02 / (slowest > 1e-7 ? slowest : 1e-7));
     calls = calls < 5 ? 5 : calls > 20000 ? 20000 : calls;
-    for (int r = 0; r < rounds; r++) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      t0 = MPI_Wtime();
-      for (int k = 0; k < calls; k++)
-        call(in, out, count, t);
-      double mean = (MPI_Wtime() - t0) / calls;
-      MPI_Allreduce(&mean, &per[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    }
+    for (int r = 0; r < rounds; r++)
+      for (direct = 0; direct <= unsig; direct++) { /* unsigned: PMPI's rounds too */
+        PMPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (int k = 0; k < calls; k++)
+          call(in, out, count, t);
+        double mean = (MPI_Wtime() - t0) / calls;
+        PMPI_Allreduce(&mean, direct ? &pmpi[r] : &per[r], 1, MPI_DOUBLE, MPI_MAX,
+                       MPI_COMM_WORLD);
+      }
+    direct = 0;
     qsort(per, (size_t)rounds, sizeof per[0], cmp);
-    if (rank == 0)
+    qsort(pmpi, (size_t)rounds, sizeof pmpi[0], cmp);
+    if (rank == 0 && unsig)
+      printf("%12zu %12.3f %12.3f\n", bytes, per[rounds / 2] * 1e6, pmpi[rounds / 2] * 1e6);
+    else if (rank == 0)
       printf("%12zu %12.2f\n", bytes, per[rounds / 2] * 1e6);
     if (bytes > hi / (size_t)factor)
       break;

@@ -142,12 +142,8 @@ static int reduction(rondo_mpi_call_t call, int count, size_t blocks, MPI_Dataty
 {
   if (count < 0)
     return IP_PASS_ARGS;
-  if (!rondo_dtype(datatype, dt)) {
-    int size = 0;
-    if (PMPI_Type_size(datatype, &size) == MPI_SUCCESS && size > 0) /* for the log */
-      *bytes = (size_t)count * blocks * (size_t)size;
+  if (!rondo_dtype(datatype, dt))
     return IP_PASS_DTYPE;
-  }
   *bytes = (size_t)count * blocks * rondo_dtype_size(*dt);
   if (count == 0)
     return IP_PASS_EMPTY;

@@ -50,7 +50,7 @@ static const char *const pass_text[IP_PASS_REASONS] = {
 
 /* What RONDO_MPI_INTERCEPT=default means: the calls measured faster than
  * MPICH's at 2 ranks on one node (docs/PERFORMANCE.md, "librondo-mpi"). */
-static const char default_intercept[] = "allreduce,reduce_scatter_block";
+static const char default_intercept[] = "allreduce,barrier";
 
 const char *ip_call_name(rondo_mpi_call_t call)
 {
@@ -274,16 +274,34 @@ static void registry_remove(ip_comm_t *r)
   pthread_mutex_unlock(&registry_lock);
 }
 
+/* The last record each thread looked up: the attribute lookup is most of
+ * what a call that goes to MPI costs. A freed communicator's handle may
+ * come back for a new one, so every free bumps the generation and drops
+ * every thread's entry. */
+static unsigned record_gen;
+static _Thread_local struct {
+  MPI_Comm comm;
+  ip_comm_t *r;
+  unsigned gen;
+} last;
+
 ip_comm_t *ip_record(MPI_Comm comm)
 {
   if (comm == MPI_COMM_NULL || keyval == MPI_KEYVAL_INVALID)
     return NULL;
+  unsigned gen = __atomic_load_n(&record_gen, __ATOMIC_ACQUIRE);
+  if (last.r != NULL && last.comm == comm && last.gen == gen)
+    return last.r;
   void *value = NULL;
   int flag = 0;
   if (MPI_Comm_get_attr(comm, keyval, &value, &flag) != MPI_SUCCESS)
     return NULL;
-  if (flag)
+  if (flag) {
+    last.comm = comm;
+    last.r = value;
+    last.gen = gen;
     return value;
+  }
   ip_comm_t *r = calloc(1, sizeof *r);
   if (r == NULL)
     return NULL;
@@ -347,6 +365,7 @@ static int on_comm_free(MPI_Comm comm, int kv, void *value, void *extra)
   (void)kv;
   (void)extra;
   ip_comm_t *r = value;
+  __atomic_add_fetch(&record_gen, 1, __ATOMIC_RELEASE);
   if (!finished)
     summary(r);
   if (!finished && r->rc != NULL && rondo_comm_destroy(&r->rc) != RONDO_SUCCESS)
@@ -386,7 +405,10 @@ static const char *size_text(size_t bytes)
 
 void ip_count_taken(ip_comm_t *r, rondo_mpi_call_t call, size_t bytes)
 {
-  __atomic_fetch_add(&r->taken[call], 1, __ATOMIC_RELAXED);
+  /* one thread at a time per communicator (MPI's rule for collectives):
+   * no locked add, only tear-free for rondo_mpi_counts on another thread */
+  __atomic_store_n(&r->taken[call], __atomic_load_n(&r->taken[call], __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
   if (!(__atomic_load_n(&r->logged[call], __ATOMIC_RELAXED) & 1u) &&
       !(__atomic_fetch_or(&r->logged[call], 1u, __ATOMIC_RELAXED) & 1u) && r->rank == 0)
     ip_log(IP_INFO, "%s on %s (%d ranks): rondo takes it over%s", mpi_names[call], r->label,
@@ -399,7 +421,8 @@ void ip_count_passed(ip_comm_t *r, rondo_mpi_call_t call, ip_pass_t why, size_t 
     __atomic_fetch_add(&unattributed[call], 1, __ATOMIC_RELAXED);
     return;
   }
-  __atomic_fetch_add(&r->passed[call][why], 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&r->passed[call][why],
+                   __atomic_load_n(&r->passed[call][why], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
   unsigned bit = 2u << why;
   if (!(__atomic_load_n(&r->logged[call], __ATOMIC_RELAXED) & bit) &&
       !(__atomic_fetch_or(&r->logged[call], bit, __ATOMIC_RELAXED) & bit) && r->rank == 0 &&

@@ -84,7 +84,7 @@ static void read_config(void)
     hi[k] = -1;
   }
   if (t == NULL || strcmp(t, "default") == 0)
-    t = "allreduce,reduce_scatter_block";
+    t = "allreduce,barrier";
   if (strcmp(t, "all") == 0) {
     for (int k = 0; k < RONDO_MPI_CALLS; k++)
       on[k] = 1;
