@@ -3,7 +3,7 @@
 # in one run (docs/mpi.md, docs/PERFORMANCE.md):
 #   bench/interpose.sh [BUILD_DIR] [RANKS]          (default build, 2)
 # Runs bench/mpi_allreduce (a plain MPI program) alternately without and
-# with the library preloaded, RUNS times each (default 3), 8 B to 32 MiB of
+# with the library preloaded, RUNS times each (default 3), 8 B to 64 MiB of
 # MPI_FLOAT sums (taken over by rondo): per size, the median over runs of
 # each way's time per call and their ratio (above 1: faster with rondo).
 # Then, with the library preloaded, 8 B to 4 KiB of MPI_UNSIGNED sums
@@ -29,7 +29,7 @@ for r in $(seq "$runs"); do
     opts=
     [ $way = rondo ] && opts=$with
     # shellcheck disable=SC2086
-    $mpiexec $opts -n "$ranks" "$prog" -b 8 -e 32M -f 4 -r 5 > "$tmp/$way.float.$r" || status=1
+    $mpiexec $opts -n "$ranks" "$prog" -b 8 -e 64M -f 2 -r 5 > "$tmp/$way.float.$r" || status=1
     # shellcheck disable=SC2086
     [ $way = rondo ] && { $mpiexec $opts -n "$ranks" "$prog" -b 8 -e 4K -f 8 -r 9 -t unsigned \
       > "$tmp/unsigned.$r" || status=1; }
