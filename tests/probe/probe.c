@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,17 +25,34 @@
 
 static int rank, size;
 
+/* One line of output in one write(): the launcher merges the ranks'
+ * output, and a line split across two writes can interleave with
+ * another rank's line. */
+static void line(const char *fmt, ...)
+{
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  if ((size_t)n > sizeof buf - 2)
+    n = (int)sizeof buf - 2;
+  buf[n++] = '\n';
+  if (write(STDOUT_FILENO, buf, (size_t)n) < 0)
+    return;
+}
+
 static void say(const char *label, rondo_status_t st)
 {
-  printf("rank %d: %s %s: %s\n", rank, label, rondo_status_name(st),
-         st == RONDO_SUCCESS ? "" : rondo_last_error());
-  fflush(stdout);
+  line("rank %d: %s %s: %s", rank, label, rondo_status_name(st),
+       st == RONDO_SUCCESS ? "" : rondo_last_error());
 }
 
 static void say_data(const char *label, int ok)
 {
-  printf("rank %d: %s data %s\n", rank, label, ok ? "ok" : "WRONG");
-  fflush(stdout);
+  line("rank %d: %s data %s", rank, label, ok ? "ok" : "WRONG");
 }
 
 static void nap(double s)
@@ -308,12 +326,11 @@ int main(int argc, char **argv)
   rondo_status_t st = rondo_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  setvbuf(stdout, NULL, _IOLBF, 0);
   if (st != RONDO_SUCCESS) {
     say("init", st);
   } else {
     c->run(rondo_world());
-    printf("rank %d: done\n", rank);
+    line("rank %d: done", rank);
   }
   say("finalize", rondo_finalize());
   return 0;
