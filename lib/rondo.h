@@ -489,7 +489,9 @@ RONDO_API rondo_status_t rondo_queue_destroy(rondo_queue_t *queue);
  * op's identity (zero for SUM and AVG, so AVG divides by the full comm
  * size), in allgathers with no rows, in broadcasts as a receiver. Blocks
  * until every rank has joined; *last_rank (may be NULL) gets the rank that
- * joined last. Requests of this rank must all be complete first. */
+ * joined last. This rank's requests still in flight complete first, as
+ * usual (the join begins once it has none; they may still be waited on
+ * after it returns). */
 RONDO_API rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank);
 
 /* The engine's timeline (a Chrome trace, docs/engine.md), started or moved

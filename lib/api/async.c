@@ -57,12 +57,13 @@ static rondo_status_t check_name(const char *name)
   return RONDO_SUCCESS;
 }
 
-/* FNV-1a of a tag; 0 stands for none, so a tag never hashes to it. */
-static uint64_t tag_hash(const char *tag)
+/* FNV-1a of a tag or group name; 0 stands for none, so a text never
+ * hashes to it. */
+static uint64_t text_hash(const char *text)
 {
-  if (tag == NULL)
+  if (text == NULL)
     return 0;
-  uint64_t h = rondo__fnv(RONDO__FNV_INIT, tag, strlen(tag));
+  uint64_t h = rondo__fnv(RONDO__FNV_INIT, text, strlen(text));
   return h != 0 ? h : 1;
 }
 
@@ -78,7 +79,11 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
     eng_request_free(r);
     return rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': no memory for the request", name);
   }
-  sig.tag = tag_hash(o->tag);
+  sig.tag = text_hash(o->tag);
+  /* A group's name and size are the same on every rank, or the group's
+   * requests fail everywhere (a model with one more layer on one rank) */
+  sig.group = text_hash(o->group);
+  sig.group_size = o->group != NULL ? (uint32_t)o->group_size : 0;
   sig.flags |= o->flags & ~RONDO_ASYNC_WAIT_NOW; /* a local hint: not compared */
   r->sig = sig;
   r->wait_now = (o->flags & RONDO_ASYNC_WAIT_NOW) != 0;

@@ -234,8 +234,11 @@ void eng_find_pending(struct engine *e, const eng_cycle_t *c, struct rondo_reque
       found[i] = c->resp[i].req;
       continue;
     }
+    /* A failure also reaches a request held back with its group (taken
+     * from the queue, not announced); the queue's are not the cycle's. */
     struct rondo_request *r = *slot_of(e, c->resp[i].name);
-    found[i] = r != NULL && r->announced ? r : NULL;
+    int held = r != NULL && c->resp[i].type == RESP_ERROR && r->pidx >= 0;
+    found[i] = r != NULL && (r->announced || held) ? r : NULL;
   }
   pthread_mutex_unlock(&e->lock);
 }
@@ -502,15 +505,18 @@ static rondo_status_t run_cycle(struct engine *e, int settle_first, eng_cycle_ou
   double t0 = eng_now();
   pthread_mutex_lock(&e->lock);
   int stopping = e->stop;
-  if (e->join_wanted && !e->joined) {
-    e->joined = 1;
-    e->join_cycle = e->cycle;
-  }
+  int join = e->join_wanted && !e->joined;
   pthread_mutex_unlock(&e->lock);
   if (settle_first)
     settle(e, e->owner->cfg.cycle_time_ms * 1e-3);
   take_queue(e);
   announce(e);
+  /* A joining rank's own requests still in flight go first (they complete
+   * as usual, served by the other ranks); it joins once it has none. */
+  if (join && e->npending == 0 && e->ninflight == 0) {
+    e->joined = 1;
+    e->join_cycle = e->cycle;
+  }
   if (e->npending > 0 || stopping || e->joined)
     e->idle = 0; /* this rank has work: the others are likely to have it too */
   eng_cycle_t cyc;
@@ -1005,11 +1011,6 @@ rondo_status_t engine_join(rondo_comm_t comm, int *last_rank)
     st = rondo__fail(RONDO_ERR_SHUT_DOWN, "rondo_join: the comm's engine has shut down");
   else if (e->join_wanted)
     st = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_join: another thread is joining already");
-  else if (e->in_flight > 0)
-    st = rondo__fail(RONDO_ERR_INVALID_ARG,
-                     "rondo_join: %zu request(s) of this rank are still in flight; wait for "
-                     "them first",
-                     e->in_flight);
   else
     st = start_locked(e);
   if (st == RONDO_SUCCESS) {

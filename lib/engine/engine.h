@@ -42,9 +42,10 @@ typedef struct {
   uint64_t rows;       /* reduce-scatter: the rows (equal everywhere); else 0 */
   double prescale, postscale;
   uint64_t tag;        /* hash of the caller's tag (rondo_async_opts_t), 0: none */
+  uint64_t group;      /* hash of the group's name, 0: no group */
   uint32_t flags;      /* RONDO_ASYNC_* */
-  uint32_t unused;     /* keeps the struct free of padding: it is hashed and sent */
-} eng_sig_t;
+  uint32_t group_size; /* the group's size (0: no group) */
+} eng_sig_t;            /* (no padding: it is compared and sent) */
 
 struct rondo_request {
   struct engine *eng;
@@ -181,6 +182,7 @@ struct engine {
   int idle;                   /* the last cycle found no work on any rank */
   uint64_t join_cycle;
   double last_full;           /* time of the last forced slow path */
+  double last_hold_check;     /* ... forced for an incomplete group (negotiate.c) */
   double last_stall_warn;
   void *fusion;               /* fusion buffer */
   size_t fusion_bytes;

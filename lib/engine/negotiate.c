@@ -46,7 +46,8 @@ int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b)
   return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op && a->algo == b->algo &&
          a->root == b->root && a->mem == b->mem && a->count == b->count &&
          a->rows == b->rows && a->prescale == b->prescale && a->postscale == b->postscale &&
-         a->tag == b->tag && a->flags == b->flags;
+         a->tag == b->tag && a->flags == b->flags && a->group == b->group &&
+         a->group_size == b->group_size;
 }
 
 const char *eng_kind_name(int kind)
@@ -184,10 +185,14 @@ static rondo_status_t add_resp(eng_cycle_t *c, size_t *cap, int type, rondo_stat
 
 typedef struct {
   char *name;
-  eng_sig_t *sig;     /* [size]; valid where have[r] */
+  eng_sig_t *sig;     /* [size]; valid where have[r] or held[r] */
   char **text;        /* [size]: each rank's tag, or a refusal's reason (NULL: none) */
-  char *have;         /* [size] */
+  char **group;       /* [size]: each rank's group name (NULL: none) */
+  char *have;         /* [size]: rank r submitted it and announced it */
+  uint32_t *held;     /* [size]: rank r holds it back with its incomplete group,
+                         of which it has held[r] requests; 0: not held */
   double age;         /* the oldest submitter's wait */
+  int decided;        /* a response was made for it this cycle */
 } agg_t;
 
 typedef struct {
@@ -203,10 +208,14 @@ static void aggs_free(aggs_t *g)
   for (size_t i = 0; i < g->n; i++) {
     for (int r = 0; g->a[i].text != NULL && r < g->size; r++)
       free(g->a[i].text[r]);
+    for (int r = 0; g->a[i].group != NULL && r < g->size; r++)
+      free(g->a[i].group[r]);
     free(g->a[i].text);
+    free(g->a[i].group);
     free(g->a[i].name);
     free(g->a[i].sig);
     free(g->a[i].have);
+    free(g->a[i].held);
   }
   free(g->a);
   free(g->index);
@@ -227,13 +236,19 @@ static agg_t *aggs_get(aggs_t *g, const char *name, int size)
   a->name = strdup(name);
   a->sig = calloc((size_t)size, sizeof *a->sig);
   a->text = calloc((size_t)size, sizeof *a->text);
+  a->group = calloc((size_t)size, sizeof *a->group);
   a->have = calloc((size_t)size, 1);
+  a->held = calloc((size_t)size, sizeof *a->held);
   a->age = 0;
-  if (a->name == NULL || a->sig == NULL || a->text == NULL || a->have == NULL) {
+  a->decided = 0;
+  if (a->name == NULL || a->sig == NULL || a->text == NULL || a->group == NULL ||
+      a->have == NULL || a->held == NULL) {
     free(a->name);
     free(a->sig);
     free(a->text);
+    free(a->group);
     free(a->have);
+    free(a->held);
     return NULL;
   }
   g->index[h] = (long)g->n++;
@@ -247,6 +262,14 @@ static void describe_mismatch(const agg_t *g, int ra, int rb, char *buf, size_t 
   if (a->kind != b->kind)
     snprintf(buf, len, "collective: rank %d submitted %s, rank %d %s", ra,
              eng_kind_name(a->kind), rb, eng_kind_name(b->kind));
+  else if (a->group != b->group)
+    snprintf(buf, len, "group: rank %d has %s%s%s, rank %d has %s%s%s", ra,
+             g->group[ra] ? "'" : "", g->group[ra] ? g->group[ra] : "none",
+             g->group[ra] ? "'" : "", rb, g->group[rb] ? "'" : "",
+             g->group[rb] ? g->group[rb] : "none", g->group[rb] ? "'" : "");
+  else if (a->group_size != b->group_size)
+    snprintf(buf, len, "group '%s' size: rank %d has %u, rank %d has %u",
+             g->group[ra] ? g->group[ra] : "?", ra, a->group_size, rb, b->group_size);
   else if (a->tag != b->tag)
     snprintf(buf, len, "rank %d has %s, rank %d has %s", ra,
              g->text[ra] != NULL ? g->text[ra] : "no tag", rb,
@@ -301,6 +324,20 @@ static void rank_list(const char *missing, int size, char *buf, size_t len)
     snprintf(buf + used, len - used, ",... (%d ranks)", total);
 }
 
+/* Whether the signatures of the ranks that submitted a name (announced or
+ * held back with their group) differ; if so, the message naming the first
+ * difference. */
+static int differs(const agg_t *a, int first, int size, char *msg, size_t len)
+{
+  char why[400] = "";
+  for (int r = first + 1; r < size && !why[0]; r++)
+    if ((a->have[r] || a->held[r]) && !eng_sig_equal(&a->sig[first], &a->sig[r]))
+      describe_mismatch(a, first, r, why, sizeof why);
+  if (why[0])
+    snprintf(msg, len, "'%s' differs across ranks: %s", a->name, why);
+  return why[0] != 0;
+}
+
 /* Rank 0, for a name every rank that has not joined submitted: whether it
  * may run; if not, the failure every rank gets and its message. A refusal
  * comes first (the reason is the refusing rank's), then a difference
@@ -314,15 +351,9 @@ static rondo_status_t agreed(const agg_t *a, int first, int size, const int *joi
                a->text[r] != NULL ? a->text[r] : "(no reason given)");
       return RONDO_ERR_PEER;
     }
-  char why[400] = "";
-  for (int r = first + 1; r < size && !why[0]; r++)
-    if (a->have[r] && !eng_sig_equal(&a->sig[first], &a->sig[r]))
-      describe_mismatch(a, first, r, why, sizeof why);
-  const eng_sig_t *s = &a->sig[first];
-  if (why[0]) {
-    snprintf(msg, len, "'%s' differs across ranks: %s", a->name, why);
+  if (differs(a, first, size, msg, len))
     return RONDO_ERR_MISMATCH;
-  }
+  const eng_sig_t *s = &a->sig[first];
   char gone[128] = "";
   size_t used = 0;
   int shown = 0;
@@ -380,25 +411,34 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
       double age;
       get(&rd, &sig, sizeof sig);
       get(&rd, &age, sizeof age);
-      char *text = get_str(&rd);
+      char *text = get_str(&rd), *group = get_str(&rd);
+      uint32_t held;
+      get(&rd, &held, sizeof held);
       if (rd.bad) {
         free(name);
         free(text);
+        free(group);
         break;
       }
       agg_t *a = aggs_get(&g, name, size);
       free(name);
       if (a == NULL) {
         free(text);
+        free(group);
         st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: coordinator tables");
         break;
       }
-      a->have[r] = 1;
+      a->have[r] = held == 0;
+      a->held[r] = held;
       a->sig[r] = sig;
       free(a->text[r]);
       a->text[r] = text[0] != '\0' ? text : NULL;
       if (text[0] == '\0')
         free(text);
+      free(a->group[r]);
+      a->group[r] = group[0] != '\0' ? group : NULL;
+      if (group[0] == '\0')
+        free(group);
       if (age > a->age)
         a->age = age;
     }
@@ -415,15 +455,26 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: coordinator tables");
   for (size_t i = 0; i < g.n && st == RONDO_SUCCESS; i++) {
     agg_t *a = &g.a[i];
-    int first = -1, absent = 0;
+    int first = -1, absent = 0, holder = -1;
     for (int r = 0; r < size; r++) {
       missing[r] = !a->have[r] && !joined[r];
       absent += missing[r];
-      if (a->have[r] && first < 0)
+      if ((a->have[r] || a->held[r]) && first < 0)
         first = r;
+      if (a->held[r] && holder < 0)
+        holder = r;
+    }
+    if (first < 0)
+      continue;
+    a->decided = 1;
+    char msg[700];
+    /* A rank holding it back with its group: a group that differs fails
+     * now, on every rank, instead of waiting for the group to complete. */
+    if (holder >= 0 && differs(a, first, size, msg, sizeof msg)) {
+      st = add_resp(out, cap, RESP_ERROR, RONDO_ERR_MISMATCH, -1, &a->sig[first], a->name, msg);
+      continue;
     }
     if (absent == 0) {
-      char msg[700];
       rondo_status_t fail = agreed(a, first, size, joined, msg, sizeof msg);
       if (fail != RONDO_SUCCESS) {
         st = add_resp(out, cap, RESP_ERROR, fail, -1, &a->sig[first], a->name, msg);
@@ -440,8 +491,6 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
         st = add_resp(out, cap, RESP_OK, RONDO_SUCCESS, id, &a->sig[first], a->name, NULL);
       continue;
     }
-    if (first < 0)
-      continue;
     /* A rank that is shutting down will never submit it. */
     int gone = 0;
     for (int r = 0; r < size; r++)
@@ -450,7 +499,6 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
       for (int r = 0; r < size; r++)
         missing[r] = missing[r] && stopping[r];
       rank_list(missing, size, ranks, sizeof ranks);
-      char msg[512];
       snprintf(msg, sizeof msg,
                "'%s': rank(s) %s destroyed the comm (or finalized rondo) without submitting it",
                a->name, ranks);
@@ -458,19 +506,45 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
       continue;
     }
     rank_list(missing, size, ranks, sizeof ranks);
+    char held[160] = "";
+    if (holder >= 0)
+      snprintf(held, sizeof held, "; rank %d holds it back: its group '%s' has %u of its %u requests",
+               holder, a->group[holder] ? a->group[holder] : "?", a->held[holder],
+               a->sig[holder].group_size);
     if (abort_after > 0 && a->age >= abort_after) {
-      char msg[512];
       snprintf(msg, sizeof msg,
                "'%s' stalled: rank(s) %s did not submit it within %.0f s "
-               "(RONDO_STALL_ABORT_SEC)",
-               a->name, ranks, a->age);
+               "(RONDO_STALL_ABORT_SEC)%s",
+               a->name, ranks, a->age, held);
       st = add_resp(out, cap, RESP_ERROR, RONDO_ERR_STALLED, -1, &a->sig[first], a->name, msg);
-    } else if (warn > 0 && a->age >= warn) {
-      if (stalled < 5 && line_used + 64 < sizeof line)
-        line_used += (size_t)snprintf(line + line_used, sizeof line - line_used,
-                                      "%s'%.60s' (%.0f s; missing on ranks %s)",
-                                      stalled ? ", " : "", a->name, a->age, ranks);
-      stalled++;
+    } else {
+      a->decided = 0;
+      if (warn > 0 && a->age >= warn) {
+        if (stalled < 5 && line_used + 64 < sizeof line)
+          line_used += (size_t)snprintf(line + line_used, sizeof line - line_used,
+                                        "%s'%.60s' (%.0f s; missing on ranks %s%.100s)",
+                                        stalled ? ", " : "", a->name, a->age, ranks, held);
+        stalled++;
+      }
+    }
+  }
+  /* A group fails whole: the names of a group one of whose names failed
+   * fail too, on every rank, with that failure. */
+  for (size_t k = 0, n = out->nresp; k < n && st == RONDO_SUCCESS; k++) {
+    if (out->resp[k].type != RESP_ERROR || out->resp[k].sig.group == 0)
+      continue;
+    for (size_t i = 0; i < g.n && st == RONDO_SUCCESS; i++) {
+      agg_t *a = &g.a[i];
+      int member = -1;
+      for (int r = 0; r < size && member < 0 && !a->decided; r++)
+        if ((a->have[r] || a->held[r]) && a->sig[r].group == out->resp[k].sig.group)
+          member = r;
+      if (member < 0)
+        continue;
+      a->decided = 1;
+      char why[900];
+      snprintf(why, sizeof why, "'%s' fails with its group: %s", a->name, out->resp[k].message);
+      st = add_resp(out, cap, RESP_ERROR, out->resp[k].status, -1, &a->sig[member], a->name, why);
     }
   }
   free(missing);
@@ -524,6 +598,12 @@ static rondo_status_t deserialize_resp(const char *p, size_t len, eng_cycle_t *c
 
 /* ---- the cycle ------------------------------------------------------------------------ */
 
+/* How long a rank holds back the requests of an incomplete group before
+ * it shows them to rank 0 (and again at this interval): groups come in
+ * bursts, so a group still incomplete after this long is likely one that
+ * differs across ranks. */
+#define HOLD_CHECK_S 0.2
+
 /* Should this rank force a slow path so rank 0 can see a possible stall? */
 static int stall_check(struct engine *e, double oldest_age)
 {
@@ -548,13 +628,20 @@ static rondo_status_t my_records(struct engine *e, buf_t *mine)
   put(mine, &n, sizeof n);
   for (size_t i = 0; i < e->npending; i++) {
     struct rondo_request *r = e->pending[i];
-    if (r == NULL || !r->announced)
+    if (r == NULL)
       continue;
+    /* held back with an incomplete group: how many of the group are here */
+    uint32_t held = 0;
+    for (size_t j = 0; !r->announced && j < e->npending; j++)
+      held += e->pending[j] != NULL && e->pending[j]->group != NULL &&
+              strcmp(e->pending[j]->group, r->group) == 0;
     double age = now - r->t_submit;
     put_str(mine, r->name);
     put(mine, &r->sig, sizeof r->sig);
     put(mine, &age, sizeof age);
     put_str(mine, r->sig.kind == ENG_REFUSED ? r->reason : r->tag);
+    put_str(mine, r->group);
+    put(mine, &held, sizeof held);
     n++;
   }
   if (mine->failed)
@@ -803,16 +890,19 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
   struct rondo_request *lone = NULL; /* the one announced request, if it is alone */
   int announced = 0, lone_id = -1;
   int pending = 0, cached = 1;
-  double now = eng_now(), oldest = 0;
+  double now = eng_now(), oldest = 0, held = 0;
   for (size_t i = 0; i < e->npending; i++) {
     struct rondo_request *r = e->pending[i];
     if (r == NULL)
       continue;
     pending = 1;
-    if (!r->announced)
-      continue;
     if (now - r->t_submit > oldest)
       oldest = now - r->t_submit;
+    if (!r->announced) {
+      if (now - r->t_submit > held)
+        held = now - r->t_submit;
+      continue;
+    }
     int id = eng_cache_find(&e->cache, r->name, &r->sig);
     if (announced++ == 0) {
       lone = r;
@@ -831,6 +921,12 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
     cached = 0; /* a stopping rank: rank 0 must see it to fail what it lacks */
   if (pending && stall_check(e, oldest))
     cached = 0;
+  /* A group held back here for a while: rank 0 sees it, and fails it at
+   * once if another rank's group differs (a model with one more layer). */
+  if (held >= HOLD_CHECK_S && now - e->last_hold_check >= HOLD_CHECK_S) {
+    e->last_hold_check = now;
+    cached = 0;
+  }
   mine[0] = (pending ? 0 : F_NO_PENDING) | (cached ? F_ALL_CACHED : 0) |
             (e->joined ? F_JOINED : 0) | (stopping ? F_STOPPING : 0);
   if (announced != 1 || !cached || !rides(e, lone, lone_id))
