@@ -39,8 +39,10 @@
  */
 #include "algo/agree.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -76,7 +78,8 @@ struct agree_board {
 
 static const char *const colls[AGREE_COLLS] = {
     "rondo_allreduce", "rondo_broadcast", "rondo_allgather", "rondo_allgatherv",
-    "rondo_reduce_scatter", "rondo_alltoall", "rondo_barrier", "rondo_comm_split"};
+    "rondo_reduce_scatter", "rondo_alltoall", "rondo_barrier", "rondo_comm_split",
+    "rondo_comm_destroy"};
 
 const char *agree_coll_name(agree_coll_t coll)
 {
@@ -216,6 +219,16 @@ static uint64_t sig_sum(const agree_sig_t *sig)
   return h != 0 ? h : 1;
 }
 
+static rondo_status_t left(const agree_sig_t *sig, int rank);
+
+/* A field that is a hash of several values (its value means nothing to a
+ * reader): named "... (hash)". */
+static int is_hash(const char *field)
+{
+  size_t n = strlen(field);
+  return n >= 6 && strcmp(field + n - 6, "(hash)") == 0;
+}
+
 void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
   struct agree_board *b = comm->board;
@@ -228,13 +241,24 @@ void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
   flag_store(flag(b, b->rank, call), call, local == RONDO_SUCCESS ? sig_sum(sig) : 0);
 }
 
+/* On a mismatch: whether every rank's payload names this collective. */
+static int board_same_call(const struct agree_board *b, uint64_t call, agree_coll_t coll)
+{
+  for (int q = 0; q < b->size; q++)
+    if (payload(b, q, call)->what != (int32_t)coll)
+      return 0;
+  return 1;
+}
+
+static _Thread_local int mismatch_same_call; /* for agree_call_detail */
+
 rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
                             const agree_sig_t *sig)
 {
   struct agree_board *b = comm->board;
   uint64_t call = ++b->call;
   uint64_t mine = flag(b, b->rank, call)->sum;
-  int failed = -1, differs = -1;
+  int failed = -1, differs = -1, leaving = -1;
   for (int q = 0; q < b->size; q++) {
     if (q == b->rank)
       continue;
@@ -246,9 +270,14 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
       failed = q;
     else if (f->sum != mine && differs < 0)
       differs = q;
+    if (f->sum != mine && f->sum != 0 && leaving < 0 &&
+        payload(b, q, call)->what == AGREE_COMM_DESTROY)
+      leaving = q;
   }
   if (local != RONDO_SUCCESS)
     return local;
+  if (leaving >= 0)
+    return left(sig, leaving);
   if (failed >= 0)
     return rondo__fail(RONDO_ERR_PEER,
                        "%s: rank %d of this comm passed invalid arguments (see its log line or "
@@ -256,6 +285,7 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
                        agree_coll_name(sig->coll), failed);
   if (differs < 0)
     return RONDO_SUCCESS;
+  mismatch_same_call = board_same_call(b, call, sig->coll);
   const board_payload_t *theirs = payload(b, differs, call);
   if (theirs->what != (int32_t)sig->coll)
     return rondo__fail(RONDO_ERR_MISMATCH,
@@ -265,6 +295,9 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
                        agree_coll_name(sig->coll));
   for (int k = 0; k < sig->n; k++) {
     int i = report_order(sig, k);
+    if (theirs->field[i] != sig->value[i] && is_hash(sig->field[i]))
+      return rondo__fail(RONDO_ERR_MISMATCH, "%s: ranks passed different %s: rank %d and this rank",
+                         agree_coll_name(sig->coll), sig->field[i], differs);
     if (theirs->field[i] != sig->value[i])
       return rondo__fail(RONDO_ERR_MISMATCH,
                          "%s: ranks passed different %s: rank %d has %lld, this rank %lld",
@@ -275,15 +308,26 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
                      agree_coll_name(sig->coll));
 }
 
+/* A call that met a rank destroying the comm. */
+static rondo_status_t left(const agree_sig_t *sig, int rank)
+{
+  return rondo__fail(RONDO_ERR_SHUT_DOWN,
+                     "%s: rank %d is destroying this comm (rondo_comm_destroy or "
+                     "rondo_finalize); the collective cannot complete",
+                     agree_coll_name(sig->coll), rank);
+}
+
 /* ---- the MPI check (across nodes) --------------------------------------------------------- */
 
 /* The packet: [failed, -lowest failed rank, then for the collective and each
  * field: value, ~value], reduced by MAX; the lowest rank whose data the
- * packet holds (MIN), then the inline data. */
+ * packet holds (MIN); -the lowest rank destroying the comm, or -size (MAX);
+ * then the inline data. */
 enum { WORDS = 2 + 2 * (AGREE_SIG_MAX + 1) };
 typedef struct {
   int64_t v[WORDS];
   int64_t first;
+  int64_t leaving;
   unsigned char data[AGREE_INLINE_BYTES];
 } packet_t;
 
@@ -329,6 +373,7 @@ void agree_packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
     for (int i = 0; i < WORDS; i++)
       b->v[i] = a->v[i] > b->v[i] ? a->v[i] : b->v[i];
     b->first = a->first < b->first ? a->first : b->first;
+    b->leaving = a->leaving > b->leaving ? a->leaving : b->leaving;
   }
 }
 
@@ -336,6 +381,24 @@ void agree_packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
  * one reduction tells whether any rank failed and whether every field is
  * equal everywhere (~ never overflows, unlike negation). data: this rank's
  * inline all-reduce input (NULL: none), its result into out. */
+/* This rank's packet, without data. */
+static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
+                        packet_t *p)
+{
+  memset(p, 0, offsetof(packet_t, data));
+  int fields = AGREE_SIG_MAX + 1;
+  int64_t *v = p->v;
+  v[0] = local != RONDO_SUCCESS;
+  v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
+  for (int i = 0; i < fields; i++) {
+    int64_t x = i == 0 ? (int64_t)sig->coll : i <= sig->n ? sig->value[i - 1] : 0;
+    v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
+    v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
+  }
+  p->first = comm->rank;
+  p->leaving = sig->coll == AGREE_COMM_DESTROY ? -(int64_t)comm->rank : -(int64_t)comm->size;
+}
+
 static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                                 const void *data, size_t bytes, void *out)
 {
@@ -345,17 +408,8 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
   /* Always the full packet: ranks in different collectives must still
    * reduce matching buffers for the mismatch to be reported. */
   packet_t mine, all;
-  memset(&mine, 0, sizeof mine);
-  int fields = AGREE_SIG_MAX + 1;
-  int64_t *v = mine.v, *r = all.v;
-  v[0] = local != RONDO_SUCCESS;
-  v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
-  for (int i = 0; i < fields; i++) {
-    int64_t x = i == 0 ? (int64_t)sig->coll : i <= sig->n ? sig->value[i - 1] : 0;
-    v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
-    v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
-  }
-  mine.first = comm->rank;
+  packet_fill(comm, local, sig, &mine);
+  int64_t *r = all.v;
   if (data != NULL && local == RONDO_SUCCESS)
     memcpy(mine.data, data, bytes);
   /* Blocking where no rank yields, so MPI picks its best all-reduce (on
@@ -373,11 +427,14 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
   }
   if (local != RONDO_SUCCESS)
     return local;
+  if (all.leaving > -(int64_t)comm->size)
+    return left(sig, (int)-all.leaving);
   if (r[0])
     return rondo__fail(RONDO_ERR_PEER,
                        "%s: rank %lld of this comm passed invalid arguments (see its log line or "
                        "rondo_last_error())",
                        agree_coll_name(sig->coll), (long long)-r[1]);
+  mismatch_same_call = r[2] == ~r[3];
   if (r[2] != ~r[3])
     return rondo__fail(RONDO_ERR_MISMATCH,
                        "ranks called different collectives at the same time (this rank: %s)",
@@ -385,6 +442,9 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
   for (int k = 0; k < sig->n; k++) {
     int i = report_order(sig, k) + 1;
     long long hi = r[2 + 2 * i], lo = ~r[3 + 2 * i];
+    if (hi != lo && is_hash(sig->field[i - 1]))
+      return rondo__fail(RONDO_ERR_MISMATCH, "%s: ranks passed different %s",
+                         agree_coll_name(sig->coll), sig->field[i - 1]);
     if (hi != lo)
       return rondo__fail(RONDO_ERR_MISMATCH,
                          "%s: ranks passed different %s (values from %lld to %lld; this rank: "
@@ -412,6 +472,15 @@ rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
   return agree_mpi(comm, RONDO_SUCCESS, sig, sendbuf, bytes, recvbuf);
 }
 
+rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
+                                 int *same_call)
+{
+  mismatch_same_call = 0;
+  rondo_status_t st = agree_call(comm, local, sig);
+  *same_call = st == RONDO_ERR_MISMATCH && mismatch_same_call;
+  return st;
+}
+
 rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
   if (comm->size == 1 || agree_skip)
@@ -420,4 +489,88 @@ rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_s
     return agree_mpi(comm, local, sig, NULL, 0, NULL);
   agree_post(comm, local, sig);
   return agree_finish(comm, local, sig);
+}
+
+/* ---- leaving ------------------------------------------------------------------------------ */
+
+int agree_leave_polls(rondo_comm_t comm)
+{
+  return comm->board != NULL || comm->yield_any;
+}
+
+/* Naps between the polls of a wait that may be long (another rank still
+ * busy elsewhere): from 20 us up to 1 ms, never spinning. */
+static void leave_nap(double *nap)
+{
+  struct timespec ts = {0, (long)(*nap * 1e9)};
+  nanosleep(&ts, NULL);
+  *nap = *nap * 2 < 1e-3 ? *nap * 2 : 1e-3;
+}
+
+/* One round on the board: whether every rank was leaving too. */
+static int leave_board(rondo_comm_t comm, const agree_sig_t *sig, void (*poll)(rondo_comm_t))
+{
+  struct agree_board *b = comm->board;
+  agree_post(comm, RONDO_SUCCESS, sig);
+  uint64_t call = ++b->call;
+  uint64_t mine = flag(b, b->rank, call)->sum;
+  int all = 1;
+  double nap = 20e-6;
+  for (int q = 0; q < b->size; q++) {
+    const board_flag_t *f = flag(b, q, call);
+    while (__atomic_load_n(&f->call, __ATOMIC_ACQUIRE) != call) {
+      if (poll != NULL)
+        poll(comm);
+      leave_nap(&nap);
+    }
+    all &= f->sum == mine;
+  }
+  return all;
+}
+
+/* One round of the MPI check: whether every rank was leaving too. */
+static rondo_status_t leave_mpi(rondo_comm_t comm, const agree_sig_t *sig,
+                                void (*poll)(rondo_comm_t), int *all_left)
+{
+  MPI_Datatype type;
+  MPI_Op op;
+  RONDO_CHECK(algo_mpi_packet(&type, &op));
+  packet_t mine, all;
+  packet_fill(comm, RONDO_SUCCESS, sig, &mine);
+  /* The same call as agree_mpi's on every rank (blocking or not). */
+  if (!comm->yield_any) {
+    MPI_CHECK(MPI_Allreduce(&mine, &all, 1, type, op, comm->mpi));
+  } else {
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, type, op, comm->mpi, &req));
+    double nap = 20e-6;
+    for (;;) {
+      int done = 0;
+      MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+      if (done)
+        break;
+      if (poll != NULL)
+        poll(comm);
+      leave_nap(&nap);
+    }
+  }
+  /* every rank's collective was this one: max == min */
+  *all_left = all.v[0] == 0 && all.v[2] == ~all.v[3];
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t agree_leave(rondo_comm_t comm, void (*poll)(rondo_comm_t))
+{
+  if (comm->size == 1 || agree_skip)
+    return RONDO_SUCCESS;
+  agree_sig_t sig = {.coll = AGREE_COMM_DESTROY};
+  for (;;) {
+    int all = 0;
+    if (comm->board != NULL)
+      all = leave_board(comm, &sig, poll);
+    else
+      RONDO_CHECK(leave_mpi(comm, &sig, poll, &all));
+    if (all)
+      return RONDO_SUCCESS;
+  }
 }

@@ -22,6 +22,7 @@ typedef enum {
   AGREE_ALLTOALL,
   AGREE_BARRIER,
   AGREE_COMM_SPLIT,
+  AGREE_COMM_DESTROY, /* agree_leave: the largest, so the check's MAX shows it */
   AGREE_COLLS
 } agree_coll_t;
 
@@ -43,6 +44,22 @@ const char *agree_coll_name(agree_coll_t coll);
  * RONDO_ERR_PEER if another rank's failed, RONDO_ERR_MISMATCH if a field
  * differs across ranks, else RONDO_SUCCESS. Collective. */
 rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
+/* agree_call, and on RONDO_ERR_MISMATCH *same_call: whether every rank
+ * called this collective (then only its arguments differ, and every rank
+ * knows it: they may exchange more to say which). */
+rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
+                                 int *same_call);
+/* A rank destroying the comm (rondo_comm_destroy, rondo_finalize): takes
+ * part in the others' checks until every rank destroys it too. A blocking
+ * collective that meets it fails with RONDO_ERR_SHUT_DOWN on its rank
+ * ("rank 1 is destroying this comm") instead of waiting forever for this
+ * rank. poll(arg) runs between checks where the wait can poll (see
+ * agree_leave_polls), so that the engine's rendezvous can progress.
+ * Collective. */
+rondo_status_t agree_leave(rondo_comm_t comm, void (*poll)(rondo_comm_t));
+/* Whether agree_leave's wait polls (the board, or the nonblocking MPI
+ * check where some rank yields); else it blocks in MPI_Allreduce. */
+int agree_leave_polls(rondo_comm_t comm);
 /* The shared-memory board of a one-node comm (none elsewhere): made when a
  * user comm is created (lib/comm), freed with it. */
 rondo_status_t agree_board_create(rondo_comm_t comm);

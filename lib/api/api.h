@@ -39,6 +39,10 @@ rondo_status_t api_check_algo(rondo_algo_t algo);
  * (fn names the call). */
 rondo_status_t api_check_elementwise_op(const char *fn, rondo_op_t op);
 rondo_status_t api_check_buffer(const void *buf, size_t count, const char *name);
+/* Buffers that overlap without being the same pointer (in place): the
+ * data would be read after it was overwritten. */
+rondo_status_t api_check_overlap(const char *fn, const void *sendbuf, size_t sbytes,
+                                 const void *recvbuf, size_t rbytes);
 /* bytes = count * dtype size, or RONDO_ERR_COUNT_OVERFLOW. */
 rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes);
 /* RONDO_ERR_UNSUPPORTED if buf is device memory: fn's name

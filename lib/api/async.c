@@ -6,6 +6,7 @@
  */
 #include "api/api.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,8 +97,8 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
     return st;
   }
   r->queue = o->queue;
-  st = eng_request_register(r);
-  if (st == RONDO_SUCCESS && (st = engine_submit(comm, r)) != RONDO_SUCCESS)
+  st = r->detached ? RONDO_SUCCESS : eng_request_register(r);
+  if (st == RONDO_SUCCESS && (st = engine_submit(comm, r)) != RONDO_SUCCESS && !r->detached)
     eng_request_forget(r);
   if (st != RONDO_SUCCESS) {
     if (r->queue != NULL)
@@ -137,19 +138,51 @@ static rondo_status_t submit_plain(rondo_comm_t comm, const char *name, eng_sig_
   return submit(comm, name, sig, o, r, out);
 }
 
-/* The checks every submission starts with, in this order. */
+/* The checks every submission starts with, in this order; after them, the
+ * call's own argument checks (CHECK_ARG). */
 static rondo_status_t begin(const char *fn, rondo_comm_t comm, const char *name,
-                            const rondo_async_opts_t *opts, rondo_dtype_t dtype,
-                            rondo_async_opts_t *o, rondo_request_t *req)
+                            const rondo_async_opts_t *opts, rondo_async_opts_t *o,
+                            rondo_request_t *req)
 {
   if (req == NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: req is NULL", fn);
   *req = NULL;
   RONDO_CHECK(api_enter(comm));
   RONDO_CHECK(check_name(name));
-  RONDO_CHECK(read_opts(opts, o));
-  return api_check_dtype(dtype);
+  return read_opts(opts, o);
 }
+
+/* A bad argument of this rank (st) in a submission whose comm and name are
+ * good: the name is refused in the engine as rondo_refuse_async would, so
+ * the other ranks' requests of that name fail with RONDO_ERR_PEER instead
+ * of waiting for this rank's (the refusal is released by the engine). The
+ * caller gets st and its message. */
+static rondo_status_t refuse_for(rondo_comm_t comm, const char *name,
+                                 const rondo_async_opts_t *o, rondo_status_t st)
+{
+  char why[TEXT_MAX_BYTES];
+  snprintf(why, sizeof why, "%s", rondo__last_error_text());
+  struct rondo_request *r = new_request(name, NULL, NULL, 0, -1);
+  if (r != NULL && (r->reason = strdup(why)) != NULL) {
+    r->detached = 1;
+    rondo_async_opts_t only = RONDO_ASYNC_OPTS_INIT;
+    only.group = o->group;
+    only.group_size = o->group_size;
+    eng_sig_t sig = {.kind = ENG_REFUSED, .root = -1, .prescale = 1, .postscale = 1};
+    rondo_request_t ignored;
+    submit(comm, name, sig, &only, r, &ignored); /* frees r when it fails */
+  } else if (r != NULL) {
+    eng_request_free(r);
+  }
+  return rondo__fail_quiet(st, "%s", why);
+}
+
+#define CHECK_ARG(expr)                                                        \
+  do {                                                                         \
+    rondo_status_t st_ = (expr);                                               \
+    if (st_ != RONDO_SUCCESS)                                                  \
+      return refuse_for(comm, name, &o, st_);                                  \
+  } while (0)
 
 rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const void *sendbuf,
                                      void *recvbuf, size_t count, rondo_dtype_t dtype,
@@ -158,22 +191,24 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
 {
   size_t bytes;
   rondo_async_opts_t o;
-  RONDO_CHECK(begin("rondo_allreduce_async", comm, name, opts, dtype, &o, req));
-  RONDO_CHECK(api_check_op(op));
-  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
-  RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
-  RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
+  RONDO_CHECK(begin("rondo_allreduce_async", comm, name, opts, &o, req));
+  CHECK_ARG(api_check_dtype(dtype));
+  CHECK_ARG(api_check_op(op));
+  CHECK_ARG(api_bytes(count, rondo_dtype_size(dtype), &bytes));
+  CHECK_ARG(api_check_buffer(sendbuf, count, "sendbuf"));
+  CHECK_ARG(api_check_buffer(recvbuf, count, "recvbuf"));
+  CHECK_ARG(api_check_overlap("rondo_allreduce_async", sendbuf, bytes, recvbuf, bytes));
   int device = -1;
-  RONDO_CHECK(dev_call_memory("rondo_allreduce_async", sendbuf, bytes, recvbuf, bytes, &device));
+  CHECK_ARG(dev_call_memory("rondo_allreduce_async", sendbuf, bytes, recvbuf, bytes, &device));
   /* Refused before engine_device, which pins the engine's device. */
   if (device >= 0 && (o.prescale != 1.0 || o.postscale != 1.0))
-    return rondo__fail(RONDO_ERR_UNSUPPORTED,
-                       "rondo_allreduce_async: '%s': prescale and postscale need host buffers "
-                       "(scaling device memory needs a kernel rondo does not have; op AVG "
-                       "divides by the comm size)",
-                       name);
+    CHECK_ARG(rondo__fail(RONDO_ERR_UNSUPPORTED,
+                          "rondo_allreduce_async: '%s': prescale and postscale need host "
+                          "buffers (scaling device memory needs a kernel rondo does not have; "
+                          "op AVG divides by the comm size)",
+                          name));
   if (device >= 0)
-    RONDO_CHECK(engine_device(comm, device));
+    CHECK_ARG(engine_device(comm, device));
   eng_sig_t sig = {.kind = ENG_ALLREDUCE, .dtype = dtype, .op = op, .algo = o.algo,
                    .root = -1, .mem = device >= 0, .count = count, .prescale = o.prescale,
                    .postscale = o.postscale};
@@ -186,13 +221,15 @@ rondo_status_t rondo_broadcast_async(rondo_comm_t comm, const char *name, void *
 {
   size_t bytes;
   rondo_async_opts_t o;
-  RONDO_CHECK(begin("rondo_broadcast_async", comm, name, opts, dtype, &o, req));
-  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
-  RONDO_CHECK(api_check_buffer(buf, count, "buf"));
-  RONDO_CHECK(api_host_only("rondo_broadcast_async", buf, "buf"));
+  RONDO_CHECK(begin("rondo_broadcast_async", comm, name, opts, &o, req));
+  CHECK_ARG(api_check_dtype(dtype));
+  CHECK_ARG(api_bytes(count, rondo_dtype_size(dtype), &bytes));
+  CHECK_ARG(api_check_buffer(buf, count, "buf"));
+  CHECK_ARG(api_host_only("rondo_broadcast_async", buf, "buf"));
   if (root < 0 || root >= comm->size)
-    return rondo__fail(RONDO_ERR_INVALID_ROOT, "'%s': root %d is not a rank of this comm (0..%d)",
-                       name, root, comm->size - 1);
+    CHECK_ARG(rondo__fail(RONDO_ERR_INVALID_ROOT,
+                          "'%s': root %d is not a rank of this comm (0..%d)", name, root,
+                          comm->size - 1));
   eng_sig_t sig = {.kind = ENG_BROADCAST, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = root, .count = count, .prescale = 1,
                    .postscale = 1};
@@ -205,11 +242,12 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
 {
   size_t elems, bytes;
   rondo_async_opts_t o;
-  RONDO_CHECK(begin("rondo_allgather_async", comm, name, opts, dtype, &o, req));
-  RONDO_CHECK(api_bytes(rows, row_count, &elems));
-  RONDO_CHECK(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
-  RONDO_CHECK(api_check_buffer(sendbuf, elems, "sendbuf"));
-  RONDO_CHECK(api_host_only("rondo_allgather_async", sendbuf, "sendbuf"));
+  RONDO_CHECK(begin("rondo_allgather_async", comm, name, opts, &o, req));
+  CHECK_ARG(api_check_dtype(dtype));
+  CHECK_ARG(api_bytes(rows, row_count, &elems));
+  CHECK_ARG(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
+  CHECK_ARG(api_check_buffer(sendbuf, elems, "sendbuf"));
+  CHECK_ARG(api_host_only("rondo_allgather_async", sendbuf, "sendbuf"));
   eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
                    .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
                    .postscale = 1};
@@ -229,21 +267,24 @@ rondo_status_t rondo_reduce_scatter_async(rondo_comm_t comm, const char *name,
 {
   size_t elems, bytes;
   rondo_async_opts_t o;
-  RONDO_CHECK(begin("rondo_reduce_scatter_async", comm, name, opts, dtype, &o, req));
-  RONDO_CHECK(api_check_op(op));
-  RONDO_CHECK(api_check_elementwise_op("rondo_reduce_scatter_async", op));
-  RONDO_CHECK(api_bytes(rows, row_count, &elems));
-  RONDO_CHECK(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
+  RONDO_CHECK(begin("rondo_reduce_scatter_async", comm, name, opts, &o, req));
+  CHECK_ARG(api_check_dtype(dtype));
+  CHECK_ARG(api_check_op(op));
+  CHECK_ARG(api_check_elementwise_op("rondo_reduce_scatter_async", op));
+  CHECK_ARG(api_bytes(rows, row_count, &elems));
+  CHECK_ARG(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
   size_t mine = share_rows(rows, comm->size, comm->rank) * row_count;
-  RONDO_CHECK(api_check_buffer(sendbuf, elems, "sendbuf"));
-  RONDO_CHECK(api_check_buffer(recvbuf, mine, "recvbuf"));
+  CHECK_ARG(api_check_buffer(sendbuf, elems, "sendbuf"));
+  CHECK_ARG(api_check_buffer(recvbuf, mine, "recvbuf"));
   if (mine > 0 && sendbuf == recvbuf)
-    return rondo__fail(RONDO_ERR_INVALID_ARG,
-                       "rondo_reduce_scatter_async: '%s': in place (sendbuf == recvbuf) is not "
-                       "allowed",
-                       name);
-  RONDO_CHECK(api_host_only("rondo_reduce_scatter_async", sendbuf, "sendbuf"));
-  RONDO_CHECK(api_host_only("rondo_reduce_scatter_async", recvbuf, "recvbuf"));
+    CHECK_ARG(rondo__fail(RONDO_ERR_INVALID_ARG,
+                          "rondo_reduce_scatter_async: '%s': in place (sendbuf == recvbuf) is "
+                          "not allowed",
+                          name));
+  CHECK_ARG(api_check_overlap("rondo_reduce_scatter_async", sendbuf, bytes, recvbuf,
+                              mine * rondo_dtype_size(dtype)));
+  CHECK_ARG(api_host_only("rondo_reduce_scatter_async", sendbuf, "sendbuf"));
+  CHECK_ARG(api_host_only("rondo_reduce_scatter_async", recvbuf, "recvbuf"));
   eng_sig_t sig = {.kind = ENG_REDUCE_SCATTER, .dtype = dtype, .op = op,
                    .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .rows = rows,
                    .prescale = o.prescale, .postscale = o.postscale,
@@ -258,21 +299,23 @@ rondo_status_t rondo_alltoallv_async(rondo_comm_t comm, const char *name, const 
 {
   size_t rows = 0, elems, bytes;
   rondo_async_opts_t o;
-  RONDO_CHECK(begin("rondo_alltoallv_async", comm, name, opts, dtype, &o, req));
+  RONDO_CHECK(begin("rondo_alltoallv_async", comm, name, opts, &o, req));
+  CHECK_ARG(api_check_dtype(dtype));
   if (sendcounts == NULL || recvcounts == NULL)
-    return rondo__fail(RONDO_ERR_INVALID_ARG,
-                       "rondo_alltoallv_async: '%s': sendcounts and recvcounts must not be NULL",
-                       name);
+    CHECK_ARG(rondo__fail(RONDO_ERR_INVALID_ARG,
+                          "rondo_alltoallv_async: '%s': sendcounts and recvcounts must not be "
+                          "NULL",
+                          name));
   for (int i = 0; i < comm->size; i++) {
     if (sendcounts[i] > SIZE_MAX - rows)
-      return rondo__fail(RONDO_ERR_COUNT_OVERFLOW,
-                         "rondo_alltoallv_async: '%s': the sendcounts overflow", name);
+      CHECK_ARG(rondo__fail(RONDO_ERR_COUNT_OVERFLOW,
+                            "rondo_alltoallv_async: '%s': the sendcounts overflow", name));
     rows += sendcounts[i];
   }
-  RONDO_CHECK(api_bytes(rows, row_count, &elems));
-  RONDO_CHECK(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
-  RONDO_CHECK(api_check_buffer(sendbuf, elems, "sendbuf"));
-  RONDO_CHECK(api_host_only("rondo_alltoallv_async", sendbuf, "sendbuf"));
+  CHECK_ARG(api_bytes(rows, row_count, &elems));
+  CHECK_ARG(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
+  CHECK_ARG(api_check_buffer(sendbuf, elems, "sendbuf"));
+  CHECK_ARG(api_host_only("rondo_alltoallv_async", sendbuf, "sendbuf"));
   struct rondo_request *r = new_request(name, sendbuf, NULL, rows, -1);
   if (r == NULL)
     return RONDO_ERR_NO_MEMORY;

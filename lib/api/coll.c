@@ -53,6 +53,20 @@ rondo_status_t api_check_buffer(const void *buf, size_t count, const char *name)
   return RONDO_SUCCESS;
 }
 
+rondo_status_t api_check_overlap(const char *fn, const void *sendbuf, size_t sbytes,
+                                 const void *recvbuf, size_t rbytes)
+{
+  uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+  if (sendbuf == NULL || recvbuf == NULL || sbytes == 0 || rbytes == 0 || s == r)
+    return RONDO_SUCCESS;
+  if (s < r + rbytes && r < s + sbytes)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "%s: sendbuf (%p, %zu bytes) and recvbuf (%p, %zu bytes) overlap; for "
+                       "in place pass the same pointer",
+                       fn, sendbuf, sbytes, recvbuf, rbytes);
+  return RONDO_SUCCESS;
+}
+
 rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes)
 {
   if (esize != 0 && count > SIZE_MAX / esize)
@@ -116,7 +130,7 @@ static rondo_status_t allreduce_args(const void *sendbuf, void *recvbuf, size_t 
   RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), bytes));
   RONDO_CHECK(api_check_buffer(sendbuf, count, "sendbuf"));
   RONDO_CHECK(api_check_buffer(recvbuf, count, "recvbuf"));
-  return RONDO_SUCCESS;
+  return api_check_overlap("rondo_allreduce", sendbuf, *bytes, recvbuf, *bytes);
 }
 
 /* The argument check of a call that may take device buffers (device: the
@@ -361,6 +375,8 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
   if (!in_place_ok && count > 0 && sendbuf == recvbuf)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: in place (sendbuf == recvbuf) is not allowed",
                        fn);
+  RONDO_CHECK(in_place_ok ? api_check_overlap(fn, sendbuf, *bytes, recvbuf, total)
+                          : api_check_overlap(fn, sendbuf, total, recvbuf, *bytes));
   if (!device_ok) {
     RONDO_CHECK(api_host_only(fn, sendbuf, "sendbuf"));
     return api_host_only(fn, recvbuf, "recvbuf");
@@ -401,6 +417,38 @@ static int64_t layout_hash(const size_t *counts, const size_t *displs, int n)
   return (int64_t)(h >> 1);
 }
 
+/* Every rank called rondo_allgatherv, and the layouts differ (their
+ * hashes): every rank learns the first entry that differs and its range. */
+static rondo_status_t layout_mismatch(rondo_comm_t comm, const size_t *recvcounts,
+                                      const size_t *displs)
+{
+  char saved[512];
+  snprintf(saved, sizeof saved, "%s", rondo__last_error_text());
+  /* In chunks on the stack: every rank makes the same calls, and none
+   * can run out of memory alone. */
+  enum { CHUNK = 32 };
+  uint64_t mine[CHUNK], lo[CHUNK], hi[CHUNK];
+  int n = 2 * comm->size;
+  for (int base = 0; base < n; base += CHUNK) {
+    int m = n - base < CHUNK ? n - base : CHUNK;
+    for (int k = 0; k < m; k++) {
+      int i = (base + k) / 2;
+      mine[k] = (base + k) % 2 ? (displs ? displs[i] : 0) : recvcounts[i];
+    }
+    MPI_CHECK(MPI_Allreduce(mine, lo, m, MPI_UINT64_T, MPI_MIN, comm->mpi));
+    MPI_CHECK(MPI_Allreduce(mine, hi, m, MPI_UINT64_T, MPI_MAX, comm->mpi));
+    for (int k = 0; k < m; k++)
+      if (lo[k] != hi[k])
+        return rondo__fail(RONDO_ERR_MISMATCH,
+                           "rondo_allgatherv: ranks passed different %s[%d]: from %llu to %llu "
+                           "(this rank: %llu)",
+                           (base + k) % 2 ? "displs" : "recvcounts", (base + k) / 2,
+                           (unsigned long long)lo[k], (unsigned long long)hi[k],
+                           (unsigned long long)mine[k]);
+  }
+  return rondo__fail(RONDO_ERR_MISMATCH, "%s", saved);
+}
+
 static rondo_status_t allgatherv_args(rondo_comm_t comm, const void *sendbuf,
                                       size_t sendcount, void *recvbuf,
                                       const size_t *recvcounts, const size_t *displs,
@@ -437,9 +485,13 @@ rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf, size_t s
       allgatherv_args(comm, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype);
   agree_sig_t sig = {.coll = AGREE_ALLGATHERV};
   agree_sig_add(&sig, "dtype", dtype);
-  agree_sig_add(&sig, "recvcounts/displs",
+  agree_sig_add(&sig, "recvcounts/displs (hash)",
                  st == RONDO_SUCCESS ? layout_hash(recvcounts, displs, comm->size) : 0);
-  RONDO_CHECK(agree_call(comm, st, &sig));
+  int same_call = 0;
+  st = agree_call_detail(comm, st, &sig, &same_call);
+  if (same_call)
+    return layout_mismatch(comm, recvcounts, displs);
+  RONDO_CHECK(st);
   return algo_allgatherv(comm, sendbuf, recvbuf, recvcounts, displs,
                          rondo_dtype_size(dtype));
 }

@@ -14,16 +14,18 @@
 
 rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
 {
-  if (comm == NULL)
-    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: comm pointer is NULL");
-  *comm = NULL;
-  /* A failure MPI can still report (a bad knob on this rank) is agreed with
-   * the other ranks by comm_build, so none of them waits. */
+  if (comm != NULL)
+    *comm = NULL;
+  /* A failure MPI can still report (a bad knob, a NULL output pointer on
+   * this rank) is agreed with the other ranks by comm_build, so none of
+   * them waits. */
   rondo_status_t init = api_lib_init();
   if (init == RONDO_ERR_FINALIZED || init == RONDO_ERR_NOT_INITIALIZED)
     return init;
   if (mpi_comm == MPI_COMM_NULL)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: MPI_COMM_NULL");
+  if (comm == NULL && init == RONDO_SUCCESS)
+    init = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: comm pointer is NULL");
 
   struct rondo_comm *c = NULL;
   RONDO_CHECK(comm_build(mpi_comm, NULL, 0, init, &c));
@@ -113,6 +115,14 @@ rondo_status_t rondo_comm_subset(rondo_comm_t comm, const int *ranks, int nranks
 
 void api_comm_free(rondo_comm_t c, int mpi_usable)
 {
+  /* Until every rank destroys the comm too, this rank answers the others'
+   * blocking collectives on it (they fail with RONDO_ERR_SHUT_DOWN) and its
+   * engine fails their requests and joins: no rank waits on it forever. */
+  if (mpi_usable && c->size > 1) {
+    engine_leave_begin(c, agree_leave_polls(c));
+    if (agree_leave(c, engine_leave_poll) != RONDO_SUCCESS)
+      LOG_ERROR("rondo_comm_destroy: %s", rondo_last_error());
+  }
   if (c->engine != NULL)
     engine_destroy(c, mpi_usable);
   comm_free(c, mpi_usable);

@@ -208,10 +208,11 @@ void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
   for (size_t i = 0; callbacks && i < n; i++)
     if (reqs[i]->callback != NULL && !reqs[i]->phantom)
       reqs[i]->callback(reqs[i]->handle, st, reqs[i]->user);
-  /* Phantoms are ours to free; a real request may be freed by its caller
-   * the moment it is released, so it is not touched after that. */
+  /* Phantoms and detached refusals are ours to free; a real request may be
+   * freed by its caller the moment it is released, so it is not touched
+   * after that. */
   for (size_t i = 0; i < n; i++)
-    if (reqs[i]->phantom) {
+    if (reqs[i]->phantom || reqs[i]->detached) {
       eng_request_free(reqs[i]);
       reqs[i] = NULL;
     }
@@ -310,38 +311,73 @@ static void rendezvous_stall(struct engine *e, const char *arrived)
  * every rank says hello to rank 0 (so that rank 0 can name the missing
  * ones), and all learn whether any rank started its engine for work
  * (*anyone). on_thread: waiting requests may stall (rendezvous_stall). */
-static rondo_status_t rendezvous(struct engine *e, int working, int on_thread, int *anyone)
+static int hello_count(const struct engine *e)
 {
-  int n = e->rank == 0 ? e->size : 2; /* rank 0: the hellos + the reduction */
+  return e->rank == 0 ? e->size : 2; /* rank 0: the hellos + the reduction */
+}
+
+/* The rendezvous' first half: this rank's hello and its part of the
+ * reduction, posted. */
+static rondo_status_t hello_post(struct engine *e, int working)
+{
+  int n = hello_count(e);
   MPI_Request *reqs = e->hello_reqs;
-  char *arrived = e->hello_arrived;
-  e->hello_reqs = NULL;
-  e->hello_arrived = NULL;
   for (int i = 0; i < n; i++)
     reqs[i] = MPI_REQUEST_NULL;
-  rondo_status_t st = RONDO_SUCCESS;
+  e->hello_posted = 1;
+  e->hello_working = working;
+  e->hello_anyone = 0;
   if (e->rank == 0)
-    for (int r = 1; r < e->size && st == RONDO_SUCCESS; r++)
-      MPI_CHECK_GOTO(MPI_Irecv(NULL, 0, MPI_BYTE, r, TAG_HELLO, e->mpi, &reqs[r - 1]), st, out);
+    for (int r = 1; r < e->size; r++)
+      MPI_CHECK(MPI_Irecv(NULL, 0, MPI_BYTE, r, TAG_HELLO, e->mpi, &reqs[r - 1]));
   else
-    MPI_CHECK_GOTO(MPI_Isend(NULL, 0, MPI_BYTE, 0, TAG_HELLO, e->mpi, &reqs[0]), st, out);
-  MPI_CHECK_GOTO(MPI_Iallreduce(&working, anyone, 1, MPI_INT, MPI_MAX, e->mpi, &reqs[n - 1]), st,
-                 out);
+    MPI_CHECK(MPI_Isend(NULL, 0, MPI_BYTE, 0, TAG_HELLO, e->mpi, &reqs[0]));
+  MPI_CHECK(MPI_Iallreduce(&e->hello_working, &e->hello_anyone, 1, MPI_INT, MPI_MAX, e->mpi,
+                           &reqs[n - 1]));
+  return RONDO_SUCCESS;
+}
+
+/* Whether the rendezvous is complete (*all), without waiting. */
+static rondo_status_t hello_test(struct engine *e, int *all)
+{
+  int n = hello_count(e);
+  *all = 1;
+  for (int i = 0; i < n; i++) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(&e->hello_reqs[i], &done, MPI_STATUS_IGNORE));
+    if (done && e->hello_arrived != NULL && i < n - 1)
+      e->hello_arrived[i + 1] = 1;
+    *all &= done;
+  }
+  return RONDO_SUCCESS;
+}
+
+/* The rendezvous is over (st: how): its requests and tables go. */
+static void hello_end(struct engine *e, rondo_status_t st)
+{
+  for (int i = 0; e->hello_posted && st != RONDO_SUCCESS && i < hello_count(e); i++)
+    if (e->hello_reqs[i] != MPI_REQUEST_NULL)
+      MPI_CHECK_LOG(MPI_Request_free(&e->hello_reqs[i]));
+  free(e->hello_reqs);
+  free(e->hello_arrived);
+  e->hello_reqs = NULL;
+  e->hello_arrived = NULL;
+  e->hello_posted = 0;
+  e->met = 1;
+}
+
+static rondo_status_t rendezvous(struct engine *e, int working, int on_thread, int *anyone)
+{
+  rondo_status_t st = e->hello_posted ? RONDO_SUCCESS : hello_post(e, working);
   double nap = 20e-6;
-  for (;;) {
-    int all = 1;
-    for (int i = 0; i < n; i++) {
-      int done = 0;
-      MPI_CHECK_GOTO(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE), st, out);
-      if (done && arrived != NULL && i < n - 1)
-        arrived[i + 1] = 1;
-      all &= done;
-    }
-    if (all)
+  while (st == RONDO_SUCCESS) {
+    int all = 0;
+    st = hello_test(e, &all);
+    if (st != RONDO_SUCCESS || all)
       break;
     if (on_thread) {
       take_queue(e);
-      rendezvous_stall(e, arrived);
+      rendezvous_stall(e, e->hello_arrived);
       prune_pending(e);
       idle_nap(e, nap);
     } else {
@@ -349,13 +385,8 @@ static rondo_status_t rendezvous(struct engine *e, int working, int on_thread, i
     }
     nap = nap * 2 < IDLE_POLL_MAX_S ? nap * 2 : IDLE_POLL_MAX_S;
   }
-out:
-  if (st != RONDO_SUCCESS)
-    for (int i = 0; i < n; i++)
-      if (reqs[i] != MPI_REQUEST_NULL)
-        MPI_CHECK_LOG(MPI_Request_free(&reqs[i]));
-  free(reqs);
-  free(arrived);
+  *anyone = e->hello_anyone;
+  hello_end(e, st);
   return st;
 }
 
@@ -366,7 +397,6 @@ static rondo_status_t startup(struct engine *e)
   int anyone = 1;
   if (!e->met)
     RONDO_CHECK(rendezvous(e, 1, 1, &anyone));
-  e->met = 1;
   /* The engine thread shares the cores with the application's threads:
    * its waits inside collectives yield at once instead of spinning first. */
   rondo_status_t st = comm_build(e->mpi, e->owner, 1, RONDO_SUCCESS, &e->exec);
@@ -473,6 +503,26 @@ static rondo_status_t finish_join(struct engine *e)
   return RONDO_SUCCESS;
 }
 
+/* A rank shuts down (destroys the comm, finalizes) while this one has
+ * joined: it will never join, so rondo_join fails, naming it. */
+static void leave_join(struct engine *e, uint64_t stopping)
+{
+  e->joined = 0;
+  pthread_mutex_lock(&e->lock);
+  size_t used = 0;
+  int shown = 0;
+  for (int r = 0; r < 56 && used + 16 < sizeof e->join_why; r++)
+    if (stopping >> r & 1)
+      used += (size_t)snprintf(e->join_why + used, sizeof e->join_why - used, "%s%d",
+                               shown++ ? "," : "", r == 55 ? 55 : r);
+  if (stopping >> 55 & 1 && e->size > 56)
+    snprintf(e->join_why + used, sizeof e->join_why - used, " or later");
+  e->join_wanted = 0;
+  e->join_done = -2;
+  pthread_cond_broadcast(&e->done);
+  pthread_mutex_unlock(&e->lock);
+}
+
 /* The thread stops: whatever is still in flight fails. */
 static void fail_everything(struct engine *e, rondo_status_t st, const char *why)
 {
@@ -544,6 +594,8 @@ static rondo_status_t run_cycle(struct engine *e, int settle_first, eng_cycle_ou
   rondo_status_t st = RONDO_SUCCESS;
   if (cyc.all_joined && e->joined)
     st = finish_join(e);
+  else if (e->joined && cyc.stopping != 0 && !cyc.all_stopping)
+    leave_join(e, cyc.stopping);
   eng_cycle_free(&cyc);
   e->idle = !out.busy && !out.device_busy && !out.anyone;
   *ret = out;
@@ -850,32 +902,69 @@ agree:
   return st;
 }
 
+/* After the rendezvous at shutdown: if any rank has its engine running,
+ * this rank starts its own to take part in the shutdown. */
+static void met_at_shutdown(struct engine *e, int anyone)
+{
+  pthread_mutex_lock(&e->lock);
+  if (anyone && start_locked(e) != RONDO_SUCCESS)
+    LOG_ERROR("engine: cannot start the thread for the shutdown");
+  pthread_mutex_unlock(&e->lock);
+}
+
+void engine_leave_begin(rondo_comm_t comm, int can_poll)
+{
+  struct engine *e = comm->engine;
+  if (e == NULL)
+    return;
+  /* Engines negotiate only with each other: a rank that never started its
+   * engine meets the others' at the rendezvous, and if any rank has one,
+   * starts its own to take part in the shutdown. */
+  pthread_mutex_lock(&e->lock);
+  e->stop = 1;
+  int started = e->started;
+  pthread_cond_broadcast(&e->work);
+  pthread_mutex_unlock(&e->lock);
+  if (started || e->met)
+    return;
+  if (can_poll && !e->hello_posted) {
+    rondo_status_t st = hello_post(e, 0);
+    if (st != RONDO_SUCCESS) {
+      LOG_ERROR("engine: shutdown: %s", rondo_last_error());
+      hello_end(e, st);
+    }
+    return;
+  }
+  int anyone = 0;
+  if (rendezvous(e, 0, 0, &anyone) != RONDO_SUCCESS)
+    LOG_ERROR("engine: shutdown: %s", rondo_last_error());
+  met_at_shutdown(e, anyone);
+}
+
+void engine_leave_poll(rondo_comm_t comm)
+{
+  struct engine *e = comm->engine;
+  if (e == NULL || e->started || e->met || !e->hello_posted)
+    return;
+  int all = 0;
+  rondo_status_t st = hello_test(e, &all);
+  if (st != RONDO_SUCCESS)
+    LOG_ERROR("engine: shutdown: %s", rondo_last_error());
+  if (st != RONDO_SUCCESS || all) {
+    int anyone = e->hello_anyone;
+    hello_end(e, st);
+    met_at_shutdown(e, st == RONDO_SUCCESS && anyone);
+  }
+}
+
 void engine_destroy(rondo_comm_t comm, int mpi_usable)
 {
   struct engine *e = comm->engine;
   if (e == NULL)
     return;
+  if (mpi_usable)
+    engine_leave_begin(comm, 0);
   comm->engine = NULL;
-  if (mpi_usable) {
-    /* Engines negotiate only with each other: a rank that never started its
-     * engine meets the others' at the rendezvous, and if any rank has one,
-     * starts its own to take part in the shutdown. */
-    pthread_mutex_lock(&e->lock);
-    e->stop = 1;
-    int started = e->started;
-    pthread_cond_broadcast(&e->work);
-    pthread_mutex_unlock(&e->lock);
-    int anyone = 0;
-    if (!started) {
-      if (rendezvous(e, 0, 0, &anyone) != RONDO_SUCCESS)
-        LOG_ERROR("engine: shutdown: %s", rondo_last_error());
-      e->met = 1;
-    }
-    pthread_mutex_lock(&e->lock);
-    if (anyone && start_locked(e) != RONDO_SUCCESS)
-      LOG_ERROR("engine: cannot start the thread for the shutdown");
-    pthread_mutex_unlock(&e->lock);
-  }
   if (e->started)
     PT_CHECK_LOG(pthread_join(e->thread, NULL));
   /* A helper may still be leaving engine_help (its request was failed). */
@@ -1019,7 +1108,12 @@ rondo_status_t engine_join(rondo_comm_t comm, int *last_rank)
     pthread_cond_signal(&e->work);
     while (e->join_done == 0)
       pthread_cond_wait(&e->done, &e->lock);
-    if (e->join_done < 0)
+    if (e->join_done == -2)
+      st = rondo__fail(RONDO_ERR_SHUT_DOWN,
+                       "rondo_join: rank(s) %s destroyed the comm (or finalized rondo) while "
+                       "this rank had joined: they will not join",
+                       e->join_why);
+    else if (e->join_done < 0)
       st = rondo__fail(RONDO_ERR_SHUT_DOWN, "rondo_join: the engine shut down first");
     else if (last_rank != NULL)
       *last_rank = e->join_last;

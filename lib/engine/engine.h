@@ -70,6 +70,8 @@ struct rondo_request {
   int announced;              /* part of the negotiation */
   int wait_now;               /* RONDO_ASYNC_WAIT_NOW: its waiter runs it (engine_help) */
   int phantom;                /* made for a joined rank: no caller */
+  int detached;               /* a refusal made for a bad argument (async.c):
+                                 no caller, no handle; freed when complete */
   long pidx;                  /* index in e->pending, or -1 (engine thread) */
   /* completion (request.c's lock): done = result final, released = the engine
    * is finished with it; waiting = a thread is in rondo_wait */
@@ -140,6 +142,8 @@ struct engine {
   int pinned_cpu;             /* the core the thread is pinned to, or -1 (engine.c) */
   int met;                    /* the rendezvous is done (engine.c) */
   MPI_Request *hello_reqs;    /* the rendezvous' requests and (rank 0) who */
+  int hello_posted;           /* its requests are posted (not yet all done) */
+  int hello_working, hello_anyone; /* its reduction's buffers */
   char *hello_arrived;        /* arrived: made with the engine, so that no rank
                                  finds itself short of memory alone then */
 
@@ -157,7 +161,8 @@ struct engine {
   struct rondo_request *queue_head, *queue_tail; /* submitted, not yet seen */
   int stop;                   /* rondo_comm_destroy: shut down */
   int join_wanted;            /* rondo_join called and not yet done */
-  int join_done, join_last;   /* result for rondo_join */
+  int join_done, join_last;   /* result for rondo_join (join_done -2: a rank left) */
+  char join_why[128];         /* join_done -2: which ranks */
   int exited;                 /* the thread finished (shut down or failed) */
   rondo_status_t fatal;       /* why the engine stopped, if it failed */
   int ready;                  /* startup is done: cycles may run on any thread */
@@ -211,6 +216,13 @@ rondo_status_t engine_create(rondo_comm_t comm);
 /* At rondo_comm_destroy / rondo_finalize (collective): a running engine
  * shuts down on every rank, pending requests fail with RONDO_ERR_SHUT_DOWN. */
 void engine_destroy(rondo_comm_t comm, int mpi_usable);
+/* Its first half, before the rank waits for the others to destroy the comm
+ * too (agree_leave): the engine stops, so that the others' requests and
+ * joins fail instead of waiting for this rank. A rank that never started
+ * its engine meets the others' (the rendezvous): at once, or, with
+ * can_poll, posted here and completed by engine_leave_poll. */
+void engine_leave_begin(rondo_comm_t comm, int can_poll);
+void engine_leave_poll(rondo_comm_t comm);
 /* Takes a filled request (name, sig, buffers, callback, group); the engine
  * owns it until rondo_wait(). */
 rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req);
@@ -286,6 +298,7 @@ typedef struct eng_cycle {
   int anyone_pending;         /* some rank has requests in flight */
   int all_joined;
   int all_stopping;
+  uint64_t stopping;          /* bit r: rank r shuts down (ranks < 56; bit 56: a later one) */
   int slow_path;              /* names went to rank 0 this cycle */
   eng_resp_t *resp;
   size_t nresp;

@@ -39,6 +39,9 @@ enum {
   F_ALL_CACHED = 2,   /* AND: the fast path suffices */
   F_JOINED = 4,       /* AND: everybody joined */
   F_STOPPING = 8,     /* AND: everybody is shutting down */
+  /* bits 8..63, AND: rank 8+i is not shutting down (ranks 0-54; bit 63
+   * for all later ranks) */
+  F_RANK_SHIFT = 8,
 };
 
 int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b)
@@ -929,6 +932,10 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
   }
   mine[0] = (pending ? 0 : F_NO_PENDING) | (cached ? F_ALL_CACHED : 0) |
             (e->joined ? F_JOINED : 0) | (stopping ? F_STOPPING : 0);
+  int bit = e->rank < 64 - F_RANK_SHIFT - 1 ? e->rank : 64 - F_RANK_SHIFT - 1;
+  mine[0] |= ~0ull << F_RANK_SHIFT;
+  if (stopping)
+    mine[0] &= ~(1ull << (F_RANK_SHIFT + bit));
   if (announced != 1 || !cached || !rides(e, lone, lone_id))
     lone = NULL;
   if (lone != NULL) {
@@ -947,6 +954,7 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
     out->anyone_pending = !(all[0] & F_NO_PENDING);
     out->all_joined = (all[0] & F_JOINED) != 0;
     out->all_stopping = (all[0] & F_STOPPING) != 0;
+    out->stopping = ~all[0] >> F_RANK_SHIFT;
     if (out->all_stopping || out->all_joined || !out->anyone_pending) {
       /* nothing to run */
     } else if (all[0] & F_ALL_CACHED) {
