@@ -28,7 +28,7 @@ enum { TRAIN_MAX_HIDDEN = 8, TRAIN_MAX_LAYERS = TRAIN_MAX_HIDDEN + 1 };
 enum {
   TRAIN_EXIT_OK = 0,
   TRAIN_EXIT_ERROR = 1,    /* a failed call, a bad file, a dataset that cannot load */
-  TRAIN_EXIT_USAGE = 2,    /* a bad flag or value, before MPI starts */
+  TRAIN_EXIT_USAGE = 2,    /* a bad flag or value (on any rank) */
   TRAIN_EXIT_DIVERGED = 3, /* the mirrored variables differ across ranks */
 };
 
@@ -72,16 +72,19 @@ typedef struct {
   /* checkpoints and output */
   const char *checkpoint, *resume, *json, *save_weights;
   long long checkpoint_every;
+  const char *inspect;        /* --inspect: print this checkpoint's header instead */
   progress_t progress;
   int quiet;
+  int help;                   /* -h: print the usage instead */
   /* tests only (docs/train.md): perturb one variable on one rank */
   int perturb_rank;
   long long perturb_step;     /* 0: never */
 } train_opts_t;
 
-/* Parses argv into *o. Returns 0, or TRAIN_EXIT_USAGE after printing why
- * (when print is set), or -1 after printing help or a checkpoint's header. */
+/* Parses argv into *o: 0, or TRAIN_EXIT_USAGE after printing why (when
+ * print is set). -h and --inspect only set o->help and o->inspect. */
 int train_parse(int argc, char **argv, train_opts_t *o, int print);
+void train_usage(FILE *f);
 /* "cosine", "step", "constant" */
 const char *train_schedule_name(schedule_t s);
 
