@@ -314,7 +314,10 @@ static int end_epoch(trainer_t *t, acc_t *acc, acc_t *total, double t_start, lon
   t->seen_prep = prepared;
   reduce_epoch(t, acc, train_now() - t_start, partial, epoch, &t->last);
   t->train_seconds += t->last.seconds;
-  report_epoch(t->rep, &t->last);
+  char err[1024] = "";
+  int ok = report_epoch(t->rep, &t->last, err, sizeof err) == 0;
+  if (trainer_agree(t, ok, err, sizeof err) != 0)
+    return TRAIN_EXIT_ERROR;
   acc_add(total, acc);
   memset(acc, 0, sizeof *acc);
   if (!partial && t->o.check_every == 0 && mirror_check(t) != 0)
@@ -384,8 +387,9 @@ static int finish(trainer_t *t, acc_t *total)
   run.step = t->step;
   char config[2048];
   trainer_config_json(t, config, sizeof config);
-  report_final(t->rep, &run, config);
-  return 0;
+  char err[1024] = "";
+  int ok = report_final(t->rep, &run, config, err, sizeof err) == 0;
+  return trainer_agree(t, ok, err, sizeof err) != 0 ? TRAIN_EXIT_ERROR : 0;
 }
 
 static int train(trainer_t *t)

@@ -217,6 +217,12 @@ int ckpt_save(const char *path, const ckpt_header_t *h, const float *params,
  * otherwise they get malloc'ed copies of the variables and momentum. */
 int ckpt_load(const char *path, ckpt_header_t *h, float **params, float **velocity,
               char *err, size_t errlen);
+/* Opens path for reading if it is a regular file, without blocking on a
+ * FIFO: the descriptor, or -1 with a message in err. */
+int train_open_regular(const char *path, char *err, size_t errlen);
+/* The whole of a regular file, NUL-terminated (malloc'ed; *len: its size),
+ * or NULL with a message in err. */
+unsigned char *train_slurp(const char *path, size_t *len, char *err, size_t errlen);
 /* The variables as little-endian float32, layer by layer, W then b. */
 int weights_save(const char *path, const float *params, size_t nparams, char *err,
                  size_t errlen);
@@ -246,10 +252,14 @@ typedef struct report report_t;
 int report_create(const train_opts_t *o, int writer, report_t **out, char *err, size_t errlen);
 void report_header(report_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void report_progress(report_t *r, long long epoch, size_t done, size_t total, double loss);
-void report_epoch(report_t *r, const epoch_stats_t *s);
+/* An epoch's line and JSON record: 0, or -1 with why the JSON record could
+ * not be written in err. */
+int report_epoch(report_t *r, const epoch_stats_t *s, char *err, size_t errlen);
 /* The final line and JSON record: run holds the whole run's numbers (its
- * epoch field counts epochs), config is a JSON object's text. */
-void report_final(report_t *r, const epoch_stats_t *run, const char *config_json);
+ * epoch field counts epochs), config is a JSON object's text. 0 or -1, as
+ * report_epoch. */
+int report_final(report_t *r, const epoch_stats_t *run, const char *config_json, char *err,
+                 size_t errlen);
 void report_destroy(report_t *r);
 
 /* Seconds on a monotonic clock. */
