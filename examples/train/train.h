@@ -2,7 +2,7 @@
  * rondo-train: synchronous data-parallel SGD with mirrored variables
  * (docs/train.md). One header for the trainer's parts:
  *
- *   options.c     the command line (read before MPI starts)
+ *   options.c     the command line (every rank reads it; main.c agrees on it)
  *   data.c        datasets: UCI digits (shipped), Fashion-MNIST (IDX), synthetic
  *   loader.c      each epoch's shuffled order, this rank's slice of every global
  *                 batch, normalized on a prefetch thread
