@@ -11,11 +11,29 @@
 #ifndef RONDO_TOOLS_LAUNCH_ENV_H
 #define RONDO_TOOLS_LAUNCH_ENV_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "rondo.h"
+
+/* Writes head, the formatted message and tail to stderr in one write(): the
+ * ranks share the launcher's stderr, and a message written piece by piece
+ * interleaves with another rank's. */
+static inline void tool_vsay(const char *head, const char *tail, const char *fmt, va_list ap)
+{
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", head);
+  size_t n = strlen(buf);
+  vsnprintf(buf + n, sizeof buf - n, fmt, ap);
+  n = strlen(buf);
+  snprintf(buf + n, sizeof buf - n, "%s", tail);
+  if (write(STDERR_FILENO, buf, strlen(buf)) < 0)
+    return; /* nowhere left to say it */
+}
 
 /* rondo_init, or 1 after a message. A failed start still finalizes: a
  * process that exits with MPI up makes the launcher report a BAD

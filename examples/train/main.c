@@ -39,12 +39,11 @@ typedef struct {
 void trainer_die(const trainer_t *t, const char *fmt, ...)
 {
   va_list ap;
+  char head[64];
+  snprintf(head, sizeof head, "rondo-train: rank %d: ", t->rank);
   va_start(ap, fmt);
-  fprintf(stderr, "rondo-train: rank %d: ", t->rank);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  tool_vsay(head, "\n", fmt, ap);
   va_end(ap);
-  fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, TRAIN_EXIT_ERROR);
   exit(TRAIN_EXIT_ERROR);
 }

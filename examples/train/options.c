@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "examples/train/train.h"
+#include "tools/launch_env.h"
 
 void train_usage(FILE *f)
 {
@@ -73,9 +74,7 @@ static int bad(int print, const char *fmt, ...)
   if (print) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "rondo-train: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(rondo-train --help lists the options)\n");
+    tool_vsay("rondo-train: ", "\n(rondo-train --help lists the options)\n", fmt, ap);
     va_end(ap);
   }
   return TRAIN_EXIT_USAGE;

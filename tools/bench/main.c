@@ -22,11 +22,8 @@ void bench_die(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "rondo-bench: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  tool_vsay("rondo-bench: ", "\n", fmt, ap);
   va_end(ap);
-  fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   exit(1);
 }

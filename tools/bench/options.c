@@ -7,6 +7,7 @@
 
 #include "tools/bench/bench.h"
 #include "base/numbers.h"
+#include "tools/launch_env.h"
 
 static const char *const cmd_names[CMD_COUNT] = {
   "allreduce", "allgather", "broadcast", "reduce_scatter", "alltoall", "fusion", "tune",
@@ -78,9 +79,7 @@ static int bad(int print, const char *fmt, ...)
   if (print) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "rondo-bench: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(rondo-bench --help lists the options)\n");
+    tool_vsay("rondo-bench: ", "\n(rondo-bench --help lists the options)\n", fmt, ap);
     va_end(ap);
   }
   return 2;
