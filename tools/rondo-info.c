@@ -117,33 +117,45 @@ static int print_explain(rondo_comm_t comm, size_t bytes)
   return rc;
 }
 
+/* Reads the command line: 0, or 2 after a message (when print is set). */
+static int parse(int argc, char **argv, const char **explain, size_t *bytes, int print)
+{
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--explain") == 0 && i + 1 < argc) {
+      *explain = argv[++i];
+    } else {
+      if (print)
+        fprintf(stderr, "rondo-info: unexpected argument '%s'\n"
+                        "usage: rondo-info [--explain BYTES]\n", argv[i]);
+      return 2;
+    }
+  }
+  if (*explain != NULL && rondo__parse_size(*explain, bytes) != 0) {
+    if (print)
+      fprintf(stderr, "rondo-info: --explain: '%s' is not a byte count such as 4096, 64K or 16M\n",
+              *explain);
+    return 2;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   const char *explain = NULL;
   size_t bytes = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--explain") == 0 && i + 1 < argc) {
-      explain = argv[++i];
-    } else {
-      if (launch_first_process())
-        fprintf(stderr, "usage: rondo-info [--explain BYTES]\n");
-      return 2;
-    }
-  }
-  if (explain != NULL && rondo__parse_size(explain, &bytes) != 0) {
-    if (launch_first_process())
-      fprintf(stderr, "rondo-info: --explain '%s' is not a byte count such as 4096, 64K or 16M\n",
-              explain);
-    return 2;
-  }
-  if (rondo_init(&argc, &argv) != RONDO_SUCCESS) {
-    fprintf(stderr, "rondo-info: %s\n", rondo_last_error());
+  /* Read quietly: only the lowest rank that failed prints why (below). */
+  int rc = parse(argc, argv, &explain, &bytes, 0), print;
+  if (tool_init("rondo-info", &argc, &argv) != 0)
     return 1;
+  if ((rc = tool_agree("rondo-info", rc, 0, &print)) != 0) {
+    if (print)
+      parse(argc, argv, &explain, &bytes, 1);
+    rondo_finalize();
+    return rc;
   }
   rondo_comm_t comm = rondo_world();
   int rank = 0;
   char buf[4096];
-  int rc = 0;
   rondo_comm_rank(comm, &rank);
   /* Everything below is local: rank 0 alone prints. */
   if (rank == 0 && explain != NULL) {
@@ -156,6 +168,7 @@ int main(int argc, char **argv)
     print_knobs();
     print_selection(comm);
   }
+  fflush(stdout);
   rondo_finalize();
   return rc;
 }

@@ -7,12 +7,16 @@
  * CRC-32 of everything before it. Rank 0 writes it to a temporary file in the
  * same directory, fsyncs it, renames it over the old one and fsyncs the
  * directory, so a crash at any moment leaves either the old checkpoint or the
- * new one, never a mix. Reading checks the size, the magic, the version and
+ * new one, never a mix. A writer killed before its rename leaves its
+ * temporary file (path.tmp.PID); the next write to the path removes those
+ * of processes that no longer exist. Reading checks the size, the magic, the version and
  * the checksum before anything is used.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -97,13 +101,56 @@ static size_t header_bytes(int nsizes)
 
 /* ---- atomic writes ------------------------------------------------------------------ */
 
+/* A name for what a non-regular file is, for messages. */
+static const char *file_kind(mode_t m)
+{
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "a special file";
+}
+
+/* Removes path's temporary files (path.tmp.PID) left by writers that were
+ * killed before their rename: those whose process no longer exists here.
+ * A process that still exists keeps its file, whoever it is now. (Only a
+ * writer on another host, writing the same path on a shared file system,
+ * would look dead here; two runs writing one checkpoint collide anyway.) */
+static void remove_stale_temporaries(const char *path)
+{
+  char dir[4096], base[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  snprintf(base, sizeof base, "%s", path);
+  const char *name = basename(base);
+  size_t n = strlen(name);
+  DIR *d = opendir(dirname(dir));
+  if (d == NULL)
+    return; /* the write that follows says why */
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    const char *pid = e->d_name + n + 5;
+    char *end;
+    if (strncmp(e->d_name, name, n) != 0 || strncmp(e->d_name + n, ".tmp.", 5) != 0 ||
+        *pid < '0' || *pid > '9')
+      continue;
+    long p = strtol(pid, &end, 10);
+    if (*end == '\0' && p > 0 && p != (long)getpid() && kill((pid_t)p, 0) != 0 &&
+        errno == ESRCH)
+      unlinkat(dirfd(d), e->d_name, 0);
+  }
+  closedir(d);
+}
+
 /* Writes len bytes to path through a temporary file, fsync and rename. */
 static int write_atomic(const char *path, const unsigned char *data, size_t len, char *err,
                         size_t errlen)
 {
   char tmp[4096], dir[4096];
+  struct stat st;
+  /* rename() would put the file in place of whatever path is: a FIFO, a
+   * device (as root, /dev/null itself). */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return fail(err, errlen, "%s: cannot write it: %s, not a regular file", path,
+                file_kind(st.st_mode));
   if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
     return fail(err, errlen, "%s: path too long", path);
+  remove_stale_temporaries(path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0)
     return fail(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
@@ -196,21 +243,45 @@ int ckpt_save(const char *path, const ckpt_header_t *h, const float *params,
   return rc;
 }
 
-/* Reads the whole file; *len gets its size. */
-static unsigned char *slurp(const char *path, size_t *len, char *err, size_t errlen)
+int train_open_regular(const char *path, char *err, size_t errlen)
 {
-  int fd = open(path, O_RDONLY);
+  /* O_NONBLOCK: open() of a FIFO would wait for a writer, forever. It makes
+   * no difference to a regular file, and is cleared anyway. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
   struct stat st;
-  if (fd < 0) {
-    fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return NULL;
+  if (fd < 0)
+    return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+  int stat_err = fstat(fd, &st) == 0 ? 0 : errno;
+  if (stat_err != 0 || !S_ISREG(st.st_mode)) {
+    if (stat_err != 0)
+      fail(err, errlen, "%s: cannot stat it: %s", path, strerror(stat_err));
+    else
+      fail(err, errlen, "%s: cannot read it: %s, not a regular file", path,
+           file_kind(st.st_mode));
+    close(fd);
+    return -1;
   }
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    fail(err, errlen, "%s: not a regular file", path);
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    fail(err, errlen, "%s: fcntl failed: %s", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+unsigned char *train_slurp(const char *path, size_t *len, char *err, size_t errlen)
+{
+  int fd = train_open_regular(path, err, errlen);
+  struct stat st;
+  if (fd < 0)
+    return NULL;
+  if (fstat(fd, &st) != 0) {
+    fail(err, errlen, "%s: cannot stat it: %s", path, strerror(errno));
     close(fd);
     return NULL;
   }
-  unsigned char *p = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
+  unsigned char *p = malloc((size_t)st.st_size + 1);
   size_t got = 0;
   while (p != NULL && got < (size_t)st.st_size) {
     ssize_t r = read(fd, p + got, (size_t)st.st_size - got);
@@ -226,6 +297,7 @@ static unsigned char *slurp(const char *path, size_t *len, char *err, size_t err
     free(p);
     return NULL;
   }
+  p[got] = '\0';
   *len = got;
   return p;
 }
@@ -234,7 +306,7 @@ int ckpt_load(const char *path, ckpt_header_t *h, float **params, float **veloci
               size_t errlen)
 {
   size_t len;
-  unsigned char *p = slurp(path, &len, err, errlen);
+  unsigned char *p = train_slurp(path, &len, err, errlen);
   if (p == NULL)
     return -1;
   buf_t b = {p, 0, len};

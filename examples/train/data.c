@@ -13,6 +13,10 @@
  *
  * Features are kept as bytes and normalized per feature (mean and standard
  * deviation of the training split) when a batch is gathered.
+ *
+ * A file is read whole and gunzipped here rather than through gzread, which
+ * skips bytes after the end of the gzip data and hands a truncated stream's
+ * last partial line to the parser: here those are errors, named as such.
  */
 #include <errno.h>
 #include <math.h>
@@ -47,27 +51,110 @@ static void split_free(split_t *s)
 }
 
 /* dir/name, or dir/name without ".gz" when only that exists. */
-static void find_file(const char *dir, const char *name, char *path, size_t len)
+static int find_file(const char *dir, const char *name, char *path, size_t len, char *err,
+                     size_t errlen)
 {
-  snprintf(path, len, "%s/%s", dir, name);
-  if (access(path, F_OK) == 0)
-    return;
-  char plain[512];
-  snprintf(plain, sizeof plain, "%s", path);
-  size_t n = strlen(plain);
-  if (n > 3 && strcmp(plain + n - 3, ".gz") == 0) {
-    plain[n - 3] = '\0';
-    if (access(plain, F_OK) == 0)
-      snprintf(path, len, "%s", plain);
+  if ((size_t)snprintf(path, len, "%s/%s", dir, name) >= len)
+    return fail(err, errlen, "--data-dir: '%s' is too long a path", dir);
+  size_t n = strlen(path);
+  if (access(path, F_OK) != 0 && n > 3 && strcmp(path + n - 3, ".gz") == 0) {
+    path[n - 3] = '\0';
+    if (access(path, F_OK) != 0)
+      path[n - 3] = '.';
   }
+  return 0;
 }
 
-static gzFile open_gz(const char *path, char *err, size_t len)
+enum { DIGITS_MAX_BYTES = 64 << 20 };
+/* An IDX file: at most 16 GiB of data (read_idx) and its header. */
+#define IDX_MAX_BYTES (((size_t)1 << 34) + 16)
+
+/* Inflates every gzip member of in[0..n) into a malloc'ed, NUL-terminated
+ * buffer of at most max bytes; NULL with a message for a truncated or
+ * corrupt stream, or bytes after its end that are not another member. */
+static unsigned char *gunzip(const char *path, const unsigned char *in, size_t n, size_t max,
+                             size_t *len, char *err, size_t errlen)
 {
-  gzFile f = gzopen(path, "rb");
-  if (f == NULL)
-    fail(err, len, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
-  return f;
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) { /* 16: gzip, not zlib */
+    fail(err, errlen, "%s: no memory to gunzip it", path);
+    return NULL;
+  }
+  size_t cap = n < max / 4 ? 4 * n + 4096 : max, used = 0, fed = 0;
+  unsigned char *out = malloc(cap + 1);
+  int ok = out != NULL;
+  if (!ok)
+    fail(err, errlen, "%s: no memory to gunzip it", path);
+  while (ok) {
+    if (z.avail_in == 0 && fed < n) { /* avail_in is 32-bit: 1 GiB at a time */
+      z.next_in = (Bytef *)(in + fed);
+      z.avail_in = (uInt)(n - fed < (1u << 30) ? n - fed : 1u << 30);
+      fed += z.avail_in;
+    }
+    if (used == cap) {
+      size_t more = cap < max / 2 ? 2 * cap : max;
+      unsigned char *bigger = more > cap ? realloc(out, more + 1) : NULL;
+      if (bigger == NULL) {
+        fail(err, errlen, "%s: %s", path,
+             more > cap ? "no memory to gunzip it" : "too large uncompressed");
+        ok = 0;
+        break;
+      }
+      out = bigger;
+      cap = more;
+    }
+    z.next_out = out + used;
+    z.avail_out = (uInt)(cap - used < (1u << 30) ? cap - used : 1u << 30);
+    uInt room = z.avail_out;
+    int ret = inflate(&z, Z_NO_FLUSH);
+    used += room - z.avail_out;
+    if (ret == Z_STREAM_END) {
+      size_t at = fed - z.avail_in; /* the first byte after this member */
+      if (at == n)
+        break;
+      if (n - at < 2 || in[at] != 0x1f || in[at + 1] != 0x8b) { /* not another member */
+        fail(err, errlen, "%s: %zu bytes after the end of the gzip data", path, n - at);
+        ok = 0;
+      } else {
+        inflateReset(&z); /* cannot fail on a stream inflateInit2 made */
+      }
+    } else if (ret == Z_BUF_ERROR && z.avail_in == 0 && fed == n) {
+      fail(err, errlen, "%s: truncated gzip data: the stream ends early", path);
+      ok = 0;
+    } else if (ret != Z_OK) {
+      fail(err, errlen, "%s: corrupt gzip data: %s", path, z.msg ? z.msg : zError(ret));
+      ok = 0;
+    }
+  }
+  inflateEnd(&z);
+  if (!ok) {
+    free(out);
+    return NULL;
+  }
+  out[used] = '\0';
+  *len = used;
+  return out;
+}
+
+/* The whole of path (NUL-terminated), gunzipped when it is gzip data. */
+static unsigned char *read_file(const char *path, size_t max, size_t *len, char *err,
+                                size_t errlen)
+{
+  size_t n;
+  unsigned char *raw = train_slurp(path, &n, err, errlen);
+  if (raw == NULL || n < 2 || raw[0] != 0x1f || raw[1] != 0x8b) {
+    if (raw != NULL && n > max) {
+      fail(err, errlen, "%s: %zu bytes: too large", path, n);
+      free(raw);
+      return NULL;
+    }
+    *len = n;
+    return raw;
+  }
+  unsigned char *out = gunzip(path, raw, n, max, len, err, errlen);
+  free(raw);
+  return out;
 }
 
 /* ---- digits: CSV lines of 64 values in 0..16 and the class --------------------- */
@@ -98,41 +185,40 @@ static int parse_digits_line(char *line, uint8_t *x, uint16_t *y)
 static int load_digits_file(const char *dir, const char *name, size_t expect, split_t *s,
                             char *err, size_t len)
 {
-  char path[512], line[512];
-  find_file(dir, name, path, sizeof path);
-  gzFile f = open_gz(path, err, len);
-  if (f == NULL)
+  char path[4096];
+  size_t bytes;
+  if (find_file(dir, name, path, sizeof path, err, len) != 0)
+    return -1;
+  char *text = (char *)read_file(path, DIGITS_MAX_BYTES, &bytes, err, len);
+  if (text == NULL)
     return -1;
   int rc = -1;
   if (split_alloc(s, expect, DIGITS_FEATURES) != 0) {
     fail(err, len, "%s: out of memory", path);
-    goto close;
+    goto out;
   }
   size_t n = 0;
-  while (gzgets(f, line, sizeof line) != NULL) {
+  for (char *line = text, *next; *line != '\0'; line = next) {
+    next = line + strcspn(line, "\n");
+    if (*next == '\n')
+      *next++ = '\0';
     if (n == expect) {
       fail(err, len, "%s: more than the %zu samples of the UCI split", path, expect);
-      goto close;
+      goto out;
     }
     if (parse_digits_line(line, s->x + n * DIGITS_FEATURES, s->y + n) != 0) {
       fail(err, len, "%s line %zu: not 64 values in 0..16 and a class in 0..9", path, n + 1);
-      goto close;
+      goto out;
     }
     n++;
   }
-  int zerr;
-  const char *msg = gzerror(f, &zerr);
-  if (zerr != Z_OK && zerr != Z_STREAM_END) {
-    fail(err, len, "%s", msg);
-    goto close;
-  }
   if (n != expect) {
     fail(err, len, "%s: %zu samples, the UCI split has %zu (truncated?)", path, n, expect);
-    goto close;
+    goto out;
   }
   rc = 0;
-close:
-  gzclose(f);
+out:
+  free(text);
   return rc;
 }
 
@@ -169,100 +255,81 @@ static int load_digits(const train_opts_t *o, dataset_t *d, char *err, size_t le
 
 /* ---- Fashion-MNIST: IDX files (big-endian header, then bytes) ------------------- */
 
-static int read_exact(gzFile f, const char *path, void *buf, size_t n, const char *what,
-                      char *err, size_t len)
-{
-  size_t got = 0;
-  while (got < n) {
-    unsigned chunk = n - got > (1u << 30) ? 1u << 30 : (unsigned)(n - got);
-    int r = gzread(f, (char *)buf + got, chunk);
-    if (r < 0) {
-      int zerr;
-      return fail(err, len, "%s", gzerror(f, &zerr)); /* "path: what zlib found" */
-    }
-    if (r == 0)
-      return fail(err, len, "%s: truncated: %zu of the %zu bytes of %s", path, got, n, what);
-    got += (size_t)r;
-  }
-  return 0;
-}
-
 static uint32_t be32(const unsigned char *p)
 {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* Reads an IDX file of unsigned bytes with `ndims` dimensions; dims gets
- * them, *data the payload. */
+ * them, *data the payload. The file must hold exactly what its header
+ * announces. */
 static int read_idx(const char *path, int ndims, uint32_t *dims, uint8_t **data, char *err,
                     size_t len)
 {
-  gzFile f = open_gz(path, err, len);
-  if (f == NULL)
-    return -1;
-  unsigned char head[4 + 4 * 3];
+  size_t n, head = 4 + 4 * (size_t)ndims;
+  unsigned char *p = read_file(path, IDX_MAX_BYTES, &n, err, len);
   int rc = -1;
-  *data = NULL;
-  if (read_exact(f, path, head, 4, "the magic number", err, len) != 0)
-    goto close;
-  if (head[0] != 0 || head[1] != 0 || head[2] != 0x08 || head[3] != ndims) {
+  if (p == NULL)
+    return -1;
+  if (n < 4) {
+    fail(err, len, "%s: truncated: %zu of the 4 bytes of the magic number", path, n);
+    goto out;
+  }
+  if (p[0] != 0 || p[1] != 0 || p[2] != 0x08 || p[3] != ndims) {
     fail(err, len,
          "%s: magic number 0x%02x%02x%02x%02x, expected 0x000008%02x (unsigned bytes, "
          "%d dimensions): not this kind of IDX file",
-         path, head[0], head[1], head[2], head[3], ndims, ndims);
-    goto close;
+         path, p[0], p[1], p[2], p[3], ndims, ndims);
+    goto out;
   }
-  if (read_exact(f, path, head + 4, 4 * (size_t)ndims, "the dimensions", err, len) != 0)
-    goto close;
+  if (n < head) {
+    fail(err, len, "%s: truncated: %zu of the %zu bytes of the dimensions", path, n - 4,
+         head - 4);
+    goto out;
+  }
   /* At most 2^31 samples of at most 2^20 bytes, and 16 GiB in all: checked
    * before each product, so nothing wraps. */
   size_t total = 1;
   for (int i = 0; i < ndims; i++) {
-    dims[i] = be32(head + 4 + 4 * i);
+    dims[i] = be32(p + 4 + 4 * i);
     if (dims[i] == 0 || dims[i] > (i == 0 ? (1u << 31) : (1u << 20)) ||
         (i == 2 && (size_t)dims[1] * dims[2] > (1u << 20))) {
       fail(err, len, "%s: dimension %d is %u, outside what rondo-train reads", path, i, dims[i]);
-      goto close;
+      goto out;
     }
     if (total > ((size_t)1 << 34) / dims[i]) {
       fail(err, len, "%s: more than 16 GiB of data: too large", path);
-      goto close;
+      goto out;
     }
     total *= dims[i];
   }
-  if ((*data = malloc(total)) == NULL) {
-    fail(err, len, "%s: no memory for %zu bytes of data", path, total);
-    goto close;
+  if (n - head < total) {
+    fail(err, len, "%s: truncated: %zu of the %zu bytes of data its header announces", path,
+         n - head, total);
+    goto out;
   }
-  if (read_exact(f, path, *data, total, "data its header announces", err, len) != 0)
-    goto close;
-  char extra;
-  int r = gzread(f, &extra, 1);
-  if (r != 0) {
-    int zerr;
-    if (r < 0)
-      fail(err, len, "%s", gzerror(f, &zerr));
-    else
-      fail(err, len, "%s: data after the end its header gives", path);
-    goto close;
+  if (n - head > total) {
+    fail(err, len, "%s: data after the end its header gives (%zu bytes more)", path,
+         n - head - total);
+    goto out;
   }
+  memmove(p, p + head, total);
+  *data = p;
   rc = 0;
-close:
-  if (rc != 0) {
-    free(*data);
-    *data = NULL;
-  }
-  gzclose(f);
+out:
+  if (rc != 0)
+    free(p);
   return rc;
 }
 
 static int load_idx_pair(const char *dir, const char *images, const char *labels, split_t *s,
                          size_t classes, char *err, size_t len)
 {
-  char ipath[512], lpath[512];
+  char ipath[4096], lpath[4096];
   uint32_t idims[3], ldims[1];
-  find_file(dir, images, ipath, sizeof ipath);
-  find_file(dir, labels, lpath, sizeof lpath);
+  if (find_file(dir, images, ipath, sizeof ipath, err, len) != 0 ||
+      find_file(dir, labels, lpath, sizeof lpath, err, len) != 0)
+    return -1;
   if (read_idx(ipath, 3, idims, &s->x, err, len) != 0)
     return -1;
   if (read_idx(lpath, 1, ldims, (uint8_t **)&s->y, err, len) != 0)

@@ -16,8 +16,8 @@
  * This file is the loop; setup.c is everything before the first step.
  * Failures are collective: a rank that cannot load a file or write a
  * checkpoint tells the others (trainer_agree()), and every rank stops with
- * the same message. A bad command line exits with status 2 before MPI
- * starts.
+ * the same message. So does a bad command line, on any rank: every rank
+ * exits with status 2 (tools/launch_env.h).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -39,12 +39,11 @@ typedef struct {
 void trainer_die(const trainer_t *t, const char *fmt, ...)
 {
   va_list ap;
+  char head[64];
+  snprintf(head, sizeof head, "rondo-train: rank %d: ", t->rank);
   va_start(ap, fmt);
-  fprintf(stderr, "rondo-train: rank %d: ", t->rank);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  tool_vsay(head, "\n", fmt, ap);
   va_end(ap);
-  fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, TRAIN_EXIT_ERROR);
   exit(TRAIN_EXIT_ERROR);
 }
@@ -314,7 +313,10 @@ static int end_epoch(trainer_t *t, acc_t *acc, acc_t *total, double t_start, lon
   t->seen_prep = prepared;
   reduce_epoch(t, acc, train_now() - t_start, partial, epoch, &t->last);
   t->train_seconds += t->last.seconds;
-  report_epoch(t->rep, &t->last);
+  char err[1024] = "";
+  int ok = report_epoch(t->rep, &t->last, err, sizeof err) == 0;
+  if (trainer_agree(t, ok, err, sizeof err) != 0)
+    return TRAIN_EXIT_ERROR;
   acc_add(total, acc);
   memset(acc, 0, sizeof *acc);
   if (!partial && t->o.check_every == 0 && mirror_check(t) != 0)
@@ -384,8 +386,9 @@ static int finish(trainer_t *t, acc_t *total)
   run.step = t->step;
   char config[2048];
   trainer_config_json(t, config, sizeof config);
-  report_final(t->rep, &run, config);
-  return 0;
+  char err[1024] = "";
+  int ok = report_final(t->rep, &run, config, err, sizeof err) == 0;
+  return trainer_agree(t, ok, err, sizeof err) != 0 ? TRAIN_EXIT_ERROR : 0;
 }
 
 static int train(trainer_t *t)
@@ -410,18 +413,36 @@ static int train(trainer_t *t)
   return rc;
 }
 
+/* --inspect: rank 0 prints a checkpoint's header, a user's way to see where a
+ * run stopped; every rank exits with its outcome. */
+static int inspect(trainer_t *t)
+{
+  ckpt_header_t h;
+  char err[1024] = "", shape[128];
+  int ok = t->rank != 0 || ckpt_load(t->o.inspect, &h, NULL, NULL, err, sizeof err) == 0;
+  if (trainer_agree(t, ok, err, sizeof err) != 0)
+    return TRAIN_EXIT_ERROR;
+  if (t->rank != 0)
+    return TRAIN_EXIT_OK;
+  mlp_shape(h.sizes, h.nsizes, shape, sizeof shape);
+  printf("%s: rondo-train checkpoint, checksum ok\n"
+         "  step %lld, epoch %lld, %zu samples into it\n"
+         "  model %s on %s (%zu training samples), seed %llu, global batch %zu\n"
+         "  lr %g, momentum %g, weight decay %g\n",
+         t->o.inspect, h.step, h.epoch + 1, h.offset, shape, h.dataset, h.train_samples,
+         (unsigned long long)h.seed, h.batch, h.lr, h.momentum, h.weight_decay);
+  return TRAIN_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
   trainer_t t;
   memset(&t, 0, sizeof t);
   t.checked_at = t.saved_at = t.evaluated_at = -1;
-  int rc = train_parse(argc, argv, &t.o, launch_first_process());
-  if (rc != 0)
-    return rc < 0 ? TRAIN_EXIT_OK : rc;
-  if (rondo_init(&argc, &argv) != RONDO_SUCCESS) {
-    fprintf(stderr, "rondo-train: %s\n", rondo_last_error());
+  /* Read quietly: only the lowest rank that failed prints why (below). */
+  int status = train_parse(argc, argv, &t.o, 0), print;
+  if (tool_init("rondo-train", &argc, &argv) != 0)
     return TRAIN_EXIT_ERROR;
-  }
   t.comm = rondo_world();
   if (rondo_comm_rank(t.comm, &t.rank) != RONDO_SUCCESS ||
       rondo_comm_size(t.comm, &t.size) != RONDO_SUCCESS ||
@@ -430,7 +451,21 @@ int main(int argc, char **argv)
     rondo_finalize();
     return TRAIN_EXIT_ERROR;
   }
-  rc = train(&t);
+  /* Every rank must do the same: train, print the usage, or inspect. */
+  uint32_t mode = t.o.help ? 1 : t.o.inspect != NULL ? 2 : 0;
+  int rc = tool_agree("rondo-train", status, mode, &print);
+  if (rc != 0) {
+    if (print)
+      train_parse(argc, argv, &t.o, 1);
+  } else if (t.o.help) {
+    if (t.rank == 0)
+      train_usage(stdout);
+  } else if (t.o.inspect != NULL) {
+    rc = inspect(&t);
+  } else {
+    rc = train(&t);
+  }
+  fflush(stdout);
   rondo_finalize();
   return rc;
 }

@@ -1,5 +1,6 @@
-/* rondo-train's command line. It is read before MPI starts, so a typo costs
- * no launch and always exits with status 2 (docs/train.md lists every flag). */
+/* rondo-train's command line. Every rank reads its own; main.c agrees on the
+ * outcome, so a typo on any rank exits every rank with status 2
+ * (docs/train.md lists every flag). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -8,8 +9,9 @@
 #include <string.h>
 
 #include "examples/train/train.h"
+#include "tools/launch_env.h"
 
-static void usage(FILE *f)
+void train_usage(FILE *f)
 {
   fprintf(f,
     "usage: mpiexec -n N rondo-train [OPTIONS]\n"
@@ -72,9 +74,7 @@ static int bad(int print, const char *fmt, ...)
   if (print) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "rondo-train: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(rondo-train --help lists the options)\n");
+    tool_vsay("rondo-train: ", "\n(rondo-train --help lists the options)\n", fmt, ap);
     va_end(ap);
   }
   return TRAIN_EXIT_USAGE;
@@ -185,31 +185,6 @@ static void defaults(train_opts_t *o)
   o->perturb_rank = -1;
 }
 
-/* Prints a checkpoint's header: a user's way to see where a run stopped.
- * Only the process that prints reads the file (under mpiexec the others
- * exit at once; the launcher's status is the reader's). */
-static int inspect(const char *path, int print)
-{
-  ckpt_header_t h;
-  char err[512], shape[128];
-  if (!print)
-    return -1;
-  if (ckpt_load(path, &h, NULL, NULL, err, sizeof err) != 0) {
-    fprintf(stderr, "rondo-train: %s\n", err);
-    return TRAIN_EXIT_ERROR;
-  }
-  {
-    mlp_shape(h.sizes, h.nsizes, shape, sizeof shape);
-    printf("%s: rondo-train checkpoint, checksum ok\n"
-           "  step %lld, epoch %lld, %zu samples into it\n"
-           "  model %s on %s (%zu training samples), seed %llu, global batch %zu\n"
-           "  lr %g, momentum %g, weight decay %g\n",
-           path, h.step, h.epoch + 1, h.offset, shape, h.dataset, h.train_samples,
-           (unsigned long long)h.seed, h.batch, h.lr, h.momentum, h.weight_decay);
-  }
-  return -1;
-}
-
 enum {
   OPT_DATASET = 256, OPT_DATA_DIR, OPT_SAMPLES, OPT_FEATURES, OPT_CLASSES, OPT_HIDDEN,
   OPT_SEED, OPT_EPOCHS, OPT_BATCH, OPT_LR, OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_WARMUP,
@@ -273,7 +248,6 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
   long long v;
   double d;
   int c, w;
-  const char *inspect_path = NULL;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":qh", long_opts, NULL)) != -1) {
@@ -401,7 +375,7 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
       o->checkpoint_every = v;
       break;
     case OPT_RESUME: o->resume = arg; break;
-    case OPT_INSPECT: inspect_path = arg; break;
+    case OPT_INSPECT: o->inspect = arg; break;
     case OPT_JSON: o->json = arg; break;
     case OPT_SAVE_WEIGHTS: o->save_weights = arg; break;
     case OPT_PROGRESS:
@@ -411,9 +385,8 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
       break;
     case 'q': o->quiet = 1; break;
     case 'h':
-      if (print)
-        usage(stdout);
-      return -1;
+      o->help = 1;
+      return 0;
     case OPT_PERTURB: {
       long long r, k;
       char buf[64], *colon;
@@ -432,6 +405,5 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
   }
   if (optind < argc)
     return bad(print, "unexpected argument '%s'", argv[optind]);
-  int rc = check_combination(o, print);
-  return rc != 0 || inspect_path == NULL ? rc : inspect(inspect_path, print);
+  return check_combination(o, print);
 }

@@ -7,6 +7,8 @@
  * launcher writes to a terminal, so "auto" also looks at the stdout of the
  * process's parents (the launcher and its proxy, on Linux).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@ struct report {
   int writer, quiet, bar, bar_shown;
   double last_bar;
   FILE *json;
+  const char *json_path;
 };
 
 double train_now(void)
@@ -30,10 +33,21 @@ double train_now(void)
 
 int train_error(char *err, size_t len, const char *fmt, ...)
 {
-  va_list ap;
+  va_list ap, again;
   va_start(ap, fmt);
-  vsnprintf(err, len, fmt, ap);
+  va_copy(again, ap);
+  int n = vsnprintf(err, len, fmt, ap);
   va_end(ap);
+  /* Too long for err (a long path): keep the start and the end, where the
+   * reason is, and drop the middle. */
+  char *full = n >= 0 && (size_t)n >= len && len > 16 ? malloc((size_t)n + 1) : NULL;
+  if (full != NULL) {
+    vsnprintf(full, (size_t)n + 1, fmt, again);
+    size_t head = (len - 1 - 3) / 4, tail = len - 1 - 3 - head;
+    snprintf(err, len, "%.*s...%s", (int)head, full, full + (size_t)n - tail);
+    free(full);
+  }
+  va_end(again);
   return -1;
 }
 
@@ -80,11 +94,30 @@ static int terminal_shows_output(void)
   return 0;
 }
 
+/* --json's file, for writing. O_NONBLOCK: a FIFO that nobody reads fails
+ * at once (ENXIO) instead of blocking open() forever; one that somebody
+ * reads works. */
+static FILE *open_json(const char *path, char *err, size_t errlen)
+{
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0644), flags;
+  FILE *f = NULL;
+  if (fd >= 0 && (flags = fcntl(fd, F_GETFL)) >= 0 &&
+      fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0)
+    f = fdopen(fd, "w");
+  if (f == NULL) {
+    train_error(err, errlen, "--json %s: cannot open it for writing: %s", path,
+                errno == ENXIO ? "a FIFO that nobody reads" : strerror(errno));
+    if (fd >= 0)
+      close(fd);
+  }
+  return f;
+}
+
 int report_create(const train_opts_t *o, int writer, report_t **out, char *err, size_t errlen)
 {
   report_t *r = calloc(1, sizeof *r);
   if (r == NULL) {
-    snprintf(err, errlen, "no memory");
+    train_error(err, errlen, "no memory");
     return -1;
   }
   r->writer = writer;
@@ -92,8 +125,8 @@ int report_create(const train_opts_t *o, int writer, report_t **out, char *err, 
   r->bar = writer && !o->quiet &&
            (o->progress == PROGRESS_BAR ||
             (o->progress == PROGRESS_AUTO && terminal_shows_output()));
-  if (writer && o->json != NULL && (r->json = fopen(o->json, "w")) == NULL) {
-    snprintf(err, errlen, "--json %s: cannot open it for writing", o->json);
+  r->json_path = o->json;
+  if (writer && o->json != NULL && (r->json = open_json(o->json, err, errlen)) == NULL) {
     free(r);
     return -1;
   }
@@ -136,10 +169,18 @@ void report_progress(report_t *r, long long epoch, size_t done, size_t total, do
   r->bar_shown = 1;
 }
 
-void report_epoch(report_t *r, const epoch_stats_t *s)
+/* After a JSON record: 0, or -1 with a message (a full disk, /dev/full). */
+static int json_written(report_t *r, char *err, size_t errlen)
+{
+  if (fflush(r->json) == 0 && !ferror(r->json))
+    return 0;
+  return train_error(err, errlen, "--json %s: write failed: %s", r->json_path, strerror(errno));
+}
+
+int report_epoch(report_t *r, const epoch_stats_t *s, char *err, size_t errlen)
 {
   if (!r->writer)
-    return;
+    return 0;
   double rate = s->seconds > 0 ? s->samples / s->seconds : 0;
   if (!r->quiet) {
     clear_bar(r);
@@ -162,14 +203,16 @@ void report_epoch(report_t *r, const epoch_stats_t *s)
             s->loss, s->train_acc, s->test_acc, s->test_loss, s->samples, s->seconds, rate,
             rate / s->size, s->comm_wait, s->comm_hidden, s->input_wait, s->input_wait_ms, s->input_prep_ms,
             s->lr, s->size);
-    fflush(r->json);
+    return json_written(r, err, errlen);
   }
+  return 0;
 }
 
-void report_final(report_t *r, const epoch_stats_t *run, const char *config_json)
+int report_final(report_t *r, const epoch_stats_t *run, const char *config_json, char *err,
+                 size_t errlen)
 {
   if (!r->writer)
-    return;
+    return 0;
   double rate = run->seconds > 0 ? run->samples / run->seconds : 0;
   clear_bar(r);
   printf("final: %lld steps in %.2f s, %.0f samples/s (%.0f/rank); test accuracy %.2f%% "
@@ -190,8 +233,9 @@ void report_final(report_t *r, const epoch_stats_t *run, const char *config_json
             run->step, run->steps_done, run->test_acc, run->test_loss, run->samples,
             run->seconds, rate, rate / run->size, run->comm_wait, run->comm_hidden,
             run->input_wait, run->input_wait_ms, run->input_prep_ms, run->size, config_json);
-    fflush(r->json);
+    return json_written(r, err, errlen);
   }
+  return 0;
 }
 
 void report_destroy(report_t *r)

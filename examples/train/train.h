@@ -2,7 +2,7 @@
  * rondo-train: synchronous data-parallel SGD with mirrored variables
  * (docs/train.md). One header for the trainer's parts:
  *
- *   options.c     the command line (read before MPI starts)
+ *   options.c     the command line (every rank reads it; main.c agrees on it)
  *   data.c        datasets: UCI digits (shipped), Fashion-MNIST (IDX), synthetic
  *   loader.c      each epoch's shuffled order, this rank's slice of every global
  *                 batch, normalized on a prefetch thread
@@ -28,7 +28,7 @@ enum { TRAIN_MAX_HIDDEN = 8, TRAIN_MAX_LAYERS = TRAIN_MAX_HIDDEN + 1 };
 enum {
   TRAIN_EXIT_OK = 0,
   TRAIN_EXIT_ERROR = 1,    /* a failed call, a bad file, a dataset that cannot load */
-  TRAIN_EXIT_USAGE = 2,    /* a bad flag or value, before MPI starts */
+  TRAIN_EXIT_USAGE = 2,    /* a bad flag or value (on any rank) */
   TRAIN_EXIT_DIVERGED = 3, /* the mirrored variables differ across ranks */
 };
 
@@ -72,16 +72,19 @@ typedef struct {
   /* checkpoints and output */
   const char *checkpoint, *resume, *json, *save_weights;
   long long checkpoint_every;
+  const char *inspect;        /* --inspect: print this checkpoint's header instead */
   progress_t progress;
   int quiet;
+  int help;                   /* -h: print the usage instead */
   /* tests only (docs/train.md): perturb one variable on one rank */
   int perturb_rank;
   long long perturb_step;     /* 0: never */
 } train_opts_t;
 
-/* Parses argv into *o. Returns 0, or TRAIN_EXIT_USAGE after printing why
- * (when print is set), or -1 after printing help or a checkpoint's header. */
+/* Parses argv into *o: 0, or TRAIN_EXIT_USAGE after printing why (when
+ * print is set). -h and --inspect only set o->help and o->inspect. */
 int train_parse(int argc, char **argv, train_opts_t *o, int print);
+void train_usage(FILE *f);
 /* "cosine", "step", "constant" */
 const char *train_schedule_name(schedule_t s);
 
@@ -214,6 +217,12 @@ int ckpt_save(const char *path, const ckpt_header_t *h, const float *params,
  * otherwise they get malloc'ed copies of the variables and momentum. */
 int ckpt_load(const char *path, ckpt_header_t *h, float **params, float **velocity,
               char *err, size_t errlen);
+/* Opens path for reading if it is a regular file, without blocking on a
+ * FIFO: the descriptor, or -1 with a message in err. */
+int train_open_regular(const char *path, char *err, size_t errlen);
+/* The whole of a regular file, NUL-terminated (malloc'ed; *len: its size),
+ * or NULL with a message in err. */
+unsigned char *train_slurp(const char *path, size_t *len, char *err, size_t errlen);
 /* The variables as little-endian float32, layer by layer, W then b. */
 int weights_save(const char *path, const float *params, size_t nparams, char *err,
                  size_t errlen);
@@ -243,10 +252,14 @@ typedef struct report report_t;
 int report_create(const train_opts_t *o, int writer, report_t **out, char *err, size_t errlen);
 void report_header(report_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void report_progress(report_t *r, long long epoch, size_t done, size_t total, double loss);
-void report_epoch(report_t *r, const epoch_stats_t *s);
+/* An epoch's line and JSON record: 0, or -1 with why the JSON record could
+ * not be written in err. */
+int report_epoch(report_t *r, const epoch_stats_t *s, char *err, size_t errlen);
 /* The final line and JSON record: run holds the whole run's numbers (its
- * epoch field counts epochs), config is a JSON object's text. */
-void report_final(report_t *r, const epoch_stats_t *run, const char *config_json);
+ * epoch field counts epochs), config is a JSON object's text. 0 or -1, as
+ * report_epoch. */
+int report_final(report_t *r, const epoch_stats_t *run, const char *config_json, char *err,
+                 size_t errlen);
 void report_destroy(report_t *r);
 
 /* Seconds on a monotonic clock. */

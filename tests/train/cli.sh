@@ -1,6 +1,6 @@
 #!/bin/sh
 # rondo-train's command line and output:
-#   - bad command lines exit 2 with a message before MPI starts (printed once
+#   - bad command lines exit 2 with a message (printed once
 #     under mpiexec); --help prints the usage;
 #   - --json writes a record per epoch and a final one with the configuration;
 #     --max-steps inside an epoch marks that epoch partial;

@@ -87,8 +87,8 @@ expect_refusal short "train-images-idx3-ubyte.gz: truncated: 4604 of the 4704 by
 expect_refusal extra "train-images-idx3-ubyte.gz: data after the end its header gives"
 expect_refusal labels "train-labels-idx1-ubyte.gz has 5 labels but .*train-images-idx3-ubyte.gz has 6 images"
 expect_refusal label-range "train-labels-idx1-ubyte.gz: label 12 of sample 5 is not below 10"
-expect_refusal gzip-truncated "train-images-idx3-ubyte.gz: truncated: 132 of the 4704 bytes"
-expect_refusal gzip-corrupt "train-images-idx3-ubyte.gz: invalid stored block lengths"
+expect_refusal gzip-truncated "train-images-idx3-ubyte.gz: truncated gzip data: the stream ends early"
+expect_refusal gzip-corrupt "train-images-idx3-ubyte.gz: corrupt gzip data: invalid stored block lengths"
 expect_refusal missing "train-labels-idx1-ubyte.gz: cannot open: No such file or directory"
 pass "9 broken Fashion-MNIST directories are refused on both ranks, naming the file and the defect"
 

@@ -63,9 +63,10 @@ typedef struct {
   char **argv;
 } bench_opts_t;
 
-/* Parses argv (before MPI starts). Returns 0, 2 after printing a message on
- * stderr (bad usage), or 3 after printing the help on stdout. print: this
- * process prints (the first rank only, under mpiexec). */
+/* Parses argv (every rank; main.c agrees on the outcome). Returns 0, 2 after
+ * printing a message on stderr (bad usage), or 3 after printing the help on
+ * stdout. print: this process prints (main.c parses quietly first, then
+ * again with print on the one rank that reports). */
 int bench_parse(int argc, char **argv, bench_opts_t *o, int print);
 /* The message sizes of the sweep, into sizes[BENCH_MAX_SIZES]; the count. */
 int bench_sizes(const bench_opts_t *o, size_t *sizes);

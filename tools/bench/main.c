@@ -7,8 +7,9 @@
  *   mpiexec -n 2 rondo-bench fusion --model resnet50
  *   mpiexec -n 2 rondo-bench tune --output tuning.txt
  *
- * The command line is read before MPI starts, so a typo costs no launch
- * and always exits with status 2.
+ * Every rank reads its command line and the ranks agree on it
+ * (tools/launch_env.h): a typo on any rank, or a command line that differs
+ * between ranks, exits every rank with status 2.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -21,11 +22,8 @@ void bench_die(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "rondo-bench: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  tool_vsay("rondo-bench: ", "\n", fmt, ap);
   va_end(ap);
-  fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   exit(1);
 }
@@ -33,26 +31,37 @@ void bench_die(const char *fmt, ...)
 int main(int argc, char **argv)
 {
   bench_opts_t o;
-  int rc = bench_parse(argc, argv, &o, launch_first_process());
-  if (rc != 0)
-    return rc == 3 ? 0 : rc;
+  /* Read quietly: only the lowest rank that failed prints why (below). */
+  int rc = bench_parse(argc, argv, &o, 0), print, rank;
   /* rondo-bench measures what programs get: the library's defaults, or the
    * knobs the user exported (the header prints them all). The tuner measures
    * the cost model's own choice, not an older table's or a forced one. */
-  if (o.cmd == CMD_TUNE) {
+  if (rc == 0 && o.cmd == CMD_TUNE) {
     o.ignored_table = getenv("RONDO_TUNING_FILE") != NULL || getenv("RONDO_ALLREDUCE_ALGO") != NULL;
     unsetenv("RONDO_TUNING_FILE");
     unsetenv("RONDO_ALLREDUCE_ALGO");
   }
-  if (rondo_init(&argc, &argv) != RONDO_SUCCESS) {
-    fprintf(stderr, "rondo-bench: %s\n", rondo_last_error());
+  if (tool_init("rondo-bench", &argc, &argv) != 0)
     return 1;
-  }
-  switch (o.cmd) {
-  case CMD_FUSION: rc = fusion_main(&o); break;
-  case CMD_TUNE: rc = tune_main(&o); break;
-  case CMD_EXPLAIN: rc = explain_main(&o); break;
-  default: rc = sweep_main(&o); break;
+  /* Every rank must run the same sizes, rows and checks, or the ranks would
+   * wait for each other's collectives forever. */
+  int agreed = tool_agree("rondo-bench", rc == 3 ? 0 : rc, tool_args_key(argc, argv), &print);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (agreed != 0) {
+    if (print)
+      bench_parse(argc, argv, &o, 1);
+    rc = agreed;
+  } else if (rc == 3) { /* --help */
+    if (rank == 0)
+      bench_parse(argc, argv, &o, 1);
+    rc = 0;
+  } else {
+    switch (o.cmd) {
+    case CMD_FUSION: rc = fusion_main(&o); break;
+    case CMD_TUNE: rc = tune_main(&o); break;
+    case CMD_EXPLAIN: rc = explain_main(&o); break;
+    default: rc = sweep_main(&o); break;
+    }
   }
   fflush(stdout);
   rondo_finalize();

@@ -7,6 +7,7 @@
 
 #include "tools/bench/bench.h"
 #include "base/numbers.h"
+#include "tools/launch_env.h"
 
 static const char *const cmd_names[CMD_COUNT] = {
   "allreduce", "allgather", "broadcast", "reduce_scatter", "alltoall", "fusion", "tune",
@@ -78,9 +79,7 @@ static int bad(int print, const char *fmt, ...)
   if (print) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "rondo-bench: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(rondo-bench --help lists the options)\n");
+    tool_vsay("rondo-bench: ", "\n(rondo-bench --help lists the options)\n", fmt, ap);
     va_end(ap);
   }
   return 2;
@@ -114,7 +113,7 @@ static int empty_token(const char *list, char *badtok, size_t len)
   size_t n = strlen(list);
   if (n > 0 && list[0] != ',' && list[n - 1] != ',' && strstr(list, ",,") == NULL)
     return 0;
-  snprintf(badtok, len, "an empty name in '%s'", list);
+  snprintf(badtok, len, "an empty name");
   return 1;
 }
 
@@ -139,20 +138,24 @@ static int parse_list(const char *arg, int kind, void *out, int max, char *badto
   }
   snprintf(buf, sizeof buf, "%s", arg);
   for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-    int ok = n < max;
-    if (ok && kind == 0)
+    if (n == max) {
+      snprintf(badtok, len, "more than %d names", max);
+      return -1;
+    }
+    int ok;
+    if (kind == 0)
       ok = parse_dtype(tok, &((rondo_dtype_t *)out)[n]);
-    else if (ok)
+    else
       ok = rondo_op_from_name(tok, &((rondo_op_t *)out)[n]) == RONDO_SUCCESS &&
            ((rondo_op_t *)out)[n] != RONDO_ADASUM; /* no MPI_Allreduce to compare with */
     if (!ok) {
-      snprintf(badtok, len, "%s", tok);
+      snprintf(badtok, len, "'%s'", tok);
       return -1;
     }
     n++;
   }
   if (n == 0)
-    snprintf(badtok, len, "%s", arg);
+    snprintf(badtok, len, "no name");
   return n > 0 ? n : -1;
 }
 
@@ -169,13 +172,13 @@ static int check_algos(const char *list, char *badtok, size_t len)
     if (strcmp(tok, "all") != 0 && strcasecmp(tok, "MPI_Allreduce") != 0 &&
         strcmp(tok, "ncclAllReduce") != 0 && strcmp(tok, "host+copies") != 0 &&
         rondo_algo_from_name(tok, &a) != RONDO_SUCCESS) {
-      snprintf(badtok, len, "%s", tok);
+      snprintf(badtok, len, "'%s'", tok);
       return -1;
     }
     n++;
   }
   if (n == 0)
-    snprintf(badtok, len, "%s", list);
+    snprintf(badtok, len, "no name");
   return n > 0 ? 0 : -1;
 }
 
@@ -301,11 +304,14 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
   optind = first;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:d:o:c:r:a:Fqvh", long_opts, NULL)) != -1) {
+  /* The leading ':' tells a missing value (':') from an unknown option ('?'). */
+  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:d:o:c:r:a:Fqvh", long_opts, NULL)) != -1) {
+    if (c == ':')
+      return bad(print, "%s needs a value", argv[optind - 1]);
     if (c == '?') {
       if (optopt != 0)
-        return bad(print, "unknown option or missing value: -%c", optopt);
-      return bad(print, "unknown option or missing value: %s", argv[optind - 1]);
+        return bad(print, "unknown option '-%c'", optopt);
+      return bad(print, "unknown option '%s'", argv[optind - 1]);
     }
     if (!allowed(o->cmd, c))
       return bad(print, "%s does not apply to '%s'", opt_text(c, name, sizeof name),
@@ -317,7 +323,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     case OPT_SIZE: {
       size_t s = 0;
       if (rondo__parse_size(optarg, &s) != 0 || s == 0)
-        return bad(print, "%s: expected a byte count such as 4096, 64K or 1M, got '%s'",
+        return bad(print, "%s: '%s' is not a byte count such as 4096, 64K or 1M",
                    opt_text(c, name, sizeof name), optarg);
       if (c == 'b') o->minbytes = s;
       else if (c == 'e') o->maxbytes = s;
@@ -327,7 +333,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     }
     case 'f':
       if ((v = parse_int(optarg, 2, 1 << 20)) < 0)
-        return bad(print, "-f: expected a whole factor >= 2, got '%s'", optarg);
+        return bad(print, "-f/--stepfactor: '%s' is not a whole factor from 2 to 2^20", optarg);
       o->factor = (size_t)v;
       have_f = 1;
       break;
@@ -340,8 +346,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
       long lo = c == 'n' || c == OPT_TENSORS || c == OPT_ROUNDS || c == OPT_MAX_ROUNDS ? 1 : 0;
       long hi = c == OPT_TENSORS ? 100000 : c == OPT_ROUNDS || c == OPT_MAX_ROUNDS ? 31 : 1000000;
       if ((v = parse_int(optarg, lo, hi)) < 0)
-        return bad(print, "%s: expected a whole number from %ld to %ld, got '%s'",
-                   opt_text(c, name, sizeof name), lo, hi, optarg);
+        return bad(print, "%s: '%s' is not a whole number from %ld to %ld",
+                   opt_text(c, name, sizeof name), optarg, lo, hi);
       if (c == 'n') o->iters = (int)v;
       else if (c == 'w') o->warmup = (int)v;
       else if (c == 'r') o->root = (int)v;
@@ -352,24 +358,25 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     }
     case 'c':
       if ((v = parse_int(optarg, 0, 1)) < 0)
-        return bad(print, "-c: expected 0 or 1, got '%s'", optarg);
+        return bad(print, "-c/--check: '%s' is not 0 or 1", optarg);
       o->check = (int)v;
       break;
     case 'd':
       if ((o->ndtypes = parse_list(optarg, 0, o->dtypes, RONDO_DTYPE_COUNT, badtok,
                                    sizeof badtok)) < 0)
-        return bad(print, "-d: unknown datatype '%s' (int8 uint8 int32 int64 float16 "
-                   "bfloat16 float32 float64 int16, or all)", badtok);
+        return bad(print, "-d/--datatype: '%s': %s is not a datatype (int8 uint8 int16 int32 "
+                   "int64 float16 bfloat16 float32 float64, or all)", optarg, badtok);
       break;
     case 'o':
       if ((o->nops = parse_list(optarg, 1, o->ops, RONDO_OP_COUNT, badtok, sizeof badtok)) < 0)
-        return bad(print, "-o: unknown op '%s' (sum avg min max prod, or all; adasum has no "
-                   "MPI_Allreduce to compare with: bench/adasum_bench measures it)", badtok);
+        return bad(print, "-o/--op: '%s': %s is not an op (sum avg min max prod, or all; "
+                   "adasum has no MPI_Allreduce to compare with: bench/adasum_bench measures it)",
+                   optarg, badtok);
       break;
     case 'a':
       if (check_algos(optarg, badtok, sizeof badtok) < 0)
-        return bad(print, "-a: unknown algorithm '%s' (auto, rondo-info's algorithms, "
-                   "MPI_Allreduce, or all)", badtok);
+        return bad(print, "-a/--algo: '%s': %s is not an algorithm (auto, rondo-info's "
+                   "algorithms, MPI_Allreduce, or all)", optarg, badtok);
       o->algo_list = optarg;
       break;
     case 'F': o->full = 1; break;
@@ -379,7 +386,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     case OPT_INPLACE: o->inplace = 1; break;
     case OPT_MEMORY:
       if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0)
-        return bad(print, "--memory: expected host or device, got '%s'", optarg);
+        return bad(print, "--memory: '%s' is not host or device", optarg);
       o->device = strcmp(optarg, "device") == 0;
       break;
     case OPT_JSON: o->json_path = optarg; break;
@@ -389,14 +396,14 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     case OPT_MODEL:
       if (strcmp(optarg, "resnet50") != 0 && strcmp(optarg, "bert-base") != 0 &&
           strcmp(optarg, "vgg16") != 0 && strcmp(optarg, "all") != 0)
-        return bad(print, "--model: unknown model '%s' (resnet50, bert-base, vgg16, all)",
+        return bad(print, "--model: '%s' is not a model (resnet50, bert-base, vgg16, all)",
                    optarg);
       o->model = optarg;
       break;
     case OPT_MARGIN:
       o->margin = strtod(optarg, &end) / 100;
       if (end == optarg || *end != '\0' || !(o->margin >= 0 && o->margin <= 1))
-        return bad(print, "--margin: expected a percentage from 0 to 100, got '%s'", optarg);
+        return bad(print, "--margin: '%s' is not a percentage from 0 to 100", optarg);
       break;
     default:
       return bad(print, "unhandled option -%c", c);
@@ -417,7 +424,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     return bad(print, "--max-rounds (%d) is smaller than --rounds (%d)", o->max_rounds,
                o->rounds);
   if (o->cmd == CMD_TUNE && o->minbytes < 4)
-    return bad(print, "tune: -b must be at least 4 bytes (one float32)");
+    return bad(print, "tune: -b %zu: must be at least 4 bytes (one float32)", o->minbytes);
   if (o->device && o->algo_list != NULL && strstr(o->algo_list, "MPI_Allreduce") != NULL)
     return bad(print, "-a MPI_Allreduce: not with --memory device (this MPI is not "
                "CUDA-aware); the baselines are ncclAllReduce and host+copies");
