@@ -183,6 +183,30 @@ int api_unregister(rondo_comm_t c)
   return found;
 }
 
+/* PMPI_Finalize, after a barrier on a job that spans nodes. MPICH 4.0.2
+ * (Debian's) can hang in MPI_Finalize over ch4:ucx on TCP: its finalize
+ * closes the UCX endpoints, waits until the peers acknowledge them, then
+ * waits in a PMI barrier that no longer progresses UCX, so a rank whose
+ * peer is already in that barrier waits for good (pmodels/mpich#6596,
+ * fixed in 4.2.0). Entering finalize together makes it rarer (a plain
+ * program: 6 hangs in 8 runs without the barrier, 1 in 18 with it), not
+ * impossible: docs/multinode.md says what remains. One node: straight to
+ * PMPI_Finalize. */
+static int finalize_mpi(void)
+{
+  MPI_Comm node = MPI_COMM_NULL;
+  int world_size = 1, node_size = 1;
+  if (PMPI_Comm_size(MPI_COMM_WORLD, &world_size) == MPI_SUCCESS &&
+      PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+          MPI_SUCCESS) {
+    PMPI_Comm_size(node, &node_size);
+    PMPI_Comm_free(&node);
+  }
+  if (node_size < world_size)
+    PMPI_Barrier(MPI_COMM_WORLD);
+  return PMPI_Finalize();
+}
+
 /* Tears the library down. by_mpi: called from inside MPI_Finalize (the
  * application finalized MPI first): MPI still works, and is not finalized
  * again here. */
@@ -208,7 +232,7 @@ static rondo_status_t finalize(int by_mpi)
       lib_owns_mpi = 0;
       lib_state = LIB_FINALIZED;
       pthread_mutex_unlock(&lib_lock);
-      PMPI_Finalize();
+      finalize_mpi();
       return RONDO_SUCCESS;
     }
     /* MPI_Finalize already did it (see on_mpi_finalize). */
@@ -227,7 +251,7 @@ static rondo_status_t finalize(int by_mpi)
     algo_mpi_op_free();
   topo_shutdown();
   if (owns_mpi && !mpi_finalized)
-    MPI_CHECK(PMPI_Finalize());
+    MPI_CHECK(finalize_mpi());
   return RONDO_SUCCESS;
 }
 
@@ -243,7 +267,7 @@ rondo_status_t rondo_finalize(void) { return finalize(0); }
 RONDO_API int MPI_Finalize(void)
 {
   finalize(1);
-  return PMPI_Finalize();
+  return finalize_mpi();
 }
 
 /* MPI deletes the attributes of MPI_COMM_SELF first thing in MPI_Finalize,
