@@ -665,25 +665,50 @@ class Comm:
         return last.value
 
     def broadcast_object(self, obj=None, root_rank=0):
-        """root_rank's obj (pickled), on every rank."""
-        data = pickle.dumps(obj) if self.rank == root_rank else b""
-        n = self.broadcast_(np.array([len(data)], np.int64), root_rank)[0]
+        """root_rank's obj (pickled), on every rank. An object the root
+        cannot pickle raises its pickling error there and RondoError
+        (RONDO_ERR_PEER, naming the root) on the others: the size every
+        rank receives first says -1 then."""
+        data, err = b"", None
+        if self.rank == root_rank:
+            try:
+                data = pickle.dumps(obj)
+            except Exception as e:  # noqa: BLE001 - any pickling failure, alike
+                err = e
+        n = int(self.broadcast_(np.array([-1 if err is not None else len(data)], np.int64),
+                                root_rank)[0])
+        if err is not None:
+            raise err
+        if n < 0:
+            raise RondoError("RONDO_ERR_PEER", "rondo.broadcast_object: the root, rank %d, "
+                             "cannot pickle its object" % root_rank, self.rank)
         buf = np.frombuffer(data, np.uint8).copy() if self.rank == root_rank \
-            else np.empty(int(n), np.uint8)
+            else np.empty(n, np.uint8)
         self.broadcast_(buf, root_rank)
         return obj if self.rank == root_rank else pickle.loads(buf.tobytes())
 
     def allgather_object(self, obj):
-        """Every rank's obj (pickled), as a list in rank order."""
-        data = np.frombuffer(pickle.dumps(obj), np.uint8)
-        sizes = self.allgather(np.array([data.size], np.int64))
+        """Every rank's obj (pickled), as a list in rank order. An object a
+        rank cannot pickle raises its pickling error there and RondoError
+        (RONDO_ERR_PEER, naming the rank) on the others: the sizes gathered
+        first say -1 for it."""
+        try:
+            data, err = np.frombuffer(pickle.dumps(obj), np.uint8), None
+        except Exception as e:  # noqa: BLE001 - any pickling failure, alike
+            data, err = np.zeros(0, np.uint8), e
+        sizes = self.allgather(np.array([-1 if err is not None else data.size], np.int64))
+        if err is not None:
+            raise err
+        bad = [r for r, n in enumerate(sizes) if n < 0]
+        if bad:
+            raise RondoError("RONDO_ERR_PEER", "rondo.allgather_object: rank %s cannot pickle "
+                             "its object" % ", ".join(map(str, bad)), self.rank)
         flat = self.allgather(data)
         out, at = [], 0
         for n in sizes:
             out.append(pickle.loads(flat[at:at + int(n)].tobytes()))
             at += int(n)
         return out
-
 
 def _w(name):
     method = getattr(Comm, name)
