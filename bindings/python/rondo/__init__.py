@@ -161,15 +161,19 @@ def is_initialized():
 
 
 def shutdown():
-    """Waits for every dropped request, then finalizes rondo (and MPI if
-    rondo started it). Collective. Called at exit if the program did not."""
+    """Finalizes rondo (and MPI if rondo started it). Collective. Called at
+    exit if the program did not. Requests still in flight, dropped or not,
+    do not hold it up: rondo_finalize fails them (RONDO_ERR_SHUT_DOWN) --
+    a dropped request that some rank never made would otherwise be waited
+    for forever -- and the dropped ones are released afterwards."""
     global _world, _initialized
     if not _initialized:
         return
-    _reap(block=True)
+    _reap()
     _initialized = False
     _world = None
     st = _lib.finalize()
+    _reap(block=True)  # every request has completed now: this only releases
     _raise_status(st, -1)
 
 
