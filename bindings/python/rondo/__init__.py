@@ -260,6 +260,12 @@ class Handle:
                 _lib.free(buf.value)
         return self._result
 
+    def _drop(self):
+        """Leaves the request to shutdown() (its arrays stay alive until it
+        completes), as if this handle had been dropped."""
+        self.__del__()
+        self._req = None
+
     def __del__(self):
         if getattr(self, "_req", None) is not None:
             with _orphans_lock:
@@ -285,6 +291,30 @@ def _reap(block=False):
     if left:
         with _orphans_lock:
             _orphans.extend(left)
+
+
+def _finish_group(handles):
+    """The results of a group's handles. After a failure the rest are
+    waited for only if they completed: a request of the group the other
+    ranks never made (a rank passed more items) would never complete; it is
+    dropped (shutdown() releases it). Raises the first failure."""
+    results, err = [], None
+    for h in handles:
+        if err is not None:
+            try:
+                done = h.done()
+            except RondoError:
+                done = True
+            if not done:
+                h._drop()
+                continue
+        try:
+            results.append(h.wait())
+        except RondoError as e:
+            err = err or e
+    if err is not None:
+        raise err
+    return results
 
 
 # ---- comms -------------------------------------------------------------------------
@@ -542,12 +572,41 @@ class Comm:
 
     def grouped_allreduce(self, arrays, op="sum", name=None, algorithm=None, prescale=1.0,
                           postscale=1.0):
-        """All-reduces a list of arrays as one fused group; a list of results."""
+        """All-reduces a list of arrays as one fused group; a list of results.
+        Every rank must pass as many arrays: the count travels in each
+        request's tag, so a difference fails the call on every rank
+        (RONDO_ERR_MISMATCH) instead of leaving one rank waiting for the
+        requests the others never make. An array this rank cannot take is
+        refused for the whole group (RONDO_ERR_PEER on the others)."""
+        arrays = list(arrays)
         base = name or self._auto_name("grouped_allreduce")
-        hs = [self.allreduce_async(a, op, "%s.%d" % (base, i), algorithm, prescale, postscale,
-                                   group=base, group_size=len(arrays))
-              for i, a in enumerate(arrays)]
-        return [h.wait() for h in hs]
+        n = len(arrays)
+        names = [("%s.%d" % (base, i)).encode() for i in range(max(n, 1))]
+        err = None if n else ValueError("rondo.grouped_allreduce: no arrays")
+        try:
+            for a in arrays:
+                err = err or _check_array(a, "each array")
+            if err is None:
+                codes = [dtype_code(a.dtype) for a in arrays]
+                op_code(op)
+                algo_code(algorithm)
+        except (TypeError, ValueError) as e:
+            err = e
+        if err is not None:
+            _finish_group([self._submit_refusal(nm, err, base, len(names)) for nm in names])
+            raise err
+        tag = "group of %d" % n
+        hs = []
+        try:
+            for a, code, nm in zip(arrays, codes, names):
+                out = np.empty_like(a)
+                hs.append(self._submit_allreduce(_ptr(a), _ptr(out), a.size, code, op, nm,
+                                                 algorithm, prescale, postscale, (a, out), base,
+                                                 n, tag))
+        except RondoError:
+            _finish_group(hs)
+            raise
+        return _finish_group(hs)
 
     # -- broadcast ----------------------------------------------------------------
     def broadcast_(self, array, root_rank=0):
