@@ -460,16 +460,28 @@ class Comm:
         submit its unnamed requests in the same order). Returns a Handle whose
         wait() gives the result (out, or a new array; out=array is in place)."""
         _reap()
-        for arr, what, writable in ((array, "array", False), (out, "out", True)):
-            if arr is not None:
-                err = _check_array(arr, what, writable)
-                if err is not None:
-                    raise err
-        code = dtype_code(array.dtype, dtype == "bfloat16")
+        # the name first: a rank that refuses still uses up its unnamed slot
+        name = self._name(name, "allreduce")
+        err = None
+        try:
+            for arr, what, writable in ((array, "array", False), (out, "out", True)):
+                if arr is not None or what == "array":
+                    err = err or _check_array(arr, what, writable)
+            if err is None:
+                code = dtype_code(array.dtype, dtype == "bfloat16")
+                op_code(op)
+                algo_code(algorithm)
+                if out is not None and (out.shape != array.shape or out.dtype != array.dtype):
+                    err = ValueError("rondo: out must have the array's shape and dtype")
+        except (TypeError, ValueError) as e:
+            err = e
+        if err is not None:
+            # refused by name: the other ranks' requests of that name fail
+            # (RONDO_ERR_PEER) instead of waiting for this rank
+            self._submit_refusal(name, err, group, group_size)._drop()
+            raise err
         if out is None:
             out = np.empty_like(array)
-        elif out.shape != array.shape or out.dtype != array.dtype:
-            raise ValueError("rondo: out must have the array's shape and dtype")
         return self._submit_allreduce(_ptr(array), _ptr(out), array.size, code, op, name,
                                       algorithm, prescale, postscale, (array, out), group,
                                       group_size)
