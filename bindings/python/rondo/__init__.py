@@ -161,15 +161,19 @@ def is_initialized():
 
 
 def shutdown():
-    """Waits for every dropped request, then finalizes rondo (and MPI if
-    rondo started it). Collective. Called at exit if the program did not."""
+    """Finalizes rondo (and MPI if rondo started it). Collective. Called at
+    exit if the program did not. Requests still in flight, dropped or not,
+    do not hold it up: rondo_finalize fails them (RONDO_ERR_SHUT_DOWN) --
+    a dropped request that some rank never made would otherwise be waited
+    for forever -- and the dropped ones are released afterwards."""
     global _world, _initialized
     if not _initialized:
         return
-    _reap(block=True)
+    _reap()
     _initialized = False
     _world = None
     st = _lib.finalize()
+    _reap(block=True)  # every request has completed now: this only releases
     _raise_status(st, -1)
 
 
@@ -256,6 +260,12 @@ class Handle:
                 _lib.free(buf.value)
         return self._result
 
+    def _drop(self):
+        """Leaves the request to shutdown() (its arrays stay alive until it
+        completes), as if this handle had been dropped."""
+        self.__del__()
+        self._req = None
+
     def __del__(self):
         if getattr(self, "_req", None) is not None:
             with _orphans_lock:
@@ -281,6 +291,30 @@ def _reap(block=False):
     if left:
         with _orphans_lock:
             _orphans.extend(left)
+
+
+def _finish_group(handles):
+    """The results of a group's handles. After a failure the rest are
+    waited for only if they completed: a request of the group the other
+    ranks never made (a rank passed more items) would never complete; it is
+    dropped (shutdown() releases it). Raises the first failure."""
+    results, err = [], None
+    for h in handles:
+        if err is not None:
+            try:
+                done = h.done()
+            except RondoError:
+                done = True
+            if not done:
+                h._drop()
+                continue
+        try:
+            results.append(h.wait())
+        except RondoError as e:
+            err = err or e
+    if err is not None:
+        raise err
+    return results
 
 
 # ---- comms -------------------------------------------------------------------------
@@ -426,16 +460,28 @@ class Comm:
         submit its unnamed requests in the same order). Returns a Handle whose
         wait() gives the result (out, or a new array; out=array is in place)."""
         _reap()
-        for arr, what, writable in ((array, "array", False), (out, "out", True)):
-            if arr is not None:
-                err = _check_array(arr, what, writable)
-                if err is not None:
-                    raise err
-        code = dtype_code(array.dtype, dtype == "bfloat16")
+        # the name first: a rank that refuses still uses up its unnamed slot
+        name = self._name(name, "allreduce")
+        err = None
+        try:
+            for arr, what, writable in ((array, "array", False), (out, "out", True)):
+                if arr is not None or what == "array":
+                    err = err or _check_array(arr, what, writable)
+            if err is None:
+                code = dtype_code(array.dtype, dtype == "bfloat16")
+                op_code(op)
+                algo_code(algorithm)
+                if out is not None and (out.shape != array.shape or out.dtype != array.dtype):
+                    err = ValueError("rondo: out must have the array's shape and dtype")
+        except (TypeError, ValueError) as e:
+            err = e
+        if err is not None:
+            # refused by name: the other ranks' requests of that name fail
+            # (RONDO_ERR_PEER) instead of waiting for this rank
+            self._submit_refusal(name, err, group, group_size)._drop()
+            raise err
         if out is None:
             out = np.empty_like(array)
-        elif out.shape != array.shape or out.dtype != array.dtype:
-            raise ValueError("rondo: out must have the array's shape and dtype")
         return self._submit_allreduce(_ptr(array), _ptr(out), array.size, code, op, name,
                                       algorithm, prescale, postscale, (array, out), group,
                                       group_size)
@@ -538,12 +584,41 @@ class Comm:
 
     def grouped_allreduce(self, arrays, op="sum", name=None, algorithm=None, prescale=1.0,
                           postscale=1.0):
-        """All-reduces a list of arrays as one fused group; a list of results."""
+        """All-reduces a list of arrays as one fused group; a list of results.
+        Every rank must pass as many arrays: the count travels in each
+        request's tag, so a difference fails the call on every rank
+        (RONDO_ERR_MISMATCH) instead of leaving one rank waiting for the
+        requests the others never make. An array this rank cannot take is
+        refused for the whole group (RONDO_ERR_PEER on the others)."""
+        arrays = list(arrays)
         base = name or self._auto_name("grouped_allreduce")
-        hs = [self.allreduce_async(a, op, "%s.%d" % (base, i), algorithm, prescale, postscale,
-                                   group=base, group_size=len(arrays))
-              for i, a in enumerate(arrays)]
-        return [h.wait() for h in hs]
+        n = len(arrays)
+        names = [("%s.%d" % (base, i)).encode() for i in range(max(n, 1))]
+        err = None if n else ValueError("rondo.grouped_allreduce: no arrays")
+        try:
+            for a in arrays:
+                err = err or _check_array(a, "each array")
+            if err is None:
+                codes = [dtype_code(a.dtype) for a in arrays]
+                op_code(op)
+                algo_code(algorithm)
+        except (TypeError, ValueError) as e:
+            err = e
+        if err is not None:
+            _finish_group([self._submit_refusal(nm, err, base, len(names)) for nm in names])
+            raise err
+        tag = "group of %d" % n
+        hs = []
+        try:
+            for a, code, nm in zip(arrays, codes, names):
+                out = np.empty_like(a)
+                hs.append(self._submit_allreduce(_ptr(a), _ptr(out), a.size, code, op, nm,
+                                                 algorithm, prescale, postscale, (a, out), base,
+                                                 n, tag))
+        except RondoError:
+            _finish_group(hs)
+            raise
+        return _finish_group(hs)
 
     # -- broadcast ----------------------------------------------------------------
     def broadcast_(self, array, root_rank=0):
@@ -665,25 +740,50 @@ class Comm:
         return last.value
 
     def broadcast_object(self, obj=None, root_rank=0):
-        """root_rank's obj (pickled), on every rank."""
-        data = pickle.dumps(obj) if self.rank == root_rank else b""
-        n = self.broadcast_(np.array([len(data)], np.int64), root_rank)[0]
+        """root_rank's obj (pickled), on every rank. An object the root
+        cannot pickle raises its pickling error there and RondoError
+        (RONDO_ERR_PEER, naming the root) on the others: the size every
+        rank receives first says -1 then."""
+        data, err = b"", None
+        if self.rank == root_rank:
+            try:
+                data = pickle.dumps(obj)
+            except Exception as e:  # noqa: BLE001 - any pickling failure, alike
+                err = e
+        n = int(self.broadcast_(np.array([-1 if err is not None else len(data)], np.int64),
+                                root_rank)[0])
+        if err is not None:
+            raise err
+        if n < 0:
+            raise RondoError("RONDO_ERR_PEER", "rondo.broadcast_object: the root, rank %d, "
+                             "cannot pickle its object" % root_rank, self.rank)
         buf = np.frombuffer(data, np.uint8).copy() if self.rank == root_rank \
-            else np.empty(int(n), np.uint8)
+            else np.empty(n, np.uint8)
         self.broadcast_(buf, root_rank)
         return obj if self.rank == root_rank else pickle.loads(buf.tobytes())
 
     def allgather_object(self, obj):
-        """Every rank's obj (pickled), as a list in rank order."""
-        data = np.frombuffer(pickle.dumps(obj), np.uint8)
-        sizes = self.allgather(np.array([data.size], np.int64))
+        """Every rank's obj (pickled), as a list in rank order. An object a
+        rank cannot pickle raises its pickling error there and RondoError
+        (RONDO_ERR_PEER, naming the rank) on the others: the sizes gathered
+        first say -1 for it."""
+        try:
+            data, err = np.frombuffer(pickle.dumps(obj), np.uint8), None
+        except Exception as e:  # noqa: BLE001 - any pickling failure, alike
+            data, err = np.zeros(0, np.uint8), e
+        sizes = self.allgather(np.array([-1 if err is not None else data.size], np.int64))
+        if err is not None:
+            raise err
+        bad = [r for r, n in enumerate(sizes) if n < 0]
+        if bad:
+            raise RondoError("RONDO_ERR_PEER", "rondo.allgather_object: rank %s cannot pickle "
+                             "its object" % ", ".join(map(str, bad)), self.rank)
         flat = self.allgather(data)
         out, at = [], 0
         for n in sizes:
             out.append(pickle.loads(flat[at:at + int(n)].tobytes()))
             at += int(n)
         return out
-
 
 def _w(name):
     method = getattr(Comm, name)

@@ -47,6 +47,7 @@ import datetime
 import itertools
 import math
 import os
+import pickle
 import socket
 import sys
 import threading
@@ -1180,6 +1181,122 @@ def _my_address():
     return name
 
 
+# ---- object collectives: every rank first learns whether the pickling worked ------------------
+
+def _rondo_group(group):
+    """The ProcessGroupRondo behind group (None: the default group), or None."""
+    c10d = dist.distributed_c10d
+    try:
+        pg = group if group is not None else c10d._get_default_group()
+    except (RuntimeError, ValueError):
+        return None
+    if isinstance(pg, ProcessGroupRondo):
+        return pg
+    try:  # torch 2: a ProcessGroup wrapping backends
+        backend = pg._get_backend(torch.device("cpu"))
+    except Exception:  # noqa: BLE001 - not a wrapper, or no CPU backend
+        return None
+    return backend if isinstance(backend, ProcessGroupRondo) else None
+
+
+def _global_ranks(group):
+    if group is None:
+        return None
+    try:
+        return dist.get_process_group_ranks(group)
+    except Exception:  # noqa: BLE001 - an older torch
+        return None
+
+
+def _broadcast_object_list(object_list, src=0, group=None, device=None):
+    """torch.distributed.broadcast_object_list, on a rondo group: the sizes
+    broadcast first are -1 where the source cannot pickle, so every rank
+    raises (the source its pickling error, the others RondoError naming
+    it) instead of the others waiting for a broadcast that never comes."""
+    if _rondo_group(group) is None or dist.distributed_c10d._rank_not_in_group(group):
+        return _original_objects["broadcast_object_list"](object_list, src, group, device)
+    me = dist.get_rank()
+    datas, err = [], None
+    if me == src:
+        try:
+            datas = [pickle.dumps(obj) for obj in object_list]
+        except Exception as e:  # noqa: BLE001 - any pickling failure, alike
+            err = e
+    if me == src and err is None:
+        sizes = torch.tensor([len(d) for d in datas], dtype=torch.int64)
+    else:
+        sizes = torch.full((len(object_list),), -1, dtype=torch.int64)
+    dist.broadcast(sizes, src=src, group=group)
+    if err is not None:
+        raise err
+    if bool((sizes < 0).any()):
+        raise RondoError("RONDO_ERR_PEER", "broadcast_object_list: the source, rank %d, cannot "
+                         "pickle its objects" % src, me)
+    if me == src:
+        joined = b"".join(datas)
+        payload = torch.frombuffer(bytearray(joined), dtype=torch.uint8) if joined \
+            else torch.empty(0, dtype=torch.uint8)
+    else:
+        payload = torch.empty(int(sizes.sum()), dtype=torch.uint8)
+    dist.broadcast(payload, src=src, group=group)
+    if me != src:
+        raw, at = payload.numpy().tobytes(), 0
+        for i, n in enumerate(sizes.tolist()):
+            object_list[i] = pickle.loads(raw[at:at + n])
+            at += n
+
+
+def _all_gather_object(object_list, obj, group=None):
+    """torch.distributed.all_gather_object, on a rondo group: the sizes
+    gathered first are -1 from a rank that cannot pickle, so every rank
+    raises (that rank its pickling error, the others RondoError naming it)."""
+    if _rondo_group(group) is None or dist.distributed_c10d._rank_not_in_group(group):
+        return _original_objects["all_gather_object"](object_list, obj, group)
+    try:
+        data, err = pickle.dumps(obj), None
+    except Exception as e:  # noqa: BLE001 - any pickling failure, alike
+        data, err = b"", e
+    n = dist.get_world_size(group)
+    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(n)]
+    dist.all_gather(sizes, torch.tensor([-1 if err is not None else len(data)],
+                                        dtype=torch.int64), group=group)
+    if err is not None:
+        raise err
+    sizes = [int(t[0]) for t in sizes]
+    bad = [r for r, k in enumerate(sizes) if k < 0]
+    if bad:
+        ranks = _global_ranks(group)
+        bad = [ranks[r] for r in bad] if ranks else bad
+        raise RondoError("RONDO_ERR_PEER", "all_gather_object: rank %s cannot pickle its object"
+                         % ", ".join(map(str, bad)), dist.get_rank())
+    width = max(sizes + [1])
+    mine = torch.zeros(width, dtype=torch.uint8)
+    if data:
+        mine[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    outs = [torch.empty(width, dtype=torch.uint8) for _ in range(n)]
+    dist.all_gather(outs, mine, group=group)
+    for i, (t, k) in enumerate(zip(outs, sizes)):
+        object_list[i] = pickle.loads(t[:k].numpy().tobytes())
+
+
+_original_objects = {}
+
+
+def _patch_objects():
+    """torch's object calls pickle before their first collective: a failure
+    on one rank leaves the others in it. On rondo groups these replace them."""
+    c10d = dist.distributed_c10d
+    for name, ours in (("broadcast_object_list", _broadcast_object_list),
+                       ("all_gather_object", _all_gather_object)):
+        theirs = getattr(c10d, name, None)
+        if theirs is None or theirs is ours:
+            continue
+        _original_objects[name] = theirs
+        setattr(c10d, name, ours)
+        if getattr(dist, name, None) is theirs:
+            setattr(dist, name, ours)
+
+
 def _register():
     """Registers the backend and the env:// rendezvous that knows MPI (once)."""
     global _original_env
@@ -1194,3 +1311,4 @@ def _register():
     if handlers.get("env") is not _mpi_env_handler:
         _original_env = handlers["env"]
         handlers["env"] = _mpi_env_handler
+    _patch_objects()

@@ -132,6 +132,14 @@ def _rows_tag(t):
     return "shape %s" % (["*"] + list(t.shape[1:]),)
 
 
+def _group_tag(tag, group_size):
+    """A grouped request's tag also carries the group's size: ranks that
+    pass different numbers of tensors then fail (RONDO_ERR_MISMATCH) on
+    every rank instead of one rank waiting for requests the others never
+    make."""
+    return "%s; group of %d" % (tag, group_size) if group_size else tag
+
+
 def _row_count(t):
     return math.prod(t.shape[1:]) if t.dim() > 1 else 1
 
@@ -172,7 +180,14 @@ class Handle:
         if self._done:
             return self._result
         err, results = None, []
-        for p in self._parts:  # every part, also after a failure: none is left behind
+        for p in self._parts:
+            if err is not None and not _completed(p):
+                # after a failure, a part still in flight may be one the
+                # other ranks never submit (a group of another size): it is
+                # left to rondo.shutdown(), its tensors kept alive
+                p._drop()
+                results.append(None)
+                continue
             try:
                 results.append(p.wait())
             except RondoError as e:
@@ -184,6 +199,13 @@ class Handle:
             raise HorovodInternalError(err) from None
         self._result = self._post(results) if self._post else results[0]
         return self._result
+
+
+def _completed(part):
+    try:
+        return part.done()
+    except RondoError:
+        return True
 
 
 def poll(handle):
@@ -295,7 +317,7 @@ def _allreduce_parts(comm, tensors, outputs, names, op, prescale, postscale, blo
             parts.append(comm._submit_allreduce(
                 src.data_ptr(), dst.data_ptr(), t.numel(), code, op, nm, None,
                 1.0 if here else prescale, 1.0 if here else postscale, (t, src, out, dst), group,
-                group_size, _shape_tag(t), flags=wait_now))
+                group_size, _group_tag(_shape_tag(t), group_size), flags=wait_now))
             post_scale.append(here and postscale != 1.0)
             staged.append(dst if dst is not out else None)
 
@@ -538,7 +560,7 @@ def _allgather_parts(comm, tensors, names, blocking, group, group_size):
             parts.append(comm._submit_allgather(
                 host.data_ptr(), rows, row, code, nm, (t, host, None),
                 _gathered(tuple(t.shape[1:]), t.dtype, t.device, zero_rows), group, group_size,
-                _rows_tag(t), _lib.ASYNC_NO_JOIN))
+                _group_tag(_rows_tag(t), group_size), _lib.ASYNC_NO_JOIN))
     return parts
 
 
@@ -800,7 +822,7 @@ def _reducescatter_parts(comm, tensors, names, op, prescale, postscale, blocking
             parts.append(comm._submit_reduce_scatter(
                 src.data_ptr(), out.data_ptr(), rows, _row_count(t), code, op, nm,
                 1.0 if here else prescale, 1.0 if here else postscale, (t, src, out), group,
-                group_size, _shape_tag(t)))
+                group_size, _group_tag(_shape_tag(t), group_size)))
             outs.append((out, t.device))
             post_scale.append(here and postscale != 1.0)
 

@@ -18,7 +18,7 @@ import torch
 
 from . import ops
 from .compression import Compression
-from .functions import broadcast_object
+from .functions import allgather_object, broadcast_object
 from .ops import Adasum, Average
 from .process_sets import global_process_set
 
@@ -48,6 +48,35 @@ def _names(optimizer, named_parameters):
         raise ValueError("named_parameters was given but does not name %d of the optimizer's "
                          "parameters" % len(unnamed))
     return {p: name for name, p in sorted(named, key=lambda x: x[0])}
+
+
+def _agree_parameters(opt):
+    """Every rank of the set must all-reduce the same gradients (names,
+    shapes, dtypes): else one rank's step() would finish and another's wait
+    for a gradient nobody else sends. One digest is gathered, the lists
+    only when they differ; a difference raises ValueError on every rank,
+    naming the ranks, their counts and the first name that differs."""
+    import hashlib
+    mine = sorted("%s %s %s" % (opt._parameter_names[p], tuple(p.shape),
+                                str(p.dtype).replace("torch.", ""))
+                  for g in opt.param_groups for p in g["params"] if p.requires_grad)
+    digest = hashlib.sha1("\n".join(mine).encode()).hexdigest()
+    ps = opt.process_set
+    digests = allgather_object(digest, process_set=ps)
+    if len(set(digests)) == 1:
+        return
+    lists = allgather_object(mine, process_set=ps)
+    ranks = ps.ranks if ps is not global_process_set and ps.ranks else range(len(lists))
+    other = next(i for i, d in enumerate(digests) if d != digests[0])
+    a, b = lists[0], lists[other]
+    first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    a_at = a[first] if first < len(a) else "nothing"
+    b_at = b[first] if first < len(b) else "nothing"
+    raise ValueError("DistributedOptimizer: the ranks would all-reduce different parameters: "
+                     "rank %d has %d parameters, rank %d has %d; the first difference (in name "
+                     "order): rank %d has %s, rank %d has %s"
+                     % (ranks[other], len(b), ranks[0], len(a), ranks[0], a_at, ranks[other],
+                        b_at))
 
 
 def _split(items, n):
@@ -130,6 +159,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._p_to_group = {}
         self._group_counts = {}
         if self.process_set.included() and ops.comm_of(process_set).size > 1:
+            _agree_parameters(self)
             self._register_hooks()
 
     def load_state_dict(self, *args, **kwargs):
@@ -297,6 +327,8 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         _setup(self, named_parameters, compression, backward_passes_per_step, process_set)
         self._starts = {p: torch.zeros_like(p, requires_grad=False)
                         for p in self._parameter_names}
+        if self.process_set.included() and ops.comm_of(process_set).size > 1:
+            _agree_parameters(self)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.requires_grad:
