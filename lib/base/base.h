@@ -200,10 +200,18 @@ typedef struct {
  * returns RONDO_ERR_INVALID_KNOB with a message naming the knob and the
  * value; *out is then unchanged. */
 rondo_status_t rondo__knobs_load(rondo__knobs_t *out);
-/* A hash of the knobs that must be equal on every rank (they change message
- * sizes or the algorithm), and their names for error messages. */
-uint64_t rondo__knobs_hash(const rondo__knobs_t *k);
-const char *rondo__knobs_shared_names(void);
+/* The knobs that must be equal on every rank (they change message sizes,
+ * nodes or the algorithm), j = 0 .. rondo__knobs_shared_count() - 1: the
+ * name, a hash of k's value, and k's value as text. */
+int rondo__knobs_shared_count(void);
+const char *rondo__knob_shared_name(int j);
+uint64_t rondo__knob_shared_hash(const rondo__knobs_t *k, int j);
+void rondo__knob_shared_text(const rondo__knobs_t *k, int j, char *buf, size_t len);
+/* open(2) (flags: O_RDONLY, O_WRONLY | O_CREAT ...) of a file rondo reads or
+ * writes, which must be a regular file: never blocks on a FIFO, refuses
+ * devices and directories. -1 with the reason in why (files.c). */
+int rondo__open_regular(const char *path, int flags, char *why, size_t len);
+
 /* Parses one knob value given as a string (for tests and the loader). */
 rondo_status_t rondo__knob_parse(const char *name, const char *text,
                                  rondo__knobs_t *out);

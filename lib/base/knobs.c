@@ -277,41 +277,74 @@ rondo_status_t rondo__knobs_load(rondo__knobs_t *out)
   return RONDO_SUCCESS;
 }
 
-uint64_t rondo__knobs_hash(const rondo__knobs_t *k)
+/* The index in knob_table of the j-th knob that must be equal everywhere. */
+static int shared_index(int j)
 {
-  uint64_t h = RONDO__FNV_INIT;
-  for (int i = 0; i < KNOB_COUNT; i++) {
-    if (!knob_table[i].same_everywhere)
-      continue;
-    const char *p = (const char *)k + knob_table[i].offset;
-    knob_type_t t = knob_table[i].type;
-    size_t n = t == KNOB_SIZE                      ? sizeof(size_t)
-               : t == KNOB_STRING || t == KNOB_NAME ? strlen(p)
-               : t == KNOB_DOUBLE                    ? sizeof(double)
-                                                   : sizeof(int);
-    h = rondo__fnv(h, p, n);
-  }
-  return h;
+  for (int i = 0; i < KNOB_COUNT; i++)
+    if (knob_table[i].same_everywhere && j-- == 0)
+      return i;
+  return -1;
 }
 
-static char shared_names[256];
-static pthread_once_t shared_names_once = PTHREAD_ONCE_INIT;
-
-static void make_shared_names(void)
+int rondo__knobs_shared_count(void)
 {
-  for (int i = 0; i < KNOB_COUNT; i++) {
-    if (!knob_table[i].same_everywhere)
-      continue;
-    size_t used = strlen(shared_names);
-    snprintf(shared_names + used, sizeof shared_names - used, "%s%s", used ? ", " : "",
-             knob_table[i].name);
+  int n = 0;
+  for (int i = 0; i < KNOB_COUNT; i++)
+    n += knob_table[i].same_everywhere;
+  return n;
+}
+
+const char *rondo__knob_shared_name(int j)
+{
+  int i = shared_index(j);
+  return i >= 0 ? knob_table[i].name : "?";
+}
+
+uint64_t rondo__knob_shared_hash(const rondo__knobs_t *k, int j)
+{
+  int i = shared_index(j);
+  if (i < 0)
+    return 0;
+  const char *p = (const char *)k + knob_table[i].offset;
+  knob_type_t t = knob_table[i].type;
+  size_t n = t == KNOB_SIZE                      ? sizeof(size_t)
+             : t == KNOB_STRING || t == KNOB_NAME ? strlen(p)
+             : t == KNOB_DOUBLE                    ? sizeof(double)
+                                                 : sizeof(int);
+  return rondo__fnv(RONDO__FNV_INIT, p, n);
+}
+
+/* A knob's value in *k as text. */
+static void knob_text(const knob_def_t *d, const rondo__knobs_t *k, char *buf, size_t len)
+{
+  const char *field = (const char *)k + d->offset;
+  switch (d->type) {
+  case KNOB_ENUM:
+    snprintf(buf, len, "%s", d->choices[*(const int *)field]);
+    break;
+  case KNOB_INT:
+    snprintf(buf, len, "%d", *(const int *)field);
+    break;
+  case KNOB_STRING:
+  case KNOB_NAME:
+    snprintf(buf, len, "%s", field);
+    break;
+  case KNOB_SIZE:
+    snprintf(buf, len, "%zu", *(const size_t *)field);
+    break;
+  case KNOB_DOUBLE:
+    snprintf(buf, len, "%g", *(const double *)field);
+    break;
   }
 }
 
-const char *rondo__knobs_shared_names(void)
+void rondo__knob_shared_text(const rondo__knobs_t *k, int j, char *buf, size_t len)
 {
-  pthread_once(&shared_names_once, make_shared_names);
-  return shared_names;
+  int i = shared_index(j);
+  if (i >= 0)
+    knob_text(&knob_table[i], k, buf, len);
+  else
+    snprintf(buf, len, "?");
 }
 
 /* ---- public introspection ------------------------------------------------- */
@@ -333,27 +366,7 @@ rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
   rondo__knobs_t now;
   if (rondo__knobs_load(&now) != RONDO_SUCCESS)
     return RONDO_ERR_INVALID_KNOB;
-  const char *field = (const char *)&now + k->offset;
-  switch (k->type) {
-  case KNOB_ENUM:
-    snprintf(current_text[i], sizeof current_text[i], "%s",
-             k->choices[*(const int *)field]);
-    break;
-  case KNOB_INT:
-    snprintf(current_text[i], sizeof current_text[i], "%d", *(const int *)field);
-    break;
-  case KNOB_STRING:
-  case KNOB_NAME:
-    snprintf(current_text[i], sizeof current_text[i], "%s", field);
-    break;
-  case KNOB_SIZE:
-    snprintf(current_text[i], sizeof current_text[i], "%zu",
-             *(const size_t *)field);
-    break;
-  case KNOB_DOUBLE:
-    snprintf(current_text[i], sizeof current_text[i], "%g", *(const double *)field);
-    break;
-  }
+  knob_text(k, &now, current_text[i], sizeof current_text[i]);
   info->name = k->name;
   info->type = type_names[k->type];
   info->default_value = k->def;

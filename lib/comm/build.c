@@ -49,10 +49,11 @@ static rondo_status_t read_config(struct rondo_comm *c)
   }
   if (c->rank == 0 && c->cfg.timeline[0] != '\0' &&
       strcmp(c->cfg.timeline, RONDO__TIMELINE_DYNAMIC) != 0) {
-    int fd = open(c->cfg.timeline, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    char why[128];
+    int fd = rondo__open_regular(c->cfg.timeline, O_WRONLY | O_CREAT, why, sizeof why);
     if (fd < 0)
       return rondo__fail_quiet(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write it: %s",
-                               c->cfg.timeline, strerror(errno));
+                               c->cfg.timeline, why);
     close(fd);
   }
   return RONDO_SUCCESS;
@@ -93,16 +94,40 @@ rondo_status_t comm_agree_status(rondo_comm_t c, rondo_status_t local)
  * another agreement): MAX of [h, ~h] for each over the comm. */
 static rondo_status_t check_knobs_agree(struct rondo_comm *c)
 {
-  int64_t h = (int64_t)(rondo__knobs_hash(&c->cfg) >> 1);
-  int64_t t = (int64_t)(select_table_hash(c->tuning) >> 1);
-  int64_t v[4] = {h, ~h, t, ~t}, r[4];
-  MPI_CHECK(MPI_Allreduce(v, r, 4, MPI_INT64_T, MPI_MAX, c->mpi));
-  if (r[0] != ~r[1])
+  /* Each knob's hash and its complement (MAX of both: the largest and the
+   * smallest), then the tuning table's: one all-reduce says which differ. */
+  enum { MOST = 32 };
+  int n = rondo__knobs_shared_count();
+  if (n > MOST - 1)
+    return rondo__fail(RONDO_ERR_INTERNAL, "knobs: %d to compare, room for %d", n, MOST - 1);
+  int64_t v[2 * MOST], r[2 * MOST];
+  for (int j = 0; j <= n; j++) {
+    int64_t h = (int64_t)((j < n ? rondo__knob_shared_hash(&c->cfg, j)
+                                 : select_table_hash(c->tuning)) >> 1);
+    v[2 * j] = h;
+    v[2 * j + 1] = ~h;
+  }
+  MPI_CHECK(MPI_Allreduce(v, r, 2 * (n + 1), MPI_INT64_T, MPI_MAX, c->mpi));
+  int k = 0;
+  while (k < n && r[2 * k] == ~r[2 * k + 1])
+    k++;
+  if (k < n) {
+    /* Two ranks that differ: the lowest with the largest hash, the lowest
+     * with the smallest. */
+    int64_t who[2] = {v[2 * k] == r[2 * k] ? -(int64_t)c->rank : -(int64_t)c->size,
+                      v[2 * k] == ~r[2 * k + 1] ? -(int64_t)c->rank : -(int64_t)c->size},
+            low[2];
+    MPI_CHECK(MPI_Allreduce(who, low, 2, MPI_INT64_T, MPI_MAX, c->mpi));
+    char mine[128];
+    rondo__knob_shared_text(&c->cfg, k, mine, sizeof mine);
+    int a = (int)-low[0], b = (int)-low[1];
     return rondo__fail(RONDO_ERR_MISMATCH,
-                       "ranks see different values of %s: export the same values to "
-                       "every rank",
-                       rondo__knobs_shared_names());
-  if (r[2] != ~r[3])
+                       "%s differs across ranks: rank %d and rank %d see different values "
+                       "(this rank, %d: '%s'); export the same value to every rank",
+                       rondo__knob_shared_name(k), a < b ? a : b, a < b ? b : a, c->rank,
+                       mine);
+  }
+  if (r[2 * n] != ~r[2 * n + 1])
     return rondo__fail(RONDO_ERR_MISMATCH,
                        "ranks read different rules from RONDO_TUNING_FILE=%s: give every "
                        "rank the same table (a shared file system, or the same copy on "

@@ -165,10 +165,16 @@ rondo_status_t eng_timeline_open(const char *path, int rank, double origin,
   if (t == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "the timeline");
   t->q = calloc(QUEUE_MAX, sizeof *t->q);
-  t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (t->q == NULL || t->fd < 0 || pwrite(t->fd, "[\n]\n", 4, 0) != 4) {
-    rondo_status_t st = rondo__fail(RONDO_ERR_IO, "timeline %s: cannot write it: %s", path,
-                                    t->q == NULL ? "out of memory" : strerror(errno));
+  char why[128] = "";
+  t->fd = -1;
+  if (t->q == NULL)
+    snprintf(why, sizeof why, "out of memory");
+  else if ((t->fd = rondo__open_regular(path, O_WRONLY | O_CREAT | O_TRUNC, why, sizeof why)) >=
+               0 &&
+           pwrite(t->fd, "[\n]\n", 4, 0) != 4)
+    snprintf(why, sizeof why, "%s", strerror(errno));
+  if (why[0] != '\0') {
+    rondo_status_t st = rondo__fail(RONDO_ERR_IO, "timeline %s: cannot write it: %s", path, why);
     if (t->fd >= 0)
       close(t->fd);
     free(t->q);

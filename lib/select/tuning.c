@@ -9,10 +9,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "base/numbers.h"
@@ -247,15 +249,21 @@ static rondo_status_t read_file(const char *path, char **text)
   rondo_status_t st = RONDO_SUCCESS;
   size_t used = 0, cap = 4096;
   char *buf = malloc(cap);
-  FILE *f = fopen(path, "rb");
+  char why[128];
+  int fd = rondo__open_regular(path, O_RDONLY, why, sizeof why);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (fd >= 0 && f == NULL) {
+    snprintf(why, sizeof why, "%s", strerror(errno));
+    close(fd);
+  }
   if (buf == NULL) {
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "no memory to read tuning file %s", path);
     goto fail_read;
   }
   if (f == NULL) {
     st = rondo__fail_quiet(RONDO_ERR_IO,
-                           "cannot open tuning file %s: %s (check RONDO_TUNING_FILE)",
-                           path, strerror(errno));
+                           "cannot open tuning file %s: %s (check RONDO_TUNING_FILE)", path,
+                           why);
     goto fail_read;
   }
   for (;;) {
