@@ -24,6 +24,9 @@ int api_unregister(rondo_comm_t comm);
 /* Destroys the comm's engine, then the comm (rondo_comm_destroy, and
  * rondo_finalize for the comms left). */
 void api_comm_free(rondo_comm_t comm, int mpi_usable);
+/* While on, MPICH's UCX endpoint closes at finalize are skipped; its
+ * worker's destruction closes them (mpich_ucx.c). */
+void api_mpich_skip_close(int on);
 /* The ending of every call that writes a text into (buf, len): *needed (if
  * needed) = want + 1; buf NULL and len 0 is a size query (success); a text
  * that did not fit is RONDO_ERR_TRUNCATED (buf holds its start). want is

@@ -183,15 +183,10 @@ int api_unregister(rondo_comm_t c)
   return found;
 }
 
-/* PMPI_Finalize, after a barrier on a job that spans nodes. MPICH 4.0.2
- * (Debian's) can hang in MPI_Finalize over ch4:ucx on TCP: its finalize
- * closes the UCX endpoints, waits until the peers acknowledge them, then
- * waits in a PMI barrier that no longer progresses UCX, so a rank whose
- * peer is already in that barrier waits for good (pmodels/mpich#6596,
- * fixed in 4.2.0). Entering finalize together makes it rarer (a plain
- * program: 6 hangs in 8 runs without the barrier, 1 in 18 with it), not
- * impossible: docs/multinode.md says what remains. One node: straight to
- * PMPI_Finalize. */
+/* PMPI_Finalize. On a job that spans nodes, after an MPI_Barrier on
+ * MPI_COMM_WORLD and with MPICH's UCX endpoint closes skipped
+ * (lib/api/mpich_ucx.c): MPICH 4.0.2 can hang in MPI_Finalize over UCX on
+ * TCP otherwise. One node: straight to PMPI_Finalize. */
 static int finalize_mpi(void)
 {
   MPI_Comm node = MPI_COMM_NULL;
@@ -202,9 +197,13 @@ static int finalize_mpi(void)
     PMPI_Comm_size(node, &node_size);
     PMPI_Comm_free(&node);
   }
-  if (node_size < world_size)
+  if (node_size < world_size) {
     PMPI_Barrier(MPI_COMM_WORLD);
-  return PMPI_Finalize();
+    api_mpich_skip_close(1);
+  }
+  int rc = PMPI_Finalize();
+  api_mpich_skip_close(0);
+  return rc;
 }
 
 /* Tears the library down. by_mpi: called from inside MPI_Finalize (the

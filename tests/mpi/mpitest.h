@@ -854,56 +854,6 @@ static inline int mt_rondo_start(int *argc, char ***argv, const char *prog)
   return 0;
 }
 
-/* MPICH 4.0.2 (ch4:ucx) can hang in MPI_Finalize over TCP with 4 or more
- * ranks, about one run in four on the multi-host test bed: ranks that have
- * closed their UCX endpoints wait in a PMI barrier that does not progress
- * UCX, while others still wait for those ranks to acknowledge their close
- * (fixed upstream by pmodels/mpich#6596, "ch4/ucx: remove MPIR_pmi_barrier
- * in finalize"). The test's verdict is final by then, so with
- * MPITEST_FINALIZE_SEC set (tests/mpi/launch sets it for emulated hosts)
- * a rank still in MPI_Finalize after that many seconds says so and exits
- * with the verdict. The clock starts inside MPI_Finalize (the delete
- * callback of an attribute on MPI_COMM_SELF, which MPI_Finalize runs
- * first), so rondo_finalize's own work is not covered: a hang there still
- * fails. Ranks leaving this way can make the others' finalize fail and
- * hydra report it; tests/mpi/launch then keeps the summary line's verdict.
- * Only the bed sets it: elsewhere a hang in finalize fails too. */
-static int mt_final_rc;
-static void mt_finalize_stuck(int sig)
-{
-  (void)sig;
-  static const char msg[] = "mpitest: MPI_Finalize did not return (MPICH 4.0.2 ch4:ucx over "
-                            "TCP, pmodels/mpich#6596); exiting with the test's verdict\n";
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
-  (void)ignored;
-  _exit(mt_final_rc);
-}
-
-static int mt_finalize_started(MPI_Comm comm, int key, void *value, void *extra)
-{
-  (void)comm;
-  (void)key;
-  (void)value;
-  (void)extra;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = mt_finalize_stuck;
-  sigaction(SIGALRM, &sa, NULL);
-  alarm((unsigned)atoi(getenv("MPITEST_FINALIZE_SEC")));
-  return MPI_SUCCESS;
-}
-
-static inline void mt_guard_finalize(int rc)
-{
-  const char *sec = getenv("MPITEST_FINALIZE_SEC");
-  if (sec == NULL || atoi(sec) <= 0)
-    return;
-  mt_final_rc = rc;
-  int key;
-  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, mt_finalize_started, &key, NULL);
-  MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL);
-}
-
 /* Collective: sums checks and failures over MPI_COMM_WORLD, rank 0 prints
  * the first failures of every rank and the final line. Returns the exit
  * status, the same on every rank: 1 if anything failed or nothing was
@@ -941,7 +891,6 @@ static inline int mt_finish(void)
   mt.hashes = NULL;
   mt.hash_where = NULL;
   int rc = total[1] != 0 || total[0] == 0 ? 1 : 0;
-  mt_guard_finalize(rc);
   return rc;
 }
 
@@ -953,7 +902,6 @@ static inline int mt_skip(const char *why)
     printf("%s (%d ranks): SKIP: %s\n", mt.prog, mt.size, why);
   fflush(stdout);
   MPI_Barrier(MPI_COMM_WORLD);
-  mt_guard_finalize(77); /* the verdict is final: MPICH's finalize hang must not change it */
   return 77;
 }
 
