@@ -40,6 +40,7 @@
 #include "algo/agree.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -229,6 +230,61 @@ static int is_hash(const char *field)
   return n >= 6 && strcmp(field + n - 6, "(hash)") == 0;
 }
 
+/* A rank waiting on the board for the others to call the collective. */
+typedef struct {
+  double since;  /* when the wait began (0: not yet looked) */
+  int warned;
+} board_wait_t;
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Some ranks have not come to the call for a while: past
+ * RONDO_STALL_WARN_SEC this rank says which (once per call); past
+ * RONDO_STALL_ABORT_SEC it ends the job, naming them: a blocking
+ * collective cannot be taken back from the ranks that came, so failing it
+ * on them alone would leave the comm out of step. (MPI_Abort on the world:
+ * MPICH's abort on another comm ends this process only, and the job waits
+ * for the others.) */
+static void board_stall(rondo_comm_t comm, const agree_sig_t *sig, uint64_t call,
+                        board_wait_t *w)
+{
+  double warn = comm->cfg.stall_warn_sec, abort_after = comm->cfg.stall_abort_sec;
+  if (warn <= 0 && abort_after <= 0)
+    return;
+  double t = now_s();
+  if (w->since == 0) {
+    w->since = t;
+    return;
+  }
+  double waited = t - w->since;
+  int warn_now = warn > 0 && waited >= warn && !w->warned;
+  int abort_now = abort_after > 0 && waited >= abort_after;
+  if (!warn_now && !abort_now)
+    return;
+  const struct agree_board *b = comm->board;
+  char ranks[160] = "";
+  size_t used = 0;
+  for (int q = 0, shown = 0; q < b->size && used + 16 < sizeof ranks; q++)
+    if (__atomic_load_n(&flag(b, q, call)->call, __ATOMIC_ACQUIRE) != call)
+      used += (size_t)snprintf(ranks + used, sizeof ranks - used, "%s%d", shown++ ? "," : "", q);
+  if (abort_now) {
+    LOG_ERROR("%s: rank(s) %s of this comm did not call it within %.0f s "
+              "(RONDO_STALL_ABORT_SEC): ending the job",
+              agree_coll_name(sig->coll), ranks, waited);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  w->warned = 1;
+  LOG_WARN("%s: waited %.0f s for rank(s) %s of this comm to call it (RONDO_STALL_WARN_SEC); "
+           "every rank must call the same collectives in the same order. "
+           "RONDO_STALL_ABORT_SEC ends the job instead of waiting",
+           agree_coll_name(sig->coll), waited, ranks);
+}
+
 void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
   struct agree_board *b = comm->board;
@@ -259,13 +315,17 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
   uint64_t call = ++b->call;
   uint64_t mine = flag(b, b->rank, call)->sum;
   int failed = -1, differs = -1, leaving = -1;
+  board_wait_t w = {0};
   for (int q = 0; q < b->size; q++) {
     if (q == b->rank)
       continue;
     const board_flag_t *f = flag(b, q, call);
     unsigned polls = 0;
-    while (__atomic_load_n(&f->call, __ATOMIC_ACQUIRE) != call)
+    while (__atomic_load_n(&f->call, __ATOMIC_ACQUIRE) != call) {
       topo_backoff(comm->topo, polls++);
+      if ((polls & 1023) == 0)
+        board_stall(comm, sig, call, &w);
+    }
     if (f->sum == 0 && failed < 0)
       failed = q;
     else if (f->sum != mine && differs < 0)

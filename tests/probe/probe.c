@@ -227,6 +227,18 @@ static void null_comm(rondo_comm_t w)
   say("allreduce", rondo_allreduce(rank == 0 ? NULL : w, x, x, 4, RONDO_FLOAT32, RONDO_SUM));
 }
 
+/* Rank 1 comes to the all-reduce 30 s late (never, for the probe's time
+ * limit): with RONDO_STALL_WARN_SEC and RONDO_STALL_ABORT_SEC rank 0 names
+ * it, then ends the job. */
+static void blocking_absent(rondo_comm_t w)
+{
+  float x[4];
+  fill(x, 4);
+  if (rank == 1)
+    nap(30);
+  say("allreduce", rondo_allreduce(w, x, x, 4, RONDO_FLOAT32, RONDO_SUM));
+}
+
 /* rondo_comm_create with a NULL output pointer on rank 1 only. */
 static void create_null_out(rondo_comm_t w)
 {
@@ -304,6 +316,7 @@ static const probe_case_t cases[] = {
     {"finalize-extra-call", finalize_extra_call},
     {"null-comm", null_comm},
     {"create-null-out", create_null_out},
+    {"blocking-absent", blocking_absent},
     {"overlap", overlap},
     {"overlap-async", overlap_async},
     {"async-null-buffer", async_null_buffer},
