@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,19 @@ static void blocking_absent(rondo_comm_t w)
   say("allreduce", rondo_allreduce(w, x, x, 4, RONDO_FLOAT32, RONDO_SUM));
 }
 
+/* Rank 1 is killed (SIGKILL) while rank 0 waits in an all-reduce: the
+ * launcher ends the job. */
+static void killed_rank(rondo_comm_t w)
+{
+  float x[4];
+  fill(x, 4);
+  if (rank == 1) {
+    nap(0.3);
+    raise(SIGKILL);
+  }
+  say("allreduce", rondo_allreduce(w, x, x, 4, RONDO_FLOAT32, RONDO_SUM));
+}
+
 /* rondo_comm_create with a NULL output pointer on rank 1 only. */
 static void create_null_out(rondo_comm_t w)
 {
@@ -317,6 +331,7 @@ static const probe_case_t cases[] = {
     {"null-comm", null_comm},
     {"create-null-out", create_null_out},
     {"blocking-absent", blocking_absent},
+    {"killed-rank", killed_rank},
     {"overlap", overlap},
     {"overlap-async", overlap_async},
     {"async-null-buffer", async_null_buffer},
