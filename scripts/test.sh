@@ -5,8 +5,8 @@
 #                      ranks + the exported-symbol check)
 #   2. build-asan/   : the same suite built with AddressSanitizer + UBSan
 #                      (but the emulated hosts' tests)
-#   3. build-tsan/   : the threaded parts (the engine's tests, completion
-#                      queues, the timeline and rondo-train's) built with
+#   3. build-tsan/   : the threaded parts (the engine's tests and probes,
+#                      completion queues, the timeline and rondo-train's) built with
 #                      ThreadSanitizer
 # and a closing line with the totals. Any failure fails the command.
 set -eu
@@ -54,6 +54,9 @@ tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-n
   tests/mpi/engine-stall-np2.mpi tests/mpi/engine-unstarted-np2.mpi
   tests/mpi/lifecycle-mpifirst-np2.mpi tests/mpi/device-np2.mpi tests/mpi/device-gpu-each-np2.mpi
   tests/mpi/p2p-np2.mpi tests/mpi/interpose-threads-np2.mpi
+  tests/probe/join-pending.probe tests/probe/destroy-during-join.probe
+  tests/probe/destroy-during-wait.probe tests/probe/overlap-async.probe
+  tests/probe/group-size.probe
   tests/timeline.sh tests/train/accuracy.sh
   tests/train/parity.sh tests/train/checkpoint.sh"
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \

@@ -97,8 +97,12 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
     return st;
   }
   r->queue = o->queue;
-  st = r->detached ? RONDO_SUCCESS : eng_request_register(r);
-  if (st == RONDO_SUCCESS && (st = engine_submit(comm, r)) != RONDO_SUCCESS && !r->detached)
+  /* A detached refusal may be complete, and freed by the engine, as soon
+   * as it is submitted: r is not read after a successful submission. */
+  int detached = r->detached;
+  st = detached ? RONDO_SUCCESS : eng_request_register(r);
+  rondo_request_t handle = r->handle;
+  if (st == RONDO_SUCCESS && (st = engine_submit(comm, r)) != RONDO_SUCCESS && !detached)
     eng_request_forget(r);
   if (st != RONDO_SUCCESS) {
     if (r->queue != NULL)
@@ -106,7 +110,7 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
     eng_request_free(r);
     return st;
   }
-  *out = r->handle;
+  *out = handle;
   return RONDO_SUCCESS;
 }
 

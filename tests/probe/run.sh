@@ -13,6 +13,12 @@ build=$(cd "$build" && pwd) || exit 2
 [ -x "$build/tests/probe/probe" ] || make -C "$build" tests/probe/probe > /dev/null || exit 2
 top_srcdir=$top top_builddir=$build MPIEXEC=${MPIEXEC:-mpiexec}
 export top_srcdir top_builddir MPIEXEC
+# A sanitizer build: the settings make check uses (Makefile.am), so that
+# MPI's and UCX's own leaks are not counted as the probe's.
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:fast_unwind_on_malloc=0}
+LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$top" && pwd)/tests/lsan.supp:print_suppressions=0}
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
 probes=$*
 [ -n "$probes" ] || probes=$(ls "$top"/tests/probe/*.probe)
 mkdir -p "$build/tests/probe"
