@@ -110,6 +110,62 @@ def case_tdist_object():
     dist.destroy_process_group()
 
 
+def _tdist_after(torch, dist):
+    t = torch.ones(3)
+    attempt("after", lambda: dist.all_reduce(t))
+    check("after data", bool((t == dist.get_world_size()).all()), str(t))
+
+
+def case_tdist_gather_object():
+    """torch.distributed.gather_object on the rondo backend: an object a
+    non-destination rank cannot pickle, one the destination cannot pickle,
+    an output list where there must be none; then a good gather."""
+    import torch
+    import torch.distributed as dist
+    import rondo.torch  # noqa: F401 - registers the backend
+    dist.init_process_group("rondo")
+    n = dist.get_world_size()
+    out = [None] * n if RANK == 0 else None
+    attempt("gather", lambda: dist.gather_object(threading.Lock() if RANK == 1 else RANK,
+                                                 out, dst=0))
+    out = [None] * n if RANK == 1 else None
+    attempt("gather dst", lambda: dist.gather_object((lambda: 0) if RANK == 1 else RANK,
+                                                     out, dst=1))
+    out = [None] * n  # a list on rank 0 too, which is not the destination
+    attempt("gather args", lambda: dist.gather_object(RANK, out, dst=1))
+    out = [None] * n if RANK == 1 else None
+    obj = {"rank": RANK, "pad": "x" * (100 * RANK)}
+    attempt("gather good", lambda: dist.gather_object(obj, out, dst=1))
+    want = [{"rank": r, "pad": "x" * (100 * r)} for r in range(n)] if RANK == 1 else None
+    check("gather good data", out == want, repr(out)[:80])
+    _tdist_after(torch, dist)
+    dist.destroy_process_group()
+
+
+def case_tdist_scatter_object():
+    """torch.distributed.scatter_object_list on the rondo backend: a source
+    list with an object it cannot pickle, an empty output list on rank 1;
+    then a good scatter from rank 1."""
+    import torch
+    import torch.distributed as dist
+    import rondo.torch  # noqa: F401 - registers the backend
+    dist.init_process_group("rondo")
+    n = dist.get_world_size()
+    out = [None]
+    objs = [r if r != 1 else (lambda: 0) for r in range(n)] if RANK == 0 else None
+    attempt("scatter", lambda: dist.scatter_object_list(out, objs, src=0))
+    objs = list(range(n)) if RANK == 0 else None
+    attempt("scatter args", lambda: dist.scatter_object_list([] if RANK == 1 else [None],
+                                                             objs, src=0))
+    out = [None, "kept"]
+    objs = [("to", r, "x" * (100 * r)) for r in range(n)] if RANK == 1 else None
+    attempt("scatter good", lambda: dist.scatter_object_list(out, objs, src=1))
+    check("scatter good data", out == [("to", RANK, "x" * (100 * RANK)), "kept"],
+          repr(out)[:80])
+    _tdist_after(torch, dist)
+    dist.destroy_process_group()
+
+
 def _model(extra):
     import torch
     torch.manual_seed(1)

@@ -349,6 +349,28 @@ def test_objects():
     out = [None]
     dist.scatter_object_list(out, [("to", r) for r in range(N)] if R == 0 else None, src=0)
     check(out == [("to", R)], "scatter_object_list %s", out)
+    # sizes that differ by rank, a root other than 0, an output list longer than 1
+    got = [None] * N if R == 0 else None
+    dist.gather_object("g" * (50 * R), got, dst=0)
+    check(R != 0 or got == ["g" * (50 * r) for r in range(N)], "gather_object to 0 %s", got)
+    out = [None, "kept"]
+    dist.scatter_object_list(out, [{"to": r, "pad": b"p" * (70 * r)} for r in range(N)]
+                             if R == N - 1 else None, src=N - 1)
+    check(out == [{"to": R, "pad": b"p" * (70 * R)}, "kept"], "scatter_object_list from %d %s",
+          N - 1, out)
+    # on a group whose ranks are not the world's: src and dst are global ranks
+    members = list(range(1, N)) if N > 1 else [0]
+    g = dist.new_group(members)
+    if R in members:
+        last = members[-1]
+        got = [None] * len(members) if R == last else None
+        dist.gather_object(("from", R), got, dst=last, group=g)
+        check(R != last or got == [("from", r) for r in members],
+              "gather_object on %s to %d %s", members, last, got)
+        out = [None]
+        dist.scatter_object_list(out, [("to", r) for r in members] if R == last else None,
+                                 src=last, group=g)
+        check(out == [("to", R)], "scatter_object_list on %s from %d %s", members, last, out)
 
 
 def test_point_to_point():

@@ -49,6 +49,7 @@ import math
 import os
 import pickle
 import socket
+import struct
 import sys
 import threading
 import time
@@ -1246,37 +1247,149 @@ def _broadcast_object_list(object_list, src=0, group=None, device=None):
             at += n
 
 
+_CANNOT_PICKLE = -1   # a rank's status in the first exchange: it cannot pickle
+_BAD_ARGUMENTS = -2   # its arguments were rejected (an output list torch refuses, ...)
+
+
+def _agree(name, status, err, group, what="its object"):
+    """The first exchange of an object call: every rank gives its status (a
+    size >= 0, or _CANNOT_PICKLE / _BAD_ARGUMENTS with err, the exception it
+    caught), all-gathered, so every rank learns every other's. A failing
+    rank raises err; the others raise RondoError naming the failing ranks
+    ("cannot pickle WHAT", "was called with invalid arguments").
+    Returns the statuses, in group order."""
+    n = dist.get_world_size(group)
+    got = [torch.zeros(1, dtype=torch.int64) for _ in range(n)]
+    dist.all_gather(got, torch.tensor([status], dtype=torch.int64), group=group)
+    if err is not None:
+        raise err
+    got = [int(t[0]) for t in got]
+    if min(got) >= 0:
+        return got
+    ranks = _global_ranks(group) or list(range(n))
+    why = []
+    for code, text in ((_CANNOT_PICKLE, "cannot pickle " + what),
+                       (_BAD_ARGUMENTS, "was called with invalid arguments")):
+        bad = [str(ranks[r]) for r, k in enumerate(got) if k == code]
+        if bad:
+            why.append("rank %s %s" % (", ".join(bad), text))
+    raise RondoError("RONDO_ERR_PEER", "%s: %s" % (name, "; ".join(why)), dist.get_rank())
+
+
+def _pickled(obj):
+    """(bytes, None), or (b"", the exception) where obj cannot be pickled."""
+    try:
+        return pickle.dumps(obj), None
+    except Exception as e:  # noqa: BLE001 - any pickling failure, alike
+        return b"", e
+
+
+def _padded(data, width):
+    t = torch.zeros(width, dtype=torch.uint8)
+    if data:
+        t[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return t
+
+
 def _all_gather_object(object_list, obj, group=None):
     """torch.distributed.all_gather_object, on a rondo group: the sizes
     gathered first are -1 from a rank that cannot pickle, so every rank
     raises (that rank its pickling error, the others RondoError naming it)."""
     if _rondo_group(group) is None or dist.distributed_c10d._rank_not_in_group(group):
         return _original_objects["all_gather_object"](object_list, obj, group)
-    try:
-        data, err = pickle.dumps(obj), None
-    except Exception as e:  # noqa: BLE001 - any pickling failure, alike
-        data, err = b"", e
-    n = dist.get_world_size(group)
-    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(n)]
-    dist.all_gather(sizes, torch.tensor([-1 if err is not None else len(data)],
-                                        dtype=torch.int64), group=group)
-    if err is not None:
-        raise err
-    sizes = [int(t[0]) for t in sizes]
-    bad = [r for r, k in enumerate(sizes) if k < 0]
-    if bad:
-        ranks = _global_ranks(group)
-        bad = [ranks[r] for r in bad] if ranks else bad
-        raise RondoError("RONDO_ERR_PEER", "all_gather_object: rank %s cannot pickle its object"
-                         % ", ".join(map(str, bad)), dist.get_rank())
+    data, err = _pickled(obj)
+    sizes = _agree("all_gather_object", _CANNOT_PICKLE if err else len(data), err, group)
     width = max(sizes + [1])
-    mine = torch.zeros(width, dtype=torch.uint8)
-    if data:
-        mine[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    outs = [torch.empty(width, dtype=torch.uint8) for _ in range(n)]
-    dist.all_gather(outs, mine, group=group)
+    outs = [torch.empty(width, dtype=torch.uint8) for _ in sizes]
+    dist.all_gather(outs, _padded(data, width), group=group)
     for i, (t, k) in enumerate(zip(outs, sizes)):
         object_list[i] = pickle.loads(t[:k].numpy().tobytes())
+
+
+def _gather_object(obj, object_gather_list=None, dst=0, group=None):
+    """torch.distributed.gather_object, on a rondo group: the sizes are
+    all-gathered first, -1 from a rank that cannot pickle (-2 from one whose
+    output list is wrong: missing or short on dst, given elsewhere), so
+    every rank raises (that rank its own error, the others RondoError
+    naming it) instead of dst waiting for a gather that never comes."""
+    if _rondo_group(group) is None or dist.distributed_c10d._rank_not_in_group(group):
+        return _original_objects["gather_object"](obj, object_gather_list, dst, group)
+    me, n = dist.get_rank(), dist.get_world_size(group)
+    data, err = _pickled(obj)
+    status = _CANNOT_PICKLE if err else len(data)
+    # torch's own checks, by truth value as torch makes them
+    if me == dst and not object_gather_list:
+        err = ValueError("Argument ``gather_list`` must be specified on destination rank.")
+    elif me != dst and object_gather_list:
+        err = ValueError("Argument ``gather_list`` must NOT be specified "
+                         "on non-destination ranks.")
+    elif me == dst and len(object_gather_list) < n:
+        err = ValueError("gather_object: object_gather_list has %d entries for a group of %d"
+                         % (len(object_gather_list), n))
+    if err is not None and status >= 0:
+        status = _BAD_ARGUMENTS
+    ranks = _global_ranks(group)
+    if ranks and dst not in ranks:  # every rank alike: no exchange yet
+        raise ValueError("gather_object: dst, rank %d, is not in the group %s" % (dst, ranks))
+    sizes = _agree("gather_object", status, err, group)
+    width = max(sizes + [1])
+    outs = [torch.empty(width, dtype=torch.uint8) for _ in sizes] if me == dst else None
+    dist.gather(_padded(data, width), gather_list=outs, dst=dst, group=group)
+    if me == dst:
+        for i, (t, k) in enumerate(zip(outs, sizes)):
+            object_gather_list[i] = pickle.loads(t[:k].numpy().tobytes())
+
+
+_LENGTH = struct.Struct("<q")  # the size before each object scatter_object_list sends
+
+
+def _scatter_object_list(scatter_object_output_list, scatter_object_input_list, src=0,
+                         group=None):
+    """torch.distributed.scatter_object_list, on a rondo group: every rank
+    first all-gathers its status (the source its largest pickled size, or -1
+    where it cannot pickle one of its objects; -2 from a rank whose output
+    list is not a list of at least one entry, or a source whose input is not
+    one object per rank), so every rank raises together. Then one scatter
+    of the objects, each slot its size and its bytes."""
+    if _rondo_group(group) is None or dist.distributed_c10d._rank_not_in_group(group):
+        return _original_objects["scatter_object_list"](
+            scatter_object_output_list, scatter_object_input_list, src, group)
+    me, n = dist.get_rank(), dist.get_world_size(group)
+    status, err, datas = 0, None, []
+    if me == src:
+        try:
+            count = len(scatter_object_input_list)
+        except TypeError:
+            count = None
+        if count != n:
+            status = _BAD_ARGUMENTS
+            err = ValueError("scatter_object_list: the source needs one object per rank, %d; "
+                             "scatter_object_input_list has %s"
+                             % (n, "no length" if count is None else count))
+        else:
+            try:
+                datas = [pickle.dumps(obj) for obj in scatter_object_input_list]
+                status = max(len(d) for d in datas)
+            except Exception as e:  # noqa: BLE001 - any pickling failure, alike
+                status, err = _CANNOT_PICKLE, e
+    if err is None and (not isinstance(scatter_object_output_list, list)
+                        or len(scatter_object_output_list) < 1):
+        status = _BAD_ARGUMENTS
+        err = RuntimeError("Expected argument scatter_object_output_list to be a list of "
+                           "size at least 1.")
+    ranks = _global_ranks(group)
+    if ranks and src not in ranks:  # every rank alike: no exchange yet
+        raise ValueError("scatter_object_list: src, rank %d, is not in the group %s"
+                         % (src, ranks))
+    at = ranks.index(src) if ranks else src  # src's place in the group
+    statuses = _agree("scatter_object_list", status, err, group, "one of its objects")
+    width = _LENGTH.size + statuses[at]
+    ins = [_padded(_LENGTH.pack(len(d)) + d, width) for d in datas] if me == src else None
+    out = torch.empty(width, dtype=torch.uint8)
+    dist.scatter(out, scatter_list=ins, src=src, group=group)
+    raw = out.numpy().tobytes()
+    k = _LENGTH.unpack_from(raw)[0]
+    scatter_object_output_list[0] = pickle.loads(raw[_LENGTH.size:_LENGTH.size + k])
 
 
 _original_objects = {}
@@ -1287,7 +1400,9 @@ def _patch_objects():
     on one rank leaves the others in it. On rondo groups these replace them."""
     c10d = dist.distributed_c10d
     for name, ours in (("broadcast_object_list", _broadcast_object_list),
-                       ("all_gather_object", _all_gather_object)):
+                       ("all_gather_object", _all_gather_object),
+                       ("gather_object", _gather_object),
+                       ("scatter_object_list", _scatter_object_list)):
         theirs = getattr(c10d, name, None)
         if theirs is None or theirs is ours:
             continue
