@@ -46,6 +46,11 @@ rondo_status_t api_check_buffer(const void *buf, size_t count, const char *name)
  * data would be read after it was overwritten. */
 rondo_status_t api_check_overlap(const char *fn, const void *sendbuf, size_t sbytes,
                                  const void *recvbuf, size_t rbytes);
+/* The same, with in_place as the one overlapping sendbuf allowed
+ * (allgather: this rank's block of recvbuf). */
+rondo_status_t api_check_overlap_except(const char *fn, const void *sendbuf, size_t sbytes,
+                                        const void *recvbuf, size_t rbytes,
+                                        const void *in_place);
 /* bytes = count * dtype size, or RONDO_ERR_COUNT_OVERFLOW. */
 rondo_status_t api_bytes(size_t count, size_t esize, size_t *bytes);
 /* RONDO_ERR_UNSUPPORTED if buf is device memory: fn's name

@@ -56,8 +56,15 @@ rondo_status_t api_check_buffer(const void *buf, size_t count, const char *name)
 rondo_status_t api_check_overlap(const char *fn, const void *sendbuf, size_t sbytes,
                                  const void *recvbuf, size_t rbytes)
 {
+  return api_check_overlap_except(fn, sendbuf, sbytes, recvbuf, rbytes, recvbuf);
+}
+
+rondo_status_t api_check_overlap_except(const char *fn, const void *sendbuf, size_t sbytes,
+                                        const void *recvbuf, size_t rbytes,
+                                        const void *in_place)
+{
   uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
-  if (sendbuf == NULL || recvbuf == NULL || sbytes == 0 || rbytes == 0 || s == r)
+  if (sendbuf == NULL || recvbuf == NULL || sbytes == 0 || rbytes == 0 || sendbuf == in_place)
     return RONDO_SUCCESS;
   if (s < r + rbytes && r < s + sbytes)
     return rondo__fail(RONDO_ERR_INVALID_ARG,
@@ -375,7 +382,10 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
   if (!in_place_ok && count > 0 && sendbuf == recvbuf)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: in place (sendbuf == recvbuf) is not allowed",
                        fn);
-  RONDO_CHECK(in_place_ok ? api_check_overlap(fn, sendbuf, *bytes, recvbuf, total)
+  /* allgather's in-place form: sendbuf is this rank's block of recvbuf */
+  RONDO_CHECK(in_place_ok ? api_check_overlap_except(fn, sendbuf, *bytes, recvbuf, total,
+                                                     (const char *)recvbuf +
+                                                         (size_t)comm->rank * *bytes)
                           : api_check_overlap(fn, sendbuf, total, recvbuf, *bytes));
   if (!device_ok) {
     RONDO_CHECK(api_host_only(fn, sendbuf, "sendbuf"));

@@ -276,6 +276,22 @@ static void overlap(rondo_comm_t w)
   say_data("after", summed(y, 8, size));
 }
 
+/* Allgather in place (sendbuf = this rank's block of recvbuf) works on
+ * every rank; sendbuf == recvbuf on rank 1 overlaps its block 0 and is
+ * refused on every rank. */
+static void allgather_in_place(rondo_comm_t w)
+{
+  float all[8 * 2];
+  for (int r = 0; r < size && r < 8; r++)
+    all[2 * r] = all[2 * r + 1] = r == rank ? (float)(rank + 1) : -1.0f;
+  say("in place", rondo_allgather(w, all + 2 * rank, all, 2, RONDO_FLOAT32));
+  int ok = 1;
+  for (int r = 0; r < size && r < 8; r++)
+    ok &= all[2 * r] == (float)(r + 1) && all[2 * r + 1] == (float)(r + 1);
+  say_data("in place", ok);
+  say("overlap", rondo_allgather(w, rank == 1 ? all : all + 2 * rank, all, 2, RONDO_FLOAT32));
+}
+
 /* The same overlap in an asynchronous all-reduce. */
 static void overlap_async(rondo_comm_t w)
 {
@@ -334,6 +350,7 @@ static const probe_case_t cases[] = {
     {"killed-rank", killed_rank},
     {"overlap", overlap},
     {"overlap-async", overlap_async},
+    {"allgather-in-place", allgather_in_place},
     {"async-null-buffer", async_null_buffer},
     {"allgatherv-mismatch", allgatherv_mismatch},
 };
