@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dlfcn.h>
 #include <string.h>
 
 /* ---- datatypes and ops -------------------------------------------------------------- */
@@ -497,8 +498,17 @@ RONDO_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
   return rc;
 }
 
+/* After the teardown, librondo's own MPI_Finalize finalizes MPI the way
+ * rondo does (on a job that spans nodes, around MPICH 4.0.2's hang there:
+ * lib/api/mpich_ucx.c). It is looked up in librondo itself: MPI's own
+ * MPI_Finalize may come before it in the lookup order. */
 RONDO_API int MPI_Finalize(void)
 {
   ip_teardown();
-  return PMPI_Finalize();
+  void *lib = dlopen(RONDO_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+  int (*rondo_mpi_finalize)(void) = lib != NULL ? (int (*)(void))dlsym(lib, "MPI_Finalize") : NULL;
+  int rc = rondo_mpi_finalize != NULL ? rondo_mpi_finalize() : PMPI_Finalize();
+  if (lib != NULL)
+    dlclose(lib);
+  return rc;
 }
