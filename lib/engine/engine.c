@@ -511,12 +511,11 @@ static void leave_join(struct engine *e, uint64_t stopping)
   pthread_mutex_lock(&e->lock);
   size_t used = 0;
   int shown = 0;
-  for (int r = 0; r < 56 && used + 16 < sizeof e->join_why; r++)
+  for (int r = 0; r <= ENG_STOP_RANKS && used + 24 < sizeof e->join_why; r++)
     if (stopping >> r & 1)
-      used += (size_t)snprintf(e->join_why + used, sizeof e->join_why - used, "%s%d",
-                               shown++ ? "," : "", r == 55 ? 55 : r);
-  if (stopping >> 55 & 1 && e->size > 56)
-    snprintf(e->join_why + used, sizeof e->join_why - used, " or later");
+      used += (size_t)snprintf(e->join_why + used, sizeof e->join_why - used, "%s%d%s",
+                               shown++ ? "," : "", r,
+                               r == ENG_STOP_RANKS && e->size > r + 1 ? " or later" : "");
   e->join_wanted = 0;
   e->join_done = -2;
   pthread_cond_broadcast(&e->done);

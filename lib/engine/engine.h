@@ -294,11 +294,15 @@ rondo_status_t eng_queue_destroy(struct rondo_queue *q);
 
 /* ---- negotiate.c -------------------------------------------------------------- */
 
+/* Ranks with a "shutting down" bit of their own in a cycle's flag word. */
+#define ENG_STOP_RANKS 55
+
 typedef struct eng_cycle {
   int anyone_pending;         /* some rank has requests in flight */
   int all_joined;
   int all_stopping;
-  uint64_t stopping;          /* bit r: rank r shuts down (ranks < 56; bit 56: a later one) */
+  uint64_t stopping;          /* bit r: rank r shuts down (r < ENG_STOP_RANKS; bit
+                                 ENG_STOP_RANKS: that rank or a later one) */
   int slow_path;              /* names went to rank 0 this cycle */
   eng_resp_t *resp;
   size_t nresp;

@@ -39,10 +39,11 @@ enum {
   F_ALL_CACHED = 2,   /* AND: the fast path suffices */
   F_JOINED = 4,       /* AND: everybody joined */
   F_STOPPING = 8,     /* AND: everybody is shutting down */
-  /* bits 8..63, AND: rank 8+i is not shutting down (ranks 0-54; bit 63
-   * for all later ranks) */
+  /* bits 8..63, AND: rank i < ENG_STOP_RANKS is not shutting down (bit
+   * 8 + i); the last bit stands for every later rank */
   F_RANK_SHIFT = 8,
 };
+_Static_assert(F_RANK_SHIFT + ENG_STOP_RANKS == 63, "one flag word holds the stopping bits");
 
 int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b)
 {
@@ -932,7 +933,7 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
   }
   mine[0] = (pending ? 0 : F_NO_PENDING) | (cached ? F_ALL_CACHED : 0) |
             (e->joined ? F_JOINED : 0) | (stopping ? F_STOPPING : 0);
-  int bit = e->rank < 64 - F_RANK_SHIFT - 1 ? e->rank : 64 - F_RANK_SHIFT - 1;
+  int bit = e->rank < ENG_STOP_RANKS ? e->rank : ENG_STOP_RANKS;
   mine[0] |= ~0ull << F_RANK_SHIFT;
   if (stopping)
     mine[0] &= ~(1ull << (F_RANK_SHIFT + bit));
