@@ -306,11 +306,6 @@ static void rendezvous_stall(struct engine *e, const char *arrived)
   }
 }
 
-/* The first exchange on e->mpi, made by the engine thread when it starts or
- * by a rank that destroys the comm without ever having started its engine:
- * every rank says hello to rank 0 (so that rank 0 can name the missing
- * ones), and all learn whether any rank started its engine for work
- * (*anyone). on_thread: waiting requests may stall (rendezvous_stall). */
 static int hello_count(const struct engine *e)
 {
   return e->rank == 0 ? e->size : 2; /* rank 0: the hellos + the reduction */
@@ -366,6 +361,12 @@ static void hello_end(struct engine *e, rondo_status_t st)
   e->met = 1;
 }
 
+/* The first exchange on e->mpi, made by the engine thread when it starts or
+ * by a rank that destroys the comm without ever having started its engine
+ * (which may have posted it already: engine_leave_begin): every rank says
+ * hello to rank 0 (so that rank 0 can name the missing ones), and all learn
+ * whether any rank started its engine for work (*anyone). on_thread:
+ * waiting requests may stall (rendezvous_stall). */
 static rondo_status_t rendezvous(struct engine *e, int working, int on_thread, int *anyone)
 {
   rondo_status_t st = e->hello_posted ? RONDO_SUCCESS : hello_post(e, working);
