@@ -466,23 +466,79 @@ static void take_queue(struct engine *e)
   }
 }
 
-/* Requests of a group are announced together, once all of them are here. */
+static eng_failed_group_t *failed_group(struct engine *e, uint64_t group)
+{
+  for (int i = 0; i < e->nfailed_groups; i++)
+    if (e->failed_groups[i].group == group)
+      return &e->failed_groups[i];
+  return NULL;
+}
+
+/* One more member of g failed here; the last one ends the record. */
+static void failed_group_count(struct engine *e, eng_failed_group_t *g)
+{
+  if (--g->left > 0)
+    return;
+  free(g->message);
+  *g = e->failed_groups[--e->nfailed_groups];
+}
+
+void eng_group_failed(struct engine *e, const struct rondo_request *req, rondo_status_t st,
+                      const char *message)
+{
+  if (req->sig.group == 0)
+    return;
+  eng_failed_group_t *g = failed_group(e, req->sig.group);
+  if (g == NULL) {
+    if (e->nfailed_groups == ENG_FAILED_GROUPS) { /* the oldest goes */
+      free(e->failed_groups[0].message);
+      memmove(&e->failed_groups[0], &e->failed_groups[1],
+              (ENG_FAILED_GROUPS - 1) * sizeof e->failed_groups[0]);
+      e->nfailed_groups--;
+    }
+    g = &e->failed_groups[e->nfailed_groups++];
+    g->group = req->sig.group;
+    g->left = req->group_size;
+    g->status = st;
+    g->message = strdup(message != NULL ? message : "");
+  }
+  failed_group_count(e, g);
+}
+
+/* Requests of a group are announced together, once all of them are here;
+ * a member of a group that failed here already fails at once. */
 static void announce(struct engine *e)
 {
   for (size_t i = 0; i < e->npending; i++) {
     struct rondo_request *r = e->pending[i];
-    if (r->announced)
+    if (r == NULL || r->announced)
       continue;
     if (r->group == NULL) {
       r->announced = 1;
       continue;
     }
+    eng_failed_group_t *g = failed_group(e, r->sig.group);
+    if (g != NULL) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "'%s' fails with its group, which failed before it came: %s",
+               r->name, g->message != NULL ? g->message : "");
+      rondo_status_t st = g->status;
+      failed_group_count(e, g);
+      /* a refusing rank gets its own reason, as from a response */
+      if (r->sig.kind == ENG_REFUSED)
+        eng_complete(e, r, RONDO_ERR_INVALID_ARG, r->reason);
+      else
+        eng_complete(e, r, st, msg);
+      continue;
+    }
     int have = 0;
     for (size_t j = 0; j < e->npending; j++)
-      have += e->pending[j]->group != NULL && strcmp(e->pending[j]->group, r->group) == 0;
+      have += e->pending[j] != NULL && e->pending[j]->group != NULL &&
+              strcmp(e->pending[j]->group, r->group) == 0;
     if (have >= r->group_size)
       for (size_t j = 0; j < e->npending; j++)
-        if (e->pending[j]->group != NULL && strcmp(e->pending[j]->group, r->group) == 0)
+        if (e->pending[j] != NULL && e->pending[j]->group != NULL &&
+            strcmp(e->pending[j]->group, r->group) == 0)
           e->pending[j]->announced = 1;
   }
 }
@@ -992,6 +1048,8 @@ void engine_destroy(rondo_comm_t comm, int mpi_usable)
   free(e->hello_arrived);
   free(e->fusion);
   free(e->identity);
+  for (int i = 0; i < e->nfailed_groups; i++)
+    free(e->failed_groups[i].message);
   /* Requests not yet waited for are all released: rondo_wait() does not
    * touch e (request.c). */
   pthread_mutex_destroy(&e->lock);

@@ -109,6 +109,16 @@ typedef struct {
 
 typedef struct eng_timeline eng_timeline_t;
 
+/* A group that failed on this rank: its members submitted later (a rank
+ * still submitting the group when it failed) fail at once with it. */
+typedef struct {
+  uint64_t group;          /* the group's hash (eng_sig_t.group) */
+  int left;                /* this rank's members not failed yet */
+  rondo_status_t status;
+  char *message;
+} eng_failed_group_t;
+#define ENG_FAILED_GROUPS 16
+
 /* What one cycle leaves for the decision on when to run the next. */
 typedef struct {
   int busy;           /* this rank has requests waiting for other ranks (or joined) */
@@ -188,6 +198,8 @@ struct engine {
   uint64_t join_cycle;
   double last_full;           /* time of the last forced slow path */
   double last_hold_check;     /* ... forced for an incomplete group (negotiate.c) */
+  eng_failed_group_t failed_groups[ENG_FAILED_GROUPS]; /* (cycles only) */
+  int nfailed_groups;
   double last_stall_warn;
   void *fusion;               /* fusion buffer */
   size_t fusion_bytes;
@@ -232,6 +244,10 @@ rondo_status_t engine_timeline(rondo_comm_t comm, const char *path, int marks);
 /* A device request's device: the engine's first one sets it; another
  * fails (RONDO_ERR_INVALID_ARG): one fusion buffer, one device. */
 rondo_status_t engine_device(rondo_comm_t comm, int device);
+/* req, a member of a group, fails (st, message) on this rank: the group's
+ * later members fail with it (engine.c). Before req is completed. */
+void eng_group_failed(struct engine *e, const struct rondo_request *req, rondo_status_t st,
+                      const char *message);
 /* Marks req complete: status, message (copied; NULL for none). Takes the
  * lock; runs the callback after releasing it. */
 void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st,

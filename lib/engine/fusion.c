@@ -653,6 +653,8 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
   for (size_t i = 0; i < c->nresp; i++) {
     const eng_resp_t *resp = &c->resp[i];
     if (resp->type == RESP_ERROR) {
+      if (found[i] != NULL)
+        eng_group_failed(e, found[i], resp->status, resp->message);
       /* a refusing rank gets its own reason, the others the response's */
       if (found[i] != NULL && found[i]->sig.kind == ENG_REFUSED)
         eng_complete(e, found[i], RONDO_ERR_INVALID_ARG, found[i]->reason);

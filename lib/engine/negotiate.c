@@ -342,6 +342,21 @@ static int differs(const agg_t *a, int first, int size, char *msg, size_t len)
   return why[0] != 0;
 }
 
+/* A rank refused the name (the refusing rank's reason), else whether the
+ * signatures differ (differs); ranks holding it back with their group
+ * count too. */
+static rondo_status_t refused_or_differs(const agg_t *a, int first, int size, char *msg,
+                                         size_t len)
+{
+  for (int r = first; r < size; r++)
+    if ((a->have[r] || a->held[r]) && a->sig[r].kind == ENG_REFUSED) {
+      snprintf(msg, len, "'%s': rank %d refused it: %s", a->name, r,
+               a->text[r] != NULL ? a->text[r] : "(no reason given)");
+      return RONDO_ERR_PEER;
+    }
+  return differs(a, first, size, msg, len) ? RONDO_ERR_MISMATCH : RONDO_SUCCESS;
+}
+
 /* Rank 0, for a name every rank that has not joined submitted: whether it
  * may run; if not, the failure every rank gets and its message. A refusal
  * comes first (the reason is the refusing rank's), then a difference
@@ -349,14 +364,9 @@ static int differs(const agg_t *a, int first, int size, char *msg, size_t len)
 static rondo_status_t agreed(const agg_t *a, int first, int size, const int *joined, char *msg,
                              size_t len)
 {
-  for (int r = first; r < size; r++)
-    if (a->have[r] && a->sig[r].kind == ENG_REFUSED) {
-      snprintf(msg, len, "'%s': rank %d refused it: %s", a->name, r,
-               a->text[r] != NULL ? a->text[r] : "(no reason given)");
-      return RONDO_ERR_PEER;
-    }
-  if (differs(a, first, size, msg, len))
-    return RONDO_ERR_MISMATCH;
+  rondo_status_t st = refused_or_differs(a, first, size, msg, len);
+  if (st != RONDO_SUCCESS)
+    return st;
   const eng_sig_t *s = &a->sig[first];
   char gone[128] = "";
   size_t used = 0;
@@ -472,10 +482,13 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
       continue;
     a->decided = 1;
     char msg[700];
-    /* A rank holding it back with its group: a group that differs fails
-     * now, on every rank, instead of waiting for the group to complete. */
-    if (holder >= 0 && differs(a, first, size, msg, sizeof msg)) {
-      st = add_resp(out, cap, RESP_ERROR, RONDO_ERR_MISMATCH, -1, &a->sig[first], a->name, msg);
+    /* A rank holding it back with its group: a group that differs, or a
+     * member a rank refused, fails now, on every rank, instead of waiting
+     * for the group to complete. */
+    rondo_status_t early = holder >= 0 ? refused_or_differs(a, first, size, msg, sizeof msg)
+                                       : RONDO_SUCCESS;
+    if (early != RONDO_SUCCESS) {
+      st = add_resp(out, cap, RESP_ERROR, early, -1, &a->sig[first], a->name, msg);
       continue;
     }
     if (absent == 0) {

@@ -140,6 +140,28 @@ static void group_count(rondo_comm_t w)
     say("wait", rondo_wait(&req[i]));
 }
 
+/* Rank 0 submits the first of its group of 3, the other two only after
+ * the group has failed (rank 1's group has 2): they fail at once too. */
+static void group_late(rondo_comm_t w)
+{
+  float x[3][2];
+  rondo_request_t req[3] = {NULL, NULL, NULL};
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.group = "g";
+  o.group_size = rank == 0 ? 3 : 2;
+  char name[16];
+  for (int i = 0; i < o.group_size; i++) {
+    if (rank == 0 && i == 1)
+      nap(1.0); /* the group fails meanwhile (rank 0 shows it after 0.2 s) */
+    fill(x[i], 2);
+    snprintf(name, sizeof name, "g.%d", i);
+    say("submit", rondo_allreduce_async(w, name, x[i], x[i], 2, RONDO_FLOAT32, RONDO_SUM, &o,
+                                        &req[i]));
+  }
+  for (int i = 0; i < o.group_size; i++)
+    say("wait", rondo_wait(&req[i]));
+}
+
 /* The same two requests everywhere, but rank 1 says the group has 3. */
 static void group_size(rondo_comm_t w)
 {
@@ -340,6 +362,7 @@ static const probe_case_t cases[] = {
     {"group-incomplete", group_incomplete},
     {"group-count", group_count},
     {"group-size", group_size},
+    {"group-late", group_late},
     {"destroy-during-wait", destroy_during_wait},
     {"destroy-during-join", destroy_during_join},
     {"destroy-during-allreduce", destroy_during_allreduce},
