@@ -585,10 +585,10 @@ class Comm:
     def grouped_allreduce(self, arrays, op="sum", name=None, algorithm=None, prescale=1.0,
                           postscale=1.0):
         """All-reduces a list of arrays as one fused group; a list of results.
-        Every rank must pass as many arrays: the count travels in each
-        request's tag, so a difference fails the call on every rank
-        (RONDO_ERR_MISMATCH) instead of leaving one rank waiting for the
-        requests the others never make. An array this rank cannot take is
+        Every rank must pass as many arrays: the group's size is part of
+        what the engine compares, so a difference fails the call on every
+        rank (RONDO_ERR_MISMATCH) instead of leaving one rank waiting for
+        the requests the others never make. An array this rank cannot take is
         refused for the whole group (RONDO_ERR_PEER on the others)."""
         arrays = list(arrays)
         base = name or self._auto_name("grouped_allreduce")
@@ -607,14 +607,13 @@ class Comm:
         if err is not None:
             _finish_group([self._submit_refusal(nm, err, base, len(names)) for nm in names])
             raise err
-        tag = "group of %d" % n
         hs = []
         try:
             for a, code, nm in zip(arrays, codes, names):
                 out = np.empty_like(a)
                 hs.append(self._submit_allreduce(_ptr(a), _ptr(out), a.size, code, op, nm,
                                                  algorithm, prescale, postscale, (a, out), base,
-                                                 n, tag))
+                                                 n))
         except RondoError:
             _finish_group(hs)
             raise

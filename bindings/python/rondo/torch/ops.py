@@ -132,14 +132,6 @@ def _rows_tag(t):
     return "shape %s" % (["*"] + list(t.shape[1:]),)
 
 
-def _group_tag(tag, group_size):
-    """A grouped request's tag also carries the group's size: ranks that
-    pass different numbers of tensors then fail (RONDO_ERR_MISMATCH) on
-    every rank instead of one rank waiting for requests the others never
-    make."""
-    return "%s; group of %d" % (tag, group_size) if group_size else tag
-
-
 def _row_count(t):
     return math.prod(t.shape[1:]) if t.dim() > 1 else 1
 
@@ -317,7 +309,7 @@ def _allreduce_parts(comm, tensors, outputs, names, op, prescale, postscale, blo
             parts.append(comm._submit_allreduce(
                 src.data_ptr(), dst.data_ptr(), t.numel(), code, op, nm, None,
                 1.0 if here else prescale, 1.0 if here else postscale, (t, src, out, dst), group,
-                group_size, _group_tag(_shape_tag(t), group_size), flags=wait_now))
+                group_size, _shape_tag(t), flags=wait_now))
             post_scale.append(here and postscale != 1.0)
             staged.append(dst if dst is not out else None)
 
@@ -560,7 +552,7 @@ def _allgather_parts(comm, tensors, names, blocking, group, group_size):
             parts.append(comm._submit_allgather(
                 host.data_ptr(), rows, row, code, nm, (t, host, None),
                 _gathered(tuple(t.shape[1:]), t.dtype, t.device, zero_rows), group, group_size,
-                _group_tag(_rows_tag(t), group_size), _lib.ASYNC_NO_JOIN))
+                _rows_tag(t), _lib.ASYNC_NO_JOIN))
     return parts
 
 
@@ -822,7 +814,7 @@ def _reducescatter_parts(comm, tensors, names, op, prescale, postscale, blocking
             parts.append(comm._submit_reduce_scatter(
                 src.data_ptr(), out.data_ptr(), rows, _row_count(t), code, op, nm,
                 1.0 if here else prescale, 1.0 if here else postscale, (t, src, out), group,
-                group_size, _group_tag(_shape_tag(t), group_size)))
+                group_size, _shape_tag(t)))
             outs.append((out, t.device))
             post_scale.append(here and postscale != 1.0)
 
