@@ -98,25 +98,34 @@ static void join_pending(rondo_comm_t w)
   say_data("a", summed(x, 4, size));
 }
 
-/* A group of 3 of which rank 0 submits 2 (the third never comes): with
- * RONDO_STALL_ABORT_SEC every request fails with STALLED on every rank. */
-static void group_incomplete(rondo_comm_t w)
+/* This rank submits n all-reduces g.0 .. g.n-1 in group "g" of size
+ * group_size (after a pause of late_s before the second one), then waits
+ * for each. */
+static void group_of(rondo_comm_t w, int n, int group_size, double late_s)
 {
   float x[3][2];
   rondo_request_t req[3] = {NULL, NULL, NULL};
   rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
   o.group = "g";
-  o.group_size = 3;
-  int n = rank == 0 ? 2 : 3;
+  o.group_size = group_size;
   char name[16];
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n && i < 3; i++) {
+    if (i == 1)
+      nap(late_s);
     fill(x[i], 2);
     snprintf(name, sizeof name, "g.%d", i);
     say("submit", rondo_allreduce_async(w, name, x[i], x[i], 2, RONDO_FLOAT32, RONDO_SUM, &o,
                                         &req[i]));
   }
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n && i < 3; i++)
     say("wait", rondo_wait(&req[i]));
+}
+
+/* A group of 3 of which rank 0 submits 2 (the third never comes): with
+ * RONDO_STALL_ABORT_SEC every request fails with STALLED on every rank. */
+static void group_incomplete(rondo_comm_t w)
+{
+  group_of(w, rank == 0 ? 2 : 3, 3, 0);
 }
 
 /* A group whose size differs: rank 0 submits 3 requests in a group of 3,
@@ -124,61 +133,21 @@ static void group_incomplete(rondo_comm_t w)
  * on one rank). Every request fails with MISMATCH on every rank. */
 static void group_count(rondo_comm_t w)
 {
-  float x[3][2];
-  rondo_request_t req[3] = {NULL, NULL, NULL};
-  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
-  o.group = "g";
-  o.group_size = rank == 0 ? 3 : 2;
-  char name[16];
-  for (int i = 0; i < o.group_size; i++) {
-    fill(x[i], 2);
-    snprintf(name, sizeof name, "g.%d", i);
-    say("submit", rondo_allreduce_async(w, name, x[i], x[i], 2, RONDO_FLOAT32, RONDO_SUM, &o,
-                                        &req[i]));
-  }
-  for (int i = 0; i < o.group_size; i++)
-    say("wait", rondo_wait(&req[i]));
+  group_of(w, rank == 0 ? 3 : 2, rank == 0 ? 3 : 2, 0);
 }
 
 /* Rank 0 submits the first of its group of 3, the other two only after
- * the group has failed (rank 1's group has 2): they fail at once too. */
+ * the group has failed (rank 1's group has 2; rank 0 shows its held
+ * request after 0.2 s): they fail at once too. */
 static void group_late(rondo_comm_t w)
 {
-  float x[3][2];
-  rondo_request_t req[3] = {NULL, NULL, NULL};
-  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
-  o.group = "g";
-  o.group_size = rank == 0 ? 3 : 2;
-  char name[16];
-  for (int i = 0; i < o.group_size; i++) {
-    if (rank == 0 && i == 1)
-      nap(1.0); /* the group fails meanwhile (rank 0 shows it after 0.2 s) */
-    fill(x[i], 2);
-    snprintf(name, sizeof name, "g.%d", i);
-    say("submit", rondo_allreduce_async(w, name, x[i], x[i], 2, RONDO_FLOAT32, RONDO_SUM, &o,
-                                        &req[i]));
-  }
-  for (int i = 0; i < o.group_size; i++)
-    say("wait", rondo_wait(&req[i]));
+  group_of(w, rank == 0 ? 3 : 2, rank == 0 ? 3 : 2, rank == 0 ? 1.0 : 0);
 }
 
 /* The same two requests everywhere, but rank 1 says the group has 3. */
 static void group_size(rondo_comm_t w)
 {
-  float x[2][2];
-  rondo_request_t req[2] = {NULL, NULL};
-  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
-  o.group = "g";
-  o.group_size = rank == 1 ? 3 : 2;
-  char name[16];
-  for (int i = 0; i < 2; i++) {
-    fill(x[i], 2);
-    snprintf(name, sizeof name, "g.%d", i);
-    say("submit", rondo_allreduce_async(w, name, x[i], x[i], 2, RONDO_FLOAT32, RONDO_SUM, &o,
-                                        &req[i]));
-  }
-  for (int i = 0; i < 2; i++)
-    say("wait", rondo_wait(&req[i]));
+  group_of(w, 2, rank == 1 ? 3 : 2, 0);
 }
 
 /* Rank 1 destroys the comm while rank 0 waits for an asynchronous
