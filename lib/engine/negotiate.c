@@ -484,9 +484,14 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
     char msg[700];
     /* A rank holding it back with its group: a group that differs, or a
      * member a rank refused, fails now, on every rank, instead of waiting
-     * for the group to complete. */
-    rondo_status_t early = holder >= 0 ? refused_or_differs(a, first, size, msg, sizeof msg)
-                                       : RONDO_SUCCESS;
+     * for the group to complete; but only once every rank has the name, or
+     * a rank still submitting the group would find it gone. */
+    int unseen = 0; /* ranks that have not submitted it at all yet */
+    for (int r = 0; r < size; r++)
+      unseen += !a->have[r] && !a->held[r] && !joined[r];
+    rondo_status_t early = holder >= 0 && unseen == 0
+                               ? refused_or_differs(a, first, size, msg, sizeof msg)
+                               : RONDO_SUCCESS;
     if (early != RONDO_SUCCESS) {
       st = add_resp(out, cap, RESP_ERROR, early, -1, &a->sig[first], a->name, msg);
       continue;
