@@ -11,9 +11,10 @@ RONDO_DEBS="build-essential autoconf automake libtool pkg-config mpich libmpich-
 libhwloc-dev libcmocka-dev python3 python3-matplotlib libopenblas-dev zlib1g-dev
 dataset-fashion-mnist python3-numpy python3-torch python3-pip python3-venv python3-dev"
 
-rondo_install_deps() {
+# rondo_apt_install PKG...: installs those of the packages that are missing.
+rondo_apt_install() {
   missing=
-  for pkg in $RONDO_DEBS; do
+  for pkg in "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' ||
       missing="$missing $pkg"
   done
@@ -23,6 +24,23 @@ rondo_install_deps() {
   [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
+}
+
+rondo_install_deps() { rondo_apt_install $RONDO_DEBS; }
+
+# Open MPI beside MPICH, for scripts/test.sh's Open MPI stage. Installing
+# it makes Debian point the 'mpi' and 'mpirun' alternatives (mpicc,
+# mpiexec, ...) at Open MPI; they are set back to what they were, so that
+# the system keeps MPICH as its default MPI.
+RONDO_OPENMPI_DEBS="openmpi-bin libopenmpi-dev"
+rondo_install_openmpi() {
+  mpi_was=$(update-alternatives --query mpi 2>/dev/null | sed -n 's/^Value: //p')
+  mpirun_was=$(update-alternatives --query mpirun 2>/dev/null | sed -n 's/^Value: //p')
+  rondo_apt_install $RONDO_OPENMPI_DEBS || return 1
+  sudo=
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  [ -z "$mpi_was" ] || $sudo update-alternatives --quiet --set mpi "$mpi_was"
+  [ -z "$mpirun_was" ] || $sudo update-alternatives --quiet --set mpirun "$mpirun_was"
 }
 
 # MPICH's own wrapper and launcher, even when another MPI owns 'mpicc'.
@@ -36,15 +54,20 @@ rondo_mpi_env() {
   fi
 }
 
-# rondo_build DIR [configure args...]: configure (once) and build in DIR.
-rondo_build() {
+# rondo_configure DIR [configure args...]: configure DIR (once) with
+# $RONDO_CC and $RONDO_MPIEXEC.
+rondo_configure() {
   dir=$1; shift
   [ -x "$RONDO_TOP/configure" ] || (cd "$RONDO_TOP" && ./autogen.sh >/dev/null)
   mkdir -p "$dir"
-  if [ ! -f "$dir/Makefile" ]; then
-    (cd "$dir" && "$RONDO_TOP/configure" CC="$RONDO_CC" MPIEXEC="$RONDO_MPIEXEC" "$@") \
-      > "$dir/configure.out" 2>&1 || { cat "$dir/configure.out"; return 1; }
-    sed -n '/^rondo .* configuration/,$p' "$dir/configure.out"
-  fi
-  make -C "$dir" -j"$(nproc)" >"$dir/make.out" 2>&1 || { tail -n 40 "$dir/make.out"; return 1; }
+  [ -f "$dir/Makefile" ] && return 0
+  (cd "$dir" && "$RONDO_TOP/configure" CC="$RONDO_CC" MPIEXEC="$RONDO_MPIEXEC" "$@") \
+    > "$dir/configure.out" 2>&1 || { cat "$dir/configure.out"; return 1; }
+  sed -n '/^rondo .* configuration/,$p' "$dir/configure.out"
+}
+
+# rondo_build DIR [configure args...]: configure (once) and build in DIR.
+rondo_build() {
+  rondo_configure "$@" || return 1
+  make -C "$1" -j"$(nproc)" >"$1/make.out" 2>&1 || { tail -n 40 "$1/make.out"; return 1; }
 }

@@ -1,18 +1,26 @@
 #!/bin/sh
 # The whole test suite: install what is missing, then
-#   1. build/        : build, 'make distcheck' (the tarball builds, installs
-#                      and passes 'make check': unit + multi-rank tests at 1-4
-#                      ranks + the exported-symbol check)
-#   2. build-asan/   : the same suite built with AddressSanitizer + UBSan
-#                      (but the emulated hosts' tests)
-#   3. build-tsan/   : the threaded parts (the engine's tests and probes,
-#                      completion queues, the timeline and rondo-train's) built with
-#                      ThreadSanitizer
+#   1. build/         : configure, 'make distcheck' (the tarball builds,
+#                       installs and passes 'make check': unit + multi-rank
+#                       tests at 1-5 ranks + the exported-symbol check);
+#                       build/ itself is not compiled (distcheck compiles
+#                       its own copy), scripts/run.sh compiles it
+#   2. build-asan/    : the same suite built with AddressSanitizer + UBSan
+#                       (but the emulated hosts' tests)
+#   3. build-tsan/    : the threaded parts (the engine's tests and probes,
+#                       completion queues, the timeline and rondo-train's) built with
+#                       ThreadSanitizer
+#   4. build-openmpi/ : against Open MPI 4.1 (installed beside MPICH, which
+#                       stays the system's default): the multi-rank tests at
+#                       1-4 ranks (the interposer's among them), the Python
+#                       tests at 2 ranks, a rondo-train run and the export
+#                       check ('make print-openmpi-tests'); docs/building.md
 # and a closing line with the totals. Any failure fails the command.
 set -eu
 RONDO_TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$RONDO_TOP/scripts/common.sh"
 rondo_install_deps
+rondo_install_openmpi
 rondo_mpi_env
 start=$(date +%s)
 pass=0 fail=0 skip=0
@@ -33,20 +41,20 @@ run_logged() {
 }
 
 status=0
-echo "== 1/3 build and make distcheck (build/)"
-rondo_build "$RONDO_TOP/build"
+echo "== 1/4 configure and make distcheck (build/)"
+rondo_configure "$RONDO_TOP/build"
 run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" distcheck \
   DISTCHECK_CONFIGURE_FLAGS="CC=$RONDO_CC MPIEXEC=$RONDO_MPIEXEC" || status=1
 tally "$RONDO_TOP/build/distcheck.out"
 
-echo "== 2/3 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
+echo "== 2/4 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 rondo_build "$RONDO_TOP/build-asan" --enable-sanitizers --disable-static
 # (all but the emulated hosts' tests: Makefile.am says why)
 run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" check \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-asan" print-sanitizer-tests)" || status=1
 tally "$RONDO_TOP/build-asan/check.out"
 
-echo "== 3/3 ThreadSanitizer, threaded tests (build-tsan/)"
+echo "== 3/4 ThreadSanitizer, threaded tests (build-tsan/)"
 # UCX's memory hooks (libucm, under MPICH's ch4:ucx) crash in TSan's
 # interceptors when a thread exits; rondo does not need them.
 rondo_build "$RONDO_TOP/build-tsan" --enable-sanitizers=thread --disable-static
@@ -63,6 +71,14 @@ UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" check \
   TESTS="$(echo $tsan_tests)" || status=1
 tally "$RONDO_TOP/build-tsan/check.out"
+
+echo "== 4/4 Open MPI 4.1 (build-openmpi/)"
+RONDO_CC=mpicc.openmpi
+RONDO_MPIEXEC=$(command -v mpiexec.openmpi)
+rondo_build "$RONDO_TOP/build-openmpi"
+run_logged "$RONDO_TOP/build-openmpi/check.out" make -C "$RONDO_TOP/build-openmpi" check \
+  TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-openmpi" print-openmpi-tests)" || status=1
+tally "$RONDO_TOP/build-openmpi/check.out"
 
 echo "== total: $(( $(date +%s) - start )) s"
 echo "$pass passed, $fail failed, $skip skipped"

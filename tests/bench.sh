@@ -15,7 +15,7 @@
 set -u
 bindir=${top_builddir:-.}/tools
 srcdir=${top_srcdir:-.}
-mpiexec=${MPIEXEC:-mpiexec}
+mpiexec=$srcdir/tests/mpiexec # MPICH or Open MPI, Hydra syntax
 py=/usr/bin/python3
 tmp=${TMPDIR:-/tmp}/rondo-bench-test.$$
 mkdir -p "$tmp" || exit 99

@@ -13,8 +13,12 @@ declared=$(grep '^RONDO_API ' "$header" | sed -E 's/^[^(]*[ *](rondo_[a-z_0-9]+)
 status=0
 # MPI_Finalize: rondo's profiling-interface wrapper (lib/api/lifecycle.c);
 # ucp_disconnect_nb: the workaround for MPICH 4.0.2's finalize over UCX
-# (lib/api/mpich_ucx.c).
+# (lib/api/mpich_ucx.c), in an MPICH build only: built against another MPI
+# library, librondo must not define it.
 extra=$(echo "$exported" | grep -v '^rondo_' | grep -v -E '^(_init|_fini|MPI_Finalize|ucp_disconnect_nb)$')
+if ! ldd "$lib" | grep -q libmpich && echo "$exported" | grep -qx ucp_disconnect_nb; then
+  echo "FAIL: ucp_disconnect_nb is defined in a build against another MPI than MPICH"; status=1
+fi
 if [ -n "$extra" ]; then
   echo "FAIL: symbols exported without the rondo_ prefix:"; echo "$extra"; status=1
 fi

@@ -3,7 +3,7 @@
 # json module parses, with the spans docs/engine.md promises for every
 # tensor; a copy taken while the run is still going parses too.
 set -u
-mpiexec=${MPIEXEC:-mpiexec}
+mpiexec=${top_srcdir:-.}/tests/mpiexec # MPICH or Open MPI, Hydra syntax
 python=${PYTHON:-/usr/bin/python3}
 [ -x "$python" ] || { echo "SKIP: no $python"; exit 77; }
 tmp=${TMPDIR:-/tmp}/rondo-timeline-test.$$

@@ -4,7 +4,7 @@
 # loading it, chooses at each measured size the algorithm the tuner decided.
 set -u
 bindir=${top_builddir:-.}/tools
-mpiexec=${MPIEXEC:-mpiexec}
+mpiexec=${top_srcdir:-.}/tests/mpiexec # MPICH or Open MPI, Hydra syntax
 tmp=${TMPDIR:-/tmp}/rondo-tune-test.$$
 mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT

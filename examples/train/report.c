@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "examples/train/train.h"
+#include "tools/terminal.h"
 
 struct report {
   int writer, quiet, bar, bar_shown;
@@ -51,49 +52,6 @@ int train_error(char *err, size_t len, const char *fmt, ...)
   return -1;
 }
 
-/* The parent of pid, from /proc (0 if unknown). */
-static long parent_of(long pid)
-{
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  /* "pid (comm) state ppid ...": comm may hold spaces, so start after ')' */
-  char *p = strrchr(buf, ')');
-  long ppid = 0;
-  if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1)
-    return 0;
-  return ppid;
-}
-
-static int fd1_is_terminal(long pid)
-{
-  char path[64], target[256];
-  snprintf(path, sizeof path, "/proc/%ld/fd/1", pid);
-  ssize_t n = readlink(path, target, sizeof target - 1);
-  if (n <= 0)
-    return 0;
-  target[n] = '\0';
-  return strncmp(target, "/dev/pts/", 9) == 0 || strncmp(target, "/dev/tty", 8) == 0;
-}
-
-static int terminal_shows_output(void)
-{
-  if (isatty(STDOUT_FILENO))
-    return 1;
-  /* rank -> hydra_pmi_proxy -> mpiexec (two hops with MPICH, one with
-   * others); three is enough and stops before a login shell's parent. */
-  long pid = (long)getppid();
-  for (int hop = 0; hop < 3 && pid > 1; hop++, pid = parent_of(pid))
-    if (fd1_is_terminal(pid))
-      return 1;
-  return 0;
-}
-
 /* --json's file, for writing. O_NONBLOCK: a FIFO that nobody reads fails
  * at once (ENXIO) instead of blocking open() forever; one that somebody
  * reads works. */
@@ -124,7 +82,7 @@ int report_create(const train_opts_t *o, int writer, report_t **out, char *err, 
   r->quiet = o->quiet;
   r->bar = writer && !o->quiet &&
            (o->progress == PROGRESS_BAR ||
-            (o->progress == PROGRESS_AUTO && terminal_shows_output()));
+            (o->progress == PROGRESS_AUTO && term_shows(STDOUT_FILENO)));
   r->json_path = o->json;
   if (writer && o->json != NULL && (r->json = open_json(o->json, err, errlen)) == NULL) {
     free(r);

@@ -49,6 +49,7 @@
 #endif
 
 #include "algo/algo.h"
+#include "algo/shared_window.h"
 #include "reduce/reduce.h"
 #include "topo/topo.h"
 
@@ -69,11 +70,11 @@ typedef struct {
 } board_payload_t;
 
 _Static_assert(sizeof(board_payload_t) <= LINE, "a payload is one cache line");
+_Static_assert(SHWIN_ALIGN % LINE == 0 && LINE % 16 == 0,
+               "every line, and so every flag, is aligned for the 16-byte store");
 
 struct agree_board {
-  MPI_Win win;
-  int size, rank;
-  char **seg;     /* [size]: each rank's LINES lines */
+  shwin_t w;      /* each rank's LINES lines, SHWIN_ALIGN-aligned */
   uint64_t call;  /* calls so far on this comm */
 };
 
@@ -118,54 +119,25 @@ static int report_order(const agree_sig_t *sig, int k)
 
 rondo_status_t agree_board_create(rondo_comm_t comm)
 {
-  rondo_status_t st = RONDO_SUCCESS;
   const topo_t *t = comm->topo;
   if (t->node_count != 1 || comm->size == 1)
     return RONDO_SUCCESS; /* the MPI check, or nothing to check */
+  /* A rank short of memory for its own bookkeeping, or a node where MPI
+   * cannot share memory, makes the whole comm use the MPI check. */
   struct agree_board *b = calloc(1, sizeof *b);
-  if (b != NULL && (b->seg = calloc((size_t)t->local_size, sizeof *b->seg)) == NULL) {
-    free(b);
-    b = NULL;
-  }
-  char *mine = NULL;
-  MPI_Win win = MPI_WIN_NULL;
-  int rc = MPI_Win_allocate_shared(LINES * LINE, LINE, MPI_INFO_NULL, t->node, &mine, &win);
-  if (rc != MPI_SUCCESS) {
-    /* No shared memory here: the MPI check serves. */
-    LOG_INFO("argument board: %s; the check uses an MPI all-reduce",
-             "MPI_Win_allocate_shared failed");
-    if (b != NULL)
-      free(b->seg);
+  rondo_status_t mine = b != NULL ? RONDO_SUCCESS
+                                  : rondo__fail(RONDO_ERR_NO_MEMORY, "argument board");
+  shwin_t w;
+  rondo_status_t st = shwin_create(t->node, LINES * LINE, LINES * LINE, mine,
+                                   "memory for its argument board", &w);
+  if (st != RONDO_SUCCESS) {
+    LOG_INFO("argument board: %s; the check uses an MPI all-reduce", rondo_last_error());
     free(b);
     return RONDO_SUCCESS;
   }
-  MPI_CHECK_GOTO(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN), st, fail);
-  memset(mine, 0, LINES * LINE);
-  for (int q = 0; b != NULL && q < t->local_size; q++) {
-    MPI_Aint bytes;
-    int disp;
-    MPI_CHECK_GOTO(MPI_Win_shared_query(win, q, &bytes, &disp, &b->seg[q]), st, fail);
-  }
-  /* Every rank's lines are zero before anyone reads them, and every rank
-   * has its board, or none uses one: a rank short of memory for its own
-   * bookkeeping makes the whole comm use the MPI check. */
-  int ok = b != NULL, all = 0;
-  MPI_CHECK_GOTO(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, t->node), st, fail);
-  if (!all) {
-    LOG_INFO("argument board: a rank had no memory for it; the check uses an MPI all-reduce");
-    goto fail;
-  }
-  b->size = t->local_size;
-  b->rank = t->local_rank;
-  b->win = win;
+  b->w = w;
   comm->board = b;
   return RONDO_SUCCESS;
-fail:
-  MPI_CHECK_LOG(MPI_Win_free(&win));
-  if (b != NULL)
-    free(b->seg);
-  free(b);
-  return st;
 }
 
 void agree_board_free(rondo_comm_t comm, int mpi_usable)
@@ -173,9 +145,7 @@ void agree_board_free(rondo_comm_t comm, int mpi_usable)
   struct agree_board *b = comm->board;
   if (b == NULL)
     return;
-  if (mpi_usable)
-    MPI_CHECK_LOG(MPI_Win_free(&b->win));
-  free(b->seg);
+  shwin_free(&b->w, mpi_usable);
   free(b);
   comm->board = NULL;
 }
@@ -184,16 +154,18 @@ int agree_board_active(rondo_comm_t comm) { return comm->board != NULL; }
 
 static board_flag_t *flag(const struct agree_board *b, int q, uint64_t call)
 {
-  return (board_flag_t *)(b->seg[q] + (FLAG + (call & 1)) * LINE);
+  return (board_flag_t *)(b->w.seg[q] + (FLAG + (call & 1)) * LINE);
 }
 
 static board_payload_t *payload(const struct agree_board *b, int q, uint64_t call)
 {
-  return (board_payload_t *)(b->seg[q] + (PAYLOAD + (call & 1)) * LINE);
+  return (board_payload_t *)(b->w.seg[q] + (PAYLOAD + (call & 1)) * LINE);
 }
 
 /* Publishes call and sum, after everything written before. On x86-64 one
- * aligned 16-byte store (single-copy atomic on every x86-64 with AVX, and
+ * aligned 16-byte store (the flag is aligned by construction: its line
+ * starts a multiple of LINE into a SHWIN_ALIGN-aligned segment; such a
+ * store is single-copy atomic on every x86-64 with AVX, and
  * the others' 8-byte read of call happens before their read of sum), so the
  * polled line takes one store per call; elsewhere sum, then call with
  * release semantics. */
@@ -269,7 +241,7 @@ static void board_stall(rondo_comm_t comm, const agree_sig_t *sig, uint64_t call
   const struct agree_board *b = comm->board;
   char ranks[160] = "";
   size_t used = 0;
-  for (int q = 0, shown = 0; q < b->size && used + 16 < sizeof ranks; q++)
+  for (int q = 0, shown = 0; q < b->w.size && used + 16 < sizeof ranks; q++)
     if (__atomic_load_n(&flag(b, q, call)->call, __ATOMIC_ACQUIRE) != call)
       used += (size_t)snprintf(ranks + used, sizeof ranks - used, "%s%d", shown++ ? "," : "", q);
   if (abort_now) {
@@ -289,18 +261,18 @@ void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
   struct agree_board *b = comm->board;
   uint64_t call = b->call + 1;
-  board_payload_t *p = payload(b, b->rank, call);
+  board_payload_t *p = payload(b, b->w.rank, call);
   p->status = local;
   p->what = sig->coll;
   for (int i = 0; i < AGREE_SIG_MAX; i++)
     p->field[i] = i < sig->n ? sig->value[i] : 0;
-  flag_store(flag(b, b->rank, call), call, local == RONDO_SUCCESS ? sig_sum(sig) : 0);
+  flag_store(flag(b, b->w.rank, call), call, local == RONDO_SUCCESS ? sig_sum(sig) : 0);
 }
 
 /* On a mismatch: whether every rank's payload names this collective. */
 static int board_same_call(const struct agree_board *b, uint64_t call, agree_coll_t coll)
 {
-  for (int q = 0; q < b->size; q++)
+  for (int q = 0; q < b->w.size; q++)
     if (payload(b, q, call)->what != (int32_t)coll)
       return 0;
   return 1;
@@ -313,11 +285,11 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
 {
   struct agree_board *b = comm->board;
   uint64_t call = ++b->call;
-  uint64_t mine = flag(b, b->rank, call)->sum;
+  uint64_t mine = flag(b, b->w.rank, call)->sum;
   int failed = -1, differs = -1, leaving = -1;
   board_wait_t w = {0};
-  for (int q = 0; q < b->size; q++) {
-    if (q == b->rank)
+  for (int q = 0; q < b->w.size; q++) {
+    if (q == b->w.rank)
       continue;
     const board_flag_t *f = flag(b, q, call);
     unsigned polls = 0;
@@ -573,10 +545,10 @@ static int leave_board(rondo_comm_t comm, const agree_sig_t *sig, void (*poll)(r
   struct agree_board *b = comm->board;
   agree_post(comm, RONDO_SUCCESS, sig);
   uint64_t call = ++b->call;
-  uint64_t mine = flag(b, b->rank, call)->sum;
+  uint64_t mine = flag(b, b->w.rank, call)->sum;
   int all = 1;
   double nap = 20e-6;
-  for (int q = 0; q < b->size; q++) {
+  for (int q = 0; q < b->w.size; q++) {
     const board_flag_t *f = flag(b, q, call);
     while (__atomic_load_n(&f->call, __ATOMIC_ACQUIRE) != call) {
       if (poll != NULL)

@@ -137,6 +137,11 @@ static MPI_Datatype packet_type = MPI_DATATYPE_NULL; /* the argument check's (ag
 static MPI_Op packet_op = MPI_OP_NULL;
 static pthread_once_t types_once = PTHREAD_ONCE_INIT;
 static int types_rc = MPI_SUCCESS;
+/* MPI's own MPI_SUM of 8- and 16-bit integers wraps around as C does: not
+ * in Open MPI 4.1, whose op/avx component adds them with saturation (200 +
+ * 100 gives 255, not 44; open-mpi/ompi#8045). Asked of the library at
+ * start-up (sum_wraps); where it does not, rondo's own kernels sum them. */
+static int small_sums_wrap = 1;
 
 static int dtype_of(MPI_Datatype t, rondo_dtype_t *out)
 {
@@ -150,6 +155,10 @@ static int dtype_of(MPI_Datatype t, rondo_dtype_t *out)
     *out = RONDO_FLOAT64;
   else if (t == MPI_UINT8_T)
     *out = RONDO_UINT8;
+  else if (t == MPI_INT8_T)
+    *out = RONDO_INT8;
+  else if (t == MPI_INT16_T)
+    *out = RONDO_INT16;
   else
     return -1;
   return 0;
@@ -169,6 +178,28 @@ USER_OP(user_max, RONDO_MAX)
 USER_OP(user_prod, RONDO_PROD)
 #undef USER_OP
 
+/* Whether MPI_SUM of type t wraps around on a whole vector (long enough for
+ * any SIMD path): MPI_Reduce_local runs the op as a collective would,
+ * without communicating. */
+static int sum_wraps(MPI_Datatype t, size_t esize)
+{
+  enum { N = 256 };
+  unsigned char in[N * 2], inout[N * 2];
+  for (size_t i = 0; i < N * esize; i++) {
+    in[i] = 0xc8;    /* each element: 0xc8, 0xc8c8 */
+    inout[i] = 0x64; /* 0x64, 0x6464: the sums wrap */
+  }
+  if (MPI_Reduce_local(in, inout, N, t, MPI_SUM) != MPI_SUCCESS)
+    return 0;
+  for (size_t i = 0; i < N; i++) {
+    unsigned want = esize == 1 ? (0xc8u + 0x64u) & 0xffu : (0xc8c8u + 0x6464u) & 0xffffu;
+    unsigned got = esize == 1 ? inout[i] : (unsigned)(inout[2 * i] | inout[2 * i + 1] << 8);
+    if (got != want)
+      return 0;
+  }
+  return 1;
+}
+
 static void create_types(void)
 {
   MPI_User_function *fn[MPI_OPS] = {user_sum, user_sum, user_min, user_max, user_prod};
@@ -187,6 +218,12 @@ static void create_types(void)
     rc = MPI_Type_commit(&packet_type);
   if (rc == MPI_SUCCESS)
     rc = MPI_Op_create(agree_packet_reduce, 1, &packet_op);
+  if (rc == MPI_SUCCESS) {
+    small_sums_wrap = sum_wraps(MPI_UINT8_T, 1) && sum_wraps(MPI_INT8_T, 1) &&
+                      sum_wraps(MPI_INT16_T, 2);
+    if (!small_sums_wrap)
+      LOG_DEBUG("MPI_SUM saturates 8- and 16-bit integers in this MPI; rondo sums them itself");
+  }
   types_rc = rc;
 }
 
@@ -228,13 +265,22 @@ rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mty
                            __LINE__);
   int minmax = op == RONDO_MIN || op == RONDO_MAX;
   *mop = builtin[op];
+  int small_sum = (op == RONDO_SUM || op == RONDO_AVG) && !small_sums_wrap;
   switch (dtype) {
-  case RONDO_INT8: *mtype = MPI_INT8_T; break;
-  case RONDO_INT16: *mtype = MPI_INT16_T; break;
+  case RONDO_INT8:
+    *mtype = MPI_INT8_T;
+    if (small_sum)
+      *mop = user_ops[op];
+    break;
+  case RONDO_INT16:
+    *mtype = MPI_INT16_T;
+    if (small_sum)
+      *mop = user_ops[op];
+    break;
   case RONDO_UINT8:
     /* MPICH 4.0 compares MPI_UINT8_T as signed in MPI_MIN/MPI_MAX. */
     *mtype = MPI_UINT8_T;
-    if (minmax)
+    if (minmax || small_sum)
       *mop = user_ops[op];
     break;
   case RONDO_INT32: *mtype = MPI_INT32_T; break;

@@ -4,6 +4,7 @@
  * MPI is used only to allocate the window.
  */
 #include "algo/shm.h"
+#include "algo/shared_window.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,12 @@
 #define SHM_SLOTS 4
 #define LINE 64
 #define FLAGS_BYTES (4 * LINE)
+_Static_assert(SHWIN_ALIGN % LINE == 0, "each flag on a cache line of its own");
 enum { POSTED = 0, REDUCED = 1, DONE = 2 }; /* flag index, one cache line each */
 
 struct shm_state {
-  MPI_Win win;
-  int size, rank;       /* node size, local rank */
+  shwin_t w;            /* each local rank's segment, SHWIN_ALIGN-aligned */
   size_t slot_bytes;
-  char **seg;           /* [size]: each rank's segment */
   uint64_t seq;         /* last sequence number used */
   shm_progress_t progress; /* called while waiting (shm_run_with), or NULL */
   void *progress_arg;
@@ -28,17 +28,17 @@ struct shm_state {
 
 static volatile uint64_t *flag(const struct shm_state *s, int q, int which)
 {
-  return (volatile uint64_t *)(s->seg[q] + which * LINE);
+  return (volatile uint64_t *)(s->w.seg[q] + which * LINE);
 }
 
 static char *slot(const struct shm_state *s, int q, uint64_t seq)
 {
-  return s->seg[q] + FLAGS_BYTES + (seq % SHM_SLOTS) * s->slot_bytes;
+  return s->w.seg[q] + FLAGS_BYTES + (seq % SHM_SLOTS) * s->slot_bytes;
 }
 
 static void publish(struct shm_state *s, int which, uint64_t seq)
 {
-  __atomic_store_n(flag(s, s->rank, which), seq, __ATOMIC_RELEASE);
+  __atomic_store_n(flag(s, s->w.rank, which), seq, __ATOMIC_RELEASE);
 }
 
 /* Waits until rank q's flag reaches seq. */
@@ -55,67 +55,34 @@ static void wait_flag(const struct shm_state *s, const topo_t *topo, int q, int 
 
 static void wait_all(const struct shm_state *s, const topo_t *topo, int which, uint64_t seq)
 {
-  for (int q = 0; q < s->size; q++)
-    if (q != s->rank)
+  for (int q = 0; q < s->w.size; q++)
+    if (q != s->w.rank)
       wait_flag(s, topo, q, which, seq);
 }
 
 static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
 {
-  rondo_status_t st = RONDO_SUCCESS;
   const topo_t *topo = comm->topo;
   /* A rank short of memory for its bookkeeping still takes the window's
    * collective steps, and the agreement that ends them tells the others. */
   struct shm_state *s = calloc(1, sizeof *s);
-  if (s != NULL && (s->seg = calloc((size_t)topo->local_size, sizeof *s->seg)) == NULL) {
-    free(s);
-    s = NULL;
-  }
   rondo_status_t mine =
-      s != NULL ? RONDO_SUCCESS
-                : rondo__fail(RONDO_ERR_NO_MEMORY, "shm: state of %d segments", topo->local_size);
+      s != NULL ? RONDO_SUCCESS : rondo__fail(RONDO_ERR_NO_MEMORY, "shm: state");
   size_t slot_bytes = comm->cfg.shm_chunk;
-  MPI_Info info = MPI_INFO_NULL;
-  MPI_Win win = MPI_WIN_NULL;
-  char *base = NULL;
-  MPI_Aint bytes = (MPI_Aint)(FLAGS_BYTES + SHM_SLOTS * slot_bytes);
-  MPI_CHECK_GOTO(MPI_Info_create(&info), st, fail_info);
-  MPI_CHECK_GOTO(MPI_Info_set(info, "alloc_shared_noncontig", "true"), st, fail_info);
-  MPI_CHECK_GOTO(MPI_Win_allocate_shared(bytes, 1, info, topo->node, &base, &win), st,
-                 fail_info);
-  MPI_CHECK_LOG(MPI_Info_free(&info));
-  /* Window errors come back as statuses, as on rondo's communicators. */
-  MPI_CHECK_GOTO(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN), st, fail);
-  memset(base, 0, FLAGS_BYTES);
-  for (int q = 0; s != NULL && q < topo->local_size; q++) {
-    MPI_Aint qbytes;
-    int disp;
-    MPI_CHECK_GOTO(MPI_Win_shared_query(win, q, &qbytes, &disp, &s->seg[q]), st, fail);
+  size_t bytes = FLAGS_BYTES + SHM_SLOTS * slot_bytes;
+  shwin_t w;
+  /* Every rank's flags are zero before anyone polls them. */
+  rondo_status_t st = shwin_create(topo->node, bytes, FLAGS_BYTES, mine,
+                                   "memory for its shm state", &w);
+  if (st != RONDO_SUCCESS) {
+    free(s);
+    return st;
   }
-  /* Every rank's flags are zero before anyone polls them, and every rank
-   * has its state. */
-  if ((st = rondo__agree_ready(topo->node, mine, "memory for its shm state")) != RONDO_SUCCESS)
-    goto fail;
-  s->size = topo->local_size;
-  s->rank = topo->local_rank;
+  s->w = w;
   s->slot_bytes = slot_bytes;
-  s->win = win;
-  LOG_DEBUG("shm: window of %d x %zu bytes on a node of %d ranks", s->size, (size_t)bytes,
-            s->size);
+  LOG_DEBUG("shm: window of %d x %zu bytes on a node of %d ranks", w.size, bytes, w.size);
   *out = s;
   return RONDO_SUCCESS;
-
-fail:
-  MPI_CHECK_LOG(MPI_Win_free(&win));
-  goto fail_state;
-fail_info:
-  if (info != MPI_INFO_NULL)
-    MPI_CHECK_LOG(MPI_Info_free(&info));
-fail_state:
-  if (s != NULL)
-    free(s->seg);
-  free(s);
-  return st;
 }
 
 void shm_free(rondo_comm_t comm)
@@ -123,8 +90,7 @@ void shm_free(rondo_comm_t comm)
   struct shm_state *s = comm->shm;
   if (s == NULL)
     return;
-  MPI_CHECK_LOG(MPI_Win_free(&s->win));
-  free(s->seg);
+  shwin_free(&s->w, 1);
   free(s);
   comm->shm = NULL;
 }
@@ -150,7 +116,7 @@ static void piece_of(const run_t *r, int g, size_t k, size_t *off, size_t *n)
   *n = lo >= len ? 0 : (len - lo < r->piece ? len - lo : r->piece);
 }
 
-static int owns(const run_t *r, int g) { return topo_owner(g, r->s->size) == r->s->rank; }
+static int owns(const run_t *r, int g) { return topo_owner(g, r->s->w.size) == r->s->w.rank; }
 
 #define AT(base, elems) ((char *)(base) + (elems) * esize)
 
@@ -159,13 +125,13 @@ static void reduce_piece(const run_t *r, uint64_t seq, int g, size_t n, void *ds
 {
   const algo_allreduce_args_t *a = r->a;
   size_t esize = a->esize, at = (size_t)g * r->piece;
-  if (r->s->size == 1) {
+  if (r->s->w.size == 1) {
     memmove(dst, AT(slot(r->s, 0, seq), at), n * esize);
     return;
   }
   reduce_apply(dst, AT(slot(r->s, 0, seq), at), AT(slot(r->s, 1, seq), at), n, a->dtype,
                a->op);
-  for (int q = 2; q < r->s->size; q++)
+  for (int q = 2; q < r->s->w.size; q++)
     reduce_apply(dst, dst, AT(slot(r->s, q, seq), at), n, a->dtype, a->op);
 }
 
@@ -180,7 +146,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
   struct shm_state *s = r->s;
   size_t esize = a->esize, off, n;
   uint64_t seq = s->seq + 1;
-  char *mine = slot(s, s->rank, seq);
+  char *mine = slot(s, s->w.rank, seq);
   int agreeing = k == 0 && a->agree != NULL;
 
   if (seq > SHM_SLOTS)
@@ -240,7 +206,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
       piece_of(r, g, k, &off, &n);
       if (n == 0 || owns(r, g)) /* my own pieces are in recvbuf already */
         continue;
-      int q = topo_owner(g, s->size);
+      int q = topo_owner(g, s->w.size);
       wait_flag(s, r->topo, q, which, seq);
       memcpy(AT(a->recvbuf, off), AT(slot(s, q, seq), (size_t)g * r->piece), n * esize);
     }
@@ -277,7 +243,7 @@ rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
   topo_slice(a->count, r.g, 0, &start, &longest); /* slice 0 is the longest */
   size_t rounds = (longest + r.piece - 1) / r.piece;
   r.whole = mode == SHM_ALLREDUCE && rounds == 1 &&
-            shm_reduces_whole(a->count, a->count * a->esize, r.s->size);
+            shm_reduces_whole(a->count, a->count * a->esize, r.s->w.size);
   r.s->progress = progress;
   r.s->progress_arg = arg;
   rondo_status_t st = RONDO_SUCCESS;

@@ -24,8 +24,11 @@ int api_unregister(rondo_comm_t comm);
 /* Destroys the comm's engine, then the comm (rondo_comm_destroy, and
  * rondo_finalize for the comms left). */
 void api_comm_free(rondo_comm_t comm, int mpi_usable);
+/* Whether finalize needs MPICH's UCX workaround (mpich_ucx.c): 1 when
+ * librondo was built against MPICH, 0 for any other MPI library. */
+int api_mpich_ucx_workaround(void);
 /* While on, MPICH's UCX endpoint closes at finalize are skipped; its
- * worker's destruction closes them (mpich_ucx.c). */
+ * worker's destruction closes them (mpich_ucx.c). A no-op off MPICH. */
 void api_mpich_skip_close(int on);
 /* The ending of every call that writes a text into (buf, len): *needed (if
  * needed) = want + 1; buf NULL and len 0 is a size query (success); a text

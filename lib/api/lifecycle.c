@@ -183,12 +183,15 @@ int api_unregister(rondo_comm_t c)
   return found;
 }
 
-/* PMPI_Finalize. On a job that spans nodes, after an MPI_Barrier on
- * MPI_COMM_WORLD and with MPICH's UCX endpoint closes skipped
- * (lib/api/mpich_ucx.c): MPICH 4.0.2 can hang in MPI_Finalize over UCX on
- * TCP otherwise. One node: straight to PMPI_Finalize. */
+/* PMPI_Finalize. Built against MPICH, on a job that spans nodes: after an
+ * MPI_Barrier on MPI_COMM_WORLD and with MPICH's UCX endpoint closes
+ * skipped (lib/api/mpich_ucx.c), as MPICH 4.0.2 can hang in MPI_Finalize
+ * over UCX on TCP otherwise. One node, or another MPI library: straight to
+ * PMPI_Finalize. */
 static int finalize_mpi(void)
 {
+  if (!api_mpich_ucx_workaround())
+    return PMPI_Finalize();
   MPI_Comm node = MPI_COMM_NULL;
   int world_size = 1, node_size = 1;
   if (PMPI_Comm_size(MPI_COMM_WORLD, &world_size) == MPI_SUCCESS &&

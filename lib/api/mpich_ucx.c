@@ -22,6 +22,11 @@
  * MPICH's endpoints: they are not made for peer failures.) Any other call
  * goes to UCX's own ucp_disconnect_nb unchanged, found with dlsym: nothing
  * here needs UCX at build time.
+ *
+ * MPICH only: built against another MPI library (mpi.h defines MPICH for
+ * MPICH and its derivatives), librondo defines no ucp_disconnect_nb, so
+ * Open MPI's own UCX layer (pml ucx) never meets it, and finalize goes
+ * straight to PMPI_Finalize.
  */
 #define _GNU_SOURCE
 #include "api/api.h"
@@ -31,6 +36,10 @@
 /* UCX's types, as ucp/api/ucp.h defines them; UCS_OK is the NULL pointer. */
 typedef void *rondo_ucs_status_ptr_t;
 typedef struct ucp_ep *rondo_ucp_ep_h;
+
+#if defined(MPICH)
+
+int api_mpich_ucx_workaround(void) { return 1; }
 
 static volatile int skip_close; /* set by api_mpich_skip_close (lifecycle.c) */
 
@@ -50,3 +59,11 @@ RONDO_API rondo_ucs_status_ptr_t ucp_disconnect_nb(rondo_ucp_ep_h ep)
   /* (no next: UCX is not loaded, so only a mistaken call can come here) */
   return next != NULL ? next(ep) : NULL;
 }
+
+#else /* not MPICH */
+
+int api_mpich_ucx_workaround(void) { return 0; }
+
+void api_mpich_skip_close(int on) { (void)on; }
+
+#endif

@@ -717,8 +717,11 @@ int main(int argc, char **argv)
   const char *mode = getenv("MPITEST_INTERPOSE");
   mode = mode != NULL ? mode : "";
   if (strcmp(mode, "mismatch") == 0) {
-    /* before MPI_Init: rank 0 asks for allreduce, the others for nothing */
+    /* before MPI_Init: rank 0 asks for allreduce, the others for nothing
+     * (the rank as Hydra's PMI or Open MPI's launcher gives it) */
     const char *pmi = getenv("PMI_RANK");
+    if (pmi == NULL)
+      pmi = getenv("OMPI_COMM_WORLD_RANK");
     setenv("RONDO_MPI_INTERCEPT", pmi != NULL && atoi(pmi) == 0 ? "allreduce" : "none", 1);
   }
   int thread_mode = strcmp(mode, "threads") == 0;

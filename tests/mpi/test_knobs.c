@@ -128,8 +128,13 @@ int main(int argc, char **argv)
   const char *mode = getenv("MPITEST_KNOBS");
   if (mode != NULL && strcmp(mode, "bad-init") == 0) {
     /* rondo_init initializes MPI; the harness needs MPI first to know the
-     * rank, so it reads it from the launcher. */
+     * rank, so it reads it from the launcher: Hydra's PMI variables, or
+     * Open MPI's. */
     const char *r = getenv("PMI_RANK"), *n = getenv("PMI_SIZE");
+    if (r == NULL || n == NULL) {
+      r = getenv("OMPI_COMM_WORLD_RANK");
+      n = getenv("OMPI_COMM_WORLD_SIZE");
+    }
     mt.rank = r ? atoi(r) : 0;
     mt.size = n ? atoi(n) : 1;
     bad_on_last_rank("RONDO_LOG", "bogus", RONDO_ERR_INVALID_KNOB, 1, &argc, &argv);

@@ -124,7 +124,7 @@ for i in $(seq 1 "$hosts"); do
 done
 
 export NETBED_GATEWAY=10.199.0.1
-mpiexec=${MPIEXEC:-mpiexec}
+mpiexec=$here/../mpiexec # MPICH or Open MPI, Hydra syntax
 echo "netbed: $hosts hosts ($list)${rate:+, links limited to $rate}"
 # In the background, so that a signal runs its trap at once (a shell runs
 # traps only between commands, and wait is one). stdin stays the caller's:

@@ -30,7 +30,7 @@ run_example() {
   # timeout: a hang (a rank stuck in a collective) fails instead of blocking
   # make check.
   PYTHONPATH=$rondo_pythonpath${PYTHONPATH:+:$PYTHONPATH} \
-    timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-180}" "${MPIEXEC:-mpiexec}" -n 2 "$python" \
+    timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-180}" "$srcdir/tests/mpiexec" -n 2 "$python" \
     "$srcdir/examples/python/$script" --epochs 1 --limit 12000 --data "$data" "$@" \
     > "$out" 2>&1 || fail "$script exited with status $?"
   # Each rank prints its shard: both must be there, with half the images each.

@@ -24,7 +24,7 @@ def check(cond, what, *args):
     checks += 1
     if not cond:
         failures += 1
-        print("FAIL [rank %s] %s: %s" % (os.environ.get("PMI_RANK", "?"), where,
+        print("FAIL [rank %s] %s: %s" % (os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "?")), where,
                                           what % args if args else what), file=sys.stderr)
         if failures > 50:
             sys.exit(1)

@@ -4,7 +4,7 @@
 set -u
 train=${top_builddir:-.}/examples/train/rondo-train
 srcdir=${top_srcdir:-.}
-mpiexec=${MPIEXEC:-mpiexec}
+mpiexec=$srcdir/tests/mpiexec # MPICH or Open MPI, Hydra syntax
 py=/usr/bin/python3
 [ -x "$train" ] || { echo "FAIL: $train is not built"; exit 99; }
 [ -x "$py" ] || { echo "FAIL: $py is missing (scripts/common.sh installs python3)"; exit 99; }

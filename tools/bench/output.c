@@ -9,6 +9,7 @@
 
 #include "tools/bench/bench.h"
 #include "tools/measure.h"
+#include "tools/terminal.h"
 
 enum { MAX_FIELDS = 40 };
 
@@ -319,7 +320,7 @@ void out_progress(const bench_opts_t *o, int done, int total, const char *what)
   if (!out.writer || o->quiet)
     return;
   double t = MPI_Wtime() - out.t0;
-  if (isatty(STDERR_FILENO)) {
+  if (term_shows(STDERR_FILENO)) {
     enum { WIDTH = 30 };
     int fill = total > 0 ? done * WIDTH / total : WIDTH;
     fprintf(stderr, "\r[%.*s%*s] %d/%d %-10s %6.1f s", fill,
