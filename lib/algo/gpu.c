@@ -37,6 +37,8 @@ static void sleep_us(long us)
   nanosleep(&ts, NULL);
 }
 
+static void brk(gpu_state_t *g, rondo_status_t st, const char *msg);
+
 static void free_state(gpu_state_t *g)
 {
   if (g == NULL)
@@ -175,9 +177,20 @@ void gpu_detach(rondo_comm_t comm, int mpi_usable)
   (void)g->dev->set_device(g->device);
   /* Every rank gets here before any finalizes NCCL, which waits for all of
    * them (ncclCommFinalize). On the comm's own communicator: the state's
-   * may hold a collective a broken rank left behind. */
-  if (mpi_usable)
-    MPI_CHECK_LOG(MPI_Barrier(comm->mpi));
+   * may hold a collective a broken rank left behind. And every rank learns
+   * whether any rank's state is broken: then every rank treats its own as
+   * broken, aborts its NCCL communicators and keeps the duplicate. A rank
+   * that never heard of the failure may still be sent to on them (fault
+   * messages, the double's collectives that a broken rank gave up on), and
+   * a communicator freed on some ranks only lets MPI reuse its context id
+   * among those ranks while such messages arrive (Open MPI hands them to
+   * the new communicator). */
+  if (mpi_usable) {
+    int mine = g->broken != RONDO_SUCCESS, any = mine;
+    MPI_CHECK_LOG(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm->mpi));
+    if (any && !mine)
+      brk(g, RONDO_ERR_PEER, "another rank's GPU state failed");
+  }
   if (g->coll != NULL) {
     g->dev->coll_destroy(g->coll);
     g->coll = NULL;

@@ -14,7 +14,9 @@
  *     never blocks, as NCCL's non-blocking mode). An all-reduce gathers
  *     every rank's input and reduces it in rank order with lib/reduce, so
  *     every rank gets the same bytes. AVG is rondo's host average. Waits
- *     poll and sleep, and give up when the communicator is aborted.
+ *     poll and sleep, and give up when the communicator is aborted. An
+ *     aborted communicator's MPI duplicate is never freed (release says
+ *     why).
  * Failures and delays can be injected per point (dev_double_fail,
  * dev_double_delay).
  */
@@ -245,7 +247,7 @@ struct dev_coll {
   MPI_Comm mpi;
   MPI_Request init;    /* the MPI_Comm_idup, until it completes */
   int rank, nranks, ready;
-  atomic_int aborted;
+  atomic_int aborted;  /* coll_abort: waits give up, mpi is never freed */
   atomic_int users;    /* queued collectives that still reference it */
   atomic_int failed;   /* an asynchronous error: status */
   atomic_int leaks;    /* an MPI operation left pending: never free mpi */
@@ -612,7 +614,14 @@ static void release(dev_coll_t *c)
     sleep_us(100);
   if (!c->ready && c->init != MPI_REQUEST_NULL)
     atomic_store(&c->leaks, 1); /* the idup never completed */
-  if (!atomic_load(&c->leaks) && c->mpi != MPI_COMM_NULL)
+  /* Nor is an aborted communicator freed, even with nothing of this rank's
+   * pending: an abort comes while other ranks may still be in collectives
+   * this rank never joined or gave up on, and their messages to this rank
+   * may still be in flight. Once freed here, MPI may give its context id
+   * to a later communicator of ranks that have it free (Open MPI does, for
+   * as few as this rank alone) and deliver such a late message to that
+   * one: Open MPI's ob1 crashes in add_comm on a sender outside it. */
+  if (!atomic_load(&c->leaks) && !atomic_load(&c->aborted) && c->mpi != MPI_COMM_NULL)
     MPI_CHECK_LOG(MPI_Comm_free(&c->mpi));
   free(c);
 }
