@@ -29,18 +29,17 @@ rondo_apt_install() {
 rondo_install_deps() { rondo_apt_install $RONDO_DEBS; }
 
 # Open MPI beside MPICH, for scripts/test.sh's Open MPI stage. Installing
-# it makes Debian point the 'mpi' and 'mpirun' alternatives (mpicc,
-# mpiexec, ...) at Open MPI; they are set back to what they were, so that
-# the system keeps MPICH as its default MPI.
+# it makes Debian point the MPI alternatives at Open MPI: 'mpi' (mpicc and
+# its kin), 'mpirun' (mpiexec) and 'mpi-<multiarch>' (the <mpi.h> of
+# /usr/include/<multiarch>/mpi). They are set back to what they were, so
+# that the system keeps MPICH as its default MPI.
 RONDO_OPENMPI_DEBS="openmpi-bin libopenmpi-dev"
 rondo_install_openmpi() {
-  mpi_was=$(update-alternatives --query mpi 2>/dev/null | sed -n 's/^Value: //p')
-  mpirun_was=$(update-alternatives --query mpirun 2>/dev/null | sed -n 's/^Value: //p')
+  mpi_alts=$(update-alternatives --get-selections 2>/dev/null | grep -E '^mpi(run|-[^ ]+)? ')
   rondo_apt_install $RONDO_OPENMPI_DEBS || return 1
   sudo=
   [ "$(id -u)" = 0 ] || sudo=sudo
-  [ -z "$mpi_was" ] || $sudo update-alternatives --quiet --set mpi "$mpi_was"
-  [ -z "$mpirun_was" ] || $sudo update-alternatives --quiet --set mpirun "$mpirun_was"
+  [ -z "$mpi_alts" ] || echo "$mpi_alts" | $sudo update-alternatives --set-selections
 }
 
 # MPICH's own wrapper and launcher, even when another MPI owns 'mpicc'.

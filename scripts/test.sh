@@ -5,8 +5,10 @@
 #                       tests at 1-5 ranks + the exported-symbol check);
 #                       build/ itself is not compiled (distcheck compiles
 #                       its own copy), scripts/run.sh compiles it
-#   2. build-asan/    : the same suite built with AddressSanitizer + UBSan
-#                       (but the emulated hosts' tests)
+#   2. build-asan/    : the library's tests at 1-3 ranks, every probe, the
+#                       unit tests and the tools' parsers, built with
+#                       AddressSanitizer + UBSan ('make print-sanitizer-tests'
+#                       says which and Makefile.am why)
 #   3. build-tsan/    : the threaded parts (the engine's tests and probes,
 #                       completion queues, the timeline and rondo-train's) built with
 #                       ThreadSanitizer
@@ -49,7 +51,7 @@ tally "$RONDO_TOP/build/distcheck.out"
 
 echo "== 2/4 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 rondo_build "$RONDO_TOP/build-asan" --enable-sanitizers --disable-static
-# (all but the emulated hosts' tests: Makefile.am says why)
+# (print-sanitizer-tests: Makefile.am says which and why)
 run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" check \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-asan" print-sanitizer-tests)" || status=1
 tally "$RONDO_TOP/build-asan/check.out"
