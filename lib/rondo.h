@@ -82,7 +82,9 @@ extern "C" {
   X(ERR_TRUNCATED, 24,                                                         \
     "the output buffer is too small: *needed says how large it must be")                 \
   X(ERR_JOINED, 25,                                                            \
-    "a rank has joined (rondo_join) and this request needs every rank")
+    "a rank has joined (rondo_join) and this request needs every rank") \
+  X(ERR_LAUNCH, 26,                                                            \
+    "the job could not form: launcher variables, rendezvous or a missing rank")
 
 typedef enum {
 #define RONDO_STATUS_ENUM(name, value, msg) RONDO_##name = value,
@@ -181,8 +183,17 @@ RONDO_API int rondo_nccl_version(void);
 
 /* Initializes MPI if nobody has (asking for MPI_THREAD_MULTIPLE), reads the
  * environment knobs and creates the world comm. argc/argv may be NULL.
- * Calling it again after success is a no-op. */
+ * Calling it again after success is a no-op. Without an MPI launcher,
+ * where RANK and WORLD_SIZE (torchrun, any launcher) describe a job of
+ * several processes, the world forms through rondo's rendezvous on rank 0
+ * (docs/launching.md); a rank that does not arrive, or launcher variables
+ * that contradict each other or MPI's world, fail with RONDO_ERR_LAUNCH on
+ * every rank. */
 RONDO_API rondo_status_t rondo_init(int *argc, char ***argv);
+/* How this process's world was formed: "an MPI launcher (PMI_RANK is
+ * set)", "RANK/WORLD_SIZE, through rondo's rendezvous at HOST:PORT ...", or
+ * "one process, no launcher". Cannot fail. */
+RONDO_API const char *rondo_launcher(void);
 /* Destroys the world comm and every comm still alive, and finalizes MPI if
  * rondo_init() initialized it. Afterwards every call fails with
  * RONDO_ERR_FINALIZED. */

@@ -1,9 +1,9 @@
 #!/bin/sh
 # The library's layers (docs/architecture.md), bottom up:
-#   0 base  1 reduce, topo  2 select, device  3 algo  4 comm  5 engine  6 api
+#   0 base  1 reduce, topo, launch  2 select, device  3 algo  4 comm  5 engine  6 api
 # A file may use its own folder and the folders below it, never one above
 # and never a sibling on its own level (reduce and topo know nothing of each
-# other). Checked two ways:
+# other, nor launch). Checked two ways:
 #  - includes: every #include "folder/file" of lib/ against the order, and
 #    no circle of includes among the files of lib/, tools/, bench/ and
 #    examples/;
@@ -16,7 +16,7 @@ status=0
 
 level() {
   case $1 in
-  base) echo 0 ;; reduce | topo) echo 1 ;; select | device) echo 2 ;; algo) echo 3 ;;
+  base) echo 0 ;; reduce | topo | launch) echo 1 ;; select | device) echo 2 ;; algo) echo 3 ;;
   comm) echo 4 ;; engine) echo 5 ;; api) echo 6 ;; *) echo x ;;
   esac
 }

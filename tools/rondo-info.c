@@ -162,6 +162,7 @@ int main(int argc, char **argv)
     rc = print_explain(comm, bytes);
   } else if (rank == 0) {
     print_build();
+    printf("\nlauncher (rank 0)\n  %s\n", rondo_launcher());
     if (rondo_comm_topology(comm, buf, sizeof buf, NULL) == RONDO_SUCCESS)
       printf("\ntopology (rank 0)\n  %s\n", buf);
     print_algorithms(comm, 4096);

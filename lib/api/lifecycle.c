@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "algo/algo.h"
+#include "launch/launch.h"
 #include "topo/topo.h"
 
 enum { LIB_UNINIT = 0, LIB_ACTIVE, LIB_FINALIZED };
@@ -71,6 +72,9 @@ static rondo_status_t lib_init_locked(void)
                        "MPI is not initialized: call rondo_init() or MPI_Init() first");
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   rondo__log_set_rank(rank);
+  /* MPI started by the application, as one process of many the launcher
+   * describes (rondo_init checks the world before it gets here). */
+  RONDO_CHECK(launch_check_world(0));
   /* The log level is the process's; every other knob is read by each comm
    * (lib/comm), which also reports a malformed RONDO_LOG on every rank. */
   rondo__knobs_t k;
@@ -123,6 +127,9 @@ static rondo_status_t init_locked(int *argc, char ***argv)
                        "MPI was already finalized; rondo cannot start");
   MPI_CHECK(MPI_Initialized(&inited));
   if (!inited) {
+    /* No MPI launcher: the world forms through rondo's rendezvous
+     * (lib/launch) when the launcher's variables describe one. */
+    RONDO_CHECK(launch_before_mpi());
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     pthread_mutex_lock(&lib_lock);
     lib_owns_mpi = 1;
@@ -130,6 +137,7 @@ static rondo_status_t init_locked(int *argc, char ***argv)
   } else {
     MPI_CHECK(MPI_Query_thread(&provided));
   }
+  RONDO_CHECK(launch_check_world(1));
   /* The library's setup (knobs, tuning table) happens in rondo_comm_create,
    * which agrees on its outcome with every rank. */
   rondo_comm_t w = NULL;
@@ -149,6 +157,8 @@ rondo_status_t rondo_init(int *argc, char ***argv)
   pthread_mutex_unlock(&init_lock);
   return st;
 }
+
+const char *rondo_launcher(void) { return launch_describe(); }
 
 rondo_comm_t rondo_world(void)
 {
@@ -235,6 +245,7 @@ static rondo_status_t finalize(int by_mpi)
       lib_state = LIB_FINALIZED;
       pthread_mutex_unlock(&lib_lock);
       finalize_mpi();
+      launch_after_mpi();
       return RONDO_SUCCESS;
     }
     /* MPI_Finalize already did it (see on_mpi_finalize). */
@@ -252,8 +263,10 @@ static rondo_status_t finalize(int by_mpi)
   if (!mpi_finalized)
     algo_mpi_op_free();
   topo_shutdown();
-  if (owns_mpi && !mpi_finalized)
+  if (owns_mpi && !mpi_finalized) {
     MPI_CHECK(finalize_mpi());
+    launch_after_mpi();
+  }
   return RONDO_SUCCESS;
 }
 

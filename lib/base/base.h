@@ -194,6 +194,8 @@ typedef struct {
   double device_timeout_sec; /* RONDO_DEVICE_TIMEOUT_SEC (0: never) */
   char mpi_intercept[RONDO__KNOB_STRING_MAX]; /* RONDO_MPI_INTERCEPT (librondo-mpi's
                                                  list, checked there) */
+  char rendezvous[RONDO__KNOB_STRING_MAX]; /* RONDO_RENDEZVOUS ("" for MASTER_ADDR:MASTER_PORT+1) */
+  double rendezvous_timeout_sec;          /* RONDO_RENDEZVOUS_TIMEOUT_SEC */
 } rondo__knobs_t;
 
 /* Reads every knob from the environment into *out. On a malformed value

@@ -123,6 +123,15 @@ static const knob_def_t knob_table[] = {
      "window (allreduce,iallreduce:1M-); default: those measured faster than MPI; "
      "none; all (docs/mpi.md)",
      FIELD(mpi_intercept), NULL, 0, 0, 0, NULL}, /* librondo-mpi agrees on it itself */
+    {"RONDO_RENDEZVOUS", KNOB_STRING, "",
+     "without an MPI launcher (torchrun, any launcher that sets RANK and WORLD_SIZE): "
+     "HOST:PORT where rank 0 serves the rendezvous MPI starts through; empty: "
+     "MASTER_ADDR and MASTER_PORT + 1 (docs/launching.md)",
+     FIELD(rendezvous), NULL, 0, 0, 0, NULL}, /* read before MPI starts */
+    {"RONDO_RENDEZVOUS_TIMEOUT_SEC", KNOB_DOUBLE, "300",
+     "seconds the ranks wait at the rendezvous for every rank to arrive before they "
+     "fail, naming the ranks that did not",
+     FIELD(rendezvous_timeout_sec), NULL, 1, 1000000, 0, NULL},
 };
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };

@@ -1,0 +1,117 @@
+/*
+ * The three moments of a process's life where the launcher matters, as
+ * rondo_init and rondo_finalize call them (docs/launching.md):
+ *   before MPI_Init   form the world through rondo's rendezvous where no
+ *                     MPI launcher did (launch_before_mpi);
+ *   MPI is up         the launcher variables must describe MPI's world
+ *                     (launch_check_world), on every path to a first comm;
+ *   after MPI_Finalize  rank 0's server waits for the last rank to finalize
+ *                     (launch_after_mpi).
+ */
+#include "launch/launch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static launch_vars_t formed;   /* the variables the rendezvous used */
+static int by_rendezvous;      /* this process's world came from rondo's rendezvous */
+static char description[512] = "not started";
+
+/* The MPI library: MPICH and its derivatives read PMI_FD; Open MPI needs
+ * PMIx from its own launchers. */
+static const char *mpi_without_pmi1(void)
+{
+#if defined(OPEN_MPI) && OPEN_MPI
+  return "Open MPI";
+#else
+  return NULL;
+#endif
+}
+
+rondo_status_t launch_before_mpi(void)
+{
+  launch_vars_t v;
+  RONDO_CHECK(launch_read(&v, 0));
+  if (v.mpi_launcher != NULL) {
+    snprintf(description, sizeof description, "an MPI launcher (%s is set)", v.mpi_launcher);
+    return RONDO_SUCCESS;
+  }
+  if (v.size == 1) {
+    snprintf(description, sizeof description, "one process, no launcher%s",
+             v.source != NULL ? " variables beyond RANK=0, WORLD_SIZE=1" : "");
+    return RONDO_SUCCESS;
+  }
+  const char *other = mpi_without_pmi1();
+  if (other != NULL)
+    return rondo__fail(RONDO_ERR_LAUNCH,
+                       "%s describes a job of %d processes, but this rondo is built on %s, "
+                       "which forms a job only under its own launchers: start it with mpiexec "
+                       "(or srun --mpi=pmix). Under torchrun and other launchers, use rondo "
+                       "built on MPICH (docs/launching.md)",
+                       v.source, v.size, other);
+  RONDO_CHECK(launch_read(&v, 1));
+  if (v.rank == 0)
+    RONDO_CHECK(launch_serve(&v));
+  rondo_status_t st = launch_join(&v);
+  if (st != RONDO_SUCCESS) {
+    if (v.rank == 0)
+      launch_serve_join(0);
+    return st;
+  }
+  formed = v;
+  by_rendezvous = 1;
+  snprintf(description, sizeof description,
+           "%s, through rondo's rendezvous at %s:%d (from %s)", v.source, v.host, v.port,
+           v.address_from);
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t launch_check_world(int collective)
+{
+  if (by_rendezvous)
+    launch_forget_env();
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  launch_vars_t v;
+  char why[512] = "";
+  rondo_status_t st = launch_read(&v, 0);
+  if (st != RONDO_SUCCESS)
+    snprintf(why, sizeof why, "%s", rondo_last_error());
+  else if (v.source != NULL && (v.size != size || v.rank != rank))
+    snprintf(why, sizeof why,
+             "%s says rank %d of %d, but MPI made this process rank %d of %d%s", v.source,
+             v.rank, v.size, rank, size,
+             size == 1 ? ": MPI was started without rondo's rendezvous (call rondo_init() "
+                         "before MPI_Init(), or launch with mpiexec)"
+                       : ": unset the variables, or make them MPI's");
+  if (strcmp(description, "not started") == 0)
+    snprintf(description, sizeof description, "MPI was initialized by the application");
+  /* Every rank learns whether any rank disagrees. */
+  int bad = why[0] != '\0', first = bad ? rank : size;
+  if (!collective && size > 1)
+    return bad ? rondo__fail(RONDO_ERR_LAUNCH, "%s", why) : RONDO_SUCCESS;
+  if (size > 1)
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (first == size)
+    return RONDO_SUCCESS;
+  if (bad)
+    return rondo__fail(RONDO_ERR_LAUNCH, "%s", why);
+  return rondo__fail(RONDO_ERR_LAUNCH,
+                     "rank %d's launcher variables contradict MPI's world (its "
+                     "rondo_last_error() says how)",
+                     first);
+}
+
+void launch_after_mpi(void)
+{
+  if (!by_rendezvous)
+    return;
+  if (formed.rank == 0 && launch_serve_join(formed.timeout_sec) != 0)
+    LOG_WARN("rank 0 stopped waiting after %g s for the other ranks to finalize MPI",
+             formed.timeout_sec);
+  by_rendezvous = 0;
+}
+
+const char *launch_describe(void) { return description; }
