@@ -6,10 +6,12 @@
  * all ranks stop together with the same message.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <errno.h>
 #include <math.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "config.h"
@@ -33,6 +35,25 @@ static int read_checkpoint(trainer_t *t, ckpt_header_t *h, float **params, float
     return -1;
   /* Plain data, and every rank runs this same binary. */
   TRAINER_CHECK(t, rondo_broadcast(t->comm, h, sizeof *h, RONDO_UINT8, 0));
+  return 0;
+}
+
+/* --resume F with --checkpoint F, where F does not exist yet: the first
+ * attempt of a job that is restarted with the same command line (torchrun
+ * --max-restarts, a scheduler's requeue; Keras' BackupAndRestore) starts
+ * fresh. Rank 0 looks and every rank hears. Any other missing --resume
+ * file, and a file that exists but cannot be read, still fails. */
+static int fresh_start(trainer_t *t)
+{
+  if (t->o.resume == NULL || t->o.checkpoint == NULL || strcmp(t->o.resume, t->o.checkpoint) != 0)
+    return 0;
+  struct stat st;
+  int missing = t->rank == 0 && stat(t->o.resume, &st) != 0 && errno == ENOENT;
+  TRAINER_CHECK(t, rondo_broadcast(t->comm, &missing, 1, RONDO_INT32, 0));
+  if (missing) {
+    t->fresh = 1;
+    t->o.resume = NULL;
+  }
   return 0;
 }
 
@@ -334,6 +355,9 @@ static void print_header(trainer_t *t, const char *blas)
   if (o->resume != NULL)
     report_header(t->rep, "resumed    from %s at step %lld (epoch %lld, sample %zu)\n",
                   o->resume, t->step, t->epoch + 1, t->offset);
+  if (t->fresh)
+    report_header(t->rep, "resumed    nothing: %s does not exist yet, starting fresh\n",
+                  o->checkpoint);
   if (o->checkpoint != NULL)
     report_header(t->rep, "checkpoint %s, every %s\n", o->checkpoint,
                   o->checkpoint_every ? "--checkpoint-every steps" : "epoch");
@@ -348,6 +372,8 @@ int trainer_setup(trainer_t *t)
   float *params = NULL, *velocity = NULL; /* rank 0's copy of the checkpoint */
   int rc = TRAIN_EXIT_ERROR;
   memset(&h, 0, sizeof h);
+  if (fresh_start(t) != 0)
+    goto out;
   if (t->o.resume != NULL) {
     if (read_checkpoint(t, &h, &params, &velocity) != 0)
       goto out;

@@ -14,6 +14,7 @@ typedef struct {
   train_opts_t o;
   rondo_algo_t algo;
   const char *algo_why, *input_why; /* for the header */
+  int fresh;                        /* --resume F = --checkpoint F did not exist yet */
   dataset_t data;
   mlp_t m;
   report_t *rep;
