@@ -14,11 +14,11 @@ src=${top_srcdir:-.}
 build=$(cd "${top_builddir:-.}" && pwd)
 status=0
 
+# The one list of layers and levels: "folder level" pairs.
+levels="base 0 reduce 1 topo 1 launch 1 select 2 device 2 algo 3 comm 4 engine 5 api 6"
 level() {
-  case $1 in
-  base) echo 0 ;; reduce | topo | launch) echo 1 ;; select | device) echo 2 ;; algo) echo 3 ;;
-  comm) echo 4 ;; engine) echo 5 ;; api) echo 6 ;; *) echo x ;;
-  esac
+  echo "$levels" | awk -v f="$1" '{ for (i = 1; i < NF; i += 2) if ($i == f) { print $(i + 1); exit }
+                                     print "x" }'
 }
 
 # The "#include "..."" names of file $1.
@@ -122,9 +122,8 @@ done) || exit 1
 calls=$(echo "$objs" | while read -r folder o; do
   nm --defined-only -g "$o" | awk -v f="$folder" 'NF == 3 {print "D", f, $3}'
   nm -u "$o" | awk -v f="$folder" -v o="$(basename "$o" .o)" '{print "U", f, $2, o}'
-done | awk '
-  BEGIN { split("base 0 reduce 1 topo 1 select 2 device 2 algo 3 comm 4 engine 5 api 6", l, " ")
-          for (i = 1; i < 18; i += 2) level[l[i]] = l[i + 1] }
+done | awk -v levels="$levels" '
+  BEGIN { n = split(levels, l, " "); for (i = 1; i < n; i += 2) level[l[i]] = l[i + 1] }
   $1 == "D" { def[$3] = $2; next }
   { use[NR] = $0 }
   END {

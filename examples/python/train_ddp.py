@@ -8,8 +8,17 @@ is the backend name given to init_process_group.
 
 mpiexec starts the ranks; rondo takes the rank, the world size and the
 rendezvous torch needs from MPI, so no RANK, WORLD_SIZE or MASTER_ADDR is
-set. --backend gloo runs the same script on gloo (under mpiexec too, with
-rondo's rendezvous), to compare. The model and the data (Debian's
+set. torchrun works too (docs/launching.md):
+
+    /usr/bin/python3 -m torch.distributed.run --redirects 2 --tee 1 \
+        --nproc_per_node 2 --max_restarts 3 examples/python/train_ddp.py \
+        --checkpoint /tmp/ddp.pt
+
+--checkpoint FILE saves the model and the optimizer at the end of every
+epoch and, when FILE exists at start, resumes after its epoch: the same
+command line serves every attempt of a restarted job. --backend gloo runs
+the same script on gloo (under mpiexec too, with rondo's rendezvous), to
+compare. The model and the data (Debian's
 dataset-fashion-mnist) are those of train_fashion_mnist.py, which does the
 same with rondo's Horovod API.
 """
@@ -29,7 +38,31 @@ from train_fashion_mnist import Net, check_args, load, make_parser
 def parse_args():
     p = make_parser(__doc__)
     p.add_argument("--backend", default="rondo", help="rondo (default) or gloo")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="save after every epoch; resume from FILE when it exists")
     return check_args(p, p.parse_args())
+
+
+def load_checkpoint(path, model, optimizer):
+    """The epoch FILE was saved after (its model and optimizer state
+    loaded), or 0 when it does not exist yet. Every rank reads it; a file
+    that exists and cannot be read raises."""
+    import os
+    if path is None or not os.path.exists(path):
+        return 0
+    state = torch.load(path, map_location="cpu")
+    model.module.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return state["epoch"]
+
+
+def save_checkpoint(path, epoch, model, optimizer):
+    """Rank 0 writes FILE whole or not at all (a temporary file renamed)."""
+    import os
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    torch.save({"epoch": epoch, "model": model.module.state_dict(),
+                "optimizer": optimizer.state_dict()}, tmp)
+    os.replace(tmp, path)
 
 
 def evaluate(model, x, y):
@@ -68,7 +101,11 @@ def main():
     model = DistributedDataParallel(Net())
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=args.momentum)
 
-    for epoch in range(1, args.epochs + 1):
+    first = load_checkpoint(args.checkpoint, model, optimizer) + 1
+    if first > 1 and rank == 0:
+        print("resumed from %s after epoch %d" % (args.checkpoint, first - 1), flush=True)
+    accuracy = None
+    for epoch in range(first, args.epochs + 1):
         model.train()
         sampler.set_epoch(epoch)
         loss_sum, steps = 0.0, 0
@@ -83,6 +120,12 @@ def main():
         if rank == 0:
             print("epoch %d: train loss %.4f (rank 0), test accuracy %.4f, %.1f s"
                   % (epoch, loss_sum / max(steps, 1), accuracy, time.time() - start), flush=True)
+            if args.checkpoint:
+                save_checkpoint(args.checkpoint, epoch, model, optimizer)
+        if args.checkpoint:
+            dist.barrier()  # the next attempt finds this epoch's file
+    if accuracy is None:
+        accuracy = evaluate(model, test_x, test_y)
 
     if rank == 0:
         print("final test accuracy: %.4f (%d ranks, %d epochs, %s, %.1f s)"

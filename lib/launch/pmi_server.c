@@ -262,7 +262,8 @@ static void welcome_all(void)
     send_line(&srv.clients[i], "cmd=rondo_welcome rc=0 nodes=%d local_rank=%d local_size=%d",
               nodes, local, local_size);
   }
-  LOG_DEBUG("rendezvous: %d ranks on %d nodes arrived", srv.size, nodes);
+  LOG_DEBUG("rendezvous: %d ranks on %d nodes arrived; node map %s", srv.size, nodes,
+            kv_get("PMI_process_mapping") ? kv_get("PMI_process_mapping") : "(too long)");
   srv.welcomed = 1;
   free(hosts), free(node), free(by_rank);
 }
@@ -307,6 +308,7 @@ static void on_hello(int i, const char *line)
     return;
   }
   c->rank = r;
+  LOG_DEBUG("rendezvous: rank %d arrived from host %s", r, c->host);
   int arrived = 0;
   for (int j = 0; j < srv.nclients; j++)
     arrived += srv.clients[j].rank >= 0;

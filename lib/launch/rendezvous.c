@@ -118,7 +118,7 @@ static int read_line(int fd, char *buf, size_t len, double deadline)
   return -1;
 }
 
-/* A word without spaces or '=' for the wire. */
+/* A copy of src (not dst itself) without spaces or '=', for the wire. */
 static void wire_word(char *dst, size_t len, const char *src)
 {
   snprintf(dst, len, "%s", src[0] != '\0' ? src : "-");
@@ -133,11 +133,11 @@ rondo_status_t launch_join(const launch_vars_t *v)
   int fd = -1;
   RONDO_CHECK(connect_rendezvous(v, deadline, &fd));
 
-  char host[LAUNCH_HOST_MAX], run[160], line[4096];
-  if (gethostname(host, sizeof host) != 0)
-    snprintf(host, sizeof host, "unknown");
-  host[sizeof host - 1] = '\0';
-  wire_word(host, sizeof host, host);
+  char name[LAUNCH_HOST_MAX], host[LAUNCH_HOST_MAX], run[160], line[4096];
+  if (gethostname(name, sizeof name) != 0)
+    snprintf(name, sizeof name, "unknown");
+  name[sizeof name - 1] = '\0';
+  wire_word(host, sizeof host, name);
   wire_word(run, sizeof run, v->run_id);
   int n = snprintf(line, sizeof line, "cmd=rondo_hello rank=%d size=%d host=%s run=%s\n", v->rank,
                    v->size, host, run);

@@ -2,10 +2,16 @@
 # The multi-host test bed: emulated hosts on one machine.
 #
 #   tests/multihost/netbed.sh [-H hosts] [-r rate] -- MPIEXEC-ARGS...
+#   tests/multihost/netbed.sh [-H hosts] [-r rate] -e -- COMMAND...
 #
 # makes HOSTS network namespaces (default 2), each with one veth link to a
 # bridge in a switch namespace, and runs "mpiexec MPIEXEC-ARGS" with one
 # hydra proxy per namespace (-hosts h1,h2,...; add -ppn N or -n N as usual).
+# With -e it runs COMMAND on every host at once instead, as a launcher of
+# its own would (torchrun, one per host): NETBED_HOST is the host's index
+# (0, 1, ...), NETBED_HOST0 the first host's name; UCX_TLS=tcp as below.
+# The hosts know each other's names (an /etc/hosts of their own, which
+# "ip netns exec" mounts from /etc/netns/NAME/hosts).
 # To MPI each namespace is its own node (MPI_COMM_TYPE_SHARED splits by
 # proxy), and traffic between them crosses the links:
 #   - UCX is restricted to TCP (UCX_TLS=tcp; with shared memory allowed it
@@ -28,9 +34,11 @@ set -u
 hosts=2
 rate=
 here=$(cd "$(dirname "$0")" && pwd)
+each=0
 while [ $# -gt 0 ]; do
   case $1 in
     -H) hosts=$2; shift 2 ;;
+    -e) each=1; shift ;;
     -r) rate=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "netbed: unknown option $1 (usage: netbed.sh [-H hosts] [-r rate] -- mpiexec args)" >&2
@@ -75,7 +83,7 @@ cleanup() {
   # A second signal (timeout sends TERM to the child and then to its whole
   # process group) must not cut the teardown short.
   trap '' HUP INT TERM
-  [ -z "$mpid" ] || kill "$mpid" 2>/dev/null
+  [ -z "$mpid" ] || kill $mpid 2>/dev/null
   # Processes outlive their namespace's name: stop what still runs there.
   left=
   for ns in $names; do left="$left $(ip netns pids "$ns" 2>/dev/null)"; done
@@ -84,7 +92,10 @@ cleanup() {
     sleep 1
     kill -9 $left 2>/dev/null
   fi
-  for ns in $names; do ip netns del "$ns" 2>/dev/null; done # the switch takes the bridge and veths
+  for ns in $names; do
+    ip netns del "$ns" 2>/dev/null # the switch takes the bridge and veths
+    rm -rf "/etc/netns/$ns"
+  done
 }
 trap cleanup EXIT
 trap 'exit 129' HUP
@@ -122,6 +133,12 @@ for i in $(seq 1 "$hosts"); do
   fi
   list=${list:+$list,}$h
 done
+for i in $(seq 1 "$hosts"); do
+  mkdir -p "/etc/netns/$tag-h$i" || fail "cannot make /etc/netns/$tag-h$i"
+  { echo "127.0.0.1 localhost"
+    for j in $(seq 1 "$hosts"); do echo "10.199.0.$((10 + j)) $tag-h$j"; done
+  } > "/etc/netns/$tag-h$i/hosts" || fail "cannot write /etc/netns/$tag-h$i/hosts"
+done
 
 export NETBED_GATEWAY=10.199.0.1
 mpiexec=$here/../mpiexec # MPICH or Open MPI, Hydra syntax
@@ -134,6 +151,21 @@ echo "netbed: $hosts hosts ($list)${rate:+, links limited to $rate}"
 # TCP) gets EPIPE instead of dying; one CI run saw mpiexec end with 141.
 exec 3<&0
 trap '' PIPE
+if [ "$each" = 1 ]; then
+  # One COMMAND per host, each in the background; the bed's status is the
+  # first failure's, else 0.
+  pids=
+  for i in $(seq 1 "$hosts"); do
+    NETBED_HOST=$((i - 1)) NETBED_HOST0=$tag-h1 UCX_TLS=tcp \
+      "$here/nslaunch" "$tag-h$i" "$@" <&3 &
+    pids="$pids $!"
+  done
+  mpid=$pids
+  status=0
+  for p in $pids; do wait "$p" || { s=$?; [ "$status" != 0 ] || status=$s; }; done
+  mpid=
+  exit "$status"
+fi
 ip netns exec "$sw" "$mpiexec" -launcher ssh -launcher-exec "$here/nslaunch" -hosts "$list" \
   -genv UCX_TLS tcp "$@" <&3 3<&- &
 mpid=$!

@@ -2,8 +2,8 @@
 (tests/python/launch):
 
   - start-up with nothing set (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
-    unset), with torchrun's variables set, with rank= and world_size=,
-    with init_method="tcp://..."; a
+    unset: importing rondo.torch sets them from MPI), with torchrun's
+    variables set, with rank= and world_size=, with init_method="tcp://..."; a
     world size or rank that contradicts MPI fails on every rank;
   - every collective against closed forms: all_reduce (every dtype and op,
     bool and complex), broadcast, all_gather, all_gather_into_tensor,
@@ -41,13 +41,14 @@ import torch.nn as nn
 # default argument when imported while one does, which keeps that group alive
 from torch.distributed.optim import ZeroRedundancyOptimizer
 
-import rondo
-import rondo.torch  # noqa: F401 - registers the backend
-import mpitest
-from mpitest import check, raises, run
-
+# mpiexec sets none of torch's variables; the import fills them in from MPI
 for var in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
     os.environ.pop(var, None)
+import rondo  # noqa: E402
+import rondo.torch  # noqa: E402,F401 - registers the backend
+import mpitest  # noqa: E402
+from mpitest import check, raises, run  # noqa: E402
+
 torch.set_num_threads(1)
 rondo.init()
 R, N = rondo.rank(), rondo.size()
@@ -58,7 +59,13 @@ def close(a, b, tol=0.0):
 
 
 def test_start_up():
-    # nothing set: everything from MPI
+    # nothing was set: importing rondo.torch filled in torch's variables from MPI
+    check(os.environ.get("RANK") == str(R) and os.environ.get("WORLD_SIZE") == str(N)
+          and os.environ.get("MASTER_ADDR") and os.environ.get("MASTER_PORT"),
+          "variables after import: %s", {k: os.environ.get(k) for k in
+                                          ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")})
+    ports = rondo.world().allgather_object(os.environ.get("MASTER_PORT"))
+    check(len(set(ports)) == 1, "MASTER_PORT differs across ranks: %s", ports)
     dist.init_process_group("rondo")
     check(dist.is_initialized() and dist.get_backend() == "rondo", "backend %s",
           dist.get_backend())
@@ -66,17 +73,17 @@ def test_start_up():
           dist.get_rank(), dist.get_world_size())
     dist.destroy_process_group()
     # what torchrun sets: used as given (rank 0 shares its port over MPI)
-    port = rondo.world().broadcast_object(_free_port() if R == 0 else None, 0)
-    os.environ.update(RANK=str(R), WORLD_SIZE=str(N), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
+    _new_master_port()
+    os.environ.update(RANK=str(R), WORLD_SIZE=str(N), MASTER_ADDR="127.0.0.1")
     dist.init_process_group("rondo", timeout=datetime.timedelta(seconds=60))
     t = torch.ones(3)
     dist.all_reduce(t)
     check(torch.equal(t, torch.full((3,), float(N))), "all_reduce after a torchrun start")
     dist.destroy_process_group()
-    for var in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
-        os.environ.pop(var)
-    # rank= and world_size= given
+    # rank= and world_size= given. Each start-up in this process gets a port
+    # of its own: torch's env:// store of the last group may still be
+    # closing on rank 0 while another rank connects (gloo's too).
+    _new_master_port()
     dist.init_process_group("rondo", rank=R, world_size=N)
     check(dist.get_rank() == R, "rank= given")
     dist.destroy_process_group()
@@ -88,13 +95,23 @@ def test_start_up():
     dist.all_reduce(t)
     check(torch.equal(t, torch.full((2,), float(N))), "all_reduce after a tcp:// start")
     dist.destroy_process_group()
-    # contradicting MPI: every rank raises, nobody waits
-    e = raises(ValueError, dist.init_process_group, "rondo", rank=R, world_size=N + 1)
+    # contradicting MPI: every rank raises, nobody waits. A store of each
+    # rank's own: torch's env:// would wait for a world that never comes
+    # before the backend could say so, as it does for gloo.
+    e = raises(ValueError, dist.init_process_group, "rondo", store=dist.HashStore(), rank=R,
+               world_size=N + 1)
     check(e is not None and "MPI" in str(e), "a world size that is not MPI's: %s", e)
     if N > 1:
-        e = raises(ValueError, dist.init_process_group, "rondo", rank=(R + 1) % N, world_size=N)
+        e = raises(ValueError, dist.init_process_group, "rondo", store=dist.HashStore(),
+                   rank=(R + 1) % N, world_size=N)
         check(e is not None and "MPI rank" in str(e), "ranks that are not MPI's: %s", e)
+    _new_master_port()
     dist.init_process_group("rondo")
+
+
+def _new_master_port():
+    os.environ["MASTER_PORT"] = str(
+        rondo.world().broadcast_object(_free_port() if R == 0 else None, 0))
 
 
 def _free_port():

@@ -180,6 +180,12 @@ def shutdown():
 atexit.register(shutdown)
 
 
+def launcher():
+    """How this process's world was formed (an MPI launcher, or which
+    variables and rendezvous); what rondo-info prints under "launcher"."""
+    return _lib.launcher().decode()
+
+
 def world():
     if not _initialized:
         raise RondoError("RONDO_ERR_NOT_INITIALIZED", "call rondo.init() first", -1)

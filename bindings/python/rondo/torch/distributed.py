@@ -4,12 +4,12 @@
     torch.distributed.init_process_group("rondo")
     model = torch.nn.parallel.DistributedDataParallel(model)
 
-Under mpiexec nothing else is needed: rank and world size come from MPI, and
-the store torch itself needs for its bookkeeping is set up on rank 0 with a
-port agreed over MPI (a missing MASTER_ADDR, MASTER_PORT, RANK or
-WORLD_SIZE is filled in; what is set is used, and a rank or world size that
-contradicts MPI's fails on every rank). torchrun-style environments and
-init_method still work.
+Under mpiexec nothing else is needed: importing rondo.torch fills in a
+missing RANK, WORLD_SIZE, MASTER_ADDR or MASTER_PORT from MPI for torch's
+own env:// rendezvous. Under torchrun, torch.multiprocessing.spawn or any
+other launcher, the backend forms rondo's world through the store torch
+hands it (rendezvous.py, docs/launching.md). A rank or world size that
+contradicts MPI's fails on every rank.
 
 How a call runs. Every collective of a process group becomes one named
 request to the engine of the group's rondo comm (the world comm, or one
@@ -43,12 +43,10 @@ started in the order they are made; a short-lived thread waits for each
 and completes its future.
 """
 import ctypes
-import datetime
 import itertools
 import math
 import os
 import pickle
-import socket
 import struct
 import sys
 import threading
@@ -58,6 +56,8 @@ import weakref
 import numpy as np
 import torch
 import torch.distributed as dist
+
+from . import rendezvous as _rendezvous
 from torch._C._distributed_c10d import ProcessGroup, ReduceOp, Work, _create_work_from_future
 from torch.futures import Future
 
@@ -1078,13 +1078,12 @@ def _create(opts, pg_options=None):
     a new_group on a rondo comm of its members (made by them alone)."""
     rank, size = opts.group_rank, opts.group_size
     ranks = list(getattr(opts, "global_ranks_in_group", []) or [])
-    _r.init()
-    world = _r.world()
+    world = _rendezvous.form_world(opts.store, rank, size) if not ranks else _r.world()
     if not ranks:
         if size != world.size:
-            raise ValueError("rondo: torch.distributed's world size is %d, but MPI started %d "
-                             "processes (the rondo backend runs on MPI_COMM_WORLD)"
-                             % (size, world.size))
+            raise ValueError("rondo: torch.distributed's world size is %d, but rondo's world "
+                             "(MPI_COMM_WORLD) has %d processes: %s"
+                             % (size, world.size, _r.launcher()))
         claims = world.allgather_object(rank)
         wrong = [(mpi, r) for mpi, r in enumerate(claims) if mpi != r]
         if wrong:
@@ -1092,94 +1091,6 @@ def _create(opts, pg_options=None):
                              % ", ".join("MPI rank %d was given rank %d" % w for w in wrong))
         return ProcessGroupRondo(world, rank, size, opts.timeout, next(_world_groups))
     return ProcessGroupRondo(world.subset(ranks), rank, size, opts.timeout)
-
-
-# ---- rendezvous: what torch needs from env://, filled in from MPI ----------------------------
-
-def _launched_env():
-    return {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-
-
-def _mpi_env_handler(url, timeout=None, **kwargs):
-    """env:// with what is missing (RANK, WORLD_SIZE, MASTER_ADDR,
-    MASTER_PORT) taken from MPI; torch's own handler when nothing is."""
-    from urllib.parse import urlparse
-    query = dict(kv.split("=", 1) for kv in urlparse(url).query.split("&") if "=" in kv)
-    env = _launched_env()
-    have_rank = "rank" in query or env["RANK"]
-    have_size = "world_size" in query or env["WORLD_SIZE"]
-    if have_rank and have_size and env["MASTER_ADDR"] and env["MASTER_PORT"]:
-        yield from _original_env(url, timeout=timeout, **kwargs) if timeout is not None \
-            else _original_env(url, **kwargs)
-        return
-    _r.init()
-    world = _r.world()
-    rank = int(query["rank"]) if "rank" in query else int(env["RANK"] or world.rank)
-    size = int(query["world_size"]) if "world_size" in query else int(
-        env["WORLD_SIZE"] or world.size)
-    claims = world.allgather_object((rank, size))
-    # Every rank is past the last start-up's store barrier now: its store may go.
-    global _kept_store
-    _kept_store = None
-    wrong = ["MPI rank %d: rank %d, world size %d" % (m, r, s)
-             for m, (r, s) in enumerate(claims) if r != m or s != world.size]
-    if wrong:
-        raise ValueError("rondo: under mpiexec, torch.distributed's rank and world size must "
-                         "be MPI's (%d processes); %s" % (world.size, "; ".join(wrong)))
-    timeout = timeout or datetime.timedelta(minutes=30)
-    store, err = None, None
-    if rank == 0:
-        try:
-            addr = env["MASTER_ADDR"] or ("127.0.0.1" if world.nodes == 1 else _my_address())
-            port = int(env["MASTER_PORT"] or 0)
-            store = torch.distributed.TCPStore(addr, port, size, True, timeout,
-                                               wait_for_workers=False)
-            where = (addr, store.port)
-        except Exception as e:  # noqa: BLE001 - every rank must hear of it
-            where, err = str(e), e
-    else:
-        where = None
-    where = world.broadcast_object(where, 0)
-    if not isinstance(where, tuple):
-        raise err or RuntimeError("rondo: rank 0 could not start torch's store: %s" % where)
-    if rank != 0:
-        try:
-            store = torch.distributed.TCPStore(where[0], where[1], size, False, timeout)
-        except Exception as e:  # noqa: BLE001
-            err = e
-    if rank == 0:
-        # Torch's start-up ends with a barrier on the store, whose server is
-        # rank 0's: a rank that saw everyone arrive may destroy its group at
-        # once, while another still polls. The server outlives the group,
-        # until the next start-up (above).
-        _kept_store = store
-    failed = world.allgather_object(None if err is None else "rank %d: %s" % (rank, err))
-    failed = [f for f in failed if f]
-    if failed:
-        raise err or RuntimeError("rondo: torch's store at %s:%d: %s"
-                                  % (where[0], where[1], "; ".join(failed)))
-    yield (store, rank, size)
-    raise RuntimeError("rondo: the env:// rendezvous cannot run again")
-
-
-_original_env = None
-_kept_store = None
-
-
-def _my_address():
-    """An address of this host other ranks can reach: a non-loopback IPv4
-    address its name resolves to, else the name (set MASTER_ADDR where
-    neither is right)."""
-    name = socket.gethostname()
-    try:
-        infos = socket.getaddrinfo(name, None, socket.AF_INET)
-    except OSError:
-        return name
-    for info in infos:
-        addr = info[4][0]
-        if not addr.startswith("127."):
-            return addr
-    return name
 
 
 # ---- object collectives: every rank first learns whether the pickling worked ------------------
@@ -1413,17 +1324,13 @@ def _patch_objects():
 
 
 def _register():
-    """Registers the backend and the env:// rendezvous that knows MPI (once)."""
-    global _original_env
+    """Registers the backend (once) and, under an MPI launcher, fills in
+    what torch's env:// needs from MPI (rendezvous.py)."""
     if not hasattr(dist.Backend, BACKEND.upper()):
         import inspect
         kw = {"extended_api": True}
         if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
             kw["devices"] = ["cpu", "cuda"]  # torch 2.x asks which devices it serves
         dist.Backend.register_backend(BACKEND, _create, **kw)
-    import importlib
-    handlers = importlib.import_module("torch.distributed.rendezvous")._rendezvous_handlers
-    if handlers.get("env") is not _mpi_env_handler:
-        _original_env = handlers["env"]
-        handlers["env"] = _mpi_env_handler
+    _rendezvous.fill_env_from_mpi()
     _patch_objects()

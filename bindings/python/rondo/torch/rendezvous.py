@@ -1,0 +1,123 @@
+"""How the processes of a rondo process group find each other
+(docs/launching.md).
+
+MPI always carries the data. What differs is who starts MPI's world:
+
+- An MPI launcher (mpiexec, srun --mpi=pmi2): MPI knows its world. torch's
+  own env:// rendezvous still needs RANK, WORLD_SIZE, MASTER_ADDR and
+  MASTER_PORT; fill_env_from_mpi() sets the missing ones from MPI when
+  rondo.torch is imported, so init_process_group("rondo") needs nothing
+  else. torch's env:// handler itself is torch's, untouched.
+- Any other launcher (torchrun, torch.multiprocessing.spawn, a scheduler):
+  form_world() uses the store torch hands the backend. Rank 0 chooses where
+  rondo's rendezvous listens and publishes it in the store; every rank then
+  starts rondo (and MPI) through it, as rank `rank` of `size`
+  (lib/launch serves MPI's start-up there).
+"""
+import contextlib
+import os
+import socket
+
+import rondo as _r
+
+# Variables only an MPI launcher sets (lib/launch/variables.c has the same list).
+MPI_LAUNCHER_VARS = ("PMI_FD", "PMI_PORT", "PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
+TORCH_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+STORE_KEY = "rondo/rendezvous"
+
+
+def mpi_launcher():
+    """The variable that shows an MPI launcher started this process, or None."""
+    return next((v for v in MPI_LAUNCHER_VARS if v in os.environ), None)
+
+
+def my_address():
+    """An address of this host other hosts can reach: a non-loopback IPv4
+    address its name resolves to, else the name (set MASTER_ADDR or
+    RONDO_RENDEZVOUS where neither is right)."""
+    name = socket.gethostname()
+    try:
+        infos = socket.getaddrinfo(name, None, socket.AF_INET)
+    except OSError:
+        return name
+    for info in infos:
+        addr = info[4][0]
+        if not addr.startswith("127."):
+            return addr
+    return name
+
+
+def free_port():
+    """A TCP port nobody listens on now (the kernel's choice). Whoever binds
+    it next binds with SO_REUSEADDR, as torch's and rondo's servers do."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def fill_env_from_mpi():
+    """Under an MPI launcher, sets whichever of RANK, WORLD_SIZE,
+    MASTER_ADDR and MASTER_PORT is missing from MPI's world (MPI starts
+    here): rank 0 picks a free port and every rank learns it. Does nothing
+    elsewhere, or when all four are set."""
+    if mpi_launcher() is None:
+        return
+    missing = [k for k in TORCH_VARS if not os.environ.get(k)]
+    if not missing:
+        return
+    _r.init()
+    world = _r.world()
+    where = None
+    if world.rank == 0:
+        where = (os.environ.get("MASTER_ADDR")
+                 or ("127.0.0.1" if world.nodes == 1 else my_address()),
+                 os.environ.get("MASTER_PORT") or str(free_port()))
+    where = world.broadcast_object(where, 0)
+    values = {"RANK": str(world.rank), "WORLD_SIZE": str(world.size),
+              "MASTER_ADDR": where[0], "MASTER_PORT": where[1]}
+    for k in missing:
+        os.environ[k] = values[k]
+
+
+@contextlib.contextmanager
+def _environment(**values):
+    """os.environ with values set, as it was afterwards."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def form_world(store, rank, size):
+    """Starts rondo's world for a torch process group of `size` processes
+    in which this one is `rank`, and returns it. Under an MPI launcher, or
+    when rondo already runs, that is MPI's world (the caller checks it
+    matches). Otherwise through the store: rank 0 publishes the rendezvous
+    address (RONDO_RENDEZVOUS, or MASTER_ADDR, else this host's address,
+    and a free port), every rank reads it and starts rondo there."""
+    if _r.is_initialized() or mpi_launcher() is not None or size == 1:
+        with _environment(RANK=str(rank), WORLD_SIZE=str(size)) if mpi_launcher() is None \
+                else contextlib.nullcontext():
+            _r.init()
+        return _r.world()
+    if rank == 0:
+        try:
+            where = os.environ.get("RONDO_RENDEZVOUS") or "%s:%d" % (
+                os.environ.get("MASTER_ADDR") or my_address(), free_port())
+        except OSError as e:
+            store.set(STORE_KEY, "error: rank 0 found no port for rondo's rendezvous: %s" % e)
+            raise
+        store.set(STORE_KEY, where)
+    else:
+        where = store.get(STORE_KEY).decode()
+        if where.startswith("error: "):
+            raise RuntimeError("rondo: %s" % where[7:])
+    with _environment(RANK=str(rank), WORLD_SIZE=str(size), RONDO_RENDEZVOUS=where):
+        _r.init()
+    return _r.world()
