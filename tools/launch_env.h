@@ -35,15 +35,17 @@ static inline void tool_vsay(const char *head, const char *tail, const char *fmt
     return; /* nowhere left to say it */
 }
 
-/* rondo_init, or 1 after a message. A failed start still finalizes: a
- * process that exits with MPI up makes the launcher report a BAD
- * TERMINATION on top of the real message. */
+/* rondo_init, or 1 after a message. A start that failed after MPI came up
+ * still finalizes: a process that exits with MPI up makes the launcher
+ * report a BAD TERMINATION on top of the real message. */
 static inline int tool_init(const char *tool, int *argc, char ***argv)
 {
   if (rondo_init(argc, argv) == RONDO_SUCCESS)
     return 0;
   fprintf(stderr, "%s: %s\n", tool, rondo_last_error());
-  rondo_finalize();
+  int up = 0, down = 0;
+  if (MPI_Initialized(&up) == MPI_SUCCESS && up && MPI_Finalized(&down) == MPI_SUCCESS && !down)
+    rondo_finalize(); /* MPI started before the failure */
   return 1;
 }
 

@@ -34,7 +34,8 @@ enum { LINE_MAX_BYTES = 65536, KEY_MAX = 64, VAL_MAX = 1024 };
 
 typedef struct {
   int fd;
-  int rank;        /* -1 until its hello */
+  int rank;        /* -1 until its hello is accepted */
+  int hello;       /* it said hello: it hears why the job cannot form */
   int finalized;
   int in_barrier;
   char host[LAUNCH_HOST_MAX];
@@ -148,7 +149,7 @@ static void fail_job(const char *fmt, ...)
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   for (int i = 0; i < srv.nclients; i++)
-    if (srv.clients[i].rank >= 0)
+    if (srv.clients[i].hello)
       send_line(&srv.clients[i], "cmd=rondo_welcome rc=1 msg=%s", msg);
   close_all();
   srv.done = 1;
@@ -281,6 +282,7 @@ static void on_hello(int i, const char *line)
     return;
   }
   int r = atoi(rank), n = atoi(size);
+  c->hello = 1;
   if (strcmp(run, srv.run) != 0) {
     /* a process of another attempt (an earlier torchrun restart, say) */
     send_line(c,

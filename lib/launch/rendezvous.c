@@ -44,9 +44,14 @@ static int connect_once(const struct addrinfo *ai, double deadline)
     int left_ms = (int)((deadline - now_sec()) * 1000);
     int err = 0;
     socklen_t len = sizeof err;
-    if (left_ms <= 0 || poll(&p, 1, left_ms) != 1 ||
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+    if (left_ms <= 0 || poll(&p, 1, left_ms) != 1) {
       close(fd);
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+      close(fd);
+      errno = err;
       return -1;
     }
   }
@@ -90,9 +95,8 @@ static rondo_status_t connect_rendezvous(const launch_vars_t *v, double deadline
   return rondo__fail(RONDO_ERR_LAUNCH,
                      "rank %d could not reach the rendezvous at %s:%d (%s) within %g s "
                      "(RONDO_RENDEZVOUS_TIMEOUT_SEC): is rank 0 running, and is the address "
-                     "right? It came from %s (last error: %s)",
-                     v->rank, v->host, v->port, v->address_from, v->timeout_sec, v->address_from,
-                     why);
+                     "right? It came from %s",
+                     v->rank, v->host, v->port, why, v->timeout_sec, v->address_from);
 }
 
 /* Reads one line (up to '\n', which is dropped) byte by byte, so that not

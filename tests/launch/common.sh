@@ -1,0 +1,65 @@
+# Sourced by the launcher tests (tests/launch/*.sh): paths, torchrun, a
+# scratch directory removed on exit, and helpers. make check exports
+# top_srcdir and top_builddir.
+set -u
+srcdir=${top_srcdir:-.}
+builddir=${top_builddir:-.}
+. "$srcdir/tests/python/common.sh"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+pass() { echo "PASS: $*"; }
+info=$builddir/tools/rondo-info
+[ -x "$info" ] || { echo "FAIL: $info is not built"; exit 99; }
+# Oversubscribed runs warn on every rank; the tests read their own output.
+export RONDO_LOG=${RONDO_LOG:-error}
+# The MPI library rondo is built on: "mpich" or "openmpi". Only MPICH's
+# processes start through rondo's rendezvous (docs/launching.md).
+case $("$info" 2>/dev/null | sed -n 's/^  MPI  *//p') in
+  *"Open MPI"*) mpi=openmpi ;;
+  *) mpi=mpich ;;
+esac
+# needs_mpich: the rest of the test needs rondo on MPICH; on Open MPI it is
+# skipped (77), saying so.
+needs_mpich() {
+  [ "$mpi" = mpich ] || { echo "skipped: the rest needs rondo built on MPICH (this one is on Open MPI)"; exit 77; }
+}
+
+# torchrun ARGS...: torch's launcher. Debian's torch 1.13 under Python 3.11
+# fails in its own to_map() unless --redirects and --tee name one stream
+# (a torch bug with IntFlag); 2 and 2 send the workers' stderr through
+# torchrun's, prefixed, and leave their stdout alone.
+torchrun() {
+  timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-300}" \
+    "$python" -m torch.distributed.run --redirects 2 --tee 2 "$@"
+}
+needs_torch() { rondo_python_env torch; }
+
+# free_port: a TCP port nobody listens on now, and the next one too (rondo
+# listens on MASTER_PORT + 1 by default).
+free_port() {
+  "${python:-/usr/bin/python3}" -c '
+import socket
+while True:
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 1))
+    except OSError:
+        continue
+    print(p)
+    break'
+}
+
+# start_rank OUT RANK SIZE CMD...: one process of a job started by hand, as
+# any launcher would (RANK, WORLD_SIZE and the rendezvous in its
+# environment), in the background; its output in OUT, its pid added to
+# $pids. $MASTER_ADDR, $MASTER_PORT or $RONDO_RENDEZVOUS as the caller
+# exported them.
+pids=
+start_rank() {
+  out=$1 r=$2 n=$3
+  shift 3
+  RANK=$r WORLD_SIZE=$n timeout --kill-after=5 120 "$@" > "$out" 2>&1 &
+  pids="$pids $!"
+}

@@ -1,0 +1,181 @@
+#!/bin/sh
+# Jobs started by hand, as any launcher would start them: RANK, WORLD_SIZE
+# and the rendezvous in each process's environment, no MPI launcher
+# (docs/launching.md).
+#   - 2 and 3 processes of the collectives test form one world through
+#     rondo's rendezvous and pass every check;
+# Bad input at start-up gets a clear error on every rank, within the
+# rendezvous timeout, never a hang ("When the job cannot form"); the
+# program is rondo-info, which prints rondo_init's error and exits 1:
+#   - a rank that never arrives: the others name it;
+#   - ranks that disagree on WORLD_SIZE, or two processes with one RANK;
+#   - RANK not below WORLD_SIZE, a malformed WORLD_SIZE, RANK without
+#     WORLD_SIZE, no rendezvous address;
+#   - a rendezvous port that is taken (by another program) or unreachable;
+#   - an MPI launcher whose processes carry RANK/WORLD_SIZE that contradict
+#     MPI's world: every rank fails.
+# On Open MPI: every rank says which launchers it needs, and the last case.
+. "${top_srcdir:-.}/tests/launch/common.sh"
+export RONDO_RENDEZVOUS_TIMEOUT_SEC=4
+export MASTER_ADDR=127.0.0.1
+unset RONDO_RENDEZVOUS
+py=${RONDO_PYTHON:-/usr/bin/python3}
+
+# expect OUT STATUS PATTERN WHAT: the process of OUT exited with a failure
+# and said PATTERN (a grep -E expression).
+expect() {
+  grep -q -E "$2" "$1" || { echo "--- $1"; cat "$1"; fail "$3: no '$2'"; }
+}
+# wait_all WHAT: every background process failed (none succeeded or hung).
+wait_all() {
+  for p in $pids; do
+    wait "$p"
+    s=$?
+    [ "$s" = 1 ] || fail "$1: a rank exited with $s, not 1 (124: it hung)"
+  done
+  pids=
+}
+
+# On Open MPI: every rank says which launchers it needs, at once.
+if [ "$mpi" = openmpi ]; then
+  MASTER_PORT=$(free_port); export MASTER_PORT
+  start_rank "$tmp/o0" 0 2 "$info"
+  start_rank "$tmp/o1" 1 2 "$info"
+  wait_all "Open MPI without its launcher"
+  for r in 0 1; do
+    expect "$tmp/o$r" "this rondo is built on Open MPI, which forms a job only under its own launchers: start it with mpiexec" \
+      "rank $r on Open MPI"
+  done
+  pass "Open MPI, RANK/WORLD_SIZE and no MPI launcher: both ranks say to use mpiexec (or rondo on MPICH)"
+fi
+
+# An MPI launcher, and launcher variables that contradict its world: every
+# rank fails, none waits.
+RANK=0 WORLD_SIZE=5 timeout 120 "$srcdir/tests/mpiexec" -n 2 "$info" > "$tmp/mpi" 2>&1
+s=$?
+[ "$s" != 0 ] && [ "$s" != 124 ] || { cat "$tmp/mpi"; fail "mpiexec with WORLD_SIZE=5: exit status $s"; }
+expect "$tmp/mpi" "RANK/WORLD_SIZE says rank 0 of 5, but MPI made this process rank 0 of 2" \
+  "mpiexec -n 2 with WORLD_SIZE=5 (rank 0)"
+expect "$tmp/mpi" "RANK/WORLD_SIZE says rank 0 of 5, but MPI made this process rank 1 of 2" \
+  "mpiexec -n 2 with WORLD_SIZE=5 (rank 1)"
+pass "mpiexec -n 2 under RANK=0 WORLD_SIZE=5: both ranks fail, each saying what it saw"
+
+# The rest is rondo's rendezvous, which only MPICH's processes start through.
+[ "$mpi" = mpich ] || exit 0
+
+# Jobs that work: 2 and 3 processes, the address from MASTER_ADDR and
+# MASTER_PORT, then from RONDO_RENDEZVOUS.
+coll=$builddir/tests/mpi/test_collectives
+for n in 2 3; do
+  MASTER_PORT=$(free_port); export MASTER_PORT
+  [ $n = 3 ] && { export RONDO_RENDEZVOUS=127.0.0.1:$(free_port); }
+  r=0
+  while [ $r -lt $n ]; do start_rank "$tmp/ok$r" $r $n "$coll"; r=$((r + 1)); done
+  for p in $pids; do wait "$p" || { cat "$tmp"/ok*; fail "$n processes started by hand: a rank exited with $?"; }; done
+  pids=
+  unset RONDO_RENDEZVOUS
+  grep -q "^test_collectives ($n ranks): [0-9]* checks, 0 failed" "$tmp/ok0" ||
+    { cat "$tmp"/ok*; fail "$n processes started by hand: no '$n ranks: N checks, 0 failed'"; }
+  pass "$n processes started with RANK and WORLD_SIZE: one world, $(sed -n "s/^test_collectives ($n ranks): \([0-9]* checks, 0 failed\)/\1/p" "$tmp/ok0")"
+done
+
+# A rank that never arrives: ranks 0 and 1 of 3 wait 4 s, then both name rank 2.
+MASTER_PORT=$(free_port); export MASTER_PORT
+t0=$(date +%s)
+start_rank "$tmp/m0" 0 3 "$info"
+start_rank "$tmp/m1" 1 3 "$info"
+wait_all "a missing rank"
+t1=$(date +%s)
+for r in 0 1; do
+  expect "$tmp/m$r" "the job could not form: rank 2 did not arrive within 4 s \(RONDO_RENDEZVOUS_TIMEOUT_SEC\)" \
+    "rank $r with rank 2 missing"
+done
+[ $((t1 - t0)) -lt 30 ] || fail "a missing rank took $((t1 - t0)) s to report"
+pass "ranks 0 and 1 of 3 without rank 2: both fail naming rank 2 after the 4 s timeout"
+
+# Two of four missing: named as a list.
+MASTER_PORT=$(free_port); export MASTER_PORT
+start_rank "$tmp/l0" 0 4 "$info"
+start_rank "$tmp/l2" 2 4 "$info"
+wait_all "two missing ranks"
+for r in 0 2; do
+  expect "$tmp/l$r" "ranks 1, 3 did not arrive" "rank $r with ranks 1 and 3 missing"
+done
+pass "ranks 0 and 2 of 4: both name ranks 1, 3"
+
+# Ranks that disagree on the world's size: every rank hears it at once.
+MASTER_PORT=$(free_port); export MASTER_PORT
+start_rank "$tmp/s0" 0 2 "$info"
+sleep 0.5 # rank 0 first, so that the other's hello is the one that differs
+start_rank "$tmp/s1" 1 3 "$info"
+wait_all "WORLD_SIZE 2 and 3"
+for r in 0 1; do
+  expect "$tmp/s$r" "rank 1 \(host [^)]*\) says the world has 3 processes, rank 0 says 2" \
+    "rank $r with WORLD_SIZE 2 and 3"
+done
+pass "WORLD_SIZE=2 on rank 0 and 3 on rank 1: both fail, quoting both"
+
+# Two processes with one RANK.
+MASTER_PORT=$(free_port); export MASTER_PORT
+start_rank "$tmp/d0" 0 3 "$info"
+start_rank "$tmp/d1" 1 3 "$info"
+start_rank "$tmp/d2" 1 3 "$info"
+wait_all "RANK=1 twice"
+for f in d0 d1 d2; do
+  expect "$tmp/$f" "two processes say they are rank 1" "$f with RANK=1 twice"
+done
+pass "RANK=1 twice: all three processes fail naming rank 1"
+
+# Variables that cannot be right, on one process: a message at once.
+# (expect_alone VARS... -- PATTERN WHAT)
+expect_alone() {
+  env "$@" RONDO_RENDEZVOUS_TIMEOUT_SEC=4 timeout 60 "$info" > "$tmp/a" 2>&1
+  s=$?
+  [ "$s" = 1 ] || { cat "$tmp/a"; fail "$*: exit status $s, not 1"; }
+}
+MASTER_PORT=$(free_port); export MASTER_PORT
+expect_alone RANK=2 WORLD_SIZE=2
+expect "$tmp/a" "RANK=2 is not below WORLD_SIZE=2" "RANK=2 of 2"
+expect_alone RANK=0 WORLD_SIZE=two
+expect "$tmp/a" "WORLD_SIZE='two' is not a whole number" "WORLD_SIZE=two"
+expect_alone RANK=1
+expect "$tmp/a" "RANK is set but WORLD_SIZE is not" "RANK alone"
+expect_alone -u MASTER_ADDR RANK=0 WORLD_SIZE=2
+expect "$tmp/a" "no rendezvous address is set: set MASTER_ADDR and MASTER_PORT" "no MASTER_ADDR"
+expect_alone RANK=0 WORLD_SIZE=2 RONDO_RENDEZVOUS=nowhere
+expect "$tmp/a" "RONDO_RENDEZVOUS='nowhere' is not HOST:PORT" "RONDO_RENDEZVOUS=nowhere"
+pass "RANK not below WORLD_SIZE, a malformed WORLD_SIZE, RANK alone, no address, a bad RONDO_RENDEZVOUS: each named"
+
+# The port is taken by another program that accepts and never answers:
+# rank 0 cannot listen there, rank 1 reaches the other program and gives up.
+port=$(free_port)
+"$py" -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(8)
+print("listening", flush=True)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)' "$port" > "$tmp/listener" 2>&1 &
+listener=$!
+i=0
+while ! grep -q listening "$tmp/listener" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+export RONDO_RENDEZVOUS=127.0.0.1:$port
+start_rank "$tmp/p0" 0 2 "$info"
+start_rank "$tmp/p1" 1 2 "$info"
+wait_all "a taken port"
+unset RONDO_RENDEZVOUS
+kill "$listener" 2>/dev/null
+wait "$listener" 2>/dev/null
+expect "$tmp/p0" "rank 0 cannot listen on port $port for the rendezvous \(from RONDO_RENDEZVOUS\): Address already in use" \
+  "rank 0 on a taken port"
+expect "$tmp/p1" "rank 1: the rendezvous at 127.0.0.1:$port gave no answer in time \(is another program listening on that port\?\)" \
+  "rank 1 on a taken port"
+pass "a rendezvous port another program holds: rank 0 says it cannot listen, rank 1 that nobody answered"
+
+# Unreachable: nobody listens.
+port=$(free_port)
+expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port
+expect "$tmp/a" "rank 1 could not reach the rendezvous at 127.0.0.1:$port \(Connection refused\) within 4 s" \
+  "an unreachable rendezvous"
+pass "an unreachable rendezvous: named with its address, where it came from, and why"
