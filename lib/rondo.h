@@ -223,6 +223,13 @@ RONDO_API rondo_status_t rondo_comm_subset(rondo_comm_t comm, const int *ranks, 
 /* Collective. Frees the comm and sets *comm to NULL. Later calls with a
  * stale copy of the handle fail with RONDO_ERR_INVALID_COMM. */
 RONDO_API rondo_status_t rondo_comm_destroy(rondo_comm_t *comm);
+/* Local; call it on every rank of comm with the same value. Requests of
+ * comm's engine (rondo_*_async, and every blocking call built on them) that
+ * wait more than seconds for another rank fail with RONDO_ERR_STALLED on
+ * every rank that waits, naming the ranks that did not come: this comm's
+ * RONDO_STALL_ABORT_SEC. 0: never. For frameworks with per-group timeouts
+ * (torch.distributed's timeout=). */
+RONDO_API rondo_status_t rondo_comm_set_timeout(rondo_comm_t comm, double seconds);
 
 /* ---- queries -------------------------------------------------------------
  * Local. On failure (an invalid comm, a NULL output pointer) the output is

@@ -71,7 +71,7 @@ tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-n
   tests/probe/join-pending.probe tests/probe/destroy-during-join.probe
   tests/probe/destroy-during-wait.probe tests/probe/overlap-async.probe
   tests/probe/group-size.probe
-  tests/timeline.sh tests/train/accuracy.sh
+  tests/launch/variables.sh tests/timeline.sh tests/train/accuracy.sh
   tests/train/parity.sh tests/train/checkpoint.sh"
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" check \

@@ -159,6 +159,16 @@ COMM_QUERY(rondo_comm_local_size, local_size)
 COMM_QUERY(rondo_comm_node_count, node_count)
 #undef COMM_QUERY
 
+rondo_status_t rondo_comm_set_timeout(rondo_comm_t comm, double seconds)
+{
+  RONDO_CHECK(api_enter(comm));
+  if (!(seconds >= 0 && seconds <= 1e6))
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_comm_set_timeout: %g s is not from 0 (never) to 1e6", seconds);
+  __atomic_store(&comm->request_timeout, &seconds, __ATOMIC_RELAXED);
+  return RONDO_SUCCESS;
+}
+
 rondo_status_t rondo_comm_mpi(rondo_comm_t comm, MPI_Comm *mpi)
 {
   if (mpi == NULL)

@@ -29,6 +29,10 @@ struct rondo_comm {
                         the comm lies within one node (algo_ring_chunk) */
   rondo__knobs_t cfg; /* the knobs, read when the comm was made, equal on
                          every rank where they must be (knobs.c) */
+  double request_timeout; /* seconds the engine's requests wait for another
+                         rank before they fail: cfg.stall_abort_sec, or
+                         what rondo_comm_set_timeout set since (read it with
+                         comm_request_timeout(); 0: never) */
   rondo_algo_t forced_algo;   /* cfg.allreduce_algo resolved (AUTO: none) */
   struct select_table *tuning; /* cfg.tuning_file's rules, or NULL */
   int owns_tuning;   /* this comm loaded tuning (an internal comm borrows its
@@ -63,5 +67,14 @@ struct rondo_comm {
   /* lib/api: registry of live comms */
   struct rondo_comm *next;
 };
+
+/* c->request_timeout, which rondo_comm_set_timeout may change while the
+ * comm's engine runs. */
+static inline double comm_request_timeout(const struct rondo_comm *c)
+{
+  double v;
+  __atomic_load(&c->request_timeout, &v, __ATOMIC_RELAXED);
+  return v;
+}
 
 #endif /* RONDO_BASE_COMM_H */

@@ -30,6 +30,7 @@ static rondo_status_t read_config(struct rondo_comm *c)
   rondo_status_t st = rondo__knobs_load(&c->cfg);
   if (st != RONDO_SUCCESS)
     return st;
+  c->request_timeout = c->cfg.stall_abort_sec;
   if (strcmp(c->cfg.allreduce_algo, "auto") == 0) {
     c->forced_algo = RONDO_ALGO_AUTO;
   } else {
@@ -149,6 +150,7 @@ static rondo_status_t sub_comm(const struct rondo_comm *parent, MPI_Comm mpi,
     return rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comm");
   c->mpi = mpi;
   c->cfg = parent->cfg;
+  c->request_timeout = c->cfg.stall_abort_sec;
   c->forced_algo = RONDO_ALGO_AUTO;
   c->last_algo = RONDO_ALGO_AUTO;
   c->yield_waits = parent->yield_waits;
@@ -266,6 +268,7 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
   c->last_algo = RONDO_ALGO_AUTO;
   if (parent != NULL) {
     c->cfg = parent->cfg;
+    c->request_timeout = c->cfg.stall_abort_sec;
     c->forced_algo = parent->forced_algo;
     c->tuning = parent->tuning;
   } else if (local == RONDO_SUCCESS) {

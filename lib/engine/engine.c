@@ -272,7 +272,7 @@ enum { TAG_HELLO = 1 };
  * join it when they first use the engine or destroy the comm. */
 static void rendezvous_stall(struct engine *e, const char *arrived)
 {
-  double warn = e->owner->cfg.stall_warn_sec, abort_after = e->owner->cfg.stall_abort_sec;
+  double warn = e->owner->cfg.stall_warn_sec, abort_after = comm_request_timeout(e->owner);
   double now = eng_now(), oldest = 0;
   for (size_t i = 0; i < e->npending; i++)
     if (e->pending[i] != NULL && now - e->pending[i]->t_submit > oldest)
@@ -293,8 +293,9 @@ static void rendezvous_stall(struct engine *e, const char *arrived)
         continue;
       snprintf(msg, sizeof msg,
                "'%s' stalled: %s did not start this comm's engine (no request, no join) "
-               "within %.0f s (RONDO_STALL_ABORT_SEC)",
-               r->name, missing, now - r->t_submit);
+               "within the comm's timeout of %g s (RONDO_STALL_ABORT_SEC, "
+               "rondo_comm_set_timeout)",
+               r->name, missing, abort_after);
       eng_complete(e, r, RONDO_ERR_STALLED, msg);
     }
   } else if (warn > 0 && oldest >= warn && e->rank == 0 && now - e->last_stall_warn >= warn) {

@@ -460,7 +460,7 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
       st = rondo__fail(RONDO_ERR_INTERNAL, "engine: malformed negotiation message from rank %d", r);
   }
 
-  double warn = e->owner->cfg.stall_warn_sec, abort_after = e->owner->cfg.stall_abort_sec;
+  double warn = e->owner->cfg.stall_warn_sec, abort_after = comm_request_timeout(e->owner);
   char line[1024], ranks[128];
   size_t line_used = 0;
   int stalled = 0;
@@ -535,9 +535,9 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
                a->sig[holder].group_size);
     if (abort_after > 0 && a->age >= abort_after) {
       snprintf(msg, sizeof msg,
-               "'%s' stalled: rank(s) %s did not submit it within %.0f s "
-               "(RONDO_STALL_ABORT_SEC)%s",
-               a->name, ranks, a->age, held);
+               "'%s' stalled: rank(s) %s did not submit it within the comm's timeout of "
+               "%g s (RONDO_STALL_ABORT_SEC, rondo_comm_set_timeout)%s",
+               a->name, ranks, abort_after, held);
       st = add_resp(out, cap, RESP_ERROR, RONDO_ERR_STALLED, -1, &a->sig[first], a->name, msg);
     } else {
       a->decided = 0;
@@ -629,7 +629,7 @@ static rondo_status_t deserialize_resp(const char *p, size_t len, eng_cycle_t *c
 /* Should this rank force a slow path so rank 0 can see a possible stall? */
 static int stall_check(struct engine *e, double oldest_age)
 {
-  double warn = e->owner->cfg.stall_warn_sec, abort_after = e->owner->cfg.stall_abort_sec;
+  double warn = e->owner->cfg.stall_warn_sec, abort_after = comm_request_timeout(e->owner);
   double limit = INFINITY;
   if (warn > 0)
     limit = warn;

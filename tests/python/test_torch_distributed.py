@@ -24,6 +24,8 @@
     in another order, within 1e-6 relative), with no_sync, uneven inputs
     (join), find_unused_parameters, static_graph, gradient_as_bucket_view,
     the fp16 and PowerSGD comm hooks, ZeroRedundancyOptimizer;
+  - a group's timeout=: a barrier one rank comes late to fails on every
+    rank after the timeout, naming the late rank; the group works after;
   - errors on every rank: a dtype, op, root or split one rank refuses
     raises there (ValueError/TypeError) and RuntimeError on the others
     naming it; shapes, dtypes and ops that differ raise RuntimeError on
@@ -641,6 +643,36 @@ def test_errors_on_every_rank():
     check(torch.equal(t, torch.full((2,), float(N))), "all_reduce after the errors")
 
 
+def test_timeout():
+    # A group's timeout= is honoured: the last rank comes 2.5 s late to a
+    # barrier of a group with a 1 s timeout. Every rank raises after about
+    # 1 s of waiting, naming the ranks that did not come, with " timeout "
+    # in the message (PyTorch's test_barrier_timeout_* match that); the
+    # group then still works.
+    if N == 1:
+        return
+    import time
+    g = dist.new_group(list(range(N)), timeout=datetime.timedelta(seconds=1))
+    dist.barrier(group=g)
+    late = N - 1
+    if R == late:
+        time.sleep(2.5)
+    t0 = time.time()
+    e = raises(RuntimeError, dist.barrier, group=g)
+    waited = time.time() - t0
+    check(e is not None and " timeout " in str(e), "a barrier past its timeout: %s", e)
+    if R != late:
+        check(e is not None and "rank(s) %d did not submit it" % late in str(e),
+              "the early rank names the late one: %s", e)
+    # (an exception at all shows the timeout was honoured: without it the
+    # early rank's barrier returns once the late rank comes)
+    check(waited >= 0.9, "rank %d gave up after %.2f s, before its 1 s timeout", R, waited)
+    t = torch.ones(3)
+    dist.all_reduce(t, group=g)
+    check(torch.equal(t, torch.full((3,), float(N))), "all_reduce on the group after a timeout")
+    dist.destroy_process_group(g)
+
+
 def test_destroy_leaves_no_thread():
     dist.destroy_process_group()
     import gc
@@ -658,4 +690,4 @@ run("test_torch_distributed", [test_start_up, test_all_reduce_every_dtype_and_op
                                test_data_movement, test_cuda, test_all_to_all,
                                test_objects, test_point_to_point, test_new_group,
                                test_ddp_against_gloo, test_errors_on_every_rank,
-                               test_destroy_leaves_no_thread])
+                               test_timeout, test_destroy_leaves_no_thread])

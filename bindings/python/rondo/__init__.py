@@ -360,6 +360,13 @@ class Comm:
         _raise_status(_lib.comm_subset(self._h, arr, len(ranks), ctypes.byref(out)), self.rank)
         return Comm(out.value)
 
+    def set_timeout(self, seconds):
+        """Requests on this comm that wait more than seconds for another
+        rank fail on every rank that waits (RONDO_ERR_STALLED, naming the
+        ranks that did not come); 0: never. Call it with the same value on
+        every rank."""
+        _raise_status(_lib.comm_set_timeout(self._h, float(seconds)), self.rank)
+
     def destroy(self):
         """Collective: frees the comm (its pending requests fail)."""
         if self._owned and self._h:

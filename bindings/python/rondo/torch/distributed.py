@@ -336,6 +336,10 @@ class ProcessGroupRondo(ProcessGroup):
         super().__init__(rank, size)
         self._comm = comm
         self._timeout = timeout
+        # The group's timeout is its comm's: a call that waits longer for
+        # another rank fails on every rank that waits. Default groups share
+        # the world's comm, so the last one made sets it.
+        comm.set_timeout(timeout.total_seconds() if timeout is not None else 0)
         uid = next(_uids)
         # request names: unique on the comm and the same on every member (a
         # new_group has a comm of its own; default groups share the world's)
