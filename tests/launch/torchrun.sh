@@ -6,7 +6,9 @@
 #   - rondo-info at 2 ranks finds the same topology and makes the same
 #     choices as under mpiexec -n 2 (one node, shm), and says it formed
 #     through rondo's rendezvous; rondo-bench runs and checks its rows;
-#   - Python: DDP on the rondo backend at 2 and 3 ranks equals one process
+#   - Python: rondo.init() and shutdown() leave no thread or socket behind
+#     (rank 0's rendezvous server included; tests/launch/leftovers.py);
+#     DDP on the rondo backend at 2 and 3 ranks equals one process
 #     training on the global batch (tests/launch/ddp.py);
 #   - torch.multiprocessing.spawn with rank= and world_size= given, through
 #     env://, tcp:// and file:// (2 ranks) and env:// at 3.
@@ -61,6 +63,11 @@ run_torchrun 2 "$tmp/b" --no_python "$builddir/tools/rondo-bench" -b 8 -e 64K -f
   { cat "$tmp/b"; fail "torchrun rondo-bench exited with $?"; }
 grep -q "2 ranks on 1 node" "$tmp/b" || { cat "$tmp/b"; fail "rondo-bench under torchrun: not 2 ranks"; }
 pass "torchrun --nproc_per_node 2 rondo-bench: 2 ranks on 1 node, every row checked"
+
+run_torchrun 2 "$tmp/l" "$srcdir/tests/launch/leftovers.py" ||
+  { cat "$tmp/l"; fail "torchrun leftovers.py exited with $?"; }
+[ "$(grep -c "^rank [01]: ok: " "$tmp/l")" = 2 ] || { cat "$tmp/l"; fail "leftovers.py: not 2 ranks ok"; }
+pass "rondo.init() and shutdown() under torchrun: no thread or socket left on either rank ($(sed -n 's/^rank 0: ok: //p' "$tmp/l"))"
 
 for n in 2 3; do
   run_torchrun "$n" "$tmp/d" "$srcdir/tests/launch/ddp.py" ||

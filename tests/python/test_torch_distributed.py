@@ -73,7 +73,7 @@ def test_start_up():
           dist.get_backend())
     check(dist.get_rank() == R and dist.get_world_size() == N, "rank %d of %d",
           dist.get_rank(), dist.get_world_size())
-    dist.destroy_process_group()
+    _destroy()
     # what torchrun sets: used as given (rank 0 shares its port over MPI)
     _new_master_port()
     os.environ.update(RANK=str(R), WORLD_SIZE=str(N), MASTER_ADDR="127.0.0.1")
@@ -81,14 +81,14 @@ def test_start_up():
     t = torch.ones(3)
     dist.all_reduce(t)
     check(torch.equal(t, torch.full((3,), float(N))), "all_reduce after a torchrun start")
-    dist.destroy_process_group()
+    _destroy()
     # rank= and world_size= given. Each start-up in this process gets a port
     # of its own: torch's env:// store of the last group may still be
     # closing on rank 0 while another rank connects (gloo's too).
     _new_master_port()
     dist.init_process_group("rondo", rank=R, world_size=N)
     check(dist.get_rank() == R, "rank= given")
-    dist.destroy_process_group()
+    _destroy()
     # init_method tcp:// (torch's own rendezvous)
     port = rondo.world().broadcast_object(_free_port() if R == 0 else None, 0)
     dist.init_process_group("rondo", init_method="tcp://127.0.0.1:%d" % port, rank=R,
@@ -96,7 +96,7 @@ def test_start_up():
     t = torch.ones(2)
     dist.all_reduce(t)
     check(torch.equal(t, torch.full((2,), float(N))), "all_reduce after a tcp:// start")
-    dist.destroy_process_group()
+    _destroy()
     # contradicting MPI: every rank raises, nobody waits. A store of each
     # rank's own: torch's env:// would wait for a world that never comes
     # before the backend could say so, as it does for gloo.
@@ -109,6 +109,15 @@ def test_start_up():
         check(e is not None and "MPI rank" in str(e), "ranks that are not MPI's: %s", e)
     _new_master_port()
     dist.init_process_group("rondo")
+
+
+def _destroy():
+    # Every rank is past init_process_group's store barrier before rank 0,
+    # whose store serves it, destroys the group (torch's own race, gloo's
+    # too: a rank polling the store of a group rank 0 just destroyed gets
+    # "Broken pipe").
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def _new_master_port():
