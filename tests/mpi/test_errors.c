@@ -14,6 +14,8 @@
  *    strings. (Algorithms that cannot run on a comm: test_allreduce.)
  * Calls before rondo_init() and after rondo_finalize() are in test_lifecycle.
  */
+#include <math.h>
+
 #include "mpitest.h"
 
 #define N 8 /* elements per rank in the valid buffers */
@@ -328,6 +330,14 @@ static void comm_errors(void)
   MT_EQ_STATUS(rondo_comm_local_size(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
   MT_EQ_STATUS(rondo_comm_node_count(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
   MT_EQ_STATUS(rondo_comm_mpi(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_comm_set_timeout(NULL, 1), RONDO_ERR_INVALID_COMM);
+  MT_EQ_STATUS(rondo_comm_set_timeout(rondo_world(), -1), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_comm_set_timeout(rondo_world(), NAN), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_comm_set_timeout(rondo_world(), 2e6), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_comm_set_timeout(rondo_world(), 0), RONDO_SUCCESS);
+  MT_CHECK(strstr(rondo_launcher(), "MPI launcher") != NULL ||
+               strstr(rondo_launcher(), "one process") != NULL,
+           "rondo_launcher() under mpiexec: '%s'", rondo_launcher());
   rondo_algo_t algo = RONDO_ALGO_COUNT;
   MT_EQ_STATUS(rondo_allreduce_choice(NULL, N, RONDO_FLOAT32, RONDO_SUM, &algo),
                RONDO_ERR_INVALID_COMM);

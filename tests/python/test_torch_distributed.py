@@ -676,6 +676,10 @@ def test_timeout():
     # (an exception at all shows the timeout was honoured: without it the
     # early rank's barrier returns once the late rank comes)
     check(waited >= 0.9, "rank %d gave up after %.2f s, before its 1 s timeout", R, waited)
+    # The late rank failed a second later than the others; once all are
+    # back in step (a barrier of the world group, whose timeout is long),
+    # the group works.
+    dist.barrier()
     t = torch.ones(3)
     dist.all_reduce(t, group=g)
     check(torch.equal(t, torch.full((3,), float(N))), "all_reduce on the group after a timeout")

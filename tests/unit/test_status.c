@@ -90,7 +90,8 @@ static void test_enum_values_are_pinned(void **state)
       {RONDO_ERR_INTERNAL, 23, rondo_status_name(RONDO_ERR_INTERNAL), "RONDO_ERR_INTERNAL"},
       {RONDO_ERR_TRUNCATED, 24, rondo_status_name(RONDO_ERR_TRUNCATED), "RONDO_ERR_TRUNCATED"},
       {RONDO_ERR_JOINED, 25, rondo_status_name(RONDO_ERR_JOINED), "RONDO_ERR_JOINED"},
-      {RONDO_STATUS_COUNT, 26, rondo_status_name(RONDO_STATUS_COUNT), "RONDO_UNKNOWN"},
+      {RONDO_ERR_LAUNCH, 26, rondo_status_name(RONDO_ERR_LAUNCH), "RONDO_ERR_LAUNCH"},
+      {RONDO_STATUS_COUNT, 27, rondo_status_name(RONDO_STATUS_COUNT), "RONDO_UNKNOWN"},
   };
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
     assert_int_equal(v[i].value, v[i].pinned);
