@@ -481,9 +481,24 @@ static void started(int provided)
   }
 }
 
+/* Before MPI starts: under torchrun or any launcher that sets RANK and
+ * WORLD_SIZE, the world forms through rondo's rendezvous
+ * (docs/launching.md), so an unmodified MPI program runs as one job
+ * instead of N singletons. A job that cannot form says why on every rank. */
+static int prepare(void)
+{
+  if (rondo_launch_prepare() == RONDO_SUCCESS)
+    return MPI_SUCCESS;
+  fprintf(stderr, "librondo-mpi: MPI_Init: %s\n", rondo_last_error());
+  return MPI_ERR_OTHER;
+}
+
 RONDO_API int MPI_Init(int *argc, char ***argv)
 {
-  int rc = PMPI_Init(argc, argv);
+  int rc = prepare();
+  if (rc != MPI_SUCCESS)
+    return rc;
+  rc = PMPI_Init(argc, argv);
   int provided = MPI_THREAD_SINGLE;
   if (rc == MPI_SUCCESS && PMPI_Query_thread(&provided) == MPI_SUCCESS)
     started(provided);
@@ -492,7 +507,10 @@ RONDO_API int MPI_Init(int *argc, char ***argv)
 
 RONDO_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-  int rc = PMPI_Init_thread(argc, argv, required, provided);
+  int rc = prepare();
+  if (rc != MPI_SUCCESS)
+    return rc;
+  rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc == MPI_SUCCESS)
     started(*provided);
   return rc;

@@ -190,6 +190,13 @@ RONDO_API int rondo_nccl_version(void);
  * that contradict each other or MPI's world, fail with RONDO_ERR_LAUNCH on
  * every rank. */
 RONDO_API rondo_status_t rondo_init(int *argc, char ***argv);
+/* For a program that calls MPI_Init itself: call this first. Without an MPI
+ * launcher, where RANK and WORLD_SIZE describe a job of several processes,
+ * it forms the world through rondo's rendezvous, so that the MPI_Init that
+ * follows joins it (librondo-mpi's MPI_Init does this). Elsewhere it does
+ * nothing. Fails with RONDO_ERR_LAUNCH as rondo_init() does; MPI is then
+ * not to be started. Call it once, before MPI_Init. */
+RONDO_API rondo_status_t rondo_launch_prepare(void);
 /* How this process's world was formed: "an MPI launcher (PMI_RANK is
  * set)", "RANK/WORLD_SIZE, through rondo's rendezvous at HOST:PORT ...", or
  * "one process, no launcher". Cannot fail. */

@@ -160,6 +160,16 @@ rondo_status_t rondo_init(int *argc, char ***argv)
 
 const char *rondo_launcher(void) { return launch_describe(); }
 
+rondo_status_t rondo_launch_prepare(void)
+{
+  int inited = 0;
+  MPI_CHECK(MPI_Initialized(&inited));
+  if (inited)
+    return rondo__fail(RONDO_ERR_LAUNCH, "rondo_launch_prepare: MPI is already initialized; "
+                                         "call it before MPI_Init");
+  return launch_before_mpi();
+}
+
 rondo_comm_t rondo_world(void)
 {
   pthread_mutex_lock(&lib_lock);
@@ -282,7 +292,9 @@ rondo_status_t rondo_finalize(void) { return finalize(0); }
 RONDO_API int MPI_Finalize(void)
 {
   finalize(1);
-  return finalize_mpi();
+  int rc = finalize_mpi();
+  launch_after_mpi(); /* rank 0 of a rendezvous: the others finalize through it */
+  return rc;
 }
 
 /* MPI deletes the attributes of MPI_COMM_SELF first thing in MPI_Finalize,

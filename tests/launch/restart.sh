@@ -55,12 +55,12 @@ pass "rondo-train under torchrun --max_restarts 1: a worker killed, the job rest
 data=/usr/share/datasets/fashion-mnist
 [ -f "$data/train-images-idx3-ubyte.gz" ] ||
   { echo "skipped: the DDP example needs $data (dataset-fashion-mnist)"; exit 77; }
-ddp="$srcdir/examples/python/train_ddp.py --epochs 2 --limit 12000 --data $data"
+ddp="$srcdir/examples/python/train_ddp.py --epochs 2 --limit 6000 --data $data"
 ck=$tmp/ddp.pt
 torchrun --nproc_per_node 2 --master_port "$(free_port)" --max_restarts 1 $ddp \
   --checkpoint "$ck" > "$tmp/r" 2>&1 &
 job=$!
-kill_one_worker_after "$ck" "$tmp/r" 2 # in epoch 2
+kill_one_worker_after "$ck" "$tmp/r" 1 # in epoch 2
 wait "$job" || { s=$?; cat "$tmp/r"; fail "the restarted DDP job exited with $s"; }
 grep -q "^resumed from $ck after epoch 1" "$tmp/r" || { cat "$tmp/r"; fail "DDP did not resume"; }
 torchrun --nproc_per_node 2 --master_port "$(free_port)" $ddp > "$tmp/s" 2>&1 ||

@@ -2,7 +2,9 @@
 # Jobs started by torchrun (torch.distributed.run), with MPI underneath
 # (docs/launching.md):
 #   - C programs linked to librondo: the collectives test at 2 ranks and the
-#     all-reduce test at 3, every check passing on every rank;
+#     all-reduce test at 3, every check passing on every rank; an
+#     unmodified MPI program with librondo-mpi preloaded (its MPI_Init joins
+#     the rendezvous) at 2;
 #   - rondo-info at 2 ranks finds the same topology and makes the same
 #     choices as under mpiexec -n 2 (one node, shm), and says it formed
 #     through rondo's rendezvous; rondo-bench runs and checks its rows;
@@ -42,6 +44,18 @@ for t in "2 test_collectives" "3 test_allreduce"; do
     { cat "$tmp/c"; fail "torchrun $2 at $1 ranks: no '$2 ($1 ranks): N checks, 0 failed'"; }
   pass "torchrun --nproc_per_node $1 $2: $(sed -n "s/^$2 ($1 ranks): \([0-9]* checks, 0 failed\)/\1/p" "$tmp/c")"
 done
+
+# An unmodified MPI program with librondo-mpi preloaded: its MPI_Init forms
+# the world through the rendezvous (one job of 2 ranks, not 2 singletons),
+# and every result is checked.
+lib=$(cd "$builddir/interpose/.libs" 2>/dev/null && pwd)/librondo-mpi.so
+if [ -f "$lib" ]; then
+  run_torchrun 2 "$tmp/i" --no_python env LD_PRELOAD="$lib" "$builddir/bench/mpi_allreduce" ||
+    { cat "$tmp/i"; fail "torchrun bench/mpi_allreduce under librondo-mpi exited with $?"; }
+  grep -q "^# mpi_allreduce: MPI_Allreduce, 2 ranks" "$tmp/i" && grep -q "^# wrong results: 0" "$tmp/i" ||
+    { cat "$tmp/i"; fail "bench/mpi_allreduce under librondo-mpi and torchrun: not 2 ranks, or wrong results"; }
+  pass "torchrun --nproc_per_node 2 of an unmodified MPI program with librondo-mpi: one job of 2 ranks, 0 wrong results"
+fi
 
 # rondo-info: the world and its choices as under mpiexec.
 run_torchrun 2 "$tmp/t" --no_python "$info" || { cat "$tmp/t"; fail "torchrun rondo-info"; }
