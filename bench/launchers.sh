@@ -8,9 +8,14 @@
 #     of each launcher's median time per call, and torchrun / mpiexec;
 #  2. start-up: the wall time of a whole job of rondo-info --explain 4
 #     (start, rondo_init, one all-reduce choice, finalize, exit) at 2 and 4
-#     ranks under each launcher, alternately, RUNS times: the median;
+#     ranks under each launcher, and of a job of /bin/true (the launcher's
+#     own cost), alternately, RUNS times: the medians, and the job less the
+#     launcher's own cost (what starting rondo costs under each); and the
+#     same job started by hand (N processes with RANK and WORLD_SIZE, no
+#     launcher): rondo's rendezvous without a launcher's own cost;
 #  3. DDP: the median step time of bench/ddp_step.py at 2 ranks under
 #     torchrun, on the rondo backend and on gloo, alternately, RUNS times.
+# PARTS (default "allreduce startup ddp") picks the parts.
 # torchrun is Debian's torch 1.13 (/usr/bin/python3 -m torch.distributed.run
 # --redirects 2 --tee 2, see docs/launching.md). Environment: RUNS, MPIEXEC
 # (default mpiexec).
@@ -37,6 +42,10 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 echo "# bench/launchers.sh: $(date -u '+%Y-%m-%d %H:%M') UTC, $(nproc) cores, RUNS=$runs"
 echo
+parts=${PARTS:-allreduce startup ddp}
+want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if want allreduce; then
 echo "## all-reduce at 2 ranks, rondo-bench -a auto (float32 sum, out of place), median us per call"
 for r in $(seq "$runs"); do
   "$mpiexec" -n 2 "$bench" -b 8 -e 16M -f 4 -n 20 -w 5 -a auto --csv "$tmp/m$r.csv" > /dev/null 2>&1 ||
@@ -52,24 +61,53 @@ for size in $(awk -F, 'NR > 1 { print $1 }' "$tmp/m1.csv"); do
   t=$(cat "$tmp"/t*.csv | awk -F, -v s="$size" '$1 == s { print $9 }' | median)
   awk -v s="$size" -v m="$m" -v t="$t" 'BEGIN { printf "| %d | %.1f | %.1f | %.2f |\n", s, m, t, t / m }'
 done
+fi
 
+if want startup; then
 echo
 echo "## start-up: a whole job of rondo-info --explain 4, median wall seconds"
 echo
-echo "| ranks | mpiexec | torchrun | torchrun - mpiexec |"
-echo "|---:|---:|---:|---:|"
-for n in 2 4; do
-  : > "$tmp/sm" ; : > "$tmp/st"
-  for r in $(seq "$runs"); do
-    a=$(now); "$mpiexec" -n "$n" "$info" --explain 4 > /dev/null 2>&1; b=$(now)
-    awk -v a="$a" -v b="$b" 'BEGIN { print b - a }' >> "$tmp/sm"
-    a=$(now); torchrun --nproc_per_node "$n" --no_python "$info" --explain 4 > /dev/null 2>&1; b=$(now)
-    awk -v a="$a" -v b="$b" 'BEGIN { print b - a }' >> "$tmp/st"
+echo "| ranks | mpiexec: job | of it, mpiexec's own | rondo | torchrun: job | of it, torchrun's own | rondo | started by hand (RANK, WORLD_SIZE): job |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+# by_hand N CMD...: N processes started at once with RANK and WORLD_SIZE, as
+# any launcher would, without a launcher's own cost; waits for all.
+by_hand() {
+  n=$1
+  shift
+  port=$((port + 2))
+  pids=
+  for r in $(seq 0 $((n - 1))); do
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=$n "$@" > /dev/null 2>&1 &
+    pids="$pids $!"
   done
-  m=$(median < "$tmp/sm") t=$(median < "$tmp/st")
-  awk -v n="$n" -v m="$m" -v t="$t" 'BEGIN { printf "| %d | %.2f | %.2f | %+.2f |\n", n, m, t, t - m }'
+  for p in $pids; do wait "$p"; done
+}
+# job FILE CMD...: appends the wall seconds CMD took to FILE.
+job() {
+  f=$1
+  shift
+  a=$(now)
+  "$@" > /dev/null 2>&1
+  b=$(now)
+  awk -v a="$a" -v b="$b" 'BEGIN { print b - a }' >> "$f"
+}
+for n in 2 4; do
+  : > "$tmp/sm"; : > "$tmp/st"; : > "$tmp/sm0"; : > "$tmp/st0"; : > "$tmp/sh"
+  for r in $(seq "$runs"); do
+    job "$tmp/sh" by_hand "$n" "$info" --explain 4
+    job "$tmp/sm" "$mpiexec" -n "$n" "$info" --explain 4
+    job "$tmp/sm0" "$mpiexec" -n "$n" true
+    job "$tmp/st" torchrun --nproc_per_node "$n" --no_python "$info" --explain 4
+    job "$tmp/st0" torchrun --nproc_per_node "$n" --no_python true
+  done
+  m=$(median < "$tmp/sm") m0=$(median < "$tmp/sm0") t=$(median < "$tmp/st") t0=$(median < "$tmp/st0")
+  h=$(median < "$tmp/sh")
+  awk -v n="$n" -v m="$m" -v m0="$m0" -v t="$t" -v t0="$t0" -v h="$h" \
+    'BEGIN { printf "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", n, m, m0, m - m0, t, t0, t - t0, h }'
 done
+fi
 
+if want ddp; then
 echo
 echo "## DDP at 2 ranks under torchrun: bench/ddp_step.py, median ms per step"
 echo
@@ -85,3 +123,4 @@ r=$(median < "$tmp/dr") g=$(median < "$tmp/dg")
 echo "| backend | ms per step | gloo / rondo |"
 echo "|---|---:|---:|"
 awk -v r="$r" -v g="$g" 'BEGIN { printf "| rondo | %.2f | %.2f |\n| gloo | %.2f | 1.00 |\n", r, g / r, g }'
+fi
