@@ -78,10 +78,12 @@ def train(rank, size):
     dist.broadcast(verdict, 0)
     worst, differ = float(verdict[0]), float(verdict[1])
     ok = worst <= 1e-6 and differ == 0 and same
-    print("rank %d of %d: %s: %d DDP steps on %s; max difference from one process with the "
-          "global batch %.2e; same bytes on every rank: %s; rondo's world: %s"
-          % (rank, size, "ok" if ok else "FAIL", STEPS, dist.get_backend(), worst, same,
-             rondo.launcher()), flush=True)
+    # one write per line: the ranks share stdout
+    sys.stdout.write("rank %d of %d: %s: %d DDP steps on %s; max difference from one process "
+                     "with the global batch %.2e; same bytes on every rank: %s; rondo's world: "
+                     "%s\n" % (rank, size, "ok" if ok else "FAIL", STEPS, dist.get_backend(),
+                                worst, same, rondo.launcher()))
+    sys.stdout.flush()
     del ddp, opt
     dist.destroy_process_group()
     return ok

@@ -26,6 +26,8 @@ rank, during = rondo.rank(), threads_and_sockets()
 rondo.shutdown()
 after = threads_and_sockets()
 ok = after == before
-print("rank %d: %s: threads and sockets before init %s, while running %s, after shutdown %s"
-      % (rank, "ok" if ok else "LEFT", before, during, after), flush=True)
+# one write per line: the ranks share stdout
+sys.stdout.write("rank %d: %s: threads and sockets before init %s, while running %s, after "
+                 "shutdown %s\n" % (rank, "ok" if ok else "LEFT", before, during, after))
+sys.stdout.flush()
 sys.exit(0 if ok else 1)

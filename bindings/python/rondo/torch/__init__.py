@@ -64,10 +64,14 @@ def init(comm=None, process_sets=None):
     """Initializes rondo (and MPI) on every rank of MPI_COMM_WORLD, then
     registers process_sets (ProcessSet objects or lists of ranks; the same
     on every rank). comm: only None (every rank) is supported."""
+    global _initialized
     if comm is not None:
         raise NotImplementedError("rondo.torch.init(comm=...): rondo runs on MPI_COMM_WORLD; "
                                   "use process_sets for subsets of it")
-    if _r.is_initialized():
+    # rondo itself may be up already (importing rondo.torch under mpiexec
+    # starts it, a torch.distributed group does): this module's own state
+    # is made once all the same.
+    if _initialized and _r.is_initialized():
         return
     _r.init()
     _ps._setup_global()
@@ -78,10 +82,16 @@ def init(comm=None, process_sets=None):
     _cross["homogeneous"] = len({ls for _, ls in nodes}) == 1
     for ps in process_sets or ():
         add_process_set(ps)
+    _initialized = True
+
+
+_initialized = False
 
 
 def shutdown():
     """Finalizes rondo (and MPI if rondo started it); also run at exit."""
+    global _initialized
+    _initialized = False
     _ps._forget_all()
     _r.shutdown()
 
