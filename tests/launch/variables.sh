@@ -3,7 +3,8 @@
 # and the rendezvous in each process's environment, no MPI launcher
 # (docs/launching.md).
 #   - 2 and 3 processes of the collectives test form one world through
-#     rondo's rendezvous and pass every check;
+#     rondo's rendezvous and pass every check, and 2 with Slurm's variables
+#     (a task of srun without an MPI plugin);
 # Bad input at start-up gets a clear error on every rank, within the
 # rendezvous timeout, never a hang ("When the job cannot form"); the
 # program is rondo-info, which prints rondo_init's error and exits 1:
@@ -18,7 +19,8 @@
 . "${top_srcdir:-.}/tests/launch/common.sh"
 export RONDO_RENDEZVOUS_TIMEOUT_SEC=4
 export MASTER_ADDR=127.0.0.1
-unset RONDO_RENDEZVOUS
+# (none of the caller's own launcher variables)
+unset RONDO_RENDEZVOUS RANK WORLD_SIZE LOCAL_RANK SLURM_PROCID SLURM_STEP_NUM_TASKS SLURM_LOCALID
 py=${RONDO_PYTHON:-/usr/bin/python3}
 
 # expect OUT STATUS PATTERN WHAT: the process of OUT exited with a failure
@@ -78,6 +80,20 @@ for n in 2 3; do
     { cat "$tmp"/ok*; fail "$n processes started by hand: no '$n ranks: N checks, 0 failed'"; }
   pass "$n processes started with RANK and WORLD_SIZE: one world, $(sed -n "s/^test_collectives ($n ranks): \([0-9]* checks, 0 failed\)/\1/p" "$tmp/ok0")"
 done
+
+# A task of srun without an MPI plugin: Slurm's variables instead of RANK
+# and WORLD_SIZE, the address from MASTER_ADDR and MASTER_PORT.
+MASTER_PORT=$(free_port); export MASTER_PORT
+for r in 0 1; do
+  SLURM_PROCID=$r SLURM_STEP_NUM_TASKS=2 SLURM_LOCALID=$r timeout --kill-after=5 120 "$coll" \
+    > "$tmp/sl$r" 2>&1 &
+  pids="$pids $!"
+done
+for p in $pids; do wait "$p" || { cat "$tmp"/sl*; fail "srun-style tasks: a rank exited with $?"; }; done
+pids=
+grep -q "^test_collectives (2 ranks): [0-9]* checks, 0 failed" "$tmp/sl0" ||
+  { cat "$tmp"/sl*; fail "srun-style tasks: no '2 ranks: N checks, 0 failed'"; }
+pass "2 tasks with SLURM_PROCID and SLURM_STEP_NUM_TASKS: one world, $(sed -n "s/^test_collectives (2 ranks): \([0-9]* checks, 0 failed\)/\1/p" "$tmp/sl0")"
 
 # A rank that never arrives: ranks 0 and 1 of 3 wait 4 s, then both name rank 2.
 MASTER_PORT=$(free_port); export MASTER_PORT
