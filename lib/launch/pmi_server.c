@@ -335,7 +335,7 @@ static void barrier_check(void)
 static void on_pmi(int i, const char *line)
 {
   client_t *c = &srv.clients[i];
-  char cmd[64], key[KEY_MAX], *value = NULL;
+  char cmd[64], key[KEY_MAX] = "", *value = NULL;
   if (word(line, "cmd", cmd, sizeof cmd) == NULL)
     return;
   if (strcmp(cmd, "init") == 0) {
