@@ -35,7 +35,11 @@ s=$?
 sh "$bed" -H 2 -- -n 4 -ppn 2 "$info" > "$tmp/m" 2>&1 || { cat "$tmp/m"; fail "mpiexec rondo-info on two hosts"; }
 grep -A1 "^launcher" "$tmp/t" | grep -q "RANK/WORLD_SIZE, through rondo's rendezvous" ||
   { cat "$tmp/t"; fail "rondo-info under torchrun does not say it formed through the rendezvous"; }
-view() { sed -n '/^topology/,/^knobs/p; /^selection/,$p' "$1"; }
+# (rondo-info's own lines: not torchrun's log, nor a worker's stderr)
+view() {
+  sed -n '/^topology/,/^knobs/p; /^selection/,$p' "$1" |
+    grep -v -E '^(WARNING|INFO|ERROR):|^\[default[0-9]+\]:'
+}
 view "$tmp/t" > "$tmp/tv"
 view "$tmp/m" > "$tmp/mv"
 grep -q "4 ranks on 2 node(s) of 2-2 ranks" "$tmp/tv" || { cat "$tmp/t"; fail "torchrun on two hosts: not 4 ranks on 2 nodes"; }

@@ -65,7 +65,11 @@ grep -A1 "^launcher" "$tmp/t" | grep -q "RANK/WORLD_SIZE, through rondo's rendez
 grep -A1 "^launcher" "$tmp/m" | grep -q "an MPI launcher" ||
   { cat "$tmp/m"; fail "rondo-info under mpiexec does not say an MPI launcher started it"; }
 # topology, algorithms and selection: everything but the launcher and knobs
-view() { sed -n '/^topology/,/^knobs/p; /^selection/,$p' "$1"; }
+# (rondo-info's own lines: not torchrun's log, nor a worker's stderr)
+view() {
+  sed -n '/^topology/,/^knobs/p; /^selection/,$p' "$1" |
+    grep -v -E '^(WARNING|INFO|ERROR):|^\[default[0-9]+\]:'
+}
 view "$tmp/t" > "$tmp/tv"
 view "$tmp/m" > "$tmp/mv"
 grep -q "2 ranks on 1 node" "$tmp/tv" || { cat "$tmp/tv"; fail "torchrun rondo-info: not 2 ranks on 1 node"; }
