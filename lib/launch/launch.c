@@ -32,7 +32,7 @@ static const char *mpi_without_pmi1(void)
 rondo_status_t launch_before_mpi(void)
 {
   launch_vars_t v;
-  RONDO_CHECK(launch_read(&v, 0));
+  RONDO_CHECK(launch_read(&v));
   if (v.mpi_launcher != NULL) {
     snprintf(description, sizeof description, "an MPI launcher (%s is set)", v.mpi_launcher);
     return RONDO_SUCCESS;
@@ -55,7 +55,7 @@ rondo_status_t launch_before_mpi(void)
                        "(or srun --mpi=pmix). Under torchrun and other launchers, use rondo "
                        "built on MPICH (docs/launching.md)",
                        v.source, v.size, other);
-  RONDO_CHECK(launch_read(&v, 1));
+  RONDO_CHECK(launch_read_address(&v));
   if (v.rank == 0)
     RONDO_CHECK(launch_serve(&v));
   rondo_status_t st = launch_join(&v);
@@ -81,7 +81,7 @@ rondo_status_t launch_check_world(int collective)
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   launch_vars_t v;
   char why[512] = "";
-  rondo_status_t st = launch_read(&v, 0);
+  rondo_status_t st = launch_read(&v);
   if (st != RONDO_SUCCESS)
     snprintf(why, sizeof why, "%s", rondo_last_error());
   else if (v.source != NULL && (v.size != size || v.rank != rank))

@@ -19,10 +19,19 @@
 #define RONDO_LAUNCH_LAUNCH_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include "base/base.h"
 
 enum { LAUNCH_HOST_MAX = 256 };
+
+/* Seconds on the monotonic clock: the rendezvous' deadlines. */
+static inline double launch_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* What the environment says about the job. */
 typedef struct {
@@ -39,10 +48,11 @@ typedef struct {
 } launch_vars_t;
 
 /* Reads the variables (docs/launching.md has the order). A malformed or
- * contradictory value fails with RONDO_ERR_LAUNCH and a message naming it.
- * need_address: the job forms through rondo's rendezvous, so an address is
- * required. */
-rondo_status_t launch_read(launch_vars_t *v, int need_address);
+ * contradictory value fails with RONDO_ERR_LAUNCH and a message naming it. */
+rondo_status_t launch_read(launch_vars_t *v);
+/* The rendezvous address into v->host, v->port and v->address_from, for a
+ * job that forms through rondo's rendezvous; fails when none is set. */
+rondo_status_t launch_read_address(launch_vars_t *v);
 
 /* rank 0: starts the server on v->port (listening before it returns, so a
  * port that is taken fails here). */

@@ -70,13 +70,6 @@ static struct {
 } srv = {.listen_fd = -1, .stop = {-1, -1},
          .lock = PTHREAD_MUTEX_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER};
 
-static double now_sec(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void send_line(client_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void send_line(client_t *c, const char *fmt, ...)
 {
@@ -492,7 +485,7 @@ static void *serve(void *arg)
       p[i + 2] = (struct pollfd){srv.clients[i].fd, POLLIN, 0};
     int wait_ms = -1;
     if (!srv.welcomed) {
-      double left = srv.deadline - now_sec();
+      double left = srv.deadline - launch_now();
       if (left <= 0) {
         char missing[512];
         missing_ranks(missing, sizeof missing);
@@ -569,7 +562,7 @@ rondo_status_t launch_serve(const launch_vars_t *v)
   srv.listen_fd = fd;
   srv.size = v->size;
   srv.timeout_sec = v->timeout_sec;
-  srv.deadline = now_sec() + v->timeout_sec;
+  srv.deadline = launch_now() + v->timeout_sec;
   snprintf(srv.run, sizeof srv.run, "%s", v->run_id[0] ? v->run_id : "-");
   for (char *p = srv.run; *p; p++)
     if (*p == ' ' || *p == '=')

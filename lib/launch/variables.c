@@ -58,7 +58,7 @@ static rondo_status_t parse_address(const char *text, launch_vars_t *v, const ch
   return RONDO_SUCCESS;
 }
 
-static rondo_status_t read_address(launch_vars_t *v)
+rondo_status_t launch_read_address(launch_vars_t *v)
 {
   rondo__knobs_t k;
   RONDO_CHECK(rondo__knob_parse("RONDO_RENDEZVOUS", getenv("RONDO_RENDEZVOUS"), &k));
@@ -83,7 +83,7 @@ static rondo_status_t read_address(launch_vars_t *v)
   return RONDO_SUCCESS;
 }
 
-rondo_status_t launch_read(launch_vars_t *v, int need_address)
+rondo_status_t launch_read(launch_vars_t *v)
 {
   memset(v, 0, sizeof *v);
   v->size = 1;
@@ -123,7 +123,5 @@ rondo_status_t launch_read(launch_vars_t *v, int need_address)
   if (set("TORCHELASTIC_RUN_ID"))
     snprintf(v->run_id, sizeof v->run_id, "%.100s.%.20s", getenv("TORCHELASTIC_RUN_ID"),
              set("TORCHELASTIC_RESTART_COUNT") ? getenv("TORCHELASTIC_RESTART_COUNT") : "0");
-  if (need_address)
-    RONDO_CHECK(read_address(v));
   return RONDO_SUCCESS;
 }

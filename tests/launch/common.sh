@@ -63,3 +63,19 @@ start_rank() {
   RANK=$r WORLD_SIZE=$n timeout --kill-after=5 120 "$@" > "$out" 2>&1 &
   pids="$pids $!"
 }
+
+# same_as_mpiexec TORCHRUN_OUT MPIEXEC_OUT LAYOUT: rondo-info's output under
+# torchrun says it formed through the rendezvous, shows LAYOUT ("2 ranks on
+# 1 node"), and its topology, algorithms and choices (rondo-info's own
+# lines, not torchrun's log nor a worker's stderr) equal mpiexec's.
+same_as_mpiexec() {
+  grep -A1 "^launcher" "$1" | grep -q "RANK/WORLD_SIZE, through rondo's rendezvous" ||
+    { cat "$1"; fail "rondo-info under torchrun does not say it formed through the rendezvous"; }
+  for f in "$1" "$2"; do
+    sed -n '/^topology/,/^knobs/p; /^selection/,$p' "$f" |
+      grep -v -E '^(WARNING|INFO|ERROR):|^\[default[0-9]+\]:' > "$f.view"
+  done
+  grep -q "$3" "$1.view" || { cat "$1"; fail "rondo-info under torchrun: not $3"; }
+  diff "$2.view" "$1.view" > "$tmp/diff" ||
+    { cat "$tmp/diff"; fail "rondo-info under torchrun differs from mpiexec (< mpiexec, > torchrun)"; }
+}

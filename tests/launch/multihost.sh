@@ -33,18 +33,7 @@ s=$?
 [ "$s" = 77 ] && { cat "$tmp/t"; exit 77; }
 [ "$s" = 0 ] || { cat "$tmp/t"; fail "torchrun rondo-info on two hosts exited with $s"; }
 sh "$bed" -H 2 -- -n 4 -ppn 2 "$info" > "$tmp/m" 2>&1 || { cat "$tmp/m"; fail "mpiexec rondo-info on two hosts"; }
-grep -A1 "^launcher" "$tmp/t" | grep -q "RANK/WORLD_SIZE, through rondo's rendezvous" ||
-  { cat "$tmp/t"; fail "rondo-info under torchrun does not say it formed through the rendezvous"; }
-# (rondo-info's own lines: not torchrun's log, nor a worker's stderr)
-view() {
-  sed -n '/^topology/,/^knobs/p; /^selection/,$p' "$1" |
-    grep -v -E '^(WARNING|INFO|ERROR):|^\[default[0-9]+\]:'
-}
-view "$tmp/t" > "$tmp/tv"
-view "$tmp/m" > "$tmp/mv"
-grep -q "4 ranks on 2 node(s) of 2-2 ranks" "$tmp/tv" || { cat "$tmp/t"; fail "torchrun on two hosts: not 4 ranks on 2 nodes"; }
-diff "$tmp/mv" "$tmp/tv" > "$tmp/diff" ||
-  { cat "$tmp/diff"; fail "rondo-info on two hosts under torchrun differs from mpiexec (< mpiexec, > torchrun)"; }
+same_as_mpiexec "$tmp/t" "$tmp/m" "4 ranks on 2 node(s) of 2-2 ranks"
 pass "one torchrun per host, 4 ranks: 2 nodes of 2 ranks, the same topology and choices as mpiexec -hosts"
 
 on_each_host "$tmp/c" "$builddir/tests/mpi/test_collectives" ||
