@@ -234,7 +234,8 @@ RONDO_API rondo_status_t rondo_comm_destroy(rondo_comm_t *comm);
  * comm's engine (rondo_*_async, and every blocking call built on them) that
  * wait more than seconds for another rank fail with RONDO_ERR_STALLED on
  * every rank that waits, naming the ranks that did not come: this comm's
- * RONDO_STALL_ABORT_SEC. 0: never. For frameworks with per-group timeouts
+ * RONDO_STALL_ABORT_SEC. 0: never. Point-to-point waits (rondo_p2p_wait)
+ * give up after it too. For frameworks with per-group timeouts
  * (torch.distributed's timeout=). */
 RONDO_API rondo_status_t rondo_comm_set_timeout(rondo_comm_t comm, double seconds);
 
@@ -553,7 +554,13 @@ RONDO_API rondo_status_t rondo_irecv(rondo_comm_t comm, void *buf, size_t count,
 /* *done = 1 once the transfer completed (the wait will not block). */
 RONDO_API rondo_status_t rondo_p2p_test(rondo_p2p_t req, int *done);
 /* Waits for the transfer, frees the request and sets *req = NULL; *source
- * (may be NULL) gets the sender of a receive, the destination of a send. */
+ * (may be NULL) gets the sender of a receive, the destination of a send.
+ * Gives up after the comm's timeout (rondo_comm_set_timeout, else
+ * RONDO_STALL_ABORT_SEC; 0: never), counted from the wait's start, with
+ * RONDO_ERR_STALLED: a receive not matched yet is then withdrawn and freed
+ * (a message that comes later goes to the next receive that matches it); a
+ * send stays open, *req unchanged, because MPI cannot withdraw a send that
+ * started: wait on it again, and keep buf unchanged until it completes. */
 RONDO_API rondo_status_t rondo_p2p_wait(rondo_p2p_t *req, int *source);
 
 /* ---- environment knobs ------------------------------------------------------

@@ -208,13 +208,6 @@ typedef struct {
   int warned;
 } board_wait_t;
 
-static double now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Some ranks have not come to the call for a while: past
  * RONDO_STALL_WARN_SEC this rank says which (once per call); past
  * RONDO_STALL_ABORT_SEC it ends the job, naming them: a blocking
@@ -228,7 +221,7 @@ static void board_stall(rondo_comm_t comm, const agree_sig_t *sig, uint64_t call
   double warn = comm->cfg.stall_warn_sec, abort_after = comm->cfg.stall_abort_sec;
   if (warn <= 0 && abort_after <= 0)
     return;
-  double t = now_s();
+  double t = rondo__now();
   if (w->since == 0) {
     w->since = t;
     return;

@@ -24,13 +24,6 @@ typedef struct {
   char host[HOST_BYTES];
 } member_t;
 
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void sleep_us(long us)
 {
   struct timespec ts = {0, us * 1000};
@@ -357,8 +350,6 @@ rondo_status_t gpu_scratch(gpu_state_t *g, size_t bytes)
   return grow(&g->dscratch, &g->dscratch_bytes, bytes, g->dev->mem_alloc, g->dev->mem_free);
 }
 
-double gpu_now(void) { return now(); }
-
 /* One poll of e (or, e NULL, of coll's readiness), with the state's NCCL
  * communicators' asynchronous errors, the fault line and the clock. */
 static rondo_status_t poll_one(rondo_comm_t comm, dev_event_t *e, dev_coll_t *coll,
@@ -385,7 +376,7 @@ static rondo_status_t poll_one(rondo_comm_t comm, dev_event_t *e, dev_coll_t *co
   if (*done)
     return RONDO_SUCCESS;
   RONDO_CHECK(gpu_heard(comm));
-  if (limit > 0 && now() - since > limit)
+  if (limit > 0 && rondo__now() - since > limit)
     return gpu_fail(comm, rondo__fail_quiet(
                               e != NULL ? RONDO_ERR_CUDA : RONDO_ERR_NCCL,
                               "%s did not complete within RONDO_DEVICE_TIMEOUT_SEC=%g s", what,
@@ -412,13 +403,13 @@ rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, dou
 static rondo_status_t wait_for(rondo_comm_t comm, dev_event_t *e, dev_coll_t *coll,
                                const char *what)
 {
-  double start = now();
+  double start = rondo__now();
   for (;;) {
     int done = 0;
     RONDO_CHECK(poll_one(comm, e, coll, what, start, &done));
     if (done)
       return RONDO_SUCCESS;
-    double waited = now() - start;
+    double waited = rondo__now() - start;
     if (waited < GPU_SPIN_SEC) {
       if (comm->yield_waits)
         sched_yield();

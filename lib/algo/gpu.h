@@ -97,11 +97,10 @@ rondo_status_t gpu_nccl(rondo_comm_t comm, gpu_state_t *g, gpu_enqueue_fn enqueu
 
 /* One step of gpu_wait: *done = 1 once e (or the NCCL communicator) is
  * ready; RONDO_SUCCESS with *done = 0 while it is not and since (a
- * gpu_now() time) is within the timeout. Failures as gpu_wait's. For the
+ * rondo__now() time) is within the timeout. Failures as gpu_wait's. For the
  * engine, which polls its device batches between cycles. */
 rondo_status_t gpu_poll(rondo_comm_t comm, dev_event_t *e, const char *what, double since,
                         int *done);
-double gpu_now(void);
 
 /* A failure another rank sent on the fault line, if one arrived: breaks
  * the state and returns it; else RONDO_SUCCESS. */

@@ -19,11 +19,21 @@
  *
  * Waits poll and sleep (20 us doubling to 1 ms) after a few yields: a rank
  * waiting for a late sender costs no core.
+ *
+ * A wait gives up after the comm's timeout (rondo_comm_set_timeout, else
+ * RONDO_STALL_ABORT_SEC; 0: never) with RONDO_ERR_STALLED. A receive not
+ * matched yet is withdrawn from the list: nothing of the late message is
+ * lost, it goes to the next receive that matches it. A send cannot be
+ * withdrawn (MPICH ignores MPI_Cancel on a send that started), so a send
+ * that timed out stays open: the caller may wait on it again, and its
+ * buffer stays MPI's until it completes. A receive already matched is
+ * landing and is waited for.
  */
 #include "api/api.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -38,6 +48,7 @@ typedef enum {
 
 struct rondo_p2p {
   p2p_state_t state;
+  int send;
   MPI_Request req;
   MPI_Comm mpi;
   int peer;           /* the destination, the source asked for, then the sender */
@@ -46,6 +57,7 @@ struct rondo_p2p {
   size_t bytes;       /* the count's bytes */
   size_t esize;
   long got;           /* P2P_FAILED: the message's bytes */
+  double timeout;     /* the comm's timeout when the transfer started (0: none) */
   struct rondo_p2p *next; /* the matching list */
 };
 
@@ -142,6 +154,8 @@ static rondo_status_t start(const char *fn, rondo_comm_t comm, const void *buf, 
   p->bytes = bytes;
   p->esize = esize;
   p->req = MPI_REQUEST_NULL;
+  p->timeout = comm_request_timeout(comm);
+  p->send = send;
   if (send) {
     p->state = P2P_POSTED;
     int rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, p->tag, comm->mpi, &p->req);
@@ -225,12 +239,36 @@ rondo_status_t rondo_p2p_wait(rondo_p2p_t *reqp, int *source)
   struct rondo_p2p *p = *reqp;
   rondo_status_t st = RONDO_SUCCESS;
   long nap_ns = 20000;
+  double started = rondo__now();
   for (unsigned polls = 0;; polls++) {
     int done = 0;
     if ((st = step(p, &done)) != RONDO_SUCCESS)
       break;
     if (done)
       break;
+    if (p->timeout > 0 && rondo__now() - started > p->timeout) {
+      if (p->send)
+        return rondo__fail(RONDO_ERR_STALLED,
+                           "rondo_p2p_wait: rank %d has not received the message with tag %d "
+                           "within the comm's timeout of %g s (RONDO_STALL_ABORT_SEC, "
+                           "rondo_comm_set_timeout); MPI cannot withdraw a send that started, "
+                           "so the request stays open: wait on it again, and keep its buffer "
+                           "unchanged until it completes",
+                           p->peer, p->tag - P2P_TAG_BASE, p->timeout);
+      if (p->state == P2P_MATCHING) {
+        unlink_receive(p);
+        char from[32] = "any rank";
+        if (p->peer != RONDO_ANY_SOURCE)
+          snprintf(from, sizeof from, "rank %d", p->peer);
+        st = rondo__fail(RONDO_ERR_STALLED,
+                         "rondo_p2p_wait: no message from %s with tag %d within the comm's "
+                         "timeout of %g s (RONDO_STALL_ABORT_SEC, rondo_comm_set_timeout); the "
+                         "receive was withdrawn, and a message that comes later goes to the next "
+                         "receive that matches it",
+                         from, p->tag - P2P_TAG_BASE, p->timeout);
+        break;
+      } /* a matched receive is landing: wait for it */
+    }
     if (polls < 64) {
       sched_yield();
       continue;

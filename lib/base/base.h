@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "rondo.h"
 
@@ -39,6 +40,15 @@ static inline uint64_t rondo__fnv(uint64_t h, const void *data, size_t n)
 static inline uint64_t rondo__hash_str(const char *s)
 {
   return rondo__fnv(RONDO__FNV_INIT, s, strlen(s));
+}
+
+/* ---- time -------------------------------------------------------------------
+ * Seconds on the monotonic clock: every deadline and timeout in rondo. */
+static inline double rondo__now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- logging --------------------------------------------------------------

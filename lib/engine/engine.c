@@ -52,13 +52,6 @@
 static _Thread_local int in_cycle;
 enum { ENGINE_THREAD = 1, HELPER = 2 };
 
-double eng_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void sleep_s(double s)
 {
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -114,14 +107,14 @@ rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
 {
   int idle = e->idle;
   double nap = idle ? IDLE_POLL_S : 20e-6, most = idle ? IDLE_POLL_MAX_S : POLL_SLEEP_MAX_S;
-  double start = eng_now();
+  double start = rondo__now();
   int by_time = !e->crowded && (in_cycle == HELPER || !e->follow);
   for (unsigned polls = 0;; polls++) {
     int done = 0;
     MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (done)
       return RONDO_SUCCESS;
-    double now = eng_now();
+    double now = rondo__now();
     if (!idle && (by_time ? now - start < SPIN_S : polls < SPIN_POLLS)) {
       sched_yield();
       continue;
@@ -131,7 +124,7 @@ rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
       idle = 0;
       nap = 20e-6;
       most = POLL_SLEEP_MAX_S;
-      start = eng_now();
+      start = rondo__now();
       continue;
     }
     if (!idle)
@@ -273,7 +266,7 @@ enum { TAG_HELLO = 1 };
 static void rendezvous_stall(struct engine *e, const char *arrived)
 {
   double warn = e->owner->cfg.stall_warn_sec, abort_after = comm_request_timeout(e->owner);
-  double now = eng_now(), oldest = 0;
+  double now = rondo__now(), oldest = 0;
   for (size_t i = 0; i < e->npending; i++)
     if (e->pending[i] != NULL && now - e->pending[i]->t_submit > oldest)
       oldest = now - e->pending[i]->t_submit;
@@ -428,14 +421,14 @@ static rondo_status_t startup(struct engine *e)
  * request goes at once. */
 static void settle(struct engine *e, double most)
 {
-  double start = eng_now();
+  double start = rondo__now();
   for (;;) {
     pthread_mutex_lock(&e->lock);
     int burst = e->queue_head != NULL && e->queue_head != e->queue_tail;
     double newest = burst ? e->queue_tail->t_submit : 0;
     int go = e->stop || e->join_wanted;
     pthread_mutex_unlock(&e->lock);
-    double now = eng_now();
+    double now = rondo__now();
     if (go || now - newest >= SETTLE_S || now - start >= most)
       return;
     sleep_s(newest + SETTLE_S - now);
@@ -449,7 +442,7 @@ static void take_queue(struct engine *e)
   struct rondo_request *r = e->queue_head;
   e->queue_head = e->queue_tail = NULL;
   pthread_mutex_unlock(&e->lock);
-  double now = eng_now();
+  double now = rondo__now();
   for (; r != NULL; r = r->qnext) {
     r->t_taken = now;
     if (e->npending == e->cap_pending) {
@@ -609,7 +602,7 @@ int eng_in_cycle(void)
  * when to run the next goes to *ret. */
 static rondo_status_t run_cycle(struct engine *e, int settle_first, eng_cycle_out_t *ret)
 {
-  double t0 = eng_now();
+  double t0 = rondo__now();
   pthread_mutex_lock(&e->lock);
   int stopping = e->stop;
   int join = e->join_wanted && !e->joined;
@@ -633,7 +626,7 @@ static rondo_status_t run_cycle(struct engine *e, int settle_first, eng_cycle_ou
     char args[96];
     snprintf(args, sizeof args, "{\"responses\":%zu,\"slow_path\":%d}", cyc.nresp,
              cyc.slow_path);
-    eng_tl_span(e, "engine", "CYCLE_NEGOTIATION", t0, eng_now(), args);
+    eng_tl_span(e, "engine", "CYCLE_NEGOTIATION", t0, rondo__now(), args);
     eng_tl_cycle(e, t0);
   }
   eng_execute(e, &cyc);
@@ -697,9 +690,9 @@ static int pause_after_cycle(struct engine *e, loop_timing_t *t, eng_cycle_out_t
     t->retry = o.progress ? RETRY_MIN_S : 2 * t->retry;
     if (t->retry > t->cycle_s)
       t->retry = t->cycle_s;
-    double until = eng_now() + t->retry;
-    while (!e->stop && e->queue_head == NULL && eng_now() < until) {
-      struct timespec ts = deadline(until - eng_now());
+    double until = rondo__now() + t->retry;
+    while (!e->stop && e->queue_head == NULL && rondo__now() < until) {
+      struct timespec ts = deadline(until - rondo__now());
       if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
         break;
     }
@@ -849,9 +842,9 @@ void engine_help(struct engine *e, struct rondo_request *req)
     if (retry > cycle_s)
       retry = cycle_s;
     pthread_mutex_lock(&e->lock);
-    double until = eng_now() + retry;
-    while (!e->stop && e->queue_head == NULL && eng_now() < until) {
-      struct timespec ts = deadline(until - eng_now());
+    double until = rondo__now() + retry;
+    while (!e->stop && e->queue_head == NULL && rondo__now() < until) {
+      struct timespec ts = deadline(until - rondo__now());
       if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
         break;
     }
@@ -903,7 +896,7 @@ rondo_status_t engine_create(rondo_comm_t comm)
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine");
     goto agree;
   }
-  e->created = eng_now();
+  e->created = rondo__now();
   e->device = -1;
   e->pinned_cpu = -1;
   e->packet = MPI_DATATYPE_NULL;
@@ -1092,7 +1085,7 @@ rondo_status_t engine_submit(rondo_comm_t comm, struct rondo_request *req)
     return rondo__fail(RONDO_ERR_SHUT_DOWN, "this comm has no engine");
   req->eng = e;
   req->pidx = -1;
-  req->t_submit = eng_now();
+  req->t_submit = rondo__now();
   rondo_status_t st = RONDO_SUCCESS;
   pthread_mutex_lock(&e->lock);
   if (e->stop || e->exited) {

@@ -134,7 +134,7 @@ typedef struct {
   struct rondo_request **reqs;
   size_t n;
   struct dev_event *event;
-  double since;               /* gpu_now() when it was queued */
+  double since;               /* rondo__now() when it was queued */
   double t0;                  /* engine clock, for the timeline */
   char args[160];             /* the timeline span's arguments */
 } eng_inflight_t;
@@ -144,7 +144,7 @@ struct engine {
   rondo_comm_t owner;         /* the user comm this engine serves (its knobs: owner->cfg) */
   rondo_comm_t exec;          /* the comm the requests run on, built over mpi */
   int rank, size;
-  double created;             /* eng_now() at engine_create: the timeline's zero */
+  double created;             /* rondo__now() at engine_create: the timeline's zero */
   pthread_t thread;
   int started;                /* the thread exists */
   int follow;                 /* no spare core: the thread follows the submitter */
@@ -256,7 +256,6 @@ void eng_complete(struct engine *e, struct rondo_request *req, rondo_status_t st
 /* The same for n requests at once: one lock round and one wake-up. */
 void eng_complete_many(struct engine *e, struct rondo_request **reqs, size_t n,
                        rondo_status_t st, const char *message);
-double eng_now(void);
 /* rondo_wait's help: a thread about to sleep until req (a host request of
  * e) completes runs e's cycles itself while e can spare them, which saves
  * two thread hand-overs per blocking request. begin: under request.c's

@@ -95,7 +95,7 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
   rondo_op_t op = (rondo_op_t)s->op;
   size_t esize = rondo_dtype_size(dtype), total = batch_count(it, n);
   rondo_status_t st = RONDO_SUCCESS;
-  double t0 = eng_now(), t1, t2;
+  double t0 = rondo__now(), t1, t2;
   void *buf = NULL;
   const void *src = NULL;
   if (n == 1 && !it[0].req->phantom) {
@@ -125,14 +125,14 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
       off += cnt;
     }
   }
-  t1 = eng_now();
+  t1 = rondo__now();
   if (st == RONDO_SUCCESS)
     st = op == RONDO_ADASUM && n > 1 ? run_adasum(e, it, n, src, buf)
                                      : algo_allreduce(e->exec, src, buf, total, dtype, op,
                                                       (rondo_algo_t)s->algo);
   if (st == RONDO_SUCCESS && s->postscale != 1.0 && total > 0)
     reduce_scale(buf, buf, total, dtype, s->postscale);
-  t2 = eng_now();
+  t2 = rondo__now();
   if (!(n == 1 && !it[0].req->phantom)) {
     size_t off = 0;
     for (size_t i = 0; i < n && st == RONDO_SUCCESS; i++) {
@@ -143,7 +143,7 @@ static void run_batch(struct engine *e, item_t *it, size_t n)
       off += cnt;
     }
   }
-  double t3 = eng_now();
+  double t3 = rondo__now();
   if (eng_tl_on(e)) {
     char args[160];
     rondo_algo_t algo = s->algo != RONDO_ALGO_AUTO ? (rondo_algo_t)s->algo
@@ -272,7 +272,7 @@ static void run_device_batch(struct engine *e, item_t *it, size_t n)
   int device = -1, prev = -1, single = n == 1 && !it[0].req->phantom;
   gpu_state_t *g = NULL;
   rondo_algo_t algo = (rondo_algo_t)s->algo;
-  eng_inflight_t b = {.n = n, .since = gpu_now(), .t0 = eng_now()};
+  eng_inflight_t b = {.n = n, .since = rondo__now(), .t0 = rondo__now()};
   /* Collective steps (attach, the agreement) are reached by every rank
    * alike; local failures before the agreement break this rank's GPU state
    * (gpu_fail tells the others), so the agreement fails the batch
@@ -354,7 +354,7 @@ static void run_device_batch(struct engine *e, item_t *it, size_t n)
  * up); the batch's event freed. */
 static void device_batch_done(struct engine *e, eng_inflight_t *b, rondo_status_t st)
 {
-  double t = eng_now();
+  double t = rondo__now();
   for (size_t i = 0; i < b->n; i++)
     span(e, b->reqs[i], "ALLREDUCE", b->t0, t, b->args);
   eng_complete_many(e, b->reqs, b->n, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
@@ -469,7 +469,7 @@ static void run_broadcast(struct engine *e, item_t *it)
   struct rondo_request *r = it->req;
   const eng_sig_t *s = &it->resp->sig;
   size_t bytes = s->count * rondo_dtype_size((rondo_dtype_t)s->dtype);
-  double t0 = eng_now();
+  double t0 = rondo__now();
   void *buf = r->recvbuf;
   rondo_status_t st = RONDO_SUCCESS;
   if (r->phantom) {
@@ -478,7 +478,7 @@ static void run_broadcast(struct engine *e, item_t *it)
   }
   if (st == RONDO_SUCCESS && bytes > 0)
     st = algo_broadcast(e->exec, buf, bytes, s->root);
-  span(e, r, "BROADCAST", t0, eng_now(), NULL);
+  span(e, r, "BROADCAST", t0, rondo__now(), NULL);
   finish(e, r, st);
 }
 
@@ -488,7 +488,7 @@ static void run_allgather(struct engine *e, item_t *it)
   const eng_sig_t *s = &it->resp->sig;
   size_t esize = rondo_dtype_size((rondo_dtype_t)s->dtype), total = 0;
   int p = e->size;
-  double t0 = eng_now();
+  double t0 = rondo__now();
   uint64_t mine = r->phantom ? 0 : r->rows, *rows = malloc((size_t)p * sizeof *rows);
   size_t *counts = malloc((size_t)p * sizeof *counts);
   void *out = NULL;
@@ -514,7 +514,7 @@ static void run_allgather(struct engine *e, item_t *it)
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': allgather result of %zu elements", r->name, total);
   if (st == RONDO_SUCCESS)
     st = algo_allgatherv(e->exec, r->sendbuf, out, counts, NULL, esize);
-  span(e, r, "ALLGATHER", t0, eng_now(), NULL);
+  span(e, r, "ALLGATHER", t0, rondo__now(), NULL);
   if (st == RONDO_SUCCESS && !r->phantom) {
     r->result = out;
     r->result_count = total;
@@ -536,7 +536,7 @@ static void run_reduce_scatter(struct engine *e, item_t *it)
   rondo_op_t op = (rondo_op_t)s->op;
   size_t esize = rondo_dtype_size(dtype), total = s->rows * s->count, mine = 0;
   int p = e->size;
-  double t0 = eng_now();
+  double t0 = rondo__now();
   const void *src = r->sendbuf;
   size_t *counts = malloc((size_t)p * sizeof *counts);
   rondo_status_t st = counts != NULL ? RONDO_SUCCESS
@@ -559,7 +559,7 @@ static void run_reduce_scatter(struct engine *e, item_t *it)
     reduce_average(r->recvbuf, mine, dtype, p);
   if (st == RONDO_SUCCESS && s->postscale != 1.0 && mine > 0)
     reduce_scale(r->recvbuf, r->recvbuf, mine, dtype, s->postscale);
-  span(e, r, "REDUCESCATTER", t0, eng_now(), NULL);
+  span(e, r, "REDUCESCATTER", t0, rondo__now(), NULL);
   free(counts);
   finish(e, r, st);
 }
@@ -570,7 +570,7 @@ static void run_alltoall(struct engine *e, item_t *it)
   const eng_sig_t *s = &it->resp->sig;
   size_t row = s->count * rondo_dtype_size((rondo_dtype_t)s->dtype), total = 0;
   int p = e->size;
-  double t0 = eng_now();
+  double t0 = rondo__now();
   uint64_t *rows = malloc(2 * (size_t)p * sizeof *rows);
   size_t *bytes = malloc(2 * (size_t)p * sizeof *bytes);
   void *out = NULL;
@@ -597,7 +597,7 @@ static void run_alltoall(struct engine *e, item_t *it)
   }
   if (st == RONDO_SUCCESS)
     st = algo_alltoallv(e->exec, r->sendbuf, bytes, out, bytes + p);
-  span(e, r, "ALLTOALL", t0, eng_now(), NULL);
+  span(e, r, "ALLTOALL", t0, rondo__now(), NULL);
   if (st == RONDO_SUCCESS) {
     for (int q = 0; q < p; q++)
       r->recvcounts[q] = (size_t)rows[p + q];
@@ -639,7 +639,7 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
 {
   if (c->nresp == 0)
     return;
-  double ready = eng_now();
+  double ready = rondo__now();
   item_t *it = malloc(c->nresp * sizeof *it);
   struct rondo_request **found = malloc(c->nresp * sizeof *found);
   if (it == NULL || found == NULL) {

@@ -570,7 +570,7 @@ static rondo_status_t coordinate(struct engine *e, const char *all, const int *b
     }
   }
   free(missing);
-  double now = eng_now();
+  double now = rondo__now();
   if (stalled > 0 && now - e->last_stall_warn >= warn) {
     e->last_stall_warn = now;
     LOG_WARN("stall: %d request(s) waited more than %.0f s for other ranks: %s%s. "
@@ -635,7 +635,7 @@ static int stall_check(struct engine *e, double oldest_age)
     limit = warn;
   if (abort_after > 0 && abort_after < limit)
     limit = abort_after;
-  double now = eng_now();
+  double now = rondo__now();
   if (oldest_age < limit || now - e->last_full < (limit < 1.0 ? limit : 1.0))
     return 0;
   e->last_full = now;
@@ -646,7 +646,7 @@ static int stall_check(struct engine *e, double oldest_age)
 static rondo_status_t my_records(struct engine *e, buf_t *mine)
 {
   uint32_t n = 0;
-  double now = eng_now();
+  double now = rondo__now();
   put(mine, &n, sizeof n);
   for (size_t i = 0; i < e->npending; i++) {
     struct rondo_request *r = e->pending[i];
@@ -912,7 +912,7 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
   struct rondo_request *lone = NULL; /* the one announced request, if it is alone */
   int announced = 0, lone_id = -1;
   int pending = 0, cached = 1;
-  double now = eng_now(), oldest = 0, held = 0;
+  double now = rondo__now(), oldest = 0, held = 0;
   for (size_t i = 0; i < e->npending; i++) {
     struct rondo_request *r = e->pending[i];
     if (r == NULL)
@@ -984,7 +984,7 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
       /* Every rank carried the same lone request's data (so every rank had
        * it pending, cached): it is done already. */
       int rode = lone != NULL && ((const inline_t *)all_p)->head == mine_h->head ? lone_id : -1;
-      double ready = eng_now();
+      double ready = rondo__now();
       for (int w = 1; w < words && st == RONDO_SUCCESS; w++)
         for (uint64_t b = all[w]; b != 0 && st == RONDO_SUCCESS; b &= b - 1) {
           int id = (w - 1) * 64 + __builtin_ctzll(b);

@@ -25,14 +25,6 @@
 
 enum { LAUNCH_HOST_MAX = 256 };
 
-/* Seconds on the monotonic clock: the rendezvous' deadlines. */
-static inline double launch_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* What the environment says about the job. */
 typedef struct {
   const char *mpi_launcher; /* the variable that shows an MPI launcher, or NULL */

@@ -485,7 +485,7 @@ static void *serve(void *arg)
       p[i + 2] = (struct pollfd){srv.clients[i].fd, POLLIN, 0};
     int wait_ms = -1;
     if (!srv.welcomed) {
-      double left = srv.deadline - launch_now();
+      double left = srv.deadline - rondo__now();
       if (left <= 0) {
         char missing[512];
         missing_ranks(missing, sizeof missing);
@@ -562,7 +562,7 @@ rondo_status_t launch_serve(const launch_vars_t *v)
   srv.listen_fd = fd;
   srv.size = v->size;
   srv.timeout_sec = v->timeout_sec;
-  srv.deadline = launch_now() + v->timeout_sec;
+  srv.deadline = rondo__now() + v->timeout_sec;
   snprintf(srv.run, sizeof srv.run, "%s", v->run_id[0] ? v->run_id : "-");
   for (char *p = srv.run; *p; p++)
     if (*p == ' ' || *p == '=')

@@ -34,7 +34,7 @@ static int connect_once(const struct addrinfo *ai, double deadline)
       return -1;
     }
     struct pollfd p = {fd, POLLOUT, 0};
-    int left_ms = (int)((deadline - launch_now()) * 1000);
+    int left_ms = (int)((deadline - rondo__now()) * 1000);
     int err = 0;
     socklen_t len = sizeof err;
     if (left_ms <= 0 || poll(&p, 1, left_ms) != 1) {
@@ -81,7 +81,7 @@ static rondo_status_t connect_rendezvous(const launch_vars_t *v, double deadline
       freeaddrinfo(res);
       res = NULL;
     }
-    if (launch_now() + 0.1 >= deadline)
+    if (rondo__now() + 0.1 >= deadline)
       break;
     nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
   }
@@ -99,7 +99,7 @@ static int read_line(int fd, char *buf, size_t len, double deadline)
   size_t n = 0;
   while (n + 1 < len) {
     struct pollfd p = {fd, POLLIN, 0};
-    double left = deadline - launch_now();
+    double left = deadline - rondo__now();
     if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) != 1)
       return -1;
     char c;
@@ -126,7 +126,7 @@ static void wire_word(char *dst, size_t len, const char *src)
 
 rondo_status_t launch_join(const launch_vars_t *v)
 {
-  double deadline = launch_now() + v->timeout_sec;
+  double deadline = rondo__now() + v->timeout_sec;
   int fd = -1;
   RONDO_CHECK(connect_rendezvous(v, deadline, &fd));
 

@@ -199,6 +199,81 @@ static void p2p_apart_from_collectives(rondo_comm_t w)
   MT_CHECK(got == 3.5 + (r + p - 1) % p, "the message arrived intact (%g)", got);
 }
 
+/* The comm's timeout (rondo_comm_set_timeout) ends a wait with
+ * RONDO_ERR_STALLED naming the peer and the tag. A receive is withdrawn and
+ * the late message goes to the next receive; a send stays open and
+ * completes when the receive comes. Ranks 0 and 1, on a comm of their own. */
+static void p2p_timeouts(rondo_comm_t w)
+{
+  if (mt.size < 2)
+    return;
+  mt_where("p2p timeouts");
+  rondo_comm_t c = NULL;
+  MT_EQ_STATUS(rondo_comm_split(w, mt.rank < 2 ? 0 : -1, 0, &c), RONDO_SUCCESS);
+  if (mt.rank >= 2) {
+    MT_CHECK(c == NULL, "a negative color gets no comm");
+    return;
+  }
+  MT_EQ_STATUS(rondo_comm_set_timeout(c, 0.3), RONDO_SUCCESS);
+  double one = 1, sum = 0;
+  /* a receive that times out, then the late message */
+  int v = 0;
+  rondo_p2p_t q = NULL;
+  if (mt.rank == 1) {
+    MT_EQ_STATUS(rondo_irecv(c, &v, 1, RONDO_INT32, 0, 5, &q), RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_p2p_wait(&q, NULL), RONDO_ERR_STALLED);
+    MT_CHECK(strstr(rondo_last_error(), "no message from rank 0 with tag 5") != NULL &&
+                 strstr(rondo_last_error(), "0.3 s") != NULL,
+             "the message names the rank, the tag and the timeout: %s", rondo_last_error());
+    MT_CHECK(q == NULL, "a withdrawn receive is freed");
+    MT_EQ_STATUS(rondo_irecv(c, &v, 1, RONDO_INT32, RONDO_ANY_SOURCE, 5, &q), RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_p2p_wait(&q, NULL), RONDO_ERR_STALLED);
+    MT_CHECK(strstr(rondo_last_error(), "no message from any rank with tag 5") != NULL,
+             "message: %s", rondo_last_error());
+  }
+  MT_EQ_STATUS(rondo_allreduce(c, &one, &sum, 1, RONDO_FLOAT64, RONDO_SUM), RONDO_SUCCESS);
+  int late = 42;
+  if (mt.rank == 0) {
+    MT_EQ_STATUS(rondo_isend(c, &late, 1, RONDO_INT32, 1, 5, &q), RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_p2p_wait(&q, NULL), RONDO_SUCCESS);
+  } else {
+    MT_EQ_STATUS(rondo_irecv(c, &v, 1, RONDO_INT32, 0, 5, &q), RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_p2p_wait(&q, NULL), RONDO_SUCCESS);
+    MT_EQ_INT(v, 42);
+  }
+  /* a send that times out (too big for MPI to send before the receive),
+   * waited on again once the receive is posted */
+  enum { N = 1 << 18 };
+  int *big = malloc(N * sizeof *big);
+  MT_CHECK(big != NULL, "memory");
+  if (big == NULL)
+    return;
+  for (int i = 0; i < N; i++)
+    big[i] = mt.rank == 0 ? i * 7 : -1;
+  if (mt.rank == 0) {
+    MT_EQ_STATUS(rondo_isend(c, big, N, RONDO_INT32, 1, 6, &q), RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_p2p_wait(&q, NULL), RONDO_ERR_STALLED);
+    MT_CHECK(strstr(rondo_last_error(), "rank 1 has not received the message with tag 6") !=
+                 NULL,
+             "the message names the rank and the tag: %s", rondo_last_error());
+    MT_CHECK(q != NULL, "a send that timed out stays open");
+  }
+  MT_EQ_STATUS(rondo_allreduce(c, &one, &sum, 1, RONDO_FLOAT64, RONDO_SUM), RONDO_SUCCESS);
+  if (mt.rank == 0) {
+    MT_EQ_STATUS(rondo_p2p_wait(&q, NULL), RONDO_SUCCESS);
+    MT_CHECK(q == NULL, "the second wait completes the send");
+  } else {
+    MT_EQ_STATUS(rondo_irecv(c, big, N, RONDO_INT32, 0, 6, &q), RONDO_SUCCESS);
+    MT_EQ_STATUS(rondo_p2p_wait(&q, NULL), RONDO_SUCCESS);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += big[i] != i * 7;
+    MT_EQ_INT(bad, 0);
+  }
+  free(big);
+  MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+}
+
 /* ---- subsets ----------------------------------------------------------------------- */
 
 static void subsets(rondo_comm_t w)
@@ -354,6 +429,7 @@ int main(int argc, char **argv)
   p2p_count_mismatch(w);
   p2p_bad_arguments(w);
   p2p_apart_from_collectives(w);
+  p2p_timeouts(w);
   subsets(w);
   queues(w);
   int rc = mt_finish();

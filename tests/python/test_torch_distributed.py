@@ -686,6 +686,53 @@ def test_timeout():
     dist.destroy_process_group(g)
 
 
+def test_p2p_timeout():
+    # Point-to-point calls honour the group's timeout too. A receive that
+    # no message comes for raises after about 1 s, naming the rank and the
+    # tag, and is withdrawn: the late message goes to the next receive. A
+    # send too big for MPI to send before its receive raises, stays open
+    # (MPI cannot withdraw it) and completes once the receive comes. The
+    # ranks fall into step again on the world group (long timeout).
+    if N == 1:
+        return
+    import time
+    g = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=1))
+    if R == 1:
+        t0 = time.time()
+        e = raises(RuntimeError, dist.recv, torch.zeros(2), src=0, group=g, tag=3)
+        waited = time.time() - t0
+        check(e is not None and "no message from rank 0 with tag 3 within the comm's timeout"
+              in str(e), "a receive past its timeout: %s", e)
+        check(0.9 <= waited < 30, "the receive gave up after %.2f s (timeout 1 s)", waited)
+    dist.barrier()
+    if R == 0:
+        dist.send(torch.tensor([5.0, 6.0]), dst=1, group=g, tag=3)
+    elif R == 1:
+        got = torch.zeros(2)
+        dist.recv(got, src=0, group=g, tag=3)
+        check(torch.equal(got, torch.tensor([5.0, 6.0])), "the late message: %s", got)
+    big = torch.arange(1 << 18, dtype=torch.float32)
+    if R == 0:
+        e = raises(RuntimeError, dist.send, big, dst=1, group=g, tag=4)
+        check(e is not None and "rank 1 has not received the message with tag 4" in str(e),
+              "a send past its timeout: %s", e)
+        check(len(g._open_sends) == 1, "the send stays open (%d)", len(g._open_sends))
+    dist.barrier()
+    if R == 1:
+        got = torch.zeros(1 << 18)
+        dist.recv(got, src=0, group=g, tag=4)
+        check(torch.equal(got, big), "the send that timed out arrives whole")
+    dist.barrier()
+    if R == 0:
+        dist.send(torch.ones(1), dst=1, group=g, tag=5)
+        check(not g._open_sends, "a completed open send is freed (%d)", len(g._open_sends))
+    elif R == 1:
+        dist.recv(torch.ones(1), src=0, group=g, tag=5)
+    dist.barrier()
+    if R < 2:
+        dist.destroy_process_group(g)
+
+
 def test_destroy_leaves_no_thread():
     dist.destroy_process_group()
     import gc
@@ -703,4 +750,5 @@ run("test_torch_distributed", [test_start_up, test_all_reduce_every_dtype_and_op
                                test_data_movement, test_cuda, test_all_to_all,
                                test_objects, test_point_to_point, test_new_group,
                                test_ddp_against_gloo, test_errors_on_every_rank,
-                               test_timeout, test_destroy_leaves_no_thread])
+                               test_timeout, test_p2p_timeout,
+                               test_destroy_leaves_no_thread])

@@ -348,6 +348,10 @@ class ProcessGroupRondo(ProcessGroup):
         self._seq = itertools.count()
         self._slots = [None] * _NAME_SLOTS  # the last rondo.Handle of each name
         self._done = _Completer(str(uid))
+        # sends whose wait timed out: MPI cannot withdraw them, so each stays
+        # open with its buffer until the receive comes (_reap_open_sends)
+        self._open_sends = []
+        self._open_lock = threading.Lock()
         self._tl = threading.local()  # make_work of the call this thread makes
         weakref.finalize(self, self._done.close)
 
@@ -862,9 +866,23 @@ class ProcessGroupRondo(ProcessGroup):
         t = _one(tensors, "recv")
         return self._p2p(t, _lib.ANY_SOURCE, tag, False, _PyWork)
 
+    def _reap_open_sends(self):
+        """Frees the timed-out sends that completed since."""
+        with self._open_lock:
+            left = []
+            for req, buf in self._open_sends:
+                done = ctypes.c_int(0)
+                if _lib.p2p_test(req, ctypes.byref(done)) == 0 and done.value:
+                    _lib.p2p_wait(ctypes.byref(req), None)
+                else:
+                    left.append((req, buf))
+            self._open_sends = left
+
     def _p2p(self, t, peer, tag, send, make_work):
         if not isinstance(tag, int) or not 0 <= tag <= _lib.TAG_MAX:
             raise ValueError("rondo: tag %r is outside 0..%d" % (tag, _lib.TAG_MAX))
+        if self._open_sends:
+            self._reap_open_sends()
         # counts in elements where rondo knows the dtype (a mismatch then
         # names elements), else in bytes
         code = _CODES.get(t.dtype)
@@ -882,7 +900,11 @@ class ProcessGroupRondo(ProcessGroup):
 
         def finish():
             r, src = ctypes.c_void_p(req.value), ctypes.c_int(-1)
-            _raise(_lib.p2p_wait(ctypes.byref(r), ctypes.byref(src)), self._comm.rank)
+            st = _lib.p2p_wait(ctypes.byref(r), ctypes.byref(src))
+            if st != 0 and r.value:  # a send past the group's timeout stays open
+                with self._open_lock:
+                    self._open_sends.append((r, buf))
+            _raise(st, self._comm.rank)
             source[0] = src.value
             if not send and buf is not t:
                 _copy_back(t, buf.view(t.dtype).view(t.shape) if t.numel() else buf)
