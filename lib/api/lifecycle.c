@@ -210,6 +210,7 @@ int api_unregister(rondo_comm_t c)
  * PMPI_Finalize. */
 static int finalize_mpi(void)
 {
+  launch_finalizing();
   if (!api_mpich_ucx_workaround())
     return PMPI_Finalize();
   MPI_Comm node = MPI_COMM_NULL;
@@ -311,6 +312,7 @@ static int on_mpi_finalize(MPI_Comm comm, int keyval, void *value, void *extra)
     LOG_WARN("MPI_Finalize was called before rondo_finalize, and rondo's own MPI_Finalize "
              "was bypassed: rondo shuts down inside MPI_Finalize, where MPI may no longer "
              "serve its engine threads. Call rondo_finalize() first");
+  launch_finalizing();
   finalize(1);
   return MPI_SUCCESS;
 }

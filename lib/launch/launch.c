@@ -5,6 +5,8 @@
  *                     MPI launcher did (launch_before_mpi);
  *   MPI is up         the launcher variables must describe MPI's world
  *                     (launch_check_world), on every path to a first comm;
+ *   MPI_Finalize begins  the rendezvous closing is no longer a rank lost
+ *                     (launch_finalizing, watch.c);
  *   after MPI_Finalize  rank 0's server waits for the last rank to finalize
  *                     (launch_after_mpi).
  */
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static launch_vars_t formed;   /* the variables the rendezvous used */
 static int by_rendezvous;      /* this process's world came from rondo's rendezvous */
@@ -58,7 +61,12 @@ rondo_status_t launch_before_mpi(void)
   RONDO_CHECK(launch_read_address(&v));
   if (v.rank == 0)
     RONDO_CHECK(launch_serve(&v));
-  rondo_status_t st = launch_join(&v);
+  int fd = -1;
+  rondo_status_t st = launch_join(&v, &fd);
+  if (st == RONDO_SUCCESS && (st = launch_watch_start(fd, v.rank)) != RONDO_SUCCESS) {
+    launch_forget_env();
+    close(fd);
+  }
   if (st != RONDO_SUCCESS) {
     if (v.rank == 0)
       launch_serve_join(0);
@@ -113,6 +121,7 @@ void launch_after_mpi(void)
 {
   if (!by_rendezvous)
     return;
+  launch_watch_stop();
   if (formed.rank == 0 && launch_serve_join(formed.timeout_sec) != 0)
     LOG_WARN("rank 0 stopped waiting after %g s for the other ranks to finalize MPI",
              formed.timeout_sec);

@@ -13,6 +13,7 @@
  *   variables.c   which launcher started the process, and what it said
  *   rendezvous.c  the client: connect, say hello, hand the socket to MPI
  *   pmi_server.c  rank 0's server: the hello, the node map, PMI-1
+ *   watch.c       every rank ends when the job breaks (a rank left early)
  *   launch.c      the three steps rondo_init and rondo_finalize call
  */
 #ifndef RONDO_LAUNCH_LAUNCH_H
@@ -55,11 +56,23 @@ int launch_serve_join(double timeout_sec);
 
 /* Every rank: connects to the rendezvous, says hello, waits for the whole
  * job, and leaves the socket in the environment for MPI_Init (PMI_FD,
- * PMI_RANK, PMI_SIZE). */
-rondo_status_t launch_join(const launch_vars_t *v);
+ * PMI_RANK, PMI_SIZE) and in *fd. */
+rondo_status_t launch_join(const launch_vars_t *v, int *fd);
 /* After MPI_Init: takes PMI_FD, PMI_RANK and PMI_SIZE out of the
  * environment again, so a child process does not take them for its own. */
 void launch_forget_env(void);
+
+/* Every rank of a rendezvous: a thread watches the connection fd (not
+ * reading it); when it closes before launch_finalizing, the process says
+ * why and ends (watch.c). */
+rondo_status_t launch_watch_start(int fd, int rank);
+/* Rank 0's server: why the job broke, for this process's watcher; status:
+ * the exit status to end with (0: the default, 75). */
+void launch_watch_note(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* MPI_Finalize begins: from now on the connection closing is the job's end. */
+void launch_finalizing(void);
+/* Ends the watcher thread (after MPI_Finalize). */
+void launch_watch_stop(void);
 
 /* ---- what rondo_init and rondo_finalize call (launch.c) ---- */
 

@@ -10,8 +10,9 @@
  *     PMI_process_mapping key, and MPI exchanges its own addresses through
  *     put, barrier_in and get;
  *  3. ends when every rank has finalized, or at once when a rank leaves
- *     without finalizing: it closes every connection, so no rank waits in a
- *     PMI barrier for one that is gone.
+ *     without finalizing or aborts: it closes every connection, and every
+ *     rank's watcher (watch.c) ends that rank, so no rank waits for one
+ *     that is gone.
  * It waits in poll() and does nothing between messages.
  */
 #define _GNU_SOURCE /* accept4, pipe2, strndup */
@@ -368,7 +369,9 @@ static void on_pmi(int i, const char *line)
   } else if (strcmp(cmd, "abort") == 0) {
     char code[32] = "?";
     word(line, "exitcode", code, sizeof code);
-    LOG_WARN("rank %d aborted the job (exit code %s)", c->rank, code);
+    int status = atoi(code);
+    launch_watch_note(status > 0 && status < 256 ? status : 0,
+                      "rank %d aborted the job (MPI_Abort, exit code %s)", c->rank, code);
     close_all();
     srv.done = 1;
   } else {
@@ -414,9 +417,8 @@ static void on_readable(int i)
     int rank = c->rank, finalized = c->finalized;
     drop_client(i);
     if (srv.welcomed && !finalized) {
-      LOG_WARN("rank %d left the job before MPI_Finalize: closing the rendezvous, so no rank "
-               "waits for it there",
-               rank);
+      launch_watch_note(0, "rank %d left the job before MPI_Finalize (its connection to the "
+                        "rendezvous closed)", rank);
       close_all();
       srv.done = 1;
     }

@@ -124,7 +124,7 @@ static void wire_word(char *dst, size_t len, const char *src)
       *p = '_';
 }
 
-rondo_status_t launch_join(const launch_vars_t *v)
+rondo_status_t launch_join(const launch_vars_t *v, int *fdp)
 {
   double deadline = rondo__now() + v->timeout_sec;
   int fd = -1;
@@ -173,6 +173,7 @@ rondo_status_t launch_join(const launch_vars_t *v)
   setenv("PMI_SIZE", num, 1);
   LOG_DEBUG("joined the rendezvous at %s:%d as rank %d of %d", v->host, v->port, v->rank,
             v->size);
+  *fdp = fd;
   return RONDO_SUCCESS;
 }
 

@@ -5,6 +5,8 @@
 #   - 2 and 3 processes of the collectives test form one world through
 #     rondo's rendezvous and pass every check, and 2 with Slurm's variables
 #     (a task of srun without an MPI plugin);
+#   - a rank killed mid-job ends the other at once (exit status 75), which
+#     says why, whether the dead one was rank 1 or rank 0 (the server);
 # Bad input at start-up gets a clear error on every rank, within the
 # rendezvous timeout, never a hang ("When the job cannot form"); the
 # program is rondo-info, which prints rondo_init's error and exits 1:
@@ -94,6 +96,41 @@ pids=
 grep -q "^test_collectives (2 ranks): [0-9]* checks, 0 failed" "$tmp/sl0" ||
   { cat "$tmp"/sl*; fail "srun-style tasks: no '2 ranks: N checks, 0 failed'"; }
 pass "2 tasks with SLURM_PROCID and SLURM_STEP_NUM_TASKS: one world, $(sed -n "s/^test_collectives (2 ranks): \([0-9]* checks, 0 failed\)/\1/p" "$tmp/sl0")"
+
+# A rank that dies mid-job (kill -9) does not leave the others waiting:
+# they end at once with exit status 75, saying why, as mpiexec would end
+# them. Rank 1 dies first (rank 0 names it), then rank 0 (rank 1 says the
+# rendezvous closed).
+bench=$builddir/tools/rondo-bench
+for victim in 1 0; do
+  MASTER_PORT=$(free_port); export MASTER_PORT
+  start_rank "$tmp/k0" 0 2 "$bench" -b 1M -e 1M -n 1000000 -a ring
+  first=$!
+  start_rank "$tmp/k1" 1 2 "$bench" -b 1M -e 1M -n 1000000 -a ring
+  second=$!
+  i=0
+  while ! grep -q "^# topology" "$tmp/k0" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  sleep 1 # in the timed loop
+  if [ $victim = 1 ]; then dead=$second alive=$first out=k0; else dead=$first alive=$second out=k1; fi
+  # the process under timeout, not timeout itself
+  kill -9 "$(pgrep -P "$dead")"
+  wait "$dead"
+  t0=$(date +%s)
+  wait "$alive"
+  s=$?
+  t1=$(date +%s)
+  pids=
+  [ "$s" = 75 ] || { cat "$tmp/k0" "$tmp/k1"; fail "rank $victim killed: the other exited with $s, not 75 (124: it waited)"; }
+  [ $((t1 - t0)) -lt 30 ] || fail "rank $victim killed: the other took $((t1 - t0)) s to end"
+  if [ $victim = 1 ]; then
+    expect "$tmp/$out" "rank 1 left the job before MPI_Finalize .*; MPI cannot go on without a process, so this rank ends too \(exit status 75\)" \
+      "rank 0 after rank 1 died"
+  else
+    expect "$tmp/$out" "the rendezvous closed this rank's connection before MPI_Finalize: rank 0 left the job, or saw another rank leave" \
+      "rank 1 after rank 0 died"
+  fi
+done
+pass "a rank killed mid-job (rank 1, then rank 0): the other ends at once with exit status 75, saying why"
 
 # A rank that never arrives: ranks 0 and 1 of 3 wait 4 s, then both name rank 2.
 MASTER_PORT=$(free_port); export MASTER_PORT

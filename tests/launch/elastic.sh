@@ -1,0 +1,96 @@
+#!/bin/sh
+# Elastic world size: torchrun --nnodes 1:2 lets the job grow and shrink
+# between attempts, and rondo-train resumes from its checkpoint on the new
+# rank count (checkpoints restore on any rank count), with one command line
+# for every attempt (--resume F with --checkpoint F).
+#   - grow: one agent trains at 1 rank; a second agent joins; torchrun
+#     restarts the workers, rondo forms a 2-rank world and resumes;
+#   - shrink: one of the 2 agents is killed (agent and worker, kill -9); the
+#     other's worker fails, its agent restarts it alone, rondo forms a 1-rank
+#     world and resumes;
+# and each ends with the final test accuracy of an uninterrupted run within
+# the run-to-run spread of a rank-count change (1 point; exact sums differ
+# once the rank count changes, docs/train.md).
+# Agents run on one host here, as separate "nodes" of one c10d rendezvous.
+# Skipped (77) without torch for /usr/bin/python3.
+. "${top_srcdir:-.}/tests/launch/common.sh"
+needs_torch
+needs_mpich
+train=$builddir/examples/train/rondo-train
+[ -x "$train" ] || { echo "skipped: rondo-train is not built (--disable-train)"; exit 77; }
+
+args="--epochs 60 --batch 32 --lr 0.05"
+ck=$tmp/train.ck
+
+# agent OUT PORT: one torchrun agent of the elastic job, in the background;
+# its pid in $agent.
+agent() {
+  torchrun --nnodes 1:2 --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$2" \
+    --rdzv_id "elastic$2" --rdzv_conf last_call_timeout=1 --max_restarts 3 --monitor_interval 1 \
+    --no_python "$train" $args --checkpoint "$ck" --checkpoint-every 100 --resume "$ck" \
+    > "$1" 2>&1 &
+  agent=$!
+}
+wait_for() { # FILE PATTERN: until FILE holds a line matching PATTERN (120 s)
+  i=0
+  while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+  grep -q "$2" "$1" || { cat "$1"; fail "no '$2' in $1 after 120 s"; }
+}
+kill_tree() { # PID: it and every process below it, with SIGKILL
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill -9 "$1" 2>/dev/null
+}
+accuracy() { sed -n 's/^final: .*test accuracy \([0-9.]*\)%.*/\1/p' "$@" | head -n 1; }
+within_spread() { # A B: |A - B| <= 1 point
+  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 1.0) }'
+}
+
+torchrun --nproc_per_node 2 --master_port "$(free_port)" --no_python "$train" $args \
+  > "$tmp/straight" 2>&1 || { cat "$tmp/straight"; fail "uninterrupted rondo-train at 2 ranks"; }
+want=$(accuracy "$tmp/straight")
+
+# grow: 1 rank, then 2
+port=$(free_port)
+agent "$tmp/a" "$port"
+a=$agent
+wait_for "$tmp/a" "^epoch  *1/"
+agent "$tmp/b" "$port"
+b=$agent
+wait "$a" || { s=$?; cat "$tmp/a" "$tmp/b"; fail "the first agent exited with $s"; }
+wait "$b" || { s=$?; cat "$tmp/a" "$tmp/b"; fail "the second agent exited with $s"; }
+grep -q "^rondo-train .* on 1 ranks" "$tmp/a" && grep -q "resumed    nothing: $ck does not exist yet" "$tmp/a" ||
+  { cat "$tmp/a"; fail "the first attempt did not start fresh on 1 rank"; }
+step=$(sed -n "s|^resumed    from $ck at step \([0-9]*\) .*|\1|p" "$tmp/a" "$tmp/b" | head -n 1)
+grep -q "^rondo-train .* on 2 ranks" "$tmp/a" "$tmp/b" && [ -n "$step" ] ||
+  { cat "$tmp/a" "$tmp/b"; fail "the grown job did not resume on 2 ranks"; }
+got=$(accuracy "$tmp/a" "$tmp/b")
+within_spread "$got" "$want" ||
+  { cat "$tmp/a" "$tmp/b"; fail "grown from 1 to 2 ranks: test accuracy $got%, uninterrupted $want%"; }
+pass "torchrun --nnodes 1:2: 1 rank, a second agent joined, resumed at step $step on 2 ranks; test accuracy $got% (uninterrupted at 2 ranks: $want%)"
+
+# shrink: 2 ranks, then 1
+rm -f "$ck"
+port=$(free_port)
+agent "$tmp/c" "$port"
+first=$agent
+agent "$tmp/d" "$port"
+second=$agent
+wait_for "$ck" .
+i=0
+while [ "$(grep -h -c '^epoch ' "$tmp/c" "$tmp/d" | awk '{ n += $1 } END { print n }')" -lt 2 ] && [ $i -lt 1200 ]; do
+  sleep 0.1
+  i=$((i + 1))
+done
+grep -q "^rondo-train .* on 2 ranks" "$tmp/c" "$tmp/d" || { cat "$tmp/c" "$tmp/d"; fail "the job did not start on 2 ranks"; }
+kill_tree "$second"
+wait "$second" 2>/dev/null
+wait "$first" || { s=$?; cat "$tmp/c" "$tmp/d"; fail "the surviving agent exited with $s"; }
+grep -q "ERROR RONDO_ERR_LAUNCH: .* left the job before MPI_Finalize\|ERROR RONDO_ERR_LAUNCH: the rendezvous closed" "$tmp/c" ||
+  { cat "$tmp/c"; fail "the surviving worker did not say why it ended"; }
+step=$(sed -n "s|^resumed    from $ck at step \([0-9]*\) .*|\1|p" "$tmp/c" | head -n 1)
+grep -q "^rondo-train .* on 1 ranks" "$tmp/c" && [ -n "$step" ] ||
+  { cat "$tmp/c"; fail "the shrunk job did not resume on 1 rank"; }
+got=$(accuracy "$tmp/c")
+within_spread "$got" "$want" ||
+  { cat "$tmp/c"; fail "shrunk from 2 ranks to 1: test accuracy $got%, uninterrupted $want%"; }
+pass "torchrun --nnodes 1:2: 2 ranks, one agent and its worker killed, the other worker ended (exit 75), resumed at step $step on 1 rank; test accuracy $got% (uninterrupted at 2 ranks: $want%)"
