@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,12 +51,21 @@ static rondo_status_t read_config(struct rondo_comm *c)
   }
   if (c->rank == 0 && c->cfg.timeline[0] != '\0' &&
       strcmp(c->cfg.timeline, RONDO__TIMELINE_DYNAMIC) != 0) {
+    /* Opened and written (an empty timeline, which the engine's replaces):
+     * a file that opens but takes no bytes (a full file system, a special
+     * file such as /proc/version) fails here, on every rank, not at the
+     * first request. */
     char why[128];
-    int fd = rondo__open_regular(c->cfg.timeline, O_WRONLY | O_CREAT, why, sizeof why);
-    if (fd < 0)
+    int fd = rondo__open_regular(c->cfg.timeline, O_WRONLY | O_CREAT | O_TRUNC, why, sizeof why);
+    if (fd >= 0) {
+      why[0] = '\0';
+      if (pwrite(fd, "[\n]\n", 4, 0) != 4)
+        snprintf(why, sizeof why, "%s", errno != 0 ? strerror(errno) : "a short write");
+      close(fd);
+    }
+    if (fd < 0 || why[0] != '\0')
       return rondo__fail_quiet(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write it: %s",
                                c->cfg.timeline, why);
-    close(fd);
   }
   return RONDO_SUCCESS;
 }

@@ -180,17 +180,19 @@ rondo_status_t eng_request_wait_result(rondo_request_t h, int *freed, void **buf
     pthread_mutex_unlock(&tab.lock);
     return stale("rondo_wait");
   }
-  if (r->waiting) {
-    pthread_mutex_unlock(&tab.lock);
-    return rondo__fail(RONDO_ERR_INVALID_ARG,
-                       "rondo_wait: another thread is already waiting for '%s'", r->name);
-  }
-  if (!r->released && eng_in_cycle()) {
+  /* A callback first: its thread may be the one that waits for r (a
+   * waiting thread runs the engine's cycles, and so the callbacks). */
+  if ((!r->released || r->waiting) && eng_in_cycle()) {
     pthread_mutex_unlock(&tab.lock);
     return rondo__fail(RONDO_ERR_INVALID_ARG,
                        "rondo_wait: '%s' waited for inside a completion callback, which would "
                        "never return (wait from another thread)",
                        r->name);
+  }
+  if (r->waiting) {
+    pthread_mutex_unlock(&tab.lock);
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_wait: another thread is already waiting for '%s'", r->name);
   }
   r->waiting = 1;
   /* Rather than sleep while the engine thread runs the request, this thread

@@ -321,6 +321,35 @@ static void allgatherv_mismatch(rondo_comm_t w)
   say("allgatherv", rondo_allgatherv(w, send, counts[rank], recv, counts, NULL, RONDO_FLOAT32));
 }
 
+/* A completion callback that calls rondo_wait on its own request: refused,
+ * saying that it was inside a completion callback. The callback runs on
+ * the engine's thread, or on this thread while it waits (and helps). */
+static rondo_status_t cb_status = RONDO_SUCCESS;
+static char cb_message[512] = "not called";
+
+static void wait_on_self(rondo_request_t req, rondo_status_t status, void *user)
+{
+  (void)status;
+  (void)user;
+  rondo_request_t h = req;
+  cb_status = rondo_wait(&h);
+  snprintf(cb_message, sizeof cb_message, "%s", rondo_last_error());
+}
+
+static void wait_in_callback(rondo_comm_t w)
+{
+  float x[4];
+  fill(x, 4);
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.callback = wait_on_self;
+  rondo_request_t req = NULL;
+  say("submit", rondo_allreduce_async(w, "cb", x, x, 4, RONDO_FLOAT32, RONDO_SUM, &o, &req));
+  if (req != NULL)
+    say("wait", rondo_wait(&req));
+  line("rank %d: wait in callback %s: %s", rank, rondo_status_name(cb_status), cb_message);
+  say_data("cb", summed(x, 4, size));
+}
+
 typedef struct {
   const char *name;
   void (*run)(rondo_comm_t);
@@ -345,6 +374,7 @@ static const probe_case_t cases[] = {
     {"allgather-in-place", allgather_in_place},
     {"async-null-buffer", async_null_buffer},
     {"allgatherv-mismatch", allgatherv_mismatch},
+    {"wait-in-callback", wait_in_callback},
 };
 
 int main(int argc, char **argv)
