@@ -192,7 +192,7 @@ static uint64_t sig_sum(const agree_sig_t *sig)
   return h != 0 ? h : 1;
 }
 
-static rondo_status_t left(const agree_sig_t *sig, int rank);
+static rondo_status_t left(rondo_comm_t comm, const agree_sig_t *sig, int rank);
 
 /* A field that is a hash of several values (its value means nothing to a
  * reader): named "... (hash)". */
@@ -302,7 +302,7 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
   if (local != RONDO_SUCCESS)
     return local;
   if (leaving >= 0)
-    return left(sig, leaving);
+    return left(comm, sig, leaving);
   if (failed >= 0)
     return rondo__fail(RONDO_ERR_PEER,
                        "%s: rank %d of this comm passed invalid arguments (see its log line or "
@@ -334,12 +334,25 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
 }
 
 /* A call that met a rank destroying the comm. */
-static rondo_status_t left(const agree_sig_t *sig, int rank)
+static rondo_status_t left(rondo_comm_t comm, const agree_sig_t *sig, int rank)
 {
+  /* A comm of part of the world: its rank in MPI_COMM_WORLD too. */
+  char world[64] = "";
+  MPI_Group mine, all;
+  int w = -1, wsize = 0;
+  if (MPI_Comm_size(MPI_COMM_WORLD, &wsize) == MPI_SUCCESS && wsize != comm->size &&
+      MPI_Comm_group(comm->mpi, &mine) == MPI_SUCCESS) {
+    if (MPI_Comm_group(MPI_COMM_WORLD, &all) == MPI_SUCCESS) {
+      if (MPI_Group_translate_ranks(mine, 1, &rank, all, &w) == MPI_SUCCESS && w >= 0)
+        snprintf(world, sizeof world, " (rank %d of MPI_COMM_WORLD)", w);
+      MPI_Group_free(&all);
+    }
+    MPI_Group_free(&mine);
+  }
   return rondo__fail(RONDO_ERR_SHUT_DOWN,
-                     "%s: rank %d is destroying this comm (rondo_comm_destroy or "
+                     "%s: rank %d%s is destroying this comm (rondo_comm_destroy or "
                      "rondo_finalize); the collective cannot complete",
-                     agree_coll_name(sig->coll), rank);
+                     agree_coll_name(sig->coll), rank, world);
 }
 
 /* ---- the MPI check (across nodes) --------------------------------------------------------- */
@@ -453,7 +466,7 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
   if (local != RONDO_SUCCESS)
     return local;
   if (all.leaving > -(int64_t)comm->size)
-    return left(sig, (int)-all.leaving);
+    return left(comm, sig, (int)-all.leaving);
   if (r[0])
     return rondo__fail(RONDO_ERR_PEER,
                        "%s: rank %lld of this comm passed invalid arguments (see its log line or "
@@ -532,25 +545,48 @@ static void leave_nap(double *nap)
   *nap = *nap * 2 < 1e-3 ? *nap * 2 : 1e-3;
 }
 
-/* One round on the board: whether every rank was leaving too. */
-static int leave_board(rondo_comm_t comm, const agree_sig_t *sig, void (*poll)(rondo_comm_t))
+/* One step on the board: posts a round where none is open, and looks
+ * whether every rank's flag of that round is there, without waiting.
+ * *done once every rank was leaving in the same round. */
+static void leave_board_step(rondo_comm_t comm, agree_leave_t *st, const agree_sig_t *sig,
+                             int *done)
 {
   struct agree_board *b = comm->board;
-  agree_post(comm, RONDO_SUCCESS, sig);
-  uint64_t call = ++b->call;
-  uint64_t mine = flag(b, b->w.rank, call)->sum;
-  int all = 1;
-  double nap = 20e-6;
-  for (int q = 0; q < b->w.size; q++) {
-    const board_flag_t *f = flag(b, q, call);
-    while (__atomic_load_n(&f->call, __ATOMIC_ACQUIRE) != call) {
-      if (poll != NULL)
-        poll(comm);
-      leave_nap(&nap);
-    }
-    all &= f->sum == mine;
+  if (!st->open) {
+    agree_post(comm, RONDO_SUCCESS, sig);
+    st->call = ++b->call;
+    st->mine = flag(b, b->w.rank, st->call)->sum;
+    st->open = 1;
   }
-  return all;
+  int all = 1, missing = 0;
+  char who[256] = "";
+  size_t n = 0;
+  for (int q = 0; q < b->w.size; q++) {
+    const board_flag_t *f = flag(b, q, st->call);
+    if (__atomic_load_n(&f->call, __ATOMIC_ACQUIRE) != st->call) {
+      if (n + 16 < sizeof who)
+        n += (size_t)snprintf(who + n, sizeof who - n, "%s%d", missing ? ", " : "", q);
+      missing++;
+      continue;
+    }
+    all &= f->sum == st->mine;
+  }
+  if (missing) { /* still open: say once, after the warning time, whom it waits for */
+    double now = rondo__now();
+    if (st->since == 0)
+      st->since = now;
+    if (!st->warned && comm->cfg.stall_warn_sec > 0 &&
+        now - st->since > comm->cfg.stall_warn_sec) {
+      st->warned = 1;
+      LOG_WARN("leaving a comm (rondo_comm_destroy or rondo_finalize): waited %.0f s for "
+               "rank(s) %s of it to leave it too; a rank that waits for this one on another "
+               "comm waits as well: destroy comms in the same order on every rank",
+               now - st->since, who);
+    }
+    return;
+  }
+  st->open = 0;
+  *done = all;
 }
 
 /* One round of the MPI check: whether every rank was leaving too. */
@@ -584,18 +620,35 @@ static rondo_status_t leave_mpi(rondo_comm_t comm, const agree_sig_t *sig,
   return RONDO_SUCCESS;
 }
 
+rondo_status_t agree_leave_step(rondo_comm_t comm, agree_leave_t *st,
+                                void (*poll)(rondo_comm_t), int *done)
+{
+  *done = 0;
+  if (comm->size == 1 || agree_skip) {
+    *done = 1;
+    return RONDO_SUCCESS;
+  }
+  agree_sig_t sig = {.coll = AGREE_COMM_DESTROY};
+  if (comm->board != NULL) {
+    leave_board_step(comm, st, &sig, done);
+    return RONDO_SUCCESS;
+  }
+  return leave_mpi(comm, &sig, poll, done);
+}
+
 rondo_status_t agree_leave(rondo_comm_t comm, void (*poll)(rondo_comm_t))
 {
-  if (comm->size == 1 || agree_skip)
-    return RONDO_SUCCESS;
-  agree_sig_t sig = {.coll = AGREE_COMM_DESTROY};
+  agree_leave_t st = {0};
+  double nap = 20e-6;
   for (;;) {
-    int all = 0;
-    if (comm->board != NULL)
-      all = leave_board(comm, &sig, poll);
-    else
-      RONDO_CHECK(leave_mpi(comm, &sig, poll, &all));
-    if (all)
+    int done = 0;
+    RONDO_CHECK(agree_leave_step(comm, &st, poll, &done));
+    if (done)
       return RONDO_SUCCESS;
+    if (st.open) { /* a board round waits for the others */
+      if (poll != NULL)
+        poll(comm);
+      leave_nap(&nap);
+    }
   }
 }

@@ -57,6 +57,20 @@ rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const 
  * agree_leave_polls), so that the engine's rendezvous can progress.
  * Collective. */
 rondo_status_t agree_leave(rondo_comm_t comm, void (*poll)(rondo_comm_t));
+/* agree_leave in steps, for a rank that leaves several comms at once
+ * (rondo_finalize): each step answers the others' checks on comm once and
+ * sets *done when every rank of comm is leaving it too. On a comm with a
+ * board a step never waits; elsewhere it is one round of the MPI check
+ * (which waits for every rank's next check on comm). st starts zeroed. */
+typedef struct {
+  int open;         /* a board round is posted, not every flag seen yet */
+  uint64_t call;    /* that round */
+  uint64_t mine;    /* this rank's flag sum in it */
+  double since;     /* when the board's wait began (0: not yet) */
+  int warned;       /* the stall warning was given */
+} agree_leave_t;
+rondo_status_t agree_leave_step(rondo_comm_t comm, agree_leave_t *st,
+                                void (*poll)(rondo_comm_t), int *done);
 /* Whether agree_leave's wait polls (the board, or the nonblocking MPI
  * check where some rank yields); else it blocks in MPI_Allreduce. */
 int agree_leave_polls(rondo_comm_t comm);

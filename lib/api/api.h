@@ -24,6 +24,10 @@ int api_unregister(rondo_comm_t comm);
 /* Destroys the comm's engine, then the comm (rondo_comm_destroy, and
  * rondo_finalize for the comms left). */
 void api_comm_free(rondo_comm_t comm, int mpi_usable);
+/* rondo_finalize: frees every comm of list (linked by next) as
+ * api_comm_free does, but leaves them all at once, so that a rank waiting on
+ * any of them, in any order, learns that this rank is leaving. */
+void api_comms_free(struct rondo_comm *list, int mpi_usable);
 /* Whether finalize needs MPICH's UCX workaround (mpich_ucx.c): 1 when
  * librondo was built against MPICH, 0 for any other MPI library. */
 int api_mpich_ucx_workaround(void);

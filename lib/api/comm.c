@@ -128,6 +128,66 @@ void api_comm_free(rondo_comm_t c, int mpi_usable)
   comm_free(c, mpi_usable);
 }
 
+void api_comms_free(struct rondo_comm *list, int mpi_usable)
+{
+  int n = 0;
+  for (struct rondo_comm *c = list; c != NULL; c = c->next)
+    n++;
+  struct rondo_comm **comms = calloc((size_t)n + 1, sizeof *comms);
+  agree_leave_t *st = calloc((size_t)n + 1, sizeof *st);
+  char *done = calloc((size_t)n + 1, 1);
+  if (comms == NULL || st == NULL || done == NULL) { /* one at a time, as rondo_comm_destroy */
+    free(comms), free(st), free(done);
+    while (list != NULL) {
+      struct rondo_comm *next = list->next;
+      api_comm_free(list, mpi_usable);
+      list = next;
+    }
+    return;
+  }
+  int i = 0;
+  for (struct rondo_comm *c = list; c != NULL; c = c->next)
+    comms[i++] = c;
+  /* Every comm at once: each rank waiting on any of them hears of it, in
+   * whatever order the ranks leave them. */
+  if (mpi_usable) {
+    for (i = 0; i < n; i++)
+      if (comms[i]->size > 1)
+        engine_leave_begin(comms[i], agree_leave_polls(comms[i]));
+      else
+        done[i] = 1;
+    double nap = 20e-6;
+    for (int left = 1; left;) {
+      left = 0;
+      for (i = 0; i < n; i++) {
+        if (done[i])
+          continue;
+        int all = 0;
+        if (agree_leave_step(comms[i], &st[i], engine_leave_poll, &all) != RONDO_SUCCESS) {
+          LOG_ERROR("rondo_finalize: %s", rondo_last_error());
+          all = 1;
+        }
+        done[i] = (char)all;
+        left |= !all;
+      }
+      for (i = 0; i < n && left; i++)
+        if (!done[i])
+          engine_leave_poll(comms[i]);
+      if (left) {
+        struct timespec ts = {0, (long)(nap * 1e9)};
+        nanosleep(&ts, NULL);
+        nap = nap * 2 < 1e-3 ? nap * 2 : 1e-3;
+      }
+    }
+  }
+  for (i = 0; i < n; i++) {
+    if (comms[i]->engine != NULL)
+      engine_destroy(comms[i], mpi_usable);
+    comm_free(comms[i], mpi_usable);
+  }
+  free(comms), free(st), free(done);
+}
+
 rondo_status_t rondo_comm_destroy(rondo_comm_t *comm)
 {
   if (comm == NULL)

@@ -266,11 +266,7 @@ static rondo_status_t finalize(int by_mpi)
   }
   int mpi_finalized = 0;
   MPI_CHECK_LOG(MPI_Finalized(&mpi_finalized));
-  while (list != NULL) {
-    struct rondo_comm *next = list->next;
-    api_comm_free(list, !mpi_finalized);
-    list = next;
-  }
+  api_comms_free(list, !mpi_finalized);
   if (!mpi_finalized)
     algo_mpi_op_free();
   topo_shutdown();

@@ -74,6 +74,7 @@ static void *watch(void *arg)
                            "rank 0 left the job, or saw another rank leave",
           status);
   fflush(stdout);
+  launch_serve_join(1); /* rank 0: its server has ended; nothing is left unjoined */
   _exit(status);
 }
 

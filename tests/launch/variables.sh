@@ -104,9 +104,9 @@ pass "2 tasks with SLURM_PROCID and SLURM_STEP_NUM_TASKS: one world, $(sed -n "s
 bench=$builddir/tools/rondo-bench
 for victim in 1 0; do
   MASTER_PORT=$(free_port); export MASTER_PORT
-  start_rank "$tmp/k0" 0 2 "$bench" -b 1M -e 1M -n 1000000 -a ring
+  start_rank "$tmp/k0" 0 2 "$bench" -b 8 -e 8 -n 1000000 -a ring
   first=$!
-  start_rank "$tmp/k1" 1 2 "$bench" -b 1M -e 1M -n 1000000 -a ring
+  start_rank "$tmp/k1" 1 2 "$bench" -b 8 -e 8 -n 1000000 -a ring
   second=$!
   i=0
   while ! grep -q "^# topology" "$tmp/k0" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done

@@ -321,6 +321,62 @@ static void allgatherv_mismatch(rondo_comm_t w)
   say("allgatherv", rondo_allgatherv(w, send, counts[rank], recv, counts, NULL, RONDO_FLOAT32));
 }
 
+/* Rank 2 of 3 is also in a comm of ranks 0 and 2, made after the world,
+ * and finalizes at once; the others wait for it on the world: in a barrier
+ * (how 0), a blocking all-reduce (1), an asynchronous one (2), or rank 0 in
+ * an all-reduce on the set (3). Every wait fails with RONDO_ERR_SHUT_DOWN
+ * naming rank 2, and every rank finalizes. */
+static void leave_set(rondo_comm_t w, int how)
+{
+  if (size != 3) {
+    line("rank %d: leave-set needs 3 ranks", rank);
+    return;
+  }
+  int members[2] = {0, 2};
+  rondo_comm_t set = NULL;
+  if (rank != 1)
+    say("subset", rondo_comm_subset(w, members, 2, &set));
+  if (rank == 2)
+    return; /* main() finalizes */
+  nap(0.2);
+  float x[4];
+  fill(x, 4);
+  rondo_request_t req = NULL;
+  if (how == 0 || (how == 3 && rank == 1)) {
+    say("barrier", rondo_barrier(w));
+  } else if (how == 1) {
+    say("allreduce", rondo_allreduce(w, x, x, 4, RONDO_FLOAT32, RONDO_SUM));
+  } else if (how == 2) {
+    say("submit", rondo_allreduce_async(w, "ls", x, x, 4, RONDO_FLOAT32, RONDO_SUM, NULL, &req));
+    if (req != NULL)
+      say("wait", rondo_wait(&req));
+  } else {
+    say("allreduce-set", rondo_allreduce(set, x, x, 4, RONDO_FLOAT32, RONDO_SUM));
+  }
+}
+
+static void leave_set_barrier(rondo_comm_t w) { leave_set(w, 0); }
+static void leave_set_allreduce(rondo_comm_t w) { leave_set(w, 1); }
+static void leave_set_async(rondo_comm_t w) { leave_set(w, 2); }
+static void leave_set_on_set(rondo_comm_t w) { leave_set(w, 3); }
+
+/* Comms destroyed in different orders: rank 1 destroys a comm of both
+ * ranks while rank 0 waits for it in a barrier on the world. Each waits for
+ * the other; each names the other after RONDO_STALL_WARN_SEC (docs/
+ * reliability.md: destroy comms in the same order on every rank). */
+static void destroy_crossed(rondo_comm_t w)
+{
+  rondo_comm_t c = NULL;
+  say("create", rondo_comm_create(MPI_COMM_WORLD, &c));
+  if (rank == 0) {
+    say("barrier", rondo_barrier(w));
+    say("destroy", rondo_comm_destroy(&c));
+  } else {
+    say("destroy", rondo_comm_destroy(&c));
+    say("barrier", rondo_barrier(w));
+  }
+}
+
 /* A completion callback that calls rondo_wait on its own request: refused,
  * saying that it was inside a completion callback. The callback runs on
  * the engine's thread, or on this thread while it waits (and helps). */
@@ -375,6 +431,11 @@ static const probe_case_t cases[] = {
     {"async-null-buffer", async_null_buffer},
     {"allgatherv-mismatch", allgatherv_mismatch},
     {"wait-in-callback", wait_in_callback},
+    {"leave-set-barrier", leave_set_barrier},
+    {"leave-set-allreduce", leave_set_allreduce},
+    {"leave-set-async", leave_set_async},
+    {"leave-set-on-set", leave_set_on_set},
+    {"destroy-crossed", destroy_crossed},
 };
 
 int main(int argc, char **argv)

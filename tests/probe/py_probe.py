@@ -304,6 +304,25 @@ def case_exit_dropped_torch():
     say("dropped")
 
 
+def case_torch_set_leave():
+    """Horovod's API at 3 ranks: a process set of ranks 0 and 2; rank 2
+    raises and exits (its atexit shutdown finalizes rondo) while ranks 0 and
+    1 wait for it in hvd.barrier(), then in an all-reduce on the global set.
+    Both calls raise on both ranks, naming rank 2, instead of waiting."""
+    import torch
+    import rondo.torch as hvd
+    hvd.init()
+    ps = attempt("add_process_set", lambda: hvd.add_process_set([0, 2]))
+    if RANK == 2:
+        say("leaving")
+        raise SystemExit(3)
+    import time
+    time.sleep(0.3)
+    attempt("barrier", hvd.barrier)
+    attempt("allreduce", lambda: hvd.allreduce(torch.ones(3), op=hvd.Sum, name="after-leave"))
+    del ps
+
+
 def case_np_grouped_count():
     """grouped_allreduce with 3 arrays on rank 0 and 2 on rank 1."""
     import numpy as np
