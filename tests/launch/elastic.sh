@@ -23,11 +23,12 @@ train=$builddir/examples/train/rondo-train
 args="--epochs 60 --batch 32 --lr 0.05"
 ck=$tmp/train.ck
 
-# agent OUT PORT: one torchrun agent of the elastic job, in the background;
-# its pid in $agent.
+# agent OUT PORT [LAST_CALL]: one torchrun agent of the elastic job, in the
+# background; its pid in $agent. LAST_CALL: seconds a rendezvous waits for
+# more agents once it has the minimum (1).
 agent() {
   torchrun --nnodes 1:2 --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$2" \
-    --rdzv_id "elastic$2" --rdzv_conf last_call_timeout=1 --max_restarts 3 --monitor_interval 1 \
+    --rdzv_id "elastic$2" --rdzv_conf last_call_timeout="${3:-1}" --max_restarts 3 --monitor_interval 1 \
     --no_python "$train" $args --checkpoint "$ck" --checkpoint-every 100 --resume "$ck" \
     > "$1" 2>&1 &
   agent=$!
@@ -72,9 +73,15 @@ pass "torchrun --nnodes 1:2: 1 rank, a second agent joined, resumed at step $ste
 # shrink: 2 ranks, then 1
 rm -f "$ck"
 port=$(free_port)
-agent "$tmp/c" "$port"
+agent "$tmp/c" "$port" 8 # both agents in the first round
 first=$agent
-agent "$tmp/d" "$port"
+# The first agent hosts torch's c10d store (the rendezvous dies with its
+# host: torch's c10d backend has one): it listens before the second starts,
+# and the second is the one killed.
+i=0
+until "$python" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
+  "$port" 2>/dev/null || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
+agent "$tmp/d" "$port" 8
 second=$agent
 wait_for "$ck" .
 i=0

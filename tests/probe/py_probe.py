@@ -74,7 +74,8 @@ def case_torch_object():
     """rondo.torch.broadcast_object / allgather_object, as case_np_object."""
     import rondo.torch as hvd
     hvd.init()
-    obj = (lambda: 0) if RANK == 0 else None
+    # (a lock: cloudpickle, which rondo.torch uses where installed, takes lambdas)
+    obj = threading.Lock() if RANK == 0 else None
     attempt("bcast", lambda: hvd.broadcast_object(obj, 0, name="bo"))
     got = attempt("bcast good", lambda: hvd.broadcast_object("x%d" % RANK, 0))
     if got is not None:
