@@ -545,11 +545,20 @@ static void leave_nap(double *nap)
   *nap = *nap * 2 < 1e-3 ? *nap * 2 : 1e-3;
 }
 
+/* One comm's leave between steps (agree_leave). */
+typedef struct {
+  int done;         /* every rank of the comm is leaving it */
+  int open;         /* a board round is posted, not every flag seen yet */
+  uint64_t call;    /* that round */
+  uint64_t mine;    /* this rank's flag sum in it */
+  double since;     /* when the board's wait began (0: not yet) */
+  int warned;       /* the stall warning was given */
+} leave_t;
+
 /* One step on the board: posts a round where none is open, and looks
  * whether every rank's flag of that round is there, without waiting.
- * *done once every rank was leaving in the same round. */
-static void leave_board_step(rondo_comm_t comm, agree_leave_t *st, const agree_sig_t *sig,
-                             int *done)
+ * st->done once every rank was leaving in the same round. */
+static void leave_board_step(rondo_comm_t comm, leave_t *st, const agree_sig_t *sig)
 {
   struct agree_board *b = comm->board;
   if (!st->open) {
@@ -586,7 +595,7 @@ static void leave_board_step(rondo_comm_t comm, agree_leave_t *st, const agree_s
     return;
   }
   st->open = 0;
-  *done = all;
+  st->done = all;
 }
 
 /* One round of the MPI check: whether every rank was leaving too. */
@@ -620,35 +629,60 @@ static rondo_status_t leave_mpi(rondo_comm_t comm, const agree_sig_t *sig,
   return RONDO_SUCCESS;
 }
 
-rondo_status_t agree_leave_step(rondo_comm_t comm, agree_leave_t *st,
-                                void (*poll)(rondo_comm_t), int *done)
+/* One step of comm's leave: a look at the board, or a round of the MPI
+ * check. */
+static rondo_status_t leave_step(rondo_comm_t comm, leave_t *st, void (*poll)(rondo_comm_t))
 {
-  *done = 0;
-  if (comm->size == 1 || agree_skip) {
-    *done = 1;
-    return RONDO_SUCCESS;
-  }
   agree_sig_t sig = {.coll = AGREE_COMM_DESTROY};
-  if (comm->board != NULL) {
-    leave_board_step(comm, st, &sig, done);
+  if (comm->size == 1 || agree_skip) {
+    st->done = 1;
     return RONDO_SUCCESS;
   }
-  return leave_mpi(comm, &sig, poll, done);
+  if (comm->board != NULL) {
+    leave_board_step(comm, st, &sig);
+    return RONDO_SUCCESS;
+  }
+  return leave_mpi(comm, &sig, poll, &st->done);
 }
 
-rondo_status_t agree_leave(rondo_comm_t comm, void (*poll)(rondo_comm_t))
+rondo_status_t agree_leave(rondo_comm_t *comms, int n, void (*poll)(rondo_comm_t))
 {
-  agree_leave_t st = {0};
-  double nap = 20e-6;
-  for (;;) {
-    int done = 0;
-    RONDO_CHECK(agree_leave_step(comm, &st, poll, &done));
-    if (done)
-      return RONDO_SUCCESS;
-    if (st.open) { /* a board round waits for the others */
-      if (poll != NULL)
-        poll(comm);
-      leave_nap(&nap);
+  leave_t one = {0}, *st = n == 1 ? &one : calloc((size_t)n, sizeof *st);
+  rondo_status_t first = RONDO_SUCCESS;
+  if (st == NULL) { /* no memory: one comm after the other */
+    for (int i = 0; i < n; i++) {
+      rondo_status_t s = agree_leave(&comms[i], 1, poll);
+      if (first == RONDO_SUCCESS)
+        first = s;
     }
+    return first;
   }
+  double nap = 20e-6;
+  for (int left = n; left > 0;) {
+    int waiting = 0; /* a board round is open */
+    left = 0;
+    for (int i = 0; i < n; i++) {
+      if (st[i].done)
+        continue;
+      rondo_status_t s = leave_step(comms[i], &st[i], poll);
+      if (s != RONDO_SUCCESS) {
+        st[i].done = 1;
+        if (first == RONDO_SUCCESS)
+          first = s;
+        else
+          LOG_ERROR("leaving a comm: %s", rondo_last_error());
+      }
+      left += !st[i].done;
+      waiting |= !st[i].done && st[i].open;
+    }
+    if (!waiting)
+      continue;
+    for (int i = 0; i < n; i++)
+      if (!st[i].done && poll != NULL)
+        poll(comms[i]);
+    leave_nap(&nap);
+  }
+  if (st != &one)
+    free(st);
+  return first;
 }

@@ -49,28 +49,18 @@ rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_s
  * knows it: they may exchange more to say which). */
 rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                                  int *same_call);
-/* A rank destroying the comm (rondo_comm_destroy, rondo_finalize): takes
- * part in the others' checks until every rank destroys it too. A blocking
- * collective that meets it fails with RONDO_ERR_SHUT_DOWN on its rank
- * ("rank 1 is destroying this comm") instead of waiting forever for this
- * rank. poll(arg) runs between checks where the wait can poll (see
- * agree_leave_polls), so that the engine's rendezvous can progress.
- * Collective. */
-rondo_status_t agree_leave(rondo_comm_t comm, void (*poll)(rondo_comm_t));
-/* agree_leave in steps, for a rank that leaves several comms at once
- * (rondo_finalize): each step answers the others' checks on comm once and
- * sets *done when every rank of comm is leaving it too. On a comm with a
- * board a step never waits; elsewhere it is one round of the MPI check
- * (which waits for every rank's next check on comm). st starts zeroed. */
-typedef struct {
-  int open;         /* a board round is posted, not every flag seen yet */
-  uint64_t call;    /* that round */
-  uint64_t mine;    /* this rank's flag sum in it */
-  double since;     /* when the board's wait began (0: not yet) */
-  int warned;       /* the stall warning was given */
-} agree_leave_t;
-rondo_status_t agree_leave_step(rondo_comm_t comm, agree_leave_t *st,
-                                void (*poll)(rondo_comm_t), int *done);
+/* A rank destroying comms[0..n) (rondo_comm_destroy: one; rondo_finalize:
+ * every live one, at once): takes part in the others' checks on each until
+ * every rank of it destroys it too. A blocking collective that meets it
+ * fails with RONDO_ERR_SHUT_DOWN on its rank ("rank 1 is destroying this
+ * comm") instead of waiting forever for this rank, on whichever of the
+ * comms it waits. On a comm with a board the answers never wait, so every
+ * such comm is answered at once; on another, a round of the MPI check
+ * waits for every rank's next check on it. poll(comm) runs for each comm
+ * not left yet between rounds (see agree_leave_polls), so that the
+ * engine's rendezvous can progress. Returns the first failure, after
+ * leaving the other comms. Collective over each comm. */
+rondo_status_t agree_leave(rondo_comm_t *comms, int n, void (*poll)(rondo_comm_t));
 /* Whether agree_leave's wait polls (the board, or the nonblocking MPI
  * check where some rank yields); else it blocks in MPI_Allreduce. */
 int agree_leave_polls(rondo_comm_t comm);

@@ -113,31 +113,35 @@ rondo_status_t rondo_comm_subset(rondo_comm_t comm, const int *ranks, int nranks
   return st;
 }
 
-void api_comm_free(rondo_comm_t c, int mpi_usable)
+/* Leaves comms[0..n) at once, then destroys each. */
+static void free_comms(rondo_comm_t *comms, int n, int mpi_usable)
 {
-  /* Until every rank destroys the comm too, this rank answers the others'
+  /* Until every rank destroys each comm too, this rank answers the others'
    * blocking collectives on it (they fail with RONDO_ERR_SHUT_DOWN) and its
    * engine fails their requests and joins: no rank waits on it forever. */
-  if (mpi_usable && c->size > 1) {
-    engine_leave_begin(c, agree_leave_polls(c));
-    if (agree_leave(c, engine_leave_poll) != RONDO_SUCCESS)
+  if (mpi_usable) {
+    for (int i = 0; i < n; i++)
+      if (comms[i]->size > 1)
+        engine_leave_begin(comms[i], agree_leave_polls(comms[i]));
+    if (agree_leave(comms, n, engine_leave_poll) != RONDO_SUCCESS)
       LOG_ERROR("rondo_comm_destroy: %s", rondo_last_error());
   }
-  if (c->engine != NULL)
-    engine_destroy(c, mpi_usable);
-  comm_free(c, mpi_usable);
+  for (int i = 0; i < n; i++) {
+    if (comms[i]->engine != NULL)
+      engine_destroy(comms[i], mpi_usable);
+    comm_free(comms[i], mpi_usable);
+  }
 }
+
+void api_comm_free(rondo_comm_t c, int mpi_usable) { free_comms(&c, 1, mpi_usable); }
 
 void api_comms_free(struct rondo_comm *list, int mpi_usable)
 {
   int n = 0;
   for (struct rondo_comm *c = list; c != NULL; c = c->next)
     n++;
-  struct rondo_comm **comms = calloc((size_t)n + 1, sizeof *comms);
-  agree_leave_t *st = calloc((size_t)n + 1, sizeof *st);
-  char *done = calloc((size_t)n + 1, 1);
-  if (comms == NULL || st == NULL || done == NULL) { /* one at a time, as rondo_comm_destroy */
-    free(comms), free(st), free(done);
+  rondo_comm_t *comms = calloc((size_t)n + 1, sizeof *comms);
+  if (comms == NULL) { /* no memory: one after the other */
     while (list != NULL) {
       struct rondo_comm *next = list->next;
       api_comm_free(list, mpi_usable);
@@ -145,47 +149,11 @@ void api_comms_free(struct rondo_comm *list, int mpi_usable)
     }
     return;
   }
-  int i = 0;
+  n = 0;
   for (struct rondo_comm *c = list; c != NULL; c = c->next)
-    comms[i++] = c;
-  /* Every comm at once: each rank waiting on any of them hears of it, in
-   * whatever order the ranks leave them. */
-  if (mpi_usable) {
-    for (i = 0; i < n; i++)
-      if (comms[i]->size > 1)
-        engine_leave_begin(comms[i], agree_leave_polls(comms[i]));
-      else
-        done[i] = 1;
-    double nap = 20e-6;
-    for (int left = 1; left;) {
-      left = 0;
-      for (i = 0; i < n; i++) {
-        if (done[i])
-          continue;
-        int all = 0;
-        if (agree_leave_step(comms[i], &st[i], engine_leave_poll, &all) != RONDO_SUCCESS) {
-          LOG_ERROR("rondo_finalize: %s", rondo_last_error());
-          all = 1;
-        }
-        done[i] = (char)all;
-        left |= !all;
-      }
-      for (i = 0; i < n && left; i++)
-        if (!done[i])
-          engine_leave_poll(comms[i]);
-      if (left) {
-        struct timespec ts = {0, (long)(nap * 1e9)};
-        nanosleep(&ts, NULL);
-        nap = nap * 2 < 1e-3 ? nap * 2 : 1e-3;
-      }
-    }
-  }
-  for (i = 0; i < n; i++) {
-    if (comms[i]->engine != NULL)
-      engine_destroy(comms[i], mpi_usable);
-    comm_free(comms[i], mpi_usable);
-  }
-  free(comms), free(st), free(done);
+    comms[n++] = c;
+  free_comms(comms, n, mpi_usable);
+  free(comms);
 }
 
 rondo_status_t rondo_comm_destroy(rondo_comm_t *comm)

@@ -20,7 +20,6 @@
 #define RONDO_LAUNCH_LAUNCH_H
 
 #include <stddef.h>
-#include <time.h>
 
 #include "base/base.h"
 

@@ -35,6 +35,14 @@ torchrun() {
 }
 needs_torch() { rondo_python_env torch; }
 
+# wait_for FILE PATTERN [LOG]: until FILE holds a line matching PATTERN
+# (grep; "." for any byte), at most 120 s; then fails, showing LOG (FILE).
+wait_for() {
+  i=0
+  while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+  grep -q "$2" "$1" 2>/dev/null || { cat "${3:-$1}"; fail "no '$2' in $1 after 120 s"; }
+}
+
 # free_port: a TCP port nobody listens on now, and the next one too (rondo
 # listens on MASTER_PORT + 1 by default).
 free_port() {

@@ -33,11 +33,6 @@ agent() {
     > "$1" 2>&1 &
   agent=$!
 }
-wait_for() { # FILE PATTERN: until FILE holds a line matching PATTERN (120 s)
-  i=0
-  while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-  grep -q "$2" "$1" || { cat "$1"; fail "no '$2' in $1 after 120 s"; }
-}
 kill_tree() { # PID: it and every process below it, with SIGKILL
   for child in $(pgrep -P "$1"); do kill_tree "$child"; done
   kill -9 "$1" 2>/dev/null

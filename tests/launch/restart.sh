@@ -20,9 +20,7 @@ train=$builddir/examples/train/rondo-train
 # kill_one_worker_after FILE LOG: waits until FILE exists and a little more,
 # then kills one worker of the torchrun whose command line names FILE.
 kill_one_worker_after() {
-  i=0
-  while [ ! -s "$1" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-  [ -s "$1" ] || { cat "$2"; fail "no checkpoint $1 after 120 s"; }
+  wait_for "$1" . "$2"
   sleep "$3"
   # the agent itself, not the timeout wrapping it
   agent=$(pgrep -f "^$python -m torch.distributed.run .*$1" | head -n 1)

@@ -108,8 +108,7 @@ for victim in 1 0; do
   first=$!
   start_rank "$tmp/k1" 1 2 "$bench" -b 8 -e 8 -n 1000000 -a ring
   second=$!
-  i=0
-  while ! grep -q "^# topology" "$tmp/k0" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  wait_for "$tmp/k0" "^# topology"
   sleep 1 # in the timed loop
   if [ $victim = 1 ]; then dead=$second alive=$first out=k0; else dead=$first alive=$second out=k1; fi
   # the process under timeout, not timeout itself
@@ -211,8 +210,7 @@ conns = []
 while True:
     c, _ = s.accept(); conns.append(c)' "$port" > "$tmp/listener" 2>&1 &
 listener=$!
-i=0
-while ! grep -q listening "$tmp/listener" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+wait_for "$tmp/listener" listening
 export RONDO_RENDEZVOUS=127.0.0.1:$port
 start_rank "$tmp/p0" 0 2 "$info"
 start_rank "$tmp/p1" 1 2 "$info"
