@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "device/device.h"
+#include "engine/await.h"
 #include "engine/engine.h"
 
 #define NAME_MAX_BYTES 255
@@ -102,7 +103,7 @@ static rondo_status_t submit(rondo_comm_t comm, const char *name, eng_sig_t sig,
   int detached = r->detached;
   st = detached ? RONDO_SUCCESS : eng_request_register(r);
   rondo_request_t handle = r->handle;
-  if (st == RONDO_SUCCESS && (st = engine_submit(comm, r)) != RONDO_SUCCESS && !detached)
+  if (st == RONDO_SUCCESS && (st = eng_submit(comm, r)) != RONDO_SUCCESS && !detached)
     eng_request_forget(r);
   if (st != RONDO_SUCCESS) {
     if (r->queue != NULL)
@@ -204,7 +205,7 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
   CHECK_ARG(api_check_overlap("rondo_allreduce_async", sendbuf, bytes, recvbuf, bytes));
   int device = -1;
   CHECK_ARG(dev_call_memory("rondo_allreduce_async", sendbuf, bytes, recvbuf, bytes, &device));
-  /* Refused before engine_device, which pins the engine's device. */
+  /* Refused before eng_device, which pins the engine's device. */
   if (device >= 0 && (o.prescale != 1.0 || o.postscale != 1.0))
     CHECK_ARG(rondo__fail(RONDO_ERR_UNSUPPORTED,
                           "rondo_allreduce_async: '%s': prescale and postscale need host "
@@ -212,7 +213,7 @@ rondo_status_t rondo_allreduce_async(rondo_comm_t comm, const char *name, const 
                           "op AVG divides by the comm size)",
                           name));
   if (device >= 0)
-    CHECK_ARG(engine_device(comm, device));
+    CHECK_ARG(eng_device(comm, device));
   eng_sig_t sig = {.kind = ENG_ALLREDUCE, .dtype = dtype, .op = op, .algo = o.algo,
                    .root = -1, .mem = device >= 0, .count = count, .prescale = o.prescale,
                    .postscale = o.postscale};
@@ -369,13 +370,13 @@ rondo_status_t rondo_timeline_start(rondo_comm_t comm, const char *path, int mar
   RONDO_CHECK(api_enter(comm));
   if (path == NULL || path[0] == '\0')
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_timeline_start: give a file path");
-  return engine_timeline(comm, path, mark_cycles != 0);
+  return eng_timeline(comm, path, mark_cycles != 0);
 }
 
 rondo_status_t rondo_timeline_stop(rondo_comm_t comm)
 {
   RONDO_CHECK(api_enter(comm));
-  return engine_timeline(comm, NULL, 0);
+  return eng_timeline(comm, NULL, 0);
 }
 
 rondo_status_t rondo_test(rondo_request_t req, int *done)
@@ -464,5 +465,5 @@ rondo_status_t rondo_queue_destroy(rondo_queue_t *queue)
 rondo_status_t rondo_join(rondo_comm_t comm, int *last_rank)
 {
   RONDO_CHECK(api_enter(comm));
-  return engine_join(comm, last_rank);
+  return eng_join(comm, last_rank);
 }

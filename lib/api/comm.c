@@ -31,7 +31,7 @@ rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
   RONDO_CHECK(comm_build(mpi_comm, NULL, 0, init, &c));
   /* The engine's communicators are made now, while every rank is here; its
    * thread starts with the first asynchronous request. */
-  rondo_status_t st = engine_create(c);
+  rondo_status_t st = eng_create(c);
   if (st != RONDO_SUCCESS) {
     comm_free(c, 1);
     return st;
@@ -122,13 +122,13 @@ static void free_comms(rondo_comm_t *comms, int n, int mpi_usable)
   if (mpi_usable) {
     for (int i = 0; i < n; i++)
       if (comms[i]->size > 1)
-        engine_leave_begin(comms[i], agree_leave_polls(comms[i]));
-    if (agree_leave(comms, n, engine_leave_poll) != RONDO_SUCCESS)
+        eng_leave_begin(comms[i], agree_leave_polls(comms[i]));
+    if (agree_leave(comms, n, eng_leave_poll) != RONDO_SUCCESS)
       LOG_ERROR("rondo_comm_destroy: %s", rondo_last_error());
   }
   for (int i = 0; i < n; i++) {
     if (comms[i]->engine != NULL)
-      engine_destroy(comms[i], mpi_usable);
+      eng_destroy(comms[i], mpi_usable);
     comm_free(comms[i], mpi_usable);
   }
 }

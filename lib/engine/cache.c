@@ -7,7 +7,7 @@
  * names travel in the steady state of a training loop. Rank 0 picks
  * victims by least recent use; the others follow its choice.
  */
-#include "engine/engine.h"
+#include "engine/cache.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * Request handles and their completion.
+ * Request handles and their completion (request.h).
  *
  * A rondo_request_t is not a pointer to the request but a handle: a slot of
  * one process-wide table and the slot's generation, packed into the
@@ -15,15 +15,17 @@
  *             inside the callback;
  *   released  the engine will not touch the request again: rondo_wait()
  *             may free it.
- * rondo_wait() sleeps on the table's condition variable, never on the
- * engine's, so it does not depend on the comm still existing.
+ * rondo_wait() (await.c) sleeps on the table's condition variable, never on
+ * the engine's, so it does not depend on the comm still existing.
  *
  * A completion queue (rondo_queue_t) gets a request's handle when it is
  * released. Each request attached to a queue reserves its place at
  * submission, so putting it there (under the table's lock, then the
  * queue's) never needs memory.
  */
-#include "engine/engine.h"
+#include "engine/request.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -128,7 +130,7 @@ void eng_request_mark_done(struct rondo_request **reqs, size_t n)
 {
   pthread_mutex_lock(&tab.lock);
   for (size_t i = 0; i < n; i++)
-    if (reqs[i] != NULL && !reqs[i]->phantom)
+    if (reqs[i] != NULL && !reqs[i]->stand_in)
       reqs[i]->done = 1;
   pthread_mutex_unlock(&tab.lock);
 }
@@ -137,7 +139,7 @@ void eng_request_release(struct rondo_request **reqs, size_t n)
 {
   pthread_mutex_lock(&tab.lock);
   for (size_t i = 0; i < n; i++)
-    if (reqs[i] != NULL && !reqs[i]->phantom) {
+    if (reqs[i] != NULL && !reqs[i]->stand_in) {
       reqs[i]->released = 1;
       if (reqs[i]->queue != NULL)
         queue_put(reqs[i]->queue, reqs[i]->handle);
@@ -146,85 +148,14 @@ void eng_request_release(struct rondo_request **reqs, size_t n)
   pthread_mutex_unlock(&tab.lock);
 }
 
-/* ---- the public calls ------------------------------------------------------------- */
+/* ---- for await.c --------------------------------------------------------------- */
 
-int eng_request_released(struct rondo_request *r)
-{
-  pthread_mutex_lock(&tab.lock);
-  int released = r->released;
-  pthread_mutex_unlock(&tab.lock);
-  return released;
-}
-
-rondo_status_t eng_request_test(rondo_request_t h, int *done)
-{
-  pthread_mutex_lock(&tab.lock);
-  struct rondo_request *r = lookup(h);
-  if (r != NULL)
-    *done = r->done;
-  pthread_mutex_unlock(&tab.lock);
-  return r != NULL ? RONDO_SUCCESS : stale("rondo_test");
-}
-
-rondo_status_t eng_request_wait(rondo_request_t h, int *freed)
-{
-  return eng_request_wait_result(h, freed, NULL, NULL);
-}
-
-rondo_status_t eng_request_wait_result(rondo_request_t h, int *freed, void **buf, size_t *count)
-{
-  *freed = 0;
-  pthread_mutex_lock(&tab.lock);
-  struct rondo_request *r = lookup(h);
-  if (r == NULL) {
-    pthread_mutex_unlock(&tab.lock);
-    return stale("rondo_wait");
-  }
-  /* A callback first: its thread may be the one that waits for r (a
-   * waiting thread runs the engine's cycles, and so the callbacks). */
-  if ((!r->released || r->waiting) && eng_in_cycle()) {
-    pthread_mutex_unlock(&tab.lock);
-    return rondo__fail(RONDO_ERR_INVALID_ARG,
-                       "rondo_wait: '%s' waited for inside a completion callback, which would "
-                       "never return (wait from another thread)",
-                       r->name);
-  }
-  if (r->waiting) {
-    pthread_mutex_unlock(&tab.lock);
-    return rondo__fail(RONDO_ERR_INVALID_ARG,
-                       "rondo_wait: another thread is already waiting for '%s'", r->name);
-  }
-  r->waiting = 1;
-  /* Rather than sleep while the engine thread runs the request, this thread
-   * runs the engine's cycles itself where it can (engine_help). */
-  int helped = 0;
-  while (!r->released) {
-    if (!helped) {
-      helped = 1;
-      struct engine *e = r->eng;
-      if (engine_help_begin(e, r)) {
-        pthread_mutex_unlock(&tab.lock);
-        engine_help(e, r);
-        pthread_mutex_lock(&tab.lock);
-        continue;
-      }
-    }
-    pthread_cond_wait(&tab.released, &tab.lock);
-  }
-  unregister(r);
-  pthread_mutex_unlock(&tab.lock);
-  *freed = 1;
-  rondo_status_t st = r->status;
-  if (st != RONDO_SUCCESS)
-    rondo__fail_quiet(st, "%s", r->message != NULL ? r->message : rondo_status_string(st));
-  if (buf != NULL && st == RONDO_SUCCESS) {
-    *buf = r->result;
-    *count = r->result_count;
-    r->result = NULL;
-  }
-  eng_request_free(r);
-  return st;
-}
+void eng_handles_lock(void) { pthread_mutex_lock(&tab.lock); }
+void eng_handles_unlock(void) { pthread_mutex_unlock(&tab.lock); }
+struct rondo_request *eng_handle_lookup(rondo_request_t h) { return lookup(h); }
+void eng_handles_wait_released(void) { pthread_cond_wait(&tab.released, &tab.lock); }
+void eng_handle_unregister(struct rondo_request *r) { unregister(r); }
+rondo_status_t eng_handle_stale(const char *fn) { return stale(fn); }
 
 void eng_request_free(struct rondo_request *r)
 {
@@ -236,26 +167,6 @@ void eng_request_free(struct rondo_request *r)
   free(r->reason);
   free(r->sendcounts);
   free(r);
-}
-
-rondo_status_t eng_request_result(rondo_request_t h, void **buf, size_t *count)
-{
-  pthread_mutex_lock(&tab.lock);
-  struct rondo_request *r = lookup(h);
-  rondo_status_t st = RONDO_SUCCESS;
-  if (r == NULL) {
-    st = stale("rondo_request_result");
-  } else if (!r->done) {
-    st = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_request_result: '%s' has not completed",
-                     r->name);
-  } else {
-    *buf = r->result;
-    *count = r->result_count;
-    r->result = NULL;
-    r->result_count = 0;
-  }
-  pthread_mutex_unlock(&tab.lock);
-  return st;
 }
 
 /* ---- completion queues ------------------------------------------------------------ */

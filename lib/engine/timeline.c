@@ -15,7 +15,7 @@
  * writer thread drains; if the queue is full, events are dropped and
  * counted (the count is the last event written).
  */
-#include "engine/engine.h"
+#include "engine/timeline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -243,64 +243,63 @@ void eng_timeline_close(eng_timeline_t *t)
 /* ---- the engine's side ---------------------------------------------------------- */
 
 /* Without a timeline (the usual case) the engine's calls cost one atomic
- * load; the pointer is written under tl_lock with an atomic store. */
-int eng_tl_on(struct engine *e)
+ * load; the pointer is written under the trace's lock with an atomic store. */
+int eng_tl_on(eng_trace_t *tr)
 {
-  return __atomic_load_n(&e->timeline, __ATOMIC_ACQUIRE) != NULL;
+  return __atomic_load_n(&tr->file, __ATOMIC_ACQUIRE) != NULL;
 }
 
-void eng_tl_span(struct engine *e, const char *track, const char *what, double begin,
+void eng_tl_span(eng_trace_t *tr, const char *track, const char *what, double begin,
                  double end, const char *args)
 {
-  if (!eng_tl_on(e))
+  if (!eng_tl_on(tr))
     return;
-  pthread_mutex_lock(&e->tl_lock);
-  if (e->timeline != NULL)
-    push(e->timeline, 'X', track, what, begin, end, args);
-  pthread_mutex_unlock(&e->tl_lock);
+  pthread_mutex_lock(&tr->lock);
+  if (tr->file != NULL)
+    push(tr->file, 'X', track, what, begin, end, args);
+  pthread_mutex_unlock(&tr->lock);
 }
 
-void eng_tl_cycle(struct engine *e, double at)
+void eng_tl_cycle(eng_trace_t *tr, double at)
 {
-  if (!eng_tl_on(e))
+  if (!eng_tl_on(tr))
     return;
-  pthread_mutex_lock(&e->tl_lock);
-  if (e->timeline != NULL && e->tl_marks)
-    push(e->timeline, 'i', NULL, "cycle", at, at, NULL);
-  pthread_mutex_unlock(&e->tl_lock);
+  pthread_mutex_lock(&tr->lock);
+  if (tr->file != NULL && tr->marks)
+    push(tr->file, 'i', NULL, "cycle", at, at, NULL);
+  pthread_mutex_unlock(&tr->lock);
 }
 
-void eng_tl_set(struct engine *e, eng_timeline_t *t, int marks, int user)
+void eng_tl_set(eng_trace_t *tr, eng_timeline_t *t, int marks, int user)
 {
-  pthread_mutex_lock(&e->tl_lock);
-  eng_timeline_t *old = e->timeline;
-  __atomic_store_n(&e->timeline, t, __ATOMIC_RELEASE);
-  e->tl_marks = marks;
-  e->tl_user |= user;
-  pthread_mutex_unlock(&e->tl_lock);
+  pthread_mutex_lock(&tr->lock);
+  eng_timeline_t *old = tr->file;
+  __atomic_store_n(&tr->file, t, __ATOMIC_RELEASE);
+  tr->marks = marks;
+  tr->user |= user;
+  pthread_mutex_unlock(&tr->lock);
   if (old != NULL)
     eng_timeline_close(old); /* joins its writer: outside the lock */
 }
 
-rondo_status_t eng_tl_startup(struct engine *e)
+rondo_status_t eng_tl_startup(eng_trace_t *tr, const char *path, int rank, double origin)
 {
-  const char *path = e->owner->cfg.timeline;
-  pthread_mutex_lock(&e->tl_lock);
-  int user = e->tl_user;
-  pthread_mutex_unlock(&e->tl_lock);
-  if (user || path[0] == '\0' || strcmp(path, RONDO__TIMELINE_DYNAMIC) == 0 || e->rank != 0)
+  pthread_mutex_lock(&tr->lock);
+  int user = tr->user;
+  pthread_mutex_unlock(&tr->lock);
+  if (user || path[0] == '\0' || strcmp(path, RONDO__TIMELINE_DYNAMIC) == 0 || rank != 0)
     return RONDO_SUCCESS;
   eng_timeline_t *t = NULL;
-  if (eng_timeline_open(path, e->rank, e->created, &t) != RONDO_SUCCESS)
+  if (eng_timeline_open(path, rank, origin, &t) != RONDO_SUCCESS)
     return rondo__fail(RONDO_ERR_IO, "RONDO_TIMELINE=%s: cannot write the timeline", path);
-  pthread_mutex_lock(&e->tl_lock);
-  if (e->tl_user) { /* rondo_timeline_start/stop came meanwhile: theirs wins */
-    pthread_mutex_unlock(&e->tl_lock);
+  pthread_mutex_lock(&tr->lock);
+  if (tr->user) { /* rondo_timeline_start/stop came meanwhile: theirs wins */
+    pthread_mutex_unlock(&tr->lock);
     eng_timeline_close(t);
     return RONDO_SUCCESS;
   }
-  __atomic_store_n(&e->timeline, t, __ATOMIC_RELEASE);
-  e->tl_marks = 1;
-  pthread_mutex_unlock(&e->tl_lock);
+  __atomic_store_n(&tr->file, t, __ATOMIC_RELEASE);
+  tr->marks = 1;
+  pthread_mutex_unlock(&tr->lock);
   return RONDO_SUCCESS;
 }

@@ -726,7 +726,7 @@ static void threads(void)
 
 /* Submitted with RONDO_ASYNC_WAIT_NOW and waited for at once, as the
  * bindings' blocking calls do: the waiting thread runs the cycles
- * (engine_help), and a small cached all-reduce rides in the negotiation.
+ * (eng_help), and a small cached all-reduce rides in the negotiation.
  * Every dtype and op, counts around the inline limit (256 bytes on one
  * node, 64 across nodes: 32/33 elements of 8 bytes ... 256/257 of 1), in
  * place and out of place; the first round negotiates the names, the later

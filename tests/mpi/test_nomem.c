@@ -9,9 +9,15 @@
  *   - on one node, the comm's first all-reduce, which makes the shared
  *     window: the same, and a right result where it works.
  * A rank that gave up alone would leave the others waiting in the next
- * collective step: the run's timeout fails that. Not covered: allocations
- * while data moves (scratch across nodes) and the engine's negotiation
- * cycles, where one rank's failure is its own (docs/api.md).
+ * collective step: the run's timeout fails that. Then:
+ *   - a fused batch of asynchronous all-reduces whose fusion buffer the
+ *     victim cannot get (allocations of 256 KiB or more fail there): every
+ *     rank fails the batch's requests (RONDO_ERR_NO_MEMORY on the victim,
+ *     RONDO_ERR_PEER on the others), and the same batch runs right once
+ *     memory is back.
+ * Not covered: allocations while data moves (scratch across nodes) and the
+ * engine's negotiation cycles, where one rank's failure is its own
+ * (docs/api.md).
  * Skipped under sanitizers, whose allocator this file cannot interpose.
  */
 #define _GNU_SOURCE
@@ -37,11 +43,13 @@
 
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
 
 static int armed;        /* the allocation number that fails; 0: none */
 static int seen;         /* librondo's allocations since arming */
 static int fired;        /* the failure happened */
 static void *rondo_base; /* where librondo is loaded */
+static size_t armed_big; /* every allocation of this many bytes or more fails; 0: none */
 
 /* Whether the code at addr belongs to librondo. */
 static int in_rondo(void *addr)
@@ -69,6 +77,8 @@ static int find_rondo(struct dl_phdr_info *info, size_t size, void *data)
 
 static int should_fail(void *caller)
 {
+  if (armed_big > 0)
+    return 0; /* (should_fail_big) */
   if (armed == 0 || fired || !in_rondo(caller))
     return 0;
   if (++seen < armed)
@@ -77,10 +87,24 @@ static int should_fail(void *caller)
   return 1;
 }
 
+/* Big allocations while armed_big (from any thread of the process: the
+ * engine's allocates its fusion buffer). */
+static int should_fail_big(void *caller, size_t size)
+{
+  return __atomic_load_n(&armed_big, __ATOMIC_RELAXED) > 0 &&
+         size >= __atomic_load_n(&armed_big, __ATOMIC_RELAXED) && in_rondo(caller);
+}
+
 #if !NOMEM_SANITIZED /* a sanitizer's allocator must stay the only one */
 __attribute__((visibility("default"))) void *malloc(size_t size)
 {
-  return should_fail(__builtin_return_address(0)) ? NULL : __libc_malloc(size);
+  void *caller = __builtin_return_address(0);
+  return should_fail(caller) || should_fail_big(caller, size) ? NULL : __libc_malloc(size);
+}
+
+__attribute__((visibility("default"))) void *realloc(void *p, size_t size)
+{
+  return should_fail_big(__builtin_return_address(0), size) ? NULL : __libc_realloc(p, size);
 }
 
 __attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
@@ -200,9 +224,63 @@ static void first_call(int victim)
   free(x);
 }
 
+
+/* Phase 3: a fused batch of asynchronous all-reduces (a group of 8, so one
+ * batch) whose fusion buffer the victim cannot get: the batch fails on
+ * every rank, none waits for another, and it runs right afterwards. */
+static void fused_batch(int victim)
+{
+  enum { TENSORS = 8, N = 16384 }; /* 64 KiB each: fused, 512 KiB together */
+  mt_where("a fused batch whose fusion buffer rank %d cannot get", victim);
+  rondo_comm_t c = NULL;
+  if (!MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS))
+    return;
+  float *x = mt_alloc(TENSORS * N * sizeof *x);
+  for (int round = 0; round < 3; round++) {
+    /* round 0: the algorithm's own memory, unarmed, one tensor alone (no
+     * fusion buffer); round 1: armed; round 2: memory is back */
+    int tensors = round == 0 ? 1 : TENSORS;
+    size_t count = round == 0 ? (size_t)TENSORS * N : N;
+    for (size_t i = 0; i < (size_t)TENSORS * N; i++)
+      x[i] = (float)(mt.rank + (int)(i % 7));
+    if (round == 1 && mt.rank == victim)
+      __atomic_store_n(&armed_big, (size_t)256 << 10, __ATOMIC_RELAXED);
+    rondo_request_t req[TENSORS];
+    rondo_async_opts_t opts = RONDO_ASYNC_OPTS_INIT;
+    opts.group = round == 0 ? NULL : "batch";
+    opts.group_size = tensors;
+    char name[32];
+    for (int t = 0; t < tensors; t++) {
+      snprintf(name, sizeof name, "r%d.t%d", round, t);
+      MT_EQ_STATUS(rondo_allreduce_async(c, name, x + (size_t)t * N, x + (size_t)t * N, count,
+                                         RONDO_FLOAT32, RONDO_SUM, &opts, &req[t]),
+                   RONDO_SUCCESS);
+    }
+    rondo_status_t st[TENSORS];
+    for (int t = 0; t < tensors; t++)
+      st[t] = rondo_wait(&req[t]);
+    __atomic_store_n(&armed_big, 0, __ATOMIC_RELAXED);
+    for (int t = 0; t < tensors; t++) {
+      if (round == 1)
+        MT_EQ_STATUS(st[t], mt.rank == victim ? RONDO_ERR_NO_MEMORY : RONDO_ERR_PEER);
+      else
+        MT_EQ_STATUS(st[t], RONDO_SUCCESS);
+    }
+    if (round != 1) {
+      long wrong = 0;
+      for (size_t i = 0; i < (size_t)tensors * count; i++)
+        wrong += x[i] != (float)(mt.size * (mt.size - 1) / 2 + mt.size * (int)(i % 7));
+      MT_EQ_INT(wrong, 0);
+    }
+  }
+  free(x);
+  MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
-  MPI_Init(&argc, &argv);
+  int provided = 0; /* asynchronous requests (phase 3) need threads */
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   mt_start("test_nomem");
   if (NOMEM_SANITIZED) {
     int rc = mt_skip("a sanitizer's allocator cannot be interposed");
@@ -227,6 +305,8 @@ int main(int argc, char **argv)
     creation(victim);
     if (nodes == 1 && mt.size > 1) /* one rank: the call copies, nothing to make */
       first_call(victim);
+    if (mt.size > 1)
+      fused_batch(victim);
   }
   rondo_finalize();
   int rc = mt_finish();

@@ -1,0 +1,56 @@
+/*
+ * All-reduces, fused: the ready all-reduces of a cycle are grouped by what
+ * must be equal to reduce them together and packed into batches of at most
+ * RONDO_FUSION_THRESHOLD bytes (fusion.c); device batches run on the GPU
+ * and complete when their event does (fusion_device.c).
+ */
+#ifndef RONDO_ENGINE_FUSION_H
+#define RONDO_ENGINE_FUSION_H
+
+#include <stddef.h>
+
+#include "engine/responses.h"
+
+struct engine;
+struct dev_event;
+
+/* A batch of device all-reduces whose GPU work is queued: its requests
+ * complete when its event does. */
+typedef struct {
+  struct rondo_request **reqs;
+  size_t n;
+  struct dev_event *event;
+  double since;               /* rondo__now() when it was queued */
+  double t0;                  /* engine clock, for the timeline */
+  char args[160];             /* the timeline span's arguments */
+} eng_device_batch_t;
+
+typedef struct {
+  eng_device_batch_t *batches; /* whose GPU work is queued */
+  size_t n, cap;
+  void *fusion;               /* the device fusion buffer (on exec's GPU), or NULL */
+  size_t fusion_bytes;
+} eng_device_batches_t;
+
+/* A batch's element count, all its requests together. */
+static inline size_t eng_batch_count(const eng_item_t *it, size_t n)
+{
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += it[i].resp->sig.count;
+  return total;
+}
+
+/* The all-reduce items of a cycle, in response order. */
+void eng_fusion_run(struct engine *e, eng_item_t *items, size_t n);
+/* One host batch (fusion.c) and one device batch (fusion_device.c). */
+void eng_fusion_run_host(struct engine *e, eng_item_t *items, size_t n);
+void eng_fusion_run_device(struct engine *e, eng_item_t *items, size_t n);
+/* Completes the device batches whose GPU work is done (or failed, or timed
+ * out). Never blocks. Returns how many are still in flight. */
+size_t eng_poll_device(struct engine *e);
+/* At shutdown: waits for every device batch (polling, within the device
+ * timeout), then frees the device fusion buffer. */
+void eng_drain_device(struct engine *e);
+
+#endif /* RONDO_ENGINE_FUSION_H */
