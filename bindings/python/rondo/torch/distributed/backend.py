@@ -21,6 +21,7 @@ op, root, shape) fail the call on every rank with RuntimeError.
 import ctypes
 import itertools
 import math
+import sys
 import threading
 import weakref
 
@@ -36,7 +37,7 @@ from .p2p import PointToPoint
 from .tensors import (_OP_CODES, _bytes_of, _check_tensor, _check_whole, _copy_back, _dtype,
                       _host, _nbytes, _numel, _one, _op_name, _ptr, _reduction, _shape, _splits,
                       _tag)
-from .work import Completer, RondoWork
+from .work import _DONE, _OPEN, Completer, RondoWork
 
 BACKEND = "rondo"
 
@@ -65,24 +66,30 @@ class _Request:
         self._rank = rank
 
     def wait(self):
-        req = ctypes.c_void_p(self._req)
-        _raise(_lib.wait(ctypes.byref(req)), self._rank)
+        if _fast is not None:
+            _raise(_fast.engine_wait(self._req), self._rank)
+        else:
+            _raise(_lib.wait(ctypes.byref(ctypes.c_void_p(self._req))), self._rank)
 
 
-_BLOCKING_OPTS = {}  # (dtype, shape) -> the options of the common all_reduce
+# rondo._fast's submission and wait (_fast.c), where it was built for this
+# Python; else ctypes
+_fast = _r._fast if hasattr(_r._fast, "engine_submit") else None
+_BLOCKING_OPTS = {}  # (dtype, shape, flags) -> the options of the common all_reduce
 
 
-def _blocking_opts(t):
-    """A pointer to the options of the common all_reduce of t: its tag
-    (made once per dtype and shape) and RONDO_ASYNC_WAIT_NOW."""
-    key = (t.dtype, t.shape)
+def _blocking_opts(t, flags):
+    """The address of the options of the common all_reduce of t: its tag
+    (made once per dtype and shape) and flags."""
+    key = (t.dtype, t.shape, flags)
     o = _BLOCKING_OPTS.get(key)
     if o is None:
         if len(_BLOCKING_OPTS) > 1024:
             _BLOCKING_OPTS.clear()
-        opts = _r.Comm._opts(tag=_tag("all_reduce", t), flags=_lib.ASYNC_WAIT_NOW)
-        o = _BLOCKING_OPTS[key] = ctypes.pointer(opts)
-    return o
+        opts = _r.Comm._opts(tag=_tag("all_reduce", t), flags=flags)
+        _BLOCKING_OPTS[key] = (opts, ctypes.addressof(opts))
+        o = _BLOCKING_OPTS[key]
+    return o[1]
 
 
 _uids = itertools.count()          # local: names the completion threads
@@ -110,6 +117,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         self._names = [(prefix + str(i)).encode() for i in range(_NAME_SLOTS)]
         self._seq = itertools.count()
         self._slots = [None] * _NAME_SLOTS  # the last Work of each name
+        self._last = None  # the Work of the group's last call
         self._done = Completer(str(uid))
         # sends whose wait timed out: MPI cannot withdraw them, so each stays
         # open with its buffer until the receive comes (_reap_open_sends)
@@ -145,15 +153,29 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
     def _work(self, await_request, post):
         """The Work of the call this thread is making (work.py); the group
         holds it until the call's name comes round."""
-        work = RondoWork(await_request, post, self._done.adopt)
+        last = self._last
+        # the group's last call, unclaimed and held by nobody but the group
+        # (dropped, or held by C++ only): its completion threads take it
+        if last is not None and last._state == _OPEN and sys.getrefcount(last) <= 4:
+            last.get_future()
+        work = self._last = RondoWork(await_request, post, self._done.adopt)
         self._slots[self._tl.slot] = work
-        self._done.watch(work)
         return work
+
+    def _wait_now(self):
+        """The flags of the next call: RONDO_ASYNC_WAIT_NOW when the group's
+        last call is done (a run of blocking calls: the caller's wait()
+        then runs the engine's cycles), else none (async calls, DDP's
+        buckets: the engine thread is woken at once, and paces them). The
+        engine takes the hint only while a request is alone in flight
+        anyway (docs/engine.md, "Who runs the cycles")."""
+        last = self._last
+        return _lib.ASYNC_WAIT_NOW if last is None or last._state == _DONE else 0
 
     def _run(self, name, submit, post):
         """One call: submit(name, flags) -> rondo.Handle; post(result) -> the
-        call's value. Submitted with RONDO_ASYNC_WAIT_NOW: see work.py."""
-        h = submit(name, _lib.ASYNC_WAIT_NOW)
+        call's value."""
+        h = submit(name, self._wait_now())
         self._tl.submitted = True  # errors from here on are the call's, not refusals
         return self._work(h.wait, post)
 
@@ -194,16 +216,21 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             self._tl.slot = slot
             n = t.numel()
             p = t.data_ptr() if n > 0 else None
-            req = ctypes.c_void_p()
-            st = _lib.allreduce_async(self._comm._h, name, p, p, n, code, opc,
-                                      _blocking_opts(t), ctypes.byref(req))
-            if st != 0:  # not submitted: this rank refuses the name
+            address = _blocking_opts(t, self._wait_now())
+            if _fast is not None:
+                req = _fast.engine_submit(self._comm._h, name, p, n, code, opc, address)
+            else:
+                r = ctypes.c_void_p()
+                opts = ctypes.cast(address, ctypes.POINTER(_lib.AsyncOpts))
+                st = _lib.allreduce_async(self._comm._h, name, p, p, n, code, opc, opts,
+                                          ctypes.byref(r))
+                req = -st if st != 0 else r.value
+            if req < 0:  # not submitted: this rank refuses the name
                 try:
-                    _raise(st, self._comm.rank)
+                    _raise(-req, self._comm.rank)
                 except RondoError as err:
                     self._refuse(name, err)
-            return self._work(_Request(req.value, self._comm.rank).wait,
-                              lambda _: tensors)
+            return self._work(_Request(req, self._comm.rank).wait, lambda _: tensors)
 
         def prepare(name):
             t = _one(tensors, "all_reduce")

@@ -15,12 +15,14 @@ functions, which wait() before they return. Then:
     of them waits for the request, as the caller would have: it runs the
     cycles or wakes the engine thread. Then it completes the future, whose
     callbacks run on that thread.
-  - a Work that nobody has waited for or taken the future of _CLAIM_S
-    after the call (an async_op=True call still in the caller's hands, or
-    one dropped at once) is handed to the completion threads too, by the
-    group's watcher thread: its request then runs in the background, and
-    its results reach the tensors (as on gloo) even if nobody waits. The
-    caller's later wait() waits for the future.
+  - a Work that nobody has waited for or taken the future of by the
+    group's next call (an async_op=True call still in the caller's hands,
+    or one dropped at once) is handed to the completion threads then: its
+    request runs in the background, and its results reach the tensors (as
+    on gloo) even if nobody waits; the caller's later wait() waits for the
+    future. Until then, or until it is waited for, a request that is this
+    rank's only one in flight runs at the engine thread's next wake-up
+    (within 50 ms): the hint said someone would wait for it.
 
 Lifetime. A C++ caller (DDP) holds only the C++ half of this Python
 subclass: pybind11 finds the Python methods only while the Python object
@@ -30,7 +32,6 @@ or taken its future.
 """
 import collections
 import threading
-import time
 
 from torch._C._distributed_c10d import Work
 from torch.futures import Future
@@ -38,10 +39,6 @@ from torch.futures import Future
 # seconds a process group's last completion thread waits with nothing to do
 # before it exits
 _LINGER = 1.0
-# seconds a caller has to claim its Work (wait() or get_future()) before the
-# watcher hands it to the completion threads; a blocking call claims it
-# within microseconds
-_CLAIM_S = 1e-3
 
 _OPEN, _RUNNING, _ADOPTED, _DONE = range(4)
 
@@ -111,11 +108,6 @@ class RondoWork(Work):
             except Exception:  # noqa: BLE001 - the error is the Work's, kept there
                 pass
 
-    def adopt_if_open(self):
-        """Hands the Work to its completion threads unless someone claimed it."""
-        if self._state == _OPEN:
-            self.get_future()
-
     def __del__(self):
         if getattr(self, "_state", None) == _OPEN:
             self.get_future()  # dropped before anyone waited: results still reach the tensors
@@ -170,10 +162,10 @@ class Completer:
     callbacks run on the thread that completes it, and some wait for another
     collective (PowerSGD's hook does): so a thread about to complete a
     future leaves another free to take the next Work first (starting one if
-    none is), and a thread that finds another free when it is done exits:
-    as many threads as callbacks are blocked, plus one. The last thread
-    exits after _LINGER seconds with nothing to do, so an idle or forgotten
-    group holds no thread, and back-to-back calls do not pay for a new one.
+    none is): as many threads as callbacks were blocked at once, plus one.
+    A thread exits after _LINGER seconds with nothing to do, so an idle or
+    forgotten group holds no thread, and back-to-back calls do not pay for
+    a new one.
 
     Holds no reference to the process group. Closing it (the group was
     destroyed, or the interpreter exits) lets the threads finish the Works
@@ -187,8 +179,6 @@ class Completer:
         self._closing = False
         self._free = 0      # threads taking or waiting for a Work, in no callback
         self._threads = 0
-        self._unclaimed = []  # Works made since the watcher last looked
-        self._watching = False
 
     def _spawn(self):  # under the lock
         self._free += 1
@@ -206,26 +196,6 @@ class Completer:
                 self._spawn()
             self._cond.notify()
 
-    def watch(self, work):
-        """work is adopted unless its caller claims it within _CLAIM_S."""
-        with self._cond:
-            self._unclaimed.append(work)
-            if not self._watching and not self._closing:
-                self._watching = True
-                threading.Thread(target=self._watch, name="rondo-c10d-watch-" + self._label,
-                                 daemon=True).start()
-
-    def _watch(self):
-        while True:
-            with self._cond:
-                if not self._unclaimed or self._closing:
-                    self._watching = False  # watch() starts another when needed
-                    return
-                batch, self._unclaimed = self._unclaimed, []
-            time.sleep(_CLAIM_S)
-            for work in batch:
-                work.adopt_if_open()
-
     def _run(self):
         while True:
             with self._cond:
@@ -239,10 +209,7 @@ class Completer:
                 work = self._works.popleft()
             work.complete(self._leave_one_free)
             with self._cond:
-                if self._free >= 1:
-                    self._threads -= 1  # another thread is free: this one is surplus
-                    return
-                self._free += 1
+                self._free += 1  # free again; one with nothing to do exits after _LINGER
 
     def _leave_one_free(self):
         """Called by a thread about to run a future's callbacks."""
