@@ -2,27 +2,24 @@
 complete the Works whose future someone asked for.
 
 One kind of Work serves every caller, so the backend never asks who called
-it. A call is submitted at once, with RONDO_ASYNC_WAIT_NOW: "the caller
-waits right away" is true of the common call, torch.distributed's blocking
-functions, which wait() before they return. Then:
+it. A call is submitted at once (with RONDO_ASYNC_WAIT_NOW when the group's
+last call is done: backend.py's _wait_now). Then:
 
   - wait() waits for the request on the caller's thread, which runs the
-    engine's cycles itself when the request is alone in flight
-    (docs/engine.md, "Who runs the cycles"): a blocking call costs no
-    thread switch. It raises the call's error.
+    engine's cycles itself when the request is alone in flight and was
+    submitted with the hint (docs/engine.md, "Who runs the cycles"): a
+    blocking call costs no thread switch. It raises the call's error.
   - get_future() (DDP's buckets and comm hooks, from C++; futures asked
     for in Python) hands the Work to its group's completion threads. One
-    of them waits for the request, as the caller would have: it runs the
-    cycles or wakes the engine thread. Then it completes the future, whose
+    of them waits for the request, as the caller would have (running the
+    cycles, or waking the engine thread), then completes the future, whose
     callbacks run on that thread.
-  - a Work that nobody has waited for or taken the future of by the
-    group's next call (an async_op=True call still in the caller's hands,
-    or one dropped at once) is handed to the completion threads then: its
-    request runs in the background, and its results reach the tensors (as
-    on gloo) even if nobody waits; the caller's later wait() waits for the
-    future. Until then, or until it is waited for, a request that is this
-    rank's only one in flight runs at the engine thread's next wake-up
-    (within 50 ms): the hint said someone would wait for it.
+  - a Work that nobody but its group holds when the group's next call
+    comes (dropped without a wait) is handed to the completion threads
+    then, so its results reach the tensors (as on gloo). One async call
+    alone, neither waited for nor followed by another, starts at the
+    engine thread's next wake-up (within 50 ms): the hint said someone
+    would wait for it.
 
 Lifetime. A C++ caller (DDP) holds only the C++ half of this Python
 subclass: pybind11 finds the Python methods only while the Python object
@@ -135,13 +132,15 @@ class RondoWork(Work):
         return fut
 
     def is_completed(self):
+        if self._state == _OPEN:
+            self.get_future()  # polled, not waited for: the completion threads take it
         return self._state == _DONE
 
     def is_success(self):
-        return self._state == _DONE and self._error is None
+        return self.is_completed() and self._error is None
 
     def exception(self):
-        return self._error if self._state == _DONE else None
+        return self._error if self.is_completed() else None
 
     def result(self):
         self.wait()
