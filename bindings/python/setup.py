@@ -14,7 +14,7 @@ setup(
     name="rondo",
     version="0.3.0",
     description="MPI-native collective communication: NumPy API and a horovod.torch drop-in",
-    packages=["rondo", "rondo.torch"],
+    packages=["rondo", "rondo.torch", "rondo.torch.distributed"],
     ext_modules=[Extension("rondo._fast", ["rondo/_fast.c"], optional=True)],
     python_requires=">=3.9",
     install_requires=["numpy"],

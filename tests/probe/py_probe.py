@@ -89,25 +89,41 @@ def case_torch_object():
 
 
 def case_tdist_object():
-    """torch.distributed's object calls on the rondo backend."""
+    """rondo.torch.distributed's object calls on the rondo backend (every
+    rank raises together, the group goes on); then torch's own
+    broadcast_object_list with an object the source cannot pickle: the
+    source raises, the other rank's broadcast fails at the group's timeout
+    (the group is out of step afterwards, as torch leaves it)."""
+    import datetime
+    import time
     import torch
     import torch.distributed as dist
-    import rondo.torch  # noqa: F401 - registers the backend
-    dist.init_process_group("rondo")
+    import rondo.torch.distributed as rdist
+    dist.init_process_group("rondo", timeout=datetime.timedelta(seconds=3))
     objs = [(lambda: 0) if RANK == 0 else None]
-    attempt("bcast", lambda: dist.broadcast_object_list(objs, src=0))
+    attempt("bcast", lambda: rdist.broadcast_object_list(objs, src=0))
     objs = ["x%d" % RANK]
-    attempt("bcast good", lambda: dist.broadcast_object_list(objs, src=0))
+    attempt("bcast good", lambda: rdist.broadcast_object_list(objs, src=0))
     check("bcast good data", objs == ["x0"], repr(objs))
     out = [None] * dist.get_world_size()
-    attempt("gather", lambda: dist.all_gather_object(out, threading.Lock() if RANK == 1
-                                                     else RANK))
+    attempt("gather", lambda: rdist.all_gather_object(out, threading.Lock() if RANK == 1
+                                                      else RANK))
     out = [None] * dist.get_world_size()
-    attempt("gather good", lambda: dist.all_gather_object(out, RANK))
+    attempt("gather good", lambda: rdist.all_gather_object(out, RANK))
     check("gather good data", out == list(range(dist.get_world_size())), repr(out))
     t = torch.ones(3)
     attempt("after", lambda: dist.all_reduce(t))
     check("after data", bool((t == dist.get_world_size()).all()), str(t))
+    objs = ["y%d" % RANK]
+    attempt("torch bcast good", lambda: dist.broadcast_object_list(objs, src=0))
+    check("torch bcast good data", objs == ["y0"], repr(objs))
+    objs = [(lambda: 0) if RANK == 0 else None]
+    start = time.monotonic()
+    attempt("torch bcast", lambda: dist.broadcast_object_list(objs, src=0))
+    if RANK == 0:
+        time.sleep(5)  # still here when the other rank's wait times out
+    else:
+        check("torch bcast timeout", time.monotonic() - start < 20)
     dist.destroy_process_group()
 
 
@@ -118,25 +134,25 @@ def _tdist_after(torch, dist):
 
 
 def case_tdist_gather_object():
-    """torch.distributed.gather_object on the rondo backend: an object a
+    """rondo.torch.distributed.gather_object on the rondo backend: an object a
     non-destination rank cannot pickle, one the destination cannot pickle,
     an output list where there must be none; then a good gather."""
     import torch
     import torch.distributed as dist
-    import rondo.torch  # noqa: F401 - registers the backend
+    import rondo.torch.distributed as rdist
     dist.init_process_group("rondo")
     n = dist.get_world_size()
     out = [None] * n if RANK == 0 else None
-    attempt("gather", lambda: dist.gather_object(threading.Lock() if RANK == 1 else RANK,
-                                                 out, dst=0))
+    attempt("gather", lambda: rdist.gather_object(threading.Lock() if RANK == 1 else RANK,
+                                                  out, dst=0))
     out = [None] * n if RANK == 1 else None
-    attempt("gather dst", lambda: dist.gather_object((lambda: 0) if RANK == 1 else RANK,
-                                                     out, dst=1))
+    attempt("gather dst", lambda: rdist.gather_object((lambda: 0) if RANK == 1 else RANK,
+                                                      out, dst=1))
     out = [None] * n  # a list on rank 0 too, which is not the destination
-    attempt("gather args", lambda: dist.gather_object(RANK, out, dst=1))
+    attempt("gather args", lambda: rdist.gather_object(RANK, out, dst=1))
     out = [None] * n if RANK == 1 else None
     obj = {"rank": RANK, "pad": "x" * (100 * RANK)}
-    attempt("gather good", lambda: dist.gather_object(obj, out, dst=1))
+    attempt("gather good", lambda: rdist.gather_object(obj, out, dst=1))
     want = [{"rank": r, "pad": "x" * (100 * r)} for r in range(n)] if RANK == 1 else None
     check("gather good data", out == want, repr(out)[:80])
     _tdist_after(torch, dist)
@@ -144,23 +160,23 @@ def case_tdist_gather_object():
 
 
 def case_tdist_scatter_object():
-    """torch.distributed.scatter_object_list on the rondo backend: a source
-    list with an object it cannot pickle, an empty output list on rank 1;
-    then a good scatter from rank 1."""
+    """rondo.torch.distributed.scatter_object_list on the rondo backend: a
+    source list with an object it cannot pickle, an empty output list on
+    rank 1; then a good scatter from rank 1."""
     import torch
     import torch.distributed as dist
-    import rondo.torch  # noqa: F401 - registers the backend
+    import rondo.torch.distributed as rdist
     dist.init_process_group("rondo")
     n = dist.get_world_size()
     out = [None]
     objs = [r if r != 1 else (lambda: 0) for r in range(n)] if RANK == 0 else None
-    attempt("scatter", lambda: dist.scatter_object_list(out, objs, src=0))
+    attempt("scatter", lambda: rdist.scatter_object_list(out, objs, src=0))
     objs = list(range(n)) if RANK == 0 else None
-    attempt("scatter args", lambda: dist.scatter_object_list([] if RANK == 1 else [None],
-                                                             objs, src=0))
+    attempt("scatter args", lambda: rdist.scatter_object_list([] if RANK == 1 else [None],
+                                                              objs, src=0))
     out = [None, "kept"]
     objs = [("to", r, "x" * (100 * r)) for r in range(n)] if RANK == 1 else None
-    attempt("scatter good", lambda: dist.scatter_object_list(out, objs, src=1))
+    attempt("scatter good", lambda: rdist.scatter_object_list(out, objs, src=1))
     check("scatter good data", out == [("to", RANK, "x" * (100 * RANK)), "kept"],
           repr(out)[:80])
     _tdist_after(torch, dist)

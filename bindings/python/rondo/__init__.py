@@ -17,7 +17,6 @@ import ctypes
 import itertools
 import os
 import pickle
-import threading
 
 import numpy as np
 
@@ -26,6 +25,11 @@ import numpy as np
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 from . import _lib  # noqa: E402 - after the path
+from ._core import (ALGO, BFLOAT16, DTYPE, OP, Handle, RondoError, Submitter,  # noqa: E402
+                    algo_code, op_code)
+from ._core import finish_group as _finish_group  # noqa: E402
+from ._core import raise_status as _raise_status  # noqa: E402
+from ._core import reap as _reap  # noqa: E402
 
 __all__ = [
     "RondoError", "Comm", "Handle", "init", "shutdown", "is_initialized", "rank", "size",
@@ -35,27 +39,13 @@ __all__ = [
 ]
 
 
-class RondoError(RuntimeError):
-    """A failed rondo call. status: the status name ("RONDO_ERR_MISMATCH"),
-    message: what rondo said, rank: the rank that raised it."""
-
-    def __init__(self, status, message, rank):
-        self.status = status
-        self.message = message
-        self.rank = rank
-        super().__init__("%s on rank %s: %s" % (status, rank, message))
-
-
 def version():
     return _lib.version_string().decode()
 
 
 # ---- dtypes and ops ----------------------------------------------------------------
 
-_NP_DTYPES = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int32): 2,
-              np.dtype(np.int64): 3, np.dtype(np.float16): 4, np.dtype(np.float32): 6,
-              np.dtype(np.float64): 7, np.dtype(np.int16): 8}
-BFLOAT16 = 5
+_NP_DTYPES = {np.dtype(name): code for name, code in DTYPE.items() if name != "bfloat16"}
 
 
 def dtype_code(dtype, as_bfloat16=False):
@@ -77,23 +67,6 @@ def dtype_code(dtype, as_bfloat16=False):
     return code
 
 
-_OPS = {"sum": 0, "average": 1, "avg": 1, "min": 2, "max": 3, "product": 4, "prod": 4,
-        "adasum": 5}
-
-
-def op_code(op):
-    if isinstance(op, int) and 0 <= op < len(_lib.OPS):
-        return op
-    code = _OPS.get(str(op).lower())
-    if code is None:
-        raise ValueError("rondo: op %r is not one of %s" % (op, ", ".join(_lib.OPS)))
-    return code
-
-
-_ALGO_CODES = {None: 0}
-_ALGO_CODES.update({name: i for i, name in enumerate(_lib.ALGOS)})
-
-
 def _load_fast():
     """rondo._fast (_fast.c), the common blocking all-reduce in C, set up
     with this module's tables; None where it was not built or
@@ -106,7 +79,7 @@ def _load_fast():
         return None
     formats = {memoryview(np.empty(0, dt)).format: code for dt, code in _NP_DTYPES.items()}
     address = ctypes.cast(_lib.allreduce_algo, ctypes.c_void_p).value
-    _fast.setup(address, np.ndarray, formats, dict(_OPS), dict(_ALGO_CODES))
+    _fast.setup(address, np.ndarray, formats, dict(OP), {None: 0, **ALGO})
     if hasattr(_fast, "setup_engine"):  # (an older build of _fast has no engine call)
         _fast.setup_engine(ctypes.cast(_lib.allreduce_async, ctypes.c_void_p).value,
                            ctypes.cast(_lib.wait, ctypes.c_void_p).value)
@@ -116,31 +89,10 @@ def _load_fast():
 _fast = _load_fast()
 
 
-def algo_code(algorithm):
-    if algorithm is None:
-        return 0
-    try:
-        return _lib.ALGOS.index(str(algorithm).lower())
-    except ValueError:
-        raise ValueError("rondo: algorithm %r is not one of %s"
-                         % (algorithm, ", ".join(_lib.ALGOS))) from None
-
-
 # ---- the library's state -----------------------------------------------------------
 
 _world = None
 _initialized = False
-_orphans = []       # requests whose Handle was dropped before wait()
-_orphans_lock = threading.Lock()
-
-
-def _raise_status(st, rank_):
-    if st != _lib.SUCCESS:
-        name = _lib.status_name(st).decode()
-        msg = (_lib.last_error() or b"").decode(errors="replace")
-        if msg.startswith(name + ": "):
-            msg = msg[len(name) + 2:]
-        raise RondoError(name, msg, rank_)
 
 
 def init():
@@ -225,108 +177,11 @@ def _check_array(a, what, writable=False):
     return None
 
 
-# ---- requests ----------------------------------------------------------------------
-
-class Handle:
-    """An asynchronous request. wait() returns its result (and raises
-    RondoError if it failed); done() tells whether it completed. The arrays
-    it reads and writes stay alive until it completes, also if this handle is
-    dropped first (shutdown() waits for those)."""
-
-    __slots__ = ("_req", "_keep", "_result", "_comm", "_finish", "__weakref__")
-
-    def __init__(self, req, keep, result, comm, finish=None):
-        self._req = req
-        self._keep = keep
-        self._result = result
-        self._comm = comm
-        # finish(address, count): the result of a request whose output rondo
-        # allocated (allgather, all-to-all), built before rondo frees it
-        self._finish = finish
-
-    def done(self):
-        if self._req is None:
-            return True
-        flag = ctypes.c_int(0)
-        _raise_status(_lib.test(self._req, ctypes.byref(flag)), self._comm.rank)
-        return bool(flag.value)
-
-    def wait(self):
-        if self._req is not None:
-            req = ctypes.c_void_p(self._req)
-            self._req = None
-            buf, n = ctypes.c_void_p(), ctypes.c_size_t(0)
-            st = _lib.wait_result(ctypes.byref(req), ctypes.byref(buf), ctypes.byref(n))
-            self._keep = None
-            try:
-                _raise_status(st, self._comm.rank)
-                if self._finish is not None:
-                    self._result = self._finish(buf.value, n.value)
-            finally:
-                _lib.free(buf.value)
-        return self._result
-
-    def _drop(self):
-        """Leaves the request to shutdown() (its arrays stay alive until it
-        completes), as if this handle had been dropped."""
-        self.__del__()
-        self._req = None
-
-    def __del__(self):
-        if getattr(self, "_req", None) is not None:
-            with _orphans_lock:
-                _orphans.append((self._req, self._keep))
-
-
-def _reap(block=False):
-    """Releases dropped requests that completed (all of them if block)."""
-    with _orphans_lock:
-        pending = list(_orphans)
-        _orphans.clear()
-    left = []
-    for req, keep in pending:
-        flag = ctypes.c_int(1)
-        if not block:
-            _lib.test(req, ctypes.byref(flag))
-        if flag.value:
-            r, buf, n = ctypes.c_void_p(req), ctypes.c_void_p(), ctypes.c_size_t(0)
-            _lib.wait_result(ctypes.byref(r), ctypes.byref(buf), ctypes.byref(n))
-            _lib.free(buf.value)  # its status and result went to nobody: dropped
-        else:
-            left.append((req, keep))
-    if left:
-        with _orphans_lock:
-            _orphans.extend(left)
-
-
-def _finish_group(handles):
-    """The results of a group's handles. After a failure the rest are
-    waited for only if they completed: a request of the group the other
-    ranks never made (a rank passed more items) would never complete; it is
-    dropped (shutdown() releases it). Raises the first failure."""
-    results, err = [], None
-    for h in handles:
-        if err is not None:
-            try:
-                done = h.done()
-            except RondoError:
-                done = True
-            if not done:
-                h._drop()
-                continue
-        try:
-            results.append(h.wait())
-        except RondoError as e:
-            err = err or e
-    if err is not None:
-        raise err
-    return results
-
-
 # ---- comms -------------------------------------------------------------------------
 
-class Comm:
-    """A rondo comm: the world comm (rondo.world()) or one made by split()."""
+class Comm(Submitter):
+    """A rondo comm: the world comm (rondo.world()) or one made by split().
+    Its engine submissions by address are Submitter's (_core.py)."""
 
     def __init__(self, handle, owned=True):
         self._h = handle
@@ -498,93 +353,6 @@ class Comm:
         return self._submit_allreduce(_ptr(array), _ptr(out), array.size, code, op, name,
                                       algorithm, prescale, postscale, (array, out), group,
                                       group_size)
-
-    # -- engine submissions by address: allreduce_async above, and rondo.torch.
-    # keep holds what must stay alive until the request completes, its last
-    # item the result. Unnamed requests of every kind share this comm's
-    # counter, so every rank must submit them in the same order. tag: text
-    # every rank must pass alike (rondo.torch: the tensor's shape); flags:
-    # _lib.ASYNC_*.
-    @staticmethod
-    def _opts(prescale=1.0, postscale=1.0, algorithm=None, group=None, group_size=0, tag=None,
-              flags=0):
-        return _lib.AsyncOpts(ctypes.sizeof(_lib.AsyncOpts), float(prescale), float(postscale),
-                              algo_code(algorithm), None, None,
-                              group.encode() if group else None, int(group_size),
-                              tag.encode() if tag else None, int(flags))
-
-    def _name(self, name, kind):
-        """A request's name (bytes): name as given, or this comm's next for
-        kind."""
-        if isinstance(name, bytes):
-            return name
-        return (name or self._auto_name(kind)).encode()
-
-    def _handle(self, st, req, keep, finish=None):
-        _raise_status(st, self.rank)
-        return Handle(req.value, keep, keep[-1] if keep else None, self, finish)
-
-    def _submit_allreduce(self, src, dst, count, code, op, name, algorithm, prescale,
-                          postscale, keep, group=None, group_size=0, tag=None, flags=0):
-        _reap()
-        opts = self._opts(prescale, postscale, algorithm, group, group_size, tag, flags)
-        req = ctypes.c_void_p()
-        st = _lib.allreduce_async(self._h, self._name(name, "allreduce"), src, dst, count, code,
-                                  op_code(op), ctypes.byref(opts), ctypes.byref(req))
-        return self._handle(st, req, keep)
-
-    def _submit_broadcast(self, buf, count, code, root, name, keep, group=None, group_size=0,
-                          tag=None, flags=0):
-        _reap()
-        opts = self._opts(group=group, group_size=group_size, tag=tag, flags=flags)
-        req = ctypes.c_void_p()
-        st = _lib.broadcast_async(self._h, self._name(name, "broadcast"), buf, count, code,
-                                  int(root), ctypes.byref(opts), ctypes.byref(req))
-        return self._handle(st, req, keep)
-
-    def _submit_allgather(self, src, rows, row_count, code, name, keep, finish, group=None,
-                          group_size=0, tag=None, flags=0):
-        _reap()
-        opts = self._opts(group=group, group_size=group_size, tag=tag, flags=flags)
-        req = ctypes.c_void_p()
-        st = _lib.allgather_async(self._h, self._name(name, "allgather"), src, rows, row_count,
-                                  code, ctypes.byref(opts), ctypes.byref(req))
-        return self._handle(st, req, keep, finish)
-
-    def _submit_reduce_scatter(self, src, dst, rows, row_count, code, op, name, prescale,
-                               postscale, keep, group=None, group_size=0, tag=None, flags=0):
-        _reap()
-        opts = self._opts(prescale, postscale, None, group, group_size, tag, flags)
-        req = ctypes.c_void_p()
-        st = _lib.reduce_scatter_async(self._h, self._name(name, "reducescatter"), src, dst,
-                                       rows, row_count, code, op_code(op), ctypes.byref(opts),
-                                       ctypes.byref(req))
-        return self._handle(st, req, keep)
-
-    def _submit_alltoall(self, src, sendcounts, row_count, code, recvcounts, name, keep, finish,
-                         tag=None, flags=0):
-        """sendcounts, recvcounts: numpy uintp arrays of self.size rows (kept
-        alive by keep: rondo fills recvcounts when the request completes)."""
-        _reap()
-        opts = self._opts(tag=tag, flags=flags)
-        req = ctypes.c_void_p()
-        st = _lib.alltoallv_async(self._h, self._name(name, "alltoall"), src,
-                                  sendcounts.ctypes.data_as(_lib.c_size_p), row_count, code,
-                                  recvcounts.ctypes.data_as(_lib.c_size_p), ctypes.byref(opts),
-                                  ctypes.byref(req))
-        return self._handle(st, req, keep, finish)
-
-    def _submit_refusal(self, name, reason, group=None, group_size=0):
-        """This rank cannot take part in the request `name` (already made by
-        _name or given): it fails on every rank once all submitted it, with
-        reason on the others (RONDO_ERR_PEER)."""
-        _reap()
-        opts = self._opts(group=group, group_size=group_size)
-        req = ctypes.c_void_p()
-        st = _lib.refuse_async(self._h, name if isinstance(name, bytes) else name.encode(),
-                               str(reason).encode(errors="replace")[:255], ctypes.byref(opts),
-                               ctypes.byref(req))
-        return self._handle(st, req, (None,))
 
     def timeline_start(self, path, mark_cycles=False):
         """Starts this comm's engine timeline (a Chrome trace) in path: rank 0

@@ -1,7 +1,7 @@
 /*
  * rondo._fast: the common blocking all-reduce call of the NumPy API, made
  * in C, and the engine request behind rondo.torch.distributed's common
- * blocking all_reduce (engine_allreduce, at the end).
+ * all_reduce (engine_submit and engine_wait, at the end).
  *
  * Why: a large all-reduce evicts the caches. After it, every Python object
  * the layer touches (each attribute, dict lookup and frame) costs a cache
@@ -147,11 +147,12 @@ static PyObject *fast_allreduce(PyObject *self, PyObject *const *args, Py_ssize_
 }
 
 /*
- * The engine's blocking request, for rondo.torch.distributed's common
- * blocking all_reduce: rondo_allreduce_async in place with the caller's
- * options (RONDO_ASYNC_WAIT_NOW among them), then rondo_wait, with the GIL
- * released. Its arguments are already checked (plain integers: no
- * objects to look at), so this only saves the ctypes marshalling.
+ * The engine request of rondo.torch.distributed's common all_reduce:
+ * rondo_allreduce_async in place with the caller's options
+ * (RONDO_ASYNC_WAIT_NOW among them), and rondo_wait when its Work is waited
+ * for, each with the GIL released. Its arguments are already checked
+ * (plain integers: no objects to look at), so this only saves the ctypes
+ * marshalling.
  */
 typedef int (*allreduce_async_fn)(void *comm, const char *name, const void *in, void *out,
                                   size_t count, int dtype, int op, const void *opts,
@@ -179,15 +180,15 @@ static PyObject *fast_setup_engine(PyObject *self, PyObject *args)
 }
 
 /*
- * engine_allreduce(comm_handle, name, address, count, dtype, op, opts_address)
- *   -> 0 (done), the status of rondo_wait (> 0: the call failed), or minus
- *   the status of rondo_allreduce_async (< 0: it was not submitted)
+ * engine_submit(comm_handle, name, address, count, dtype, op, opts_address)
+ *   -> the request (an address, > 0), or minus the status of
+ *   rondo_allreduce_async (it was not submitted)
  */
-static PyObject *fast_engine_allreduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *fast_engine_submit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
   (void)self;
   if (nargs != 7 || allreduce_async == NULL) {
-    PyErr_SetString(PyExc_TypeError, "rondo._fast.engine_allreduce takes 7 arguments, after "
+    PyErr_SetString(PyExc_TypeError, "rondo._fast.engine_submit takes 7 arguments, after "
                                      "setup_engine");
     return NULL;
   }
@@ -203,7 +204,25 @@ static PyObject *fast_engine_allreduce(PyObject *self, PyObject *const *args, Py
   int st;
   Py_BEGIN_ALLOW_THREADS
   st = allreduce_async(comm, name, buf, buf, count, (int)dtype, (int)op, opts, &req);
-  st = st != 0 ? -st : wait_request(&req);
+  Py_END_ALLOW_THREADS
+  if (st != 0)
+    return PyLong_FromLong(-st);
+  return PyLong_FromVoidPtr(req);
+}
+
+/* engine_wait(request) -> the status of rondo_wait (0: done) */
+static PyObject *fast_engine_wait(PyObject *self, PyObject *arg)
+{
+  (void)self;
+  void *req = PyLong_AsVoidPtr(arg);
+  if (req == NULL || wait_request == NULL) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_ValueError, "rondo._fast.engine_wait: no request, or no setup_engine");
+    return NULL;
+  }
+  int st;
+  Py_BEGIN_ALLOW_THREADS
+  st = wait_request(&req);
   Py_END_ALLOW_THREADS
   return PyLong_FromLong(st);
 }
@@ -211,9 +230,10 @@ static PyObject *fast_engine_allreduce(PyObject *self, PyObject *const *args, Py
 static PyMethodDef fast_methods[] = {
   {"setup_engine", fast_setup_engine, METH_VARARGS,
    "setup_engine(allreduce_async_address, wait_address)"},
-  {"engine_allreduce", (PyCFunction)(void (*)(void))fast_engine_allreduce, METH_FASTCALL,
-   "engine_allreduce(comm_handle, name, address, count, dtype, op, opts_address) -> 0, "
-   "the wait's status, or minus the submission's"},
+  {"engine_submit", (PyCFunction)(void (*)(void))fast_engine_submit, METH_FASTCALL,
+   "engine_submit(comm_handle, name, address, count, dtype, op, opts_address) -> the "
+   "request, or minus the submission's status"},
+  {"engine_wait", fast_engine_wait, METH_O, "engine_wait(request) -> the wait's status"},
   {"setup", fast_setup, METH_VARARGS,
    "setup(allreduce_algo_address, ndarray, dtype_codes, op_codes, algo_codes)"},
   {"allreduce", (PyCFunction)(void (*)(void))fast_allreduce, METH_FASTCALL,

@@ -10,11 +10,6 @@ The library is looked up in this order:
 import ctypes
 import os
 
-DTYPES = ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64",
-          "int16")
-OPS = ("sum", "average", "min", "max", "product", "adasum")
-ALGOS = ("auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical",
-         "nccl", "staged", "hierarchical_nccl", "adasum")
 SUCCESS = 0
 ERR_INVALID_ARG = 1
 ERR_DUPLICATE_NAME = 17
@@ -138,3 +133,24 @@ isend = _proto("rondo_isend", [vp, vp, sz, ci, ci, ci, ctypes.POINTER(vp)])
 irecv = _proto("rondo_irecv", [vp, vp, sz, ci, ci, ci, ctypes.POINTER(vp)])
 p2p_wait = _proto("rondo_p2p_wait", [ctypes.POINTER(vp), c_int_p])
 p2p_test = _proto("rondo_p2p_test", [vp, c_int_p])
+dtype_name = _proto("rondo_dtype_name", [ci], ctypes.c_char_p)
+op_name = _proto("rondo_op_name", [ci], ctypes.c_char_p)
+algo_name = _proto("rondo_algo_name", [ci], ctypes.c_char_p)
+
+
+def _names(query):
+    """The library's own names of an enum's values, in code order: value i
+    is named query(i), up to the first value it does not know."""
+    names = []
+    while True:
+        name = query(len(names))
+        if name is None:
+            return tuple(names)
+        names.append(name.decode())
+
+
+# rondo_dtype_t, rondo_op_t and rondo_algo_t by their position: the
+# library numbers them, so no table here can drift from rondo.h.
+DTYPES = _names(dtype_name)  # "int8", "uint8", ...
+OPS = _names(op_name)        # "sum", "avg", "min", "max", "prod", "adasum"
+ALGOS = _names(algo_name)    # "auto", "mpi", "ring", ...
