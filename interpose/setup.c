@@ -192,7 +192,7 @@ static void tell_values(const char *mine)
     snprintf(list + used, sizeof list - used, "%srank %d '%s'", r ? ", " : "", r,
              all + (size_t)r * W);
   }
-  ip_log(IP_ERROR, "RONDO_MPI_INTERCEPT per rank: %s", list);
+  ip_log(IP_WARN, "RONDO_MPI_INTERCEPT per rank: %s", list);
   free(all);
 }
 
@@ -221,9 +221,9 @@ void ip_setup(int provided)
   }
   int agreed = same_everywhere(words, 3 * RONDO_MPI_CALLS + 1);
   if (!ok) {
-    ip_log(IP_ERROR, "%s; every call goes to MPI unchanged", why);
+    ip_log(IP_WARN, "%s; every call goes to MPI unchanged", why);
   } else if (!agreed) {
-    ip_log(IP_ERROR, "the ranks disagree on RONDO_MPI_INTERCEPT (or on whether their knobs "
+    ip_log(IP_WARN, "the ranks disagree on RONDO_MPI_INTERCEPT (or on whether their knobs "
                      "are valid): every call goes to MPI unchanged, on every rank");
   }
   if (!agreed)
@@ -232,7 +232,7 @@ void ip_setup(int provided)
     return;
   if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_comm_free, &keyval, NULL) !=
       MPI_SUCCESS) {
-    ip_log(IP_ERROR, "MPI_Comm_create_keyval failed: every call goes to MPI unchanged");
+    ip_log(IP_INFO, "MPI_Comm_create_keyval failed: every call goes to MPI unchanged");
     return;
   }
   ip_config = c;
@@ -340,7 +340,7 @@ rondo_comm_t ip_rondo(ip_comm_t *r)
     r->failed = 1;
     r->rc = NULL;
     if (r->rank == 0)
-      ip_log(IP_ERROR, "%s (%d ranks): rondo could not make its comm (%s: %s); MPI serves "
+      ip_log(IP_WARN, "%s (%d ranks): rondo could not make its comm (%s: %s); MPI serves "
                        "every call on it from now on",
              r->label, r->size, rondo_status_name(st), rondo_last_error());
     return NULL;
@@ -467,6 +467,15 @@ int ip_fail(MPI_Comm comm, rondo_status_t st)
   case RONDO_ERR_NO_MEMORY: cls = MPI_ERR_NO_MEM; break;
   case RONDO_ERR_MISMATCH: cls = MPI_ERR_ARG; break; /* the ranks passed different counts... */
   default: cls = MPI_ERR_OTHER; break;
+  }
+  /* Quiet (RONDO_LOG unset or off), rondo logged nothing: where the error
+   * handler is not MPI_ERRORS_RETURN it may end the program, so say why
+   * first; MPI's own message names only the class. */
+  MPI_Errhandler h = MPI_ERRHANDLER_NULL;
+  if (log_level < IP_ERROR && PMPI_Comm_get_errhandler(comm, &h) == MPI_SUCCESS) {
+    if (h != MPI_ERRORS_RETURN)
+      fprintf(stderr, "[rondo %d] ERROR librondo-mpi: %s\n", world_rank, rondo_last_error());
+    PMPI_Errhandler_free(&h);
   }
   MPI_Comm_call_errhandler(comm, cls);
   return cls;
