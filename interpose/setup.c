@@ -18,6 +18,7 @@ int ip_thread_level = MPI_THREAD_SINGLE;
 ip_config_t ip_config;
 
 static int log_level = IP_WARN;
+static int log_shown = 1;            /* RONDO_LOG_SUBSYS shows "interpose" */
 static int world_rank = -1;
 static int keyval = MPI_KEYVAL_INVALID;
 static int finished;                 /* ip_teardown ran: records only free */
@@ -60,7 +61,7 @@ const char *ip_call_name(rondo_mpi_call_t call)
 void ip_log(int level, const char *fmt, ...)
 {
   static const char *const names[] = {"", "ERROR", "WARN", "INFO", "DEBUG"};
-  if (level > log_level)
+  if (level > log_level || (level > IP_WARN && !log_shown))
     return;
   char line[1024];
   va_list ap;
@@ -209,6 +210,13 @@ void ip_setup(int provided)
   for (int i = 0; level != NULL && i < 5; i++)
     if (strcmp(level, levels[i]) == 0)
       log_level = i;
+  /* RONDO_LOG_SUBSYS's value now: "all", or the subsystems it shows */
+  const char *subsys = level != NULL ? knob("RONDO_LOG_SUBSYS", why, sizeof why) : NULL;
+  if (subsys != NULL && strcmp(subsys, "all") != 0) {
+    char list[256];
+    snprintf(list, sizeof list, ",%s,", subsys);
+    log_shown = strstr(list, ",interpose,") != NULL;
+  }
   const char *text = level != NULL ? knob("RONDO_MPI_INTERCEPT", why, sizeof why) : NULL;
   ip_config_t c;
   int ok = text != NULL && parse_intercept(text, &c, why, sizeof why) == 0;
@@ -224,7 +232,7 @@ void ip_setup(int provided)
     ip_log(IP_WARN, "%s; every call goes to MPI unchanged", why);
   } else if (!agreed) {
     ip_log(IP_WARN, "the ranks disagree on RONDO_MPI_INTERCEPT (or on whether their knobs "
-                     "are valid): every call goes to MPI unchanged, on every rank");
+                    "are valid): every call goes to MPI unchanged, on every rank");
   }
   if (!agreed)
     tell_values(text);
@@ -341,7 +349,7 @@ rondo_comm_t ip_rondo(ip_comm_t *r)
     r->rc = NULL;
     if (r->rank == 0)
       ip_log(IP_WARN, "%s (%d ranks): rondo could not make its comm (%s: %s); MPI serves "
-                       "every call on it from now on",
+                      "every call on it from now on",
              r->label, r->size, rondo_status_name(st), rondo_last_error());
     return NULL;
   }

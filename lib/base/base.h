@@ -113,7 +113,7 @@ const char *rondo__log_subsys_name(int subsys);
 /* The subsystem of a source file: the folder it is in ("../lib/engine/
  * cache.c": RONDO__SUBSYS_ENGINE), else RONDO__SUBSYS_OTHER. */
 int rondo__log_subsys_of(const char *file);
-/* RONDO_LOG_SUBSYS's grammar: "" or "all" (every subsystem), a list of
+/* RONDO_LOG_SUBSYS's grammar: "all" (every subsystem), a list of
  * names ("engine,algo": only those), or "^" and a list (all but those);
  * case-insensitive. 0 with *mask set, or -1 with what is wrong in why. */
 int rondo__log_subsys_parse(const char *text, unsigned *mask, char *why, size_t len);

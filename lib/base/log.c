@@ -56,7 +56,7 @@ int rondo__log_subsys_parse(const char *text, unsigned *mask, char *why, size_t 
 {
   int exclude = text[0] == '^';
   const char *p = text + exclude;
-  if (!exclude && (p[0] == '\0' || strcasecmp(p, "all") == 0)) {
+  if (!exclude && strcasecmp(p, "all") == 0) {
     *mask = RONDO__SUBSYS_ALL;
     return 0;
   }
