@@ -487,6 +487,11 @@ static void started(int provided)
  * instead of N singletons. A job that cannot form says why on every rank. */
 static int prepare(void)
 {
+  /* An MPI program's output is the program's: with RONDO_LOG unset, rondo
+   * (librondo and this library) writes nothing into it (docs/mpi.md). Set
+   * here, before anything reads it; an error that ends the program still
+   * reaches it, through MPI's error handler (ip_fail) or below. */
+  setenv("RONDO_LOG", "off", 0);
   if (rondo_launch_prepare() == RONDO_SUCCESS)
     return MPI_SUCCESS;
   fprintf(stderr, "librondo-mpi: MPI_Init: %s\n", rondo_last_error());

@@ -18,6 +18,7 @@ int ip_thread_level = MPI_THREAD_SINGLE;
 ip_config_t ip_config;
 
 static int log_level = IP_WARN;
+static int log_shown = 1;            /* RONDO_LOG_SUBSYS shows "interpose" */
 static int world_rank = -1;
 static int keyval = MPI_KEYVAL_INVALID;
 static int finished;                 /* ip_teardown ran: records only free */
@@ -60,7 +61,7 @@ const char *ip_call_name(rondo_mpi_call_t call)
 void ip_log(int level, const char *fmt, ...)
 {
   static const char *const names[] = {"", "ERROR", "WARN", "INFO", "DEBUG"};
-  if (level > log_level)
+  if (level > log_level || (level > IP_WARN && !log_shown))
     return;
   char line[1024];
   va_list ap;
@@ -192,7 +193,7 @@ static void tell_values(const char *mine)
     snprintf(list + used, sizeof list - used, "%srank %d '%s'", r ? ", " : "", r,
              all + (size_t)r * W);
   }
-  ip_log(IP_ERROR, "RONDO_MPI_INTERCEPT per rank: %s", list);
+  ip_log(IP_WARN, "RONDO_MPI_INTERCEPT per rank: %s", list);
   free(all);
 }
 
@@ -209,6 +210,13 @@ void ip_setup(int provided)
   for (int i = 0; level != NULL && i < 5; i++)
     if (strcmp(level, levels[i]) == 0)
       log_level = i;
+  /* RONDO_LOG_SUBSYS's value now: "all", or the subsystems it shows */
+  const char *subsys = level != NULL ? knob("RONDO_LOG_SUBSYS", why, sizeof why) : NULL;
+  if (subsys != NULL && strcmp(subsys, "all") != 0) {
+    char list[256];
+    snprintf(list, sizeof list, ",%s,", subsys);
+    log_shown = strstr(list, ",interpose,") != NULL;
+  }
   const char *text = level != NULL ? knob("RONDO_MPI_INTERCEPT", why, sizeof why) : NULL;
   ip_config_t c;
   int ok = text != NULL && parse_intercept(text, &c, why, sizeof why) == 0;
@@ -221,10 +229,10 @@ void ip_setup(int provided)
   }
   int agreed = same_everywhere(words, 3 * RONDO_MPI_CALLS + 1);
   if (!ok) {
-    ip_log(IP_ERROR, "%s; every call goes to MPI unchanged", why);
+    ip_log(IP_WARN, "%s; every call goes to MPI unchanged", why);
   } else if (!agreed) {
-    ip_log(IP_ERROR, "the ranks disagree on RONDO_MPI_INTERCEPT (or on whether their knobs "
-                     "are valid): every call goes to MPI unchanged, on every rank");
+    ip_log(IP_WARN, "the ranks disagree on RONDO_MPI_INTERCEPT (or on whether their knobs "
+                    "are valid): every call goes to MPI unchanged, on every rank");
   }
   if (!agreed)
     tell_values(text);
@@ -232,7 +240,7 @@ void ip_setup(int provided)
     return;
   if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_comm_free, &keyval, NULL) !=
       MPI_SUCCESS) {
-    ip_log(IP_ERROR, "MPI_Comm_create_keyval failed: every call goes to MPI unchanged");
+    ip_log(IP_INFO, "MPI_Comm_create_keyval failed: every call goes to MPI unchanged");
     return;
   }
   ip_config = c;
@@ -340,8 +348,8 @@ rondo_comm_t ip_rondo(ip_comm_t *r)
     r->failed = 1;
     r->rc = NULL;
     if (r->rank == 0)
-      ip_log(IP_ERROR, "%s (%d ranks): rondo could not make its comm (%s: %s); MPI serves "
-                       "every call on it from now on",
+      ip_log(IP_WARN, "%s (%d ranks): rondo could not make its comm (%s: %s); MPI serves "
+                      "every call on it from now on",
              r->label, r->size, rondo_status_name(st), rondo_last_error());
     return NULL;
   }
@@ -467,6 +475,15 @@ int ip_fail(MPI_Comm comm, rondo_status_t st)
   case RONDO_ERR_NO_MEMORY: cls = MPI_ERR_NO_MEM; break;
   case RONDO_ERR_MISMATCH: cls = MPI_ERR_ARG; break; /* the ranks passed different counts... */
   default: cls = MPI_ERR_OTHER; break;
+  }
+  /* Quiet (RONDO_LOG unset or off), rondo logged nothing: where the error
+   * handler is not MPI_ERRORS_RETURN it may end the program, so say why
+   * first; MPI's own message names only the class. */
+  MPI_Errhandler h = MPI_ERRHANDLER_NULL;
+  if (log_level < IP_ERROR && PMPI_Comm_get_errhandler(comm, &h) == MPI_SUCCESS) {
+    if (h != MPI_ERRORS_RETURN)
+      fprintf(stderr, "[rondo %d] ERROR librondo-mpi: %s\n", world_rank, rondo_last_error());
+    PMPI_Errhandler_free(&h);
   }
   MPI_Comm_call_errhandler(comm, cls);
   return cls;

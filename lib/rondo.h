@@ -567,7 +567,7 @@ RONDO_API rondo_status_t rondo_p2p_wait(rondo_p2p_t *req, int *source);
  * Every knob is a row in one table (docs/knobs.md); rondo-info prints it. */
 typedef struct {
   const char *name;       /* "RONDO_LOG" */
-  const char *type;       /* "enum", "size", "int", "string", "number", "name" */
+  const char *type;       /* "enum", "size", "int", "string", "number", "name", "list" */
   const char *default_value;
   const char *current;    /* the value in effect (parsed, normalized) */
   const char *doc;        /* one line */

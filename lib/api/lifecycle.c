@@ -75,11 +75,10 @@ static rondo_status_t lib_init_locked(void)
   /* MPI started by the application, as one process of many the launcher
    * describes (rondo_init checks the world before it gets here). */
   RONDO_CHECK(launch_check_world(0));
-  /* The log level is the process's; every other knob is read by each comm
-   * (lib/comm), which also reports a malformed RONDO_LOG on every rank. */
-  rondo__knobs_t k;
-  if (rondo__knob_parse("RONDO_LOG", getenv("RONDO_LOG"), &k) == RONDO_SUCCESS)
-    rondo__log_level = k.log_level;
+  /* The log level and subsystems are the process's; every other knob is
+   * read by each comm (lib/comm), which also reports a malformed RONDO_LOG
+   * or RONDO_LOG_SUBSYS on every rank. */
+  rondo__log_from_env();
   rondo__clear_error();
   int keyval;
   if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_mpi_finalize, &keyval, NULL) !=

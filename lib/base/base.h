@@ -52,8 +52,17 @@ static inline double rondo__now(void)
 }
 
 /* ---- logging --------------------------------------------------------------
- * RONDO_LOG=off|error|warn|info|debug. The level test happens before any
- * argument is evaluated, so a disabled level costs one load and a branch. */
+ * RONDO_LOG=off|error|warn|info|debug picks the level, RONDO_LOG_SUBSYS the
+ * subsystems (lib/'s folders, and librondo-mpi's "interpose"). A call's
+ * subsystem is the folder its file is in, found from __FILE__ the first
+ * time the call passes the level test and kept in a static of the call
+ * site, so call sites name no subsystem. The level test comes first and the
+ * subsystem test second, both before any argument is evaluated: a call
+ * disabled by level costs one load and a compare, one disabled by
+ * subsystem a second load and a bit test, and neither formats anything.
+ * The subsystems filter info and debug lines only: an error or a warning is
+ * something to act on, shown at its level whatever the subsystems (and
+ * rondo__fail's errors are logged from lib/base whichever layer failed). */
 typedef enum {
   RONDO_LOG_OFF = 0,
   RONDO_LOG_ERROR,
@@ -62,19 +71,74 @@ typedef enum {
   RONDO_LOG_DEBUG
 } rondo__log_level_t;
 
+/* In the order of rondo__log_subsys_name(). RONDO__SUBSYS_OTHER is a file
+ * in none of these folders (a test, a tool): always shown. */
+typedef enum {
+  RONDO__SUBSYS_BASE = 0,
+  RONDO__SUBSYS_REDUCE,
+  RONDO__SUBSYS_TOPO,
+  RONDO__SUBSYS_LAUNCH,
+  RONDO__SUBSYS_SELECT,
+  RONDO__SUBSYS_DEVICE,
+  RONDO__SUBSYS_ALGO,
+  RONDO__SUBSYS_COMM,
+  RONDO__SUBSYS_ENGINE,
+  RONDO__SUBSYS_API,
+  RONDO__SUBSYS_INTERPOSE,
+  RONDO__SUBSYS_OTHER,
+  RONDO__SUBSYS_COUNT = RONDO__SUBSYS_OTHER
+} rondo__subsys_t;
+/* Every subsystem, and RONDO__SUBSYS_OTHER. */
+#define RONDO__SUBSYS_ALL ((1u << (RONDO__SUBSYS_OTHER + 1)) - 1u)
+
 extern int rondo__log_level;
-void rondo__log_write(int level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Bit s set: subsystem s is shown (RONDO__SUBSYS_OTHER's bit always is). */
+extern unsigned rondo__log_subsys;
+void rondo__log_write(int level, int subsys, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Sets the rank shown in the prefix of every log line (and in MPI and
  * pthread failure messages). */
 void rondo__log_set_rank(int rank);
 /* That rank, or -1 before it is known. */
 int rondo__log_rank(void);
+/* Sets the level and the subsystems from RONDO_LOG and RONDO_LOG_SUBSYS
+ * (a malformed value leaves its setting as it was: each comm made reports
+ * it, lib/comm). */
+void rondo__log_from_env(void);
+/* Sets the subsystems: a mask of rondo__subsys_t bits. Lines name their
+ * subsystem ("INFO engine: ...") while the mask is not RONDO__SUBSYS_ALL. */
+void rondo__log_set_subsys(unsigned mask);
+/* "engine"; NULL for RONDO__SUBSYS_OTHER and beyond. */
+const char *rondo__log_subsys_name(int subsys);
+/* The subsystem of a source file: the folder it is in ("../lib/engine/
+ * cache.c": RONDO__SUBSYS_ENGINE), else RONDO__SUBSYS_OTHER. */
+int rondo__log_subsys_of(const char *file);
+/* RONDO_LOG_SUBSYS's grammar: "all" (every subsystem), a list of
+ * names ("engine,algo": only those), or "^" and a list (all but those);
+ * case-insensitive. 0 with *mask set, or -1 with what is wrong in why. */
+int rondo__log_subsys_parse(const char *text, unsigned *mask, char *why, size_t len);
+
+/* Whether a call site at level (which passed the level test) is shown;
+ * *site caches its file's subsystem (-1: not known yet; two threads that
+ * both compute it store the same value). */
+static inline int rondo__log_site_shown(int *site, const char *file, int level)
+{
+  int s = __atomic_load_n(site, __ATOMIC_RELAXED);
+  if (s < 0) {
+    s = rondo__log_subsys_of(file);
+    __atomic_store_n(site, s, __ATOMIC_RELAXED);
+  }
+  return level <= RONDO_LOG_WARN ||
+         ((__atomic_load_n(&rondo__log_subsys, __ATOMIC_RELAXED) >> s) & 1u);
+}
 
 #define RONDO__LOG(level, ...)                                                 \
   do {                                                                         \
-    if (rondo__log_level >= (level))                                           \
-      rondo__log_write((level), __VA_ARGS__);                                  \
+    if (rondo__log_level >= (level)) {                                         \
+      static int rondo__log_site_ = -1;                                        \
+      if (rondo__log_site_shown(&rondo__log_site_, __FILE__, (level)))         \
+        rondo__log_write((level), rondo__log_site_, __VA_ARGS__);              \
+    }                                                                          \
   } while (0)
 #define LOG_ERROR(...) RONDO__LOG(RONDO_LOG_ERROR, __VA_ARGS__)
 #define LOG_WARN(...) RONDO__LOG(RONDO_LOG_WARN, __VA_ARGS__)
@@ -183,6 +247,7 @@ rondo_status_t rondo__agree_ready(MPI_Comm comm, rondo_status_t local, const cha
 
 typedef struct {
   int log_level;          /* RONDO_LOG */
+  unsigned log_subsys;    /* RONDO_LOG_SUBSYS: a mask of rondo__subsys_t bits */
   char allreduce_algo[RONDO__KNOB_NAME_MAX]; /* RONDO_ALLREDUCE_ALGO: an algorithm's name, checked
                              against lib/algo's table when a comm is made */
   size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */

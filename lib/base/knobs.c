@@ -19,8 +19,17 @@
 
 /* KNOB_NAME: a name checked by the layer that owns the list (the algorithm
  * of RONDO_ALLREDUCE_ALGO, against lib/algo's table when a comm is made);
- * here only its length. */
-typedef enum { KNOB_ENUM, KNOB_SIZE, KNOB_INT, KNOB_STRING, KNOB_DOUBLE, KNOB_NAME } knob_type_t;
+ * here only its length. KNOB_SUBSYS: a list of log subsystems (log.c's
+ * grammar), parsed into a mask. */
+typedef enum {
+  KNOB_ENUM,
+  KNOB_SIZE,
+  KNOB_INT,
+  KNOB_STRING,
+  KNOB_DOUBLE,
+  KNOB_NAME,
+  KNOB_SUBSYS
+} knob_type_t;
 
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
 static const char *const onoff_choices[] = {"off", "on", NULL};
@@ -44,6 +53,11 @@ static const knob_def_t knob_table[] = {
      "log level: off, error, warn, info or debug; lines go to stderr prefixed "
      "with the rank",
      FIELD(log_level), log_choices, 0, 0, 0, NULL},
+    {"RONDO_LOG_SUBSYS", KNOB_SUBSYS, "all",
+     "the subsystems whose info and debug lines are logged (errors and warnings "
+     "always are): all, a list of lib/'s folders and interpose (engine,algo), or "
+     "^ and a list (all but those); lines then name their subsystem",
+     FIELD(log_subsys), NULL, 0, 0, 0, NULL},
     {"RONDO_ALLREDUCE_ALGO", KNOB_NAME, "auto",
      "force the algorithm rondo_allreduce() runs: auto (rondo chooses) or a name "
      "of rondo-info's algorithm table",
@@ -191,6 +205,8 @@ static int parse_one(const knob_def_t *k, const char *text, rondo__knobs_t *out,
       field[i] = (char)tolower((unsigned char)text[i]);
     return 0;
   }
+  case KNOB_SUBSYS:
+    return rondo__log_subsys_parse(text, (unsigned *)field, why, len);
   case KNOB_DOUBLE: {
     char *end;
     errno = 0;
@@ -323,6 +339,21 @@ uint64_t rondo__knob_shared_hash(const rondo__knobs_t *k, int j)
   return rondo__fnv(RONDO__FNV_INIT, p, n);
 }
 
+/* A subsystem mask as text: "all", or the names it shows. */
+static void subsys_text(unsigned mask, char *buf, size_t len)
+{
+  if (mask == RONDO__SUBSYS_ALL) {
+    snprintf(buf, len, "all");
+    return;
+  }
+  buf[0] = '\0';
+  for (int s = 0; s < RONDO__SUBSYS_COUNT; s++) {
+    size_t used = strlen(buf);
+    if (mask >> s & 1u)
+      snprintf(buf + used, len - used, "%s%s", used ? "," : "", rondo__log_subsys_name(s));
+  }
+}
+
 /* A knob's value in *k as text. */
 static void knob_text(const knob_def_t *d, const rondo__knobs_t *k, char *buf, size_t len)
 {
@@ -344,6 +375,9 @@ static void knob_text(const knob_def_t *d, const rondo__knobs_t *k, char *buf, s
   case KNOB_DOUBLE:
     snprintf(buf, len, "%g", *(const double *)field);
     break;
+  case KNOB_SUBSYS:
+    subsys_text(*(const unsigned *)field, buf, len);
+    break;
   }
 }
 
@@ -358,7 +392,8 @@ void rondo__knob_shared_text(const rondo__knobs_t *k, int j, char *buf, size_t l
 
 /* ---- public introspection ------------------------------------------------- */
 
-static const char *const type_names[] = {"enum", "size", "int", "string", "number", "name"};
+static const char *const type_names[] = {"enum",   "size", "int",  "string",
+                                         "number", "name", "list"};
 static char current_text[KNOB_COUNT][512];
 
 int rondo_knob_count(void) { return KNOB_COUNT; }

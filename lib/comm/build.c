@@ -201,7 +201,7 @@ static void free_topology(struct rondo_comm *c, int mpi_usable)
 static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_comm *parent,
                                     int yield)
 {
-  static int warned;
+  static int said_oversubscribed; /* once per process */
   /* Collective. A rank that runs out of memory in it still takes every
    * step, and the agreement below tells the others. */
   rondo_status_t st = topo_create(c->mpi, c->rank, c->cfg.node_size, c->topo);
@@ -240,8 +240,8 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
       if (c->cross[g] != NULL)
         c->cross[g]->link_beta = c->topo->net.beta * c->topo->max_local;
   }
-  if (c->topo->oversubscribed && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-    LOG_WARN("%d ranks share %d available cores on this node: waits yield the core "
+  if (c->topo->oversubscribed && !__atomic_exchange_n(&said_oversubscribed, 1, __ATOMIC_RELAXED))
+    LOG_INFO("%d ranks share %d available cores on this node: waits yield the core "
              "instead of spinning (%s)",
              c->topo->real_local_size, c->topo->avail_cores, c->topo->hw_summary);
   return RONDO_SUCCESS;

@@ -481,7 +481,7 @@ static void nc_coll_abort(dev_coll_t *c)
     return;
   ncclResult_t r = ncclCommAbort((ncclComm_t)c);
   if (r != ncclSuccess)
-    LOG_WARN("ncclCommAbort: %s", ncclGetErrorString(r));
+    LOG_INFO("ncclCommAbort: %s", ncclGetErrorString(r));
 }
 
 static void nc_coll_destroy(dev_coll_t *c)
@@ -502,14 +502,14 @@ static void nc_coll_destroy(dev_coll_t *c)
     nanosleep(&ts, NULL);
   }
   if ((r != ncclSuccess && r != ncclInProgress) || async != ncclSuccess) {
-    LOG_WARN("ncclCommFinalize: %s; aborting the communicator",
+    LOG_INFO("ncclCommFinalize: %s; aborting the communicator",
              ncclGetErrorString(r != ncclSuccess && r != ncclInProgress ? r : async));
     (void)ncclCommAbort(comm);
     return;
   }
   r = ncclCommDestroy(comm);
   if (r != ncclSuccess)
-    LOG_WARN("ncclCommDestroy: %s", ncclGetErrorString(r));
+    LOG_INFO("ncclCommDestroy: %s", ncclGetErrorString(r));
 }
 
 #define NC_COLL_ID nc_coll_id

@@ -46,9 +46,7 @@ rondo_status_t launch_before_mpi(void)
     return RONDO_SUCCESS;
   }
   /* The log speaks from here on (lib/api reads RONDO_LOG again once MPI is up). */
-  rondo__knobs_t k;
-  if (rondo__knob_parse("RONDO_LOG", getenv("RONDO_LOG"), &k) == RONDO_SUCCESS)
-    rondo__log_level = k.log_level;
+  rondo__log_from_env();
   rondo__log_set_rank(v.rank);
   const char *other = mpi_without_pmi1();
   if (other != NULL)

@@ -375,7 +375,7 @@ static void on_pmi(int i, const char *line)
     close_all();
     srv.done = 1;
   } else {
-    LOG_WARN("rendezvous: rank %d asked for '%s', which rondo's PMI server does not serve",
+    LOG_INFO("rendezvous: rank %d asked for '%s', which rondo's PMI server does not serve",
              c->rank, cmd);
     send_line(c, "cmd=%s_result rc=-1 msg=unsupported", cmd);
   }
