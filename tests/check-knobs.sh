@@ -3,7 +3,7 @@
 # lib/base/knobs.c), so that the two cannot drift apart. For every knob:
 #  - it is a row of the page's table ("## The knobs") and a row of the code's;
 #  - the type agrees (KNOB_ENUM enum, KNOB_NAME name, KNOB_SIZE size,
-#    KNOB_INT int, KNOB_DOUBLE number, KNOB_STRING string);
+#    KNOB_INT int, KNOB_DOUBLE number, KNOB_STRING string, KNOB_SUBSYS list);
 #  - the default agrees (the code's "" is the page's "empty");
 #  - a Horovod fallback in the code is named on the page, and the page
 #    names no fallback the code lacks;
@@ -98,7 +98,7 @@ compare() {
       for (k in code) {
         if (!(k in page)) continue
         split(code[k], c, " "); split(page[k], p, " ")
-        t = c[2]; if (t == "double") t = "number"
+        t = c[2]; if (t == "double") t = "number"; if (t == "subsys") t = "list"
         if (t != p[2]) printf "FAIL: %s: type %s in the code, %s on the page\n", k, t, p[2]
         if (c[3] != p[3]) printf "FAIL: %s: default \"%s\" in the code, \"%s\" on the page\n", k, c[3] == "-" ? "" : c[3], p[3] == "-" ? "" : p[3]
         if (c[4] != p[4]) printf "FAIL: %s: fallback %s in the code, %s on the page\n", k, c[4], p[4]
