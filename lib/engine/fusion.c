@@ -27,8 +27,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "algo/algo.h"
-#include "algo/gpu.h"
+#include "algo/common/algo.h"
+#include "algo/common/gpu.h"
 #include "reduce/reduce.h"
 
 typedef struct {

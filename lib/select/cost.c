@@ -12,7 +12,7 @@
  * message of m bytes (rndv_alpha above eager_limit). Across nodes every
  * algorithm also pays the argument check, an MPI all-reduce of its packet
  * (recursive doubling + mpi_alpha), except mpi for calls that ride in it.
- * Each algorithm's formula lives with its code (lib/algo/allreduce_*.c);
+ * Each algorithm's formula lives with its code (lib/algo/allreduce/allreduce_*.c);
  * for reference, all of them:
  *
  *   recursive doubling  steps at distance 1, 2, .., p'/2 (+2 folding steps
