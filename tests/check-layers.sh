@@ -10,9 +10,10 @@
 #    examples/;
 #  - calls: every symbol an object file of lib/ uses (nm -u) that another
 #    object of lib/ defines must come from its own folder or one below;
-#  - circles: within one folder (its subfolders included), the files'
-#    calls run one way: no file uses a symbol of a file that, directly or
-#    through others, uses one of its own.
+#  - circles: within one folder of lib/ (its subfolders included) and
+#    within tools/bench/, the files' calls run one way: no file uses a
+#    symbol of a file that, directly or through others, uses one of its
+#    own.
 set -u
 src=${top_srcdir:-.}
 build=$(cd "${top_builddir:-.}" && pwd)
@@ -222,8 +223,14 @@ calls=$(echo "$symbols" | awk -v levels="$levels" '
 echo "$calls" | grep '^FAIL' && status=1
 ncalls=$(echo "$calls" | tail -n 1)
 
-# Circles of calls between the files of each folder.
-found=$(echo "$symbols" | file_uses | circles | sort)
+# Circles of calls between the files of each folder, and of rondo-bench's
+# (tools/bench, one program of many files).
+tool_objs=$(cd "$src" && for c in tools/bench/*.c; do
+  o="$build/${c%.c}.o"
+  [ -f "$o" ] || { echo "FAIL: $o is missing (build rondo-bench first)" >&2; exit 1; }
+  echo "tools/bench $c $o"
+done) || exit 1
+found=$( (echo "$symbols"; echo "$tool_objs" | symbols_of) | file_uses | circles | sort)
 if [ -n "$found" ]; then
   echo "FAIL: these files of one folder use each other in a circle (move the code that"
   echo "      closes it to the file it belongs in):"
