@@ -121,7 +121,7 @@ typedef enum {
   RONDO_OP_COUNT = 6
 } rondo_op_t;
 
-/* The all-reduce algorithms (docs/algorithms.md); lib/algo/table.c has one
+/* The all-reduce algorithms (docs/algorithms.md); lib/algo/allreduce/table.c has one
  * row per value but auto. */
 typedef enum {
   RONDO_ALGO_AUTO = 0,

@@ -31,7 +31,8 @@ for bad in "nope" "-b 1x" "-b 0" "-e 2 -b 4" "-f 1" "-f 2 -i 8" "-n 0" "-w -1" "
            "tune --margin 200" "-b 8 allgather" "explain --json x" "-b 1 -e 1G -i 1" \
            "-d float32,,int8" "-d ,float32" "-o sum," "-a ring,,shm" "--break-algo nope" \
            "fusion --break-algo ring" "allgather --break-algo ring" "allgather --memory device" \
-           "--memory gpu" "--memory device -a MPI_Allreduce"; do
+           "--memory gpu" "--memory device -a MPI_Allreduce" "--rounds 0" "--rounds 32" \
+           "allgather --rounds 3"; do
   # shellcheck disable=SC2086 # split the options on purpose
   "$bench" $bad >"$tmp/out" 2>&1
   rc=$?
@@ -64,6 +65,12 @@ cat "$tmp/log"
 grep -q '^# wrong results: 0 (OK)$' "$tmp/log" || fail "no clean wrong-results footer"
 grep -q '^# average bus bandwidth: ' "$tmp/log" || fail "no average bus bandwidth footer"
 grep -q '^# rondo-bench: 5/5 done' "$tmp/err" || { cat "$tmp/err"; fail "no progress lines on stderr"; }
+# auto's quality: each auto row names what auto ran, the footer counts the
+# 5 sizes (each with auto and forced algorithms)
+[ "$(grep -c ' auto  .* -> [a-z_]*\( (miss)\)\{0,1\}$' "$tmp/log")" = 5 ] ||
+  fail "not every auto row says what auto ran"
+grep -q '^# auto within 10% of the fastest forced algorithm in [0-5] of 5 cases ' "$tmp/log" ||
+  fail "no footer on auto's quality"
 "$py" - "$tmp/ar.json" "$tmp/ar.csv" <<'EOF' || fail "the JSON or CSV is wrong"
 import csv, json, sys
 d = json.load(open(sys.argv[1]))
@@ -86,12 +93,23 @@ for r in rows:
         assert abs(r["speedup_vs_mpi"] - 1) < 1e-9, r
     assert r["speedup_vs_mpi"] is not None and r["speedup_vs_mpi"] > 0, r
 assert d["summary"]["wrong"] == 0 and d["summary"]["rows"] == len(rows), d["summary"]
+assert d["summary"]["auto_cases"] == len(sizes), d["summary"]
+assert 0 <= d["summary"]["auto_within_10pct"] <= len(sizes), d["summary"]
 lines = list(csv.DictReader(open(sys.argv[2])))
 assert len(lines) == len(rows), (len(lines), len(rows))
 assert [l["algo"] for l in lines] == [r["algo"] for r in rows]
 print("PASS: JSON and CSV: %d rows, %d sizes x %d algorithms, columns consistent"
       % (len(rows), len(sizes), len(algos)))
 EOF
+
+# ---- what auto runs, in --rounds rounds --------------------------------------------
+# RONDO_ALLREDUCE_ALGO makes auto run ring: its rows say so.
+RONDO_ALLREDUCE_ALGO=ring run -n 2 "$bench" -b 64 -e 4K -f 8 -n 3 -w 0 --rounds 2 \
+  -a auto,ring,shm -q >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--rounds 2: exit $?"; }
+[ "$(grep -c ' auto  .* -> ring\( (miss)\)\{0,1\}$' "$tmp/log")" = 3 ] ||
+  { cat "$tmp/log"; fail "auto forced to ring: its rows do not say ring"; }
+grep -q '^# auto within 10% of the fastest forced algorithm in [0-3] of 3 cases ' "$tmp/log" ||
+  { cat "$tmp/log"; fail "auto forced to ring: no footer on auto's quality"; }
 
 # ---- every dtype and op, and the other collectives, at 3 ranks ----------------------
 # MPI_Allreduce is left out here: MPICH 4.0.2 computes MIN and MAX of uint8

@@ -3,12 +3,17 @@
 #   0 base  1 reduce, topo, launch  2 select, device  3 algo  4 comm  5 engine  6 api
 # A file may use its own folder and the folders below it, never one above
 # and never a sibling on its own level (reduce and topo know nothing of each
-# other, nor launch). Checked two ways:
+# other, nor launch). A subfolder belongs to its parent's layer
+# (lib/algo/allreduce/ is algo). Checked three ways:
 #  - includes: every #include "folder/file" of lib/ against the order, and
 #    no circle of includes among the files of lib/, tools/, bench/ and
 #    examples/;
 #  - calls: every symbol an object file of lib/ uses (nm -u) that another
-#    object of lib/ defines must come from its own folder or one below.
+#    object of lib/ defines must come from its own folder or one below;
+#  - circles: within one folder of lib/ (its subfolders included) and
+#    within tools/bench/, the files' calls run one way: no file uses a
+#    symbol of a file that, directly or through others, uses one of its
+#    own.
 set -u
 src=${top_srcdir:-.}
 build=$(cd "${top_builddir:-.}" && pwd)
@@ -44,7 +49,7 @@ check_includes() {
       echo "FAIL: lib/$from/ is not a layer of docs/architecture.md"; bad=1; continue
     fi
     folders=$((folders + 1))
-    for f in "$dir"*.c "$dir"*.h; do
+    for f in "$dir"*.c "$dir"*.h "$dir"*/*.c "$dir"*/*.h; do
       [ -f "$f" ] || continue
       for inc in $(includes_of "$f"); do
         case $inc in
@@ -53,7 +58,7 @@ check_includes() {
         *) to=$from ;;                # same folder
         esac
         if ! may_use "$from" "$to"; then
-          echo "FAIL: lib/$from/$(basename "$f") includes $inc: $from may not use $to"
+          echo "FAIL: ${f#"$1"/} includes $inc: $from may not use $to"
           bad=1
         fi
       done
@@ -85,7 +90,7 @@ for f in "$src"/interpose/*.[ch]; do
 done
 
 # Circles: every include edge among the sources, then Kahn's algorithm.
-files=$(cd "$src" && ls lib/*.h lib/*/*.[ch] tools/*.[ch] tools/*/*.[ch] bench/*.c \
+files=$(cd "$src" && ls lib/*.h lib/*/*.[ch] lib/*/*/*.[ch] tools/*.[ch] tools/*/*.[ch] bench/*.c \
         examples/*.c examples/*/*.[ch] interpose/*.[ch] 2>/dev/null)
 circle=$(cd "$src" && for f in $files; do
   d=$(dirname "$f")
@@ -109,34 +114,139 @@ if [ -n "$circle" ]; then
 fi
 
 # ---- calls -------------------------------------------------------------------------
+# symbols_of: reads "FOLDER SOURCE OBJECT" lines; prints every symbol each
+# object defines ("D FOLDER SOURCE SYMBOL") and uses ("U FOLDER SOURCE SYMBOL").
+symbols_of() {
+  while read -r folder source o; do
+    nm --defined-only -g "$o" | awk -v f="$folder" -v s="$source" 'NF == 3 {print "D", f, s, $3}'
+    nm -u "$o" | awk -v f="$folder" -v s="$source" '{print "U", f, s, $2}'
+  done
+}
+
+# file_uses: reads symbols_of's lines; prints "USER DEFINER SYMBOL" for each
+# symbol a source uses that another source of its own folder defines.
+file_uses() {
+  awk '$1 == "D" { def[$2 " " $4] = $3; next }
+       { use[NR] = $0 }
+       END { for (k in use) { split(use[k], u, " "); d = def[u[2] " " u[4]]
+             if (d != "" && d != u[3]) print u[3], d, u[4] } }' | sort -u
+}
+
+# circles: reads "USER DEFINER ..." lines; prints the shortest circle
+# through each file that is on one, as "a.c -> b.c -> a.c", each circle
+# once. First it peels off the files no circle can pass through (nothing
+# left uses them, or they use nothing left); from each file that remains a
+# breadth-first search among the remaining finds its way back, if it is on
+# a circle and not only between two.
+circles() {
+  awk '!(($1, $2) in seen) { seen[$1, $2] = 1; node[$1]; node[$2]
+                             out[$1] = out[$1] " " $2; inl[$2] = inl[$2] " " $1
+                             outdeg[$1]++; indeg[$2]++ }
+  END {
+    do {
+      changed = 0
+      for (v in node) if (!(v in gone) && (indeg[v] == 0 || outdeg[v] == 0)) {
+        gone[v] = 1; changed = 1
+        k = split(out[v], t, " "); for (j = 1; j <= k; j++) indeg[t[j]]--
+        k = split(inl[v], t, " "); for (j = 1; j <= k; j++) outdeg[t[j]]--
+      }
+    } while (changed)
+    for (v in node) {
+      if (v in gone) continue
+      split("", from); q[0] = v; n = 1; found = 0
+      for (i = 0; i < n && !found; i++) {
+        k = split(out[q[i]], t, " ")
+        for (j = 1; j <= k && !found; j++) {
+          w = t[j]
+          if (w in gone || w in from) continue
+          from[w] = q[i]
+          if (w == v) found = 1; else q[n++] = w
+        }
+      }
+      if (!found) continue                     # between two circles, on none
+      # the circle, v first, and its least file first as its key
+      m = 0; x = from[v]; c[m++] = v
+      while (x != v) { c[m++] = x; x = from[x] }
+      least = 0; for (i = 1; i < m; i++) if (c[i] < c[least]) least = i
+      key = ""; for (i = 0; i < m; i++) key = key " " c[(least - i + m) % m]
+      if (key in printed) continue
+      printed[key] = 1
+      line = c[least]; for (i = 1; i <= m; i++) line = line " -> " c[(least - i + m) % m]
+      print line
+    }
+  }'
+}
+
+# The circle check must catch one: three objects of one folder (a subfolder
+# of lib/algo) whose calls run a -> b -> c -> a, and a fourth that uses a
+# and is on no circle; and it must find none once c no longer calls a.
+tmp=$(mktemp -d)
+printf 'void b(void); void a(void) { b(); }\n' > "$tmp/a.c"
+printf 'void c(void); void b(void) { c(); }\n' > "$tmp/b.c"
+printf 'void a(void); void c(void) { a(); }\n' > "$tmp/c.c"
+printf 'void a(void); void d(void) { a(); }\n' > "$tmp/d.c"
+synthetic() {
+  for f in a b c d; do
+    ${CC:-cc} -c -o "$tmp/$f.o" "$tmp/$f.c" || exit 1
+    echo "algo lib/algo/sub/$f.c $tmp/$f.o"
+  done | symbols_of | file_uses | circles
+}
+found=$(synthetic)
+want="lib/algo/sub/a.c -> lib/algo/sub/b.c -> lib/algo/sub/c.c -> lib/algo/sub/a.c"
+if [ "$found" != "$want" ]; then
+  echo "FAIL: the circle check missed a.c -> b.c -> c.c -> a.c (it found: $found)"; status=1
+fi
+printf 'void c(void) {}\n' > "$tmp/c.c"
+found=$(synthetic)
+if [ -n "$found" ]; then
+  echo "FAIL: the circle check found a circle in calls that run one way: $found"; status=1
+fi
+rm -rf "$tmp"
+
 # The object of every source of lib/ (not a stale one of a removed file):
-# "FOLDER OBJECT" lines.
-objs=$(cd "$src" && for c in lib/*/*.c; do
+# "FOLDER SOURCE OBJECT" lines, FOLDER being the layer (lib/algo/coll/x.c
+# is algo's).
+objs=$(cd "$src" && for c in lib/*/*.c lib/*/*/*.c; do
+  [ -f "$c" ] || continue
   o="$build/${c%.c}.o"
   [ -f "$o" ] || o="$build/$(dirname "$c")/.libs/$(basename "${c%.c}").o" # shared only
   [ -f "$o" ] || { echo "FAIL: $o is missing (build the library first)" >&2; exit 1; }
-  echo "$(basename "$(dirname "$c")") $o"
+  folder=${c#lib/}
+  echo "${folder%%/*} $c $o"
 done) || exit 1
-# Every symbol each object defines (D) and uses (U), then one pass that
-# joins them: a use of a symbol another object of lib/ defines is a call.
-calls=$(echo "$objs" | while read -r folder o; do
-  nm --defined-only -g "$o" | awk -v f="$folder" 'NF == 3 {print "D", f, $3}'
-  nm -u "$o" | awk -v f="$folder" -v o="$(basename "$o" .o)" '{print "U", f, $2, o}'
-done | awk -v levels="$levels" '
+symbols=$(echo "$objs" | symbols_of)
+# One pass joins them: a use of a symbol another object of lib/ defines is
+# a call.
+calls=$(echo "$symbols" | awk -v levels="$levels" '
   BEGIN { n = split(levels, l, " "); for (i = 1; i < n; i += 2) level[l[i]] = l[i + 1] }
-  $1 == "D" { def[$3] = $2; next }
+  $1 == "D" { def[$4] = $2; next }
   { use[NR] = $0 }
   END {
     for (k in use) {
-      split(use[k], u, " "); to = def[u[3]]
+      split(use[k], u, " "); to = def[u[4]]
       if (to == "") continue                       # libc, MPI, hwloc
       n++
       if (to != u[2] && !(level[to] < level[u[2]]))
-        printf "FAIL: lib/%s/%s.c uses %s of lib/%s: %s may not use %s\n", u[2], u[4], u[3], to, u[2], to
+        printf "FAIL: %s uses %s of lib/%s: %s may not use %s\n", u[3], u[4], to, u[2], to
     }
     print n + 0
   }')
 echo "$calls" | grep '^FAIL' && status=1
 ncalls=$(echo "$calls" | tail -n 1)
-[ $status = 0 ] && echo "PASS: $folders layers; no include or call goes up or sideways ($ncalls calls between objects), no include circle"
+
+# Circles of calls between the files of each folder, and of rondo-bench's
+# (tools/bench, one program of many files).
+tool_objs=$(cd "$src" && for c in tools/bench/*.c; do
+  o="$build/${c%.c}.o"
+  [ -f "$o" ] || { echo "FAIL: $o is missing (build rondo-bench first)" >&2; exit 1; }
+  echo "tools/bench $c $o"
+done) || exit 1
+found=$( (echo "$symbols"; echo "$tool_objs" | symbols_of) | file_uses | circles | sort)
+if [ -n "$found" ]; then
+  echo "FAIL: these files of one folder use each other in a circle (move the code that"
+  echo "      closes it to the file it belongs in):"
+  echo "$found" | sed 's/^/  /'
+  status=1
+fi
+[ $status = 0 ] && echo "PASS: $folders layers; no include or call goes up or sideways ($ncalls calls between objects), no include circle, no circle of calls within a folder"
 exit $status

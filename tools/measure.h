@@ -1,6 +1,6 @@
 /*
- * Timing all-reduce algorithms side by side, shared by bench/allreduce_sweep
- * and tools/rondo-tune. Not part of the library.
+ * Timing all-reduce algorithms side by side, shared by rondo-bench
+ * (tools/bench) and the programs of bench/. Not part of the library.
  *
  * Method: for one message size, the algorithms (and raw MPI_Allreduce, the
  * baseline) take turns for r rounds, each round starting with a different

@@ -1,7 +1,7 @@
 /*
  * The blocking collective entry points: validate arguments, agree on them
- * across ranks (lib/algo/agree.c), choose the algorithm and run it on the
- * caller's thread (lib/algo/dispatch.c); and the questions about the
+ * across ranks (lib/algo/common/agree.c), choose the algorithm and run it on the
+ * caller's thread (lib/algo/allreduce/dispatch.c); and the questions about the
  * choice (rondo_allreduce_choice, rondo_explain, rondo_algo_available).
  *
  * Validation order is fixed so every rank reports the same kind of error for
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/algo.h"
-#include "algo/gpu.h"
+#include "algo/common/algo.h"
+#include "algo/common/gpu.h"
 #include "device/device.h"
 #include "reduce/reduce.h"
 #include "topo/topo.h"
@@ -166,7 +166,7 @@ static agree_sig_t allreduce_sig(size_t count, rondo_dtype_t dtype, rondo_op_t o
   return sig;
 }
 
-/* An all-reduce of device buffers (lib/algo/gpu.c, docs/gpu.md): the
+/* An all-reduce of device buffers (lib/algo/common/gpu.c, docs/gpu.md): the
  * arguments are agreed on first (the algorithm as requested: the choice
  * needs the comm's GPU layout), then the comm's GPU state is attached
  * (collective, once), then the choice is made and run. */

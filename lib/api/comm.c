@@ -1,47 +1,17 @@
 /*
- * Comms as users see them: create and destroy (collective), the queries,
- * the topology line, and rondo_free for memory rondo hands out.
+ * Comms as users see them: split, subset and destroy (collective), the
+ * queries, the topology line, and rondo_free for memory rondo hands out.
+ * rondo_comm_create and the freeing of comms are in lifecycle.c: rondo_init
+ * and rondo_finalize make and free comms too, and this file uses the
+ * registry there, so from here their calls would run in a circle.
  */
 #include "api/api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "algo/agree.h"
-#include "comm/comm.h"
-#include "engine/engine.h"
+#include "algo/common/agree.h"
 #include "topo/topo.h"
-
-rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
-{
-  if (comm != NULL)
-    *comm = NULL;
-  /* A failure MPI can still report (a bad knob, a NULL output pointer on
-   * this rank) is agreed with the other ranks by comm_build, so none of
-   * them waits. */
-  rondo_status_t init = api_lib_init();
-  if (init == RONDO_ERR_FINALIZED || init == RONDO_ERR_NOT_INITIALIZED)
-    return init;
-  if (mpi_comm == MPI_COMM_NULL)
-    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: MPI_COMM_NULL");
-  if (comm == NULL && init == RONDO_SUCCESS)
-    init = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: comm pointer is NULL");
-
-  struct rondo_comm *c = NULL;
-  RONDO_CHECK(comm_build(mpi_comm, NULL, 0, init, &c));
-  /* The engine's communicators are made now, while every rank is here; its
-   * thread starts with the first asynchronous request. */
-  rondo_status_t st = eng_create(c);
-  if (st != RONDO_SUCCESS) {
-    comm_free(c, 1);
-    return st;
-  }
-  api_register(c);
-  LOG_DEBUG("comm %p: rank %d of %d, local %d of %d, %d node(s)", (void *)c, c->rank,
-            c->size, c->local_rank, c->local_size, c->node_count);
-  *comm = c;
-  return RONDO_SUCCESS;
-}
 
 rondo_status_t rondo_comm_split(rondo_comm_t comm, int color, int key, rondo_comm_t *newcomm)
 {
@@ -111,49 +81,6 @@ rondo_status_t rondo_comm_subset(rondo_comm_t comm, const int *ranks, int nranks
   rondo_status_t st = rondo_comm_create(sub, newcomm);
   MPI_CHECK_LOG(MPI_Comm_free(&sub));
   return st;
-}
-
-/* Leaves comms[0..n) at once, then destroys each. */
-static void free_comms(rondo_comm_t *comms, int n, int mpi_usable)
-{
-  /* Until every rank destroys each comm too, this rank answers the others'
-   * blocking collectives on it (they fail with RONDO_ERR_SHUT_DOWN) and its
-   * engine fails their requests and joins: no rank waits on it forever. */
-  if (mpi_usable) {
-    for (int i = 0; i < n; i++)
-      if (comms[i]->size > 1)
-        eng_leave_begin(comms[i], agree_leave_polls(comms[i]));
-    if (agree_leave(comms, n, eng_leave_poll) != RONDO_SUCCESS)
-      LOG_ERROR("rondo_comm_destroy: %s", rondo_last_error());
-  }
-  for (int i = 0; i < n; i++) {
-    if (comms[i]->engine != NULL)
-      eng_destroy(comms[i], mpi_usable);
-    comm_free(comms[i], mpi_usable);
-  }
-}
-
-void api_comm_free(rondo_comm_t c, int mpi_usable) { free_comms(&c, 1, mpi_usable); }
-
-void api_comms_free(struct rondo_comm *list, int mpi_usable)
-{
-  int n = 0;
-  for (struct rondo_comm *c = list; c != NULL; c = c->next)
-    n++;
-  rondo_comm_t *comms = calloc((size_t)n + 1, sizeof *comms);
-  if (comms == NULL) { /* no memory: one after the other */
-    while (list != NULL) {
-      struct rondo_comm *next = list->next;
-      api_comm_free(list, mpi_usable);
-      list = next;
-    }
-    return;
-  }
-  n = 0;
-  for (struct rondo_comm *c = list; c != NULL; c = c->next)
-    comms[n++] = c;
-  free_comms(comms, n, mpi_usable);
-  free(comms);
 }
 
 rondo_status_t rondo_comm_destroy(rondo_comm_t *comm)

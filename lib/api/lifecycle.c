@@ -1,5 +1,7 @@
 /*
- * The library's lifecycle and the registry of live comms.
+ * The library's lifecycle and the registry of live comms: making a comm
+ * (rondo_comm_create, which rondo_init uses for the world) and freeing
+ * comms (rondo_comm_destroy and rondo_finalize).
  *
  * The library is in one of three states: not initialized, active, finalized.
  * rondo_init() (or the first rondo_comm_create() under an application that
@@ -12,7 +14,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "algo/algo.h"
+#include "algo/common/algo.h"
+#include "comm/comm.h"
+#include "engine/engine.h"
 #include "launch/launch.h"
 #include "topo/topo.h"
 
@@ -202,6 +206,82 @@ int api_unregister(rondo_comm_t c)
   return found;
 }
 
+/* ---- making and freeing comms ------------------------------------------------ */
+
+rondo_status_t rondo_comm_create(MPI_Comm mpi_comm, rondo_comm_t *comm)
+{
+  if (comm != NULL)
+    *comm = NULL;
+  /* A failure MPI can still report (a bad knob, a NULL output pointer on
+   * this rank) is agreed with the other ranks by comm_build, so none of
+   * them waits. */
+  rondo_status_t init = api_lib_init();
+  if (init == RONDO_ERR_FINALIZED || init == RONDO_ERR_NOT_INITIALIZED)
+    return init;
+  if (mpi_comm == MPI_COMM_NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: MPI_COMM_NULL");
+  if (comm == NULL && init == RONDO_SUCCESS)
+    init = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_create: comm pointer is NULL");
+
+  struct rondo_comm *c = NULL;
+  RONDO_CHECK(comm_build(mpi_comm, NULL, 0, init, &c));
+  /* The engine's communicators are made now, while every rank is here; its
+   * thread starts with the first asynchronous request. */
+  rondo_status_t st = eng_create(c);
+  if (st != RONDO_SUCCESS) {
+    comm_free(c, 1);
+    return st;
+  }
+  api_register(c);
+  LOG_DEBUG("comm %p: rank %d of %d, local %d of %d, %d node(s)", (void *)c, c->rank,
+            c->size, c->local_rank, c->local_size, c->node_count);
+  *comm = c;
+  return RONDO_SUCCESS;
+}
+
+/* Leaves comms[0..n) at once, then destroys each. */
+static void free_comms(rondo_comm_t *comms, int n, int mpi_usable)
+{
+  /* Until every rank destroys each comm too, this rank answers the others'
+   * blocking collectives on it (they fail with RONDO_ERR_SHUT_DOWN) and its
+   * engine fails their requests and joins: no rank waits on it forever. */
+  if (mpi_usable) {
+    for (int i = 0; i < n; i++)
+      if (comms[i]->size > 1)
+        eng_leave_begin(comms[i], agree_leave_polls(comms[i]));
+    if (agree_leave(comms, n, eng_leave_poll) != RONDO_SUCCESS)
+      LOG_ERROR("rondo_comm_destroy: %s", rondo_last_error());
+  }
+  for (int i = 0; i < n; i++) {
+    if (comms[i]->engine != NULL)
+      eng_destroy(comms[i], mpi_usable);
+    comm_free(comms[i], mpi_usable);
+  }
+}
+
+void api_comm_free(rondo_comm_t c, int mpi_usable) { free_comms(&c, 1, mpi_usable); }
+
+void api_comms_free(struct rondo_comm *list, int mpi_usable)
+{
+  int n = 0;
+  for (struct rondo_comm *c = list; c != NULL; c = c->next)
+    n++;
+  rondo_comm_t *comms = calloc((size_t)n + 1, sizeof *comms);
+  if (comms == NULL) { /* no memory: one after the other */
+    while (list != NULL) {
+      struct rondo_comm *next = list->next;
+      api_comm_free(list, mpi_usable);
+      list = next;
+    }
+    return;
+  }
+  n = 0;
+  for (struct rondo_comm *c = list; c != NULL; c = c->next)
+    comms[n++] = c;
+  free_comms(comms, n, mpi_usable);
+  free(comms);
+}
+
 /* PMPI_Finalize. Built against MPICH, on a job that spans nodes: after an
  * MPI_Barrier on MPI_COMM_WORLD and with MPICH's UCX endpoint closes
  * skipped (lib/api/mpich_ucx.c), as MPICH 4.0.2 can hang in MPI_Finalize
@@ -266,8 +346,10 @@ static rondo_status_t finalize(int by_mpi)
   int mpi_finalized = 0;
   MPI_CHECK_LOG(MPI_Finalized(&mpi_finalized));
   api_comms_free(list, !mpi_finalized);
-  if (!mpi_finalized)
+  if (!mpi_finalized) {
     algo_mpi_op_free();
+    agree_packet_free();
+  }
   topo_shutdown();
   if (owns_mpi && !mpi_finalized) {
     MPI_CHECK(finalize_mpi());

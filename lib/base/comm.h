@@ -59,7 +59,7 @@ struct rondo_comm {
   int last_mem;               /* select_mem_t */
   rondo_algo_t last_forced;   /* the forced algorithm it was chosen under */
   rondo_algo_t last_algo;     /* RONDO_ALGO_AUTO: none yet */
-  struct gpu_state *gpu;      /* device buffers' state (lib/algo/gpu.c), or NULL */
+  struct gpu_state *gpu;      /* device buffers' state (lib/algo/common/gpu.c), or NULL */
 
   /* lib/engine: the asynchronous engine, or NULL */
   struct engine *engine;

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/algo.h"
-#include "algo/gpu.h"
-#include "algo/shm.h"
+#include "algo/common/algo.h"
+#include "algo/common/gpu.h"
+#include "algo/common/shm.h"
 #include "base/numbers.h"
 #include "select/select.h"
 #include "topo/topo.h"

@@ -11,7 +11,7 @@
  *
  * NCCL communicators are made non-blocking (config.blocking = 0):
  * ncclCommInitRankConfig returns at once, and ncclCommGetAsyncError says
- * when the communicator is ready or why it failed. lib/algo/gpu.c then
+ * when the communicator is ready or why it failed. lib/algo/common/gpu.c then
  * polls it along with its timeout and the other ranks' failures, and a
  * stuck initialization can be aborted instead of hanging.
  */

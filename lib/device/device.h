@@ -18,7 +18,7 @@
  *                  users never get it, and it verifies control flow, not
  *                  CUDA.
  *
- * The layer knows no comm and no algorithm: lib/algo/gpu.c builds the
+ * The layer knows no comm and no algorithm: lib/algo/common/gpu.c builds the
  * per-comm state (device, stream, NCCL communicator, staging buffers) on
  * top of it.
  */

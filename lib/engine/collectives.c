@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 #include "reduce/reduce.h"
 
 static void span(struct engine *e, const struct rondo_request *r, const char *what, double t0)

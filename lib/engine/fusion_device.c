@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "algo/algo.h"
-#include "algo/gpu.h"
+#include "algo/common/algo.h"
+#include "algo/common/gpu.h"
 #include "reduce/reduce.h"
 
 static rondo_status_t batch_push(struct engine *e, eng_device_batch_t *b)

@@ -52,6 +52,10 @@ rondo_status_t launch_serve(const launch_vars_t *v);
 /* Waits for the server to finish (every rank finalized, or the job broke):
  * at most timeout_sec. Returns 0, or -1 when it had to give up. */
 int launch_serve_join(double timeout_sec);
+/* Why rank 0's server saw the job break, into why ("" when it did not, or
+ * on any other rank), for this process's watcher; returns the exit status
+ * to end with (0: the watcher's default, 75). */
+int launch_serve_why(char *why, size_t len);
 
 /* Every rank: connects to the rendezvous, says hello, waits for the whole
  * job, and leaves the socket in the environment for MPI_Init (PMI_FD,
@@ -65,9 +69,6 @@ void launch_forget_env(void);
  * reading it); when it closes before launch_finalizing, the process says
  * why and ends (watch.c). */
 rondo_status_t launch_watch_start(int fd, int rank);
-/* Rank 0's server: why the job broke, for this process's watcher; status:
- * the exit status to end with (0: the default, 75). */
-void launch_watch_note(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* MPI_Finalize begins: from now on the connection closing is the job's end. */
 void launch_finalizing(void);
 /* Ends the watcher thread (after MPI_Finalize). */

@@ -71,6 +71,36 @@ static struct {
 } srv = {.listen_fd = -1, .stop = {-1, -1},
          .lock = PTHREAD_MUTEX_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER};
 
+/* Why the job broke, as the server saw it: kept here and asked for by this
+ * process's watcher (watch.c, launch_serve_why), which thus depends on the
+ * server and not the other way round. */
+static struct {
+  pthread_mutex_t lock;
+  char why[512]; /* "" until the job breaks */
+  int status;    /* the exit status to end with (0: the watcher's default) */
+} broke = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void note_broke(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_broke(int status, const char *fmt, ...)
+{
+  pthread_mutex_lock(&broke.lock);
+  broke.status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(broke.why, sizeof broke.why, fmt, ap);
+  va_end(ap);
+  pthread_mutex_unlock(&broke.lock);
+}
+
+int launch_serve_why(char *why, size_t len)
+{
+  pthread_mutex_lock(&broke.lock);
+  snprintf(why, len, "%s", broke.why);
+  int status = broke.status;
+  pthread_mutex_unlock(&broke.lock);
+  return status;
+}
+
 static void send_line(client_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void send_line(client_t *c, const char *fmt, ...)
 {
@@ -370,8 +400,8 @@ static void on_pmi(int i, const char *line)
     char code[32] = "?";
     word(line, "exitcode", code, sizeof code);
     int status = atoi(code);
-    launch_watch_note(status > 0 && status < 256 ? status : 0,
-                      "rank %d aborted the job (MPI_Abort, exit code %s)", c->rank, code);
+    note_broke(status > 0 && status < 256 ? status : 0,
+               "rank %d aborted the job (MPI_Abort, exit code %s)", c->rank, code);
     close_all();
     srv.done = 1;
   } else {
@@ -417,8 +447,8 @@ static void on_readable(int i)
     int rank = c->rank, finalized = c->finalized;
     drop_client(i);
     if (srv.welcomed && !finalized) {
-      launch_watch_note(0, "rank %d left the job before MPI_Finalize (its connection to the "
-                        "rendezvous closed)", rank);
+      note_broke(0, "rank %d left the job before MPI_Finalize (its connection to the "
+                    "rendezvous closed)", rank);
       close_all();
       srv.done = 1;
     }

@@ -4,7 +4,7 @@
  * the other launchers rondo's rendezvous stands in for it, and does the
  * same:
  *   - rank 0's server (pmi_server.c) sees a rank's connection close before
- *     that rank finalized, notes who (launch_watch_note) and closes every
+ *     that rank finalized, notes who (launch_serve_why) and closes every
  *     connection;
  *   - every rank, rank 0 included, watches its own connection from a thread
  *     that sleeps in poll(); a connection that closes before this rank
@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -38,8 +37,6 @@ static struct {
   int rank;
   int finalizing;  /* MPI_Finalize began: the connection closing is the end */
   pthread_mutex_t lock;
-  char why[512];   /* what rank 0's server saw, or "" */
-  int status;      /* the exit status it asked for (0: WATCH_EXIT) */
 } w = {.fd = -1, .stop = {-1, -1}, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void *watch(void *arg)
@@ -57,10 +54,11 @@ static void *watch(void *arg)
   }
   pthread_mutex_lock(&w.lock);
   int finalizing = w.finalizing;
-  char why[sizeof w.why];
-  snprintf(why, sizeof why, "%s", w.why);
-  int status = w.status > 0 ? w.status : WATCH_EXIT;
   pthread_mutex_unlock(&w.lock);
+  char why[512]; /* what rank 0's server saw, or "" (every other rank) */
+  int status = launch_serve_why(why, sizeof why);
+  if (status <= 0)
+    status = WATCH_EXIT;
   if (finalizing)
     return NULL;
   /* Said whatever the log level: the process ends here. */
@@ -82,8 +80,6 @@ rondo_status_t launch_watch_start(int fd, int rank)
 {
   w.rank = rank;
   w.finalizing = 0;
-  w.why[0] = '\0';
-  w.status = 0;
   w.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
   if (w.fd < 0 || pipe2(w.stop, O_CLOEXEC) != 0) {
     if (w.fd >= 0)
@@ -99,17 +95,6 @@ rondo_status_t launch_watch_start(int fd, int rank)
   }
   w.running = 1;
   return RONDO_SUCCESS;
-}
-
-void launch_watch_note(int status, const char *fmt, ...)
-{
-  pthread_mutex_lock(&w.lock);
-  w.status = status;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(w.why, sizeof w.why, fmt, ap);
-  va_end(ap);
-  pthread_mutex_unlock(&w.lock);
 }
 
 void launch_finalizing(void)

@@ -12,7 +12,7 @@
  * message of m bytes (rndv_alpha above eager_limit). Across nodes every
  * algorithm also pays the argument check, an MPI all-reduce of its packet
  * (recursive doubling + mpi_alpha), except mpi for calls that ride in it.
- * Each algorithm's formula lives with its code (lib/algo/allreduce_*.c);
+ * Each algorithm's formula lives with its code (lib/algo/allreduce/allreduce_*.c);
  * for reference, all of them:
  *
  *   recursive doubling  steps at distance 1, 2, .., p'/2 (+2 folding steps
@@ -90,7 +90,7 @@
  * ranking is the sweep's at every size.
  *
  * The shm level is fitted by hand to a 2-rank sweep of allreduce_shm.c
- * (bench/allreduce_sweep -a ring,shm, RONDO_SHM_CHUNK_BYTES=256K, quiet
+ * (rondo-bench -a ring,shm, RONDO_SHM_CHUNK_BYTES=256K, quiet
  * host): 4 B 0.25 us, 4 KiB 1.0, 16 KiB 3.5, 64 KiB 13, 256 KiB 23, 1 MiB
  * 87, 4 MiB 467, 16 MiB 2740, 64 MiB 12970. alpha = half the 4-byte time
  * (2 synchronizations), beta from the 64 MiB slope with gamma the reduction

@@ -71,7 +71,7 @@ typedef struct {
   size_t hier_chunk;    /* the hierarchical pipeline's stripe
                            (RONDO_HIER_CHUNK_BYTES); 0 means 1 MiB */
   size_t check_bytes;   /* the argument check's packet across nodes
-                           (lib/algo/agree.c) */
+                           (lib/algo/common/agree.c) */
 } select_params_t;
 
 /* The defaults, fitted to the 2-rank sweep of docs/PERFORMANCE.md (2-core

@@ -1,5 +1,5 @@
 /*
- * test_adasum - op RONDO_ADASUM (lib/algo/allreduce_adasum.c) at 1-5 ranks.
+ * test_adasum - op RONDO_ADASUM (lib/algo/allreduce/allreduce_adasum.c) at 1-5 ranks.
  *
  *   - every floating dtype, counts 1, 2, 7, 100 and 1001, in place and out
  *     of place, against a reference computed here in float64 from every

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 #include "select/select.h"
 
 #define BIT(a) (1u << (a))
@@ -28,7 +28,7 @@
 
 /* The algorithms on the menu of the next selector calls (bits of ids):
  * layout() sets it, a test may change it. The rows are the library's own
- * descriptors (lib/algo/table.c). */
+ * descriptors (lib/algo/allreduce/table.c). */
 static unsigned menu_bits;
 
 static const select_menu_t *menu(void)
@@ -862,7 +862,7 @@ static void test_algorithm_table_is_complete(void **state)
     assert_non_null(strstr(algo_names(), d->select.name));
     /* the menu is the table, in its order */
     assert_ptr_equal(all->algo[id - 1], &d->select);
-    /* every row runs (nccl and staged on device buffers: lib/algo/gpu.c) */
+    /* every row runs (nccl and staged on device buffers: lib/algo/common/gpu.c) */
     assert_non_null(d->allreduce);
     assert_int_equal(d->select.mem, id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED ||
                                             id == RONDO_ALGO_HIERARCHICAL_NCCL

@@ -3,9 +3,12 @@
  * library: it uses only the public API (rondo.h) and MPI. The files are
  *   main.c      subcommand dispatch, exit status
  *   options.c   the command line, shared by every subcommand
- *   output.c    the header, the text table, --json, --csv, progress lines
+ *   output.c    the header, the text table, --json, --csv, progress lines,
+ *               bench_die
  *   data.c      input patterns and the expected results (the check)
- *   sweep.c     allreduce, allgather, broadcast, reduce_scatter, alltoall
+ *   sweep.c     allreduce, allgather, broadcast, reduce_scatter, alltoall,
+ *               and auto's quality (sweep.h: its state)
+ *   rows.c      which rows an allreduce sweep runs
  *   fusion.c    a model's gradient set through the asynchronous engine
  *   models.c    the shipped gradient sets (also used by bench/engine_bench)
  *   tune.c      the tuning-table writer (`rondo-bench tune`)
@@ -73,6 +76,9 @@ int bench_sizes(const bench_opts_t *o, size_t *sizes);
 
 /* ---- output.c: rank 0 writes; every function is a no-op elsewhere ---------- */
 
+/* Prints "rondo-bench: " + message on stderr and aborts the job (any rank). */
+void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
 /* The header (stdout) and the files of --json / --csv. Returns 0, or -1 when
  * a file cannot be opened (message printed). Collective. */
 int out_start(const bench_opts_t *o, rondo_comm_t comm, const char *title);
@@ -137,8 +143,5 @@ int sweep_main(const bench_opts_t *o);
 int fusion_main(const bench_opts_t *o);
 int tune_main(const bench_opts_t *o);
 int explain_main(const bench_opts_t *o);
-
-/* Prints "rondo-bench: " + message on stderr and aborts the job. */
-void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #endif

@@ -11,22 +11,11 @@
  * (tools/launch_env.h): a typo on any rank, or a command line that differs
  * between ranks, exits every rank with status 2.
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/bench/bench.h"
 #include "tools/launch_env.h"
-
-void bench_die(const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  tool_vsay("rondo-bench: ", "\n", fmt, ap);
-  va_end(ap);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  exit(1);
-}
 
 int main(int argc, char **argv)
 {

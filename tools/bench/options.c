@@ -35,6 +35,8 @@ static void usage(FILE *f)
     "  -f, --stepfactor F      multiply the size by F each step (default 2)\n"
     "  -i, --stepbytes SIZE    add SIZE each step instead\n"
     "  -n, --iters N           timed iterations per row (default 20; fusion: 10)\n"
+    "      --rounds R          allreduce: the timed iterations in R rounds, each running\n"
+    "                          the rows in another order (default 5; at most -n)\n"
     "  -w, --warmup_iters N    untimed iterations first (default 5; fusion: 2)\n"
     "data:\n"
     "  -d, --datatype T        int8 uint8 int32 int64 float16 bfloat16 float32 float64,\n"
@@ -231,7 +233,8 @@ static int allowed(bench_cmd_t cmd, int opt)
   case 'a': return cmd == CMD_ALLREDUCE || cmd == CMD_TUNE;
   case 'v': return cmd == CMD_EXPLAIN;
   case OPT_MODEL: case OPT_TENSORS: case OPT_SIZE: return cmd == CMD_FUSION;
-  case OPT_OUTPUT: case OPT_ROUNDS: case OPT_MAX_ROUNDS: case OPT_MARGIN: return cmd == CMD_TUNE;
+  case OPT_ROUNDS: return cmd == CMD_ALLREDUCE || cmd == CMD_TUNE;
+  case OPT_OUTPUT: case OPT_MAX_ROUNDS: case OPT_MARGIN: return cmd == CMD_TUNE;
   default: return 1;
   }
 }
@@ -293,7 +296,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
   o->nops = 1;
   o->ops[0] = RONDO_SUM;
   o->model = "all";
-  o->rounds = 7;
+  o->rounds = o->cmd == CMD_TUNE ? 7 : 5;
   o->max_rounds = 21;
   o->margin = 0.05;
   int have_f = 0, have_i = 0, have_size = 0;

@@ -1,5 +1,7 @@
-/* rondo-bench's output: the header on stdout, --json and --csv records, and
- * progress on stderr. Only the first rank writes. */
+/* rondo-bench's output: the header on stdout, --json and --csv records,
+ * progress on stderr (only the first rank writes), and bench_die, the last
+ * word of any rank: every file of the tool may call it, and it calls none
+ * of theirs. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -8,8 +10,19 @@
 #include <unistd.h>
 
 #include "tools/bench/bench.h"
+#include "tools/launch_env.h"
 #include "tools/measure.h"
 #include "tools/terminal.h"
+
+void bench_die(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  tool_vsay("rondo-bench: ", "\n", fmt, ap);
+  va_end(ap);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1);
+}
 
 enum { MAX_FIELDS = 40 };
 

@@ -6,7 +6,8 @@
  * Per size, per dtype and op:
  *   1. the inputs are written and every variant (algorithm) runs its
  *      warm-up iterations;
- *   2. the timed iterations are split into up to 5 rounds; in each round
+ *   2. the timed iterations are split into --rounds rounds (default 5, at
+ *      most one per iteration); in each round
  *      every variant runs its share, each round in a different order (the
  *      variant before each one changes), so a noisy moment of a shared
  *      machine, or a spinning variant, hits every variant alike. Each
@@ -32,57 +33,10 @@
 #include <string.h>
 
 #include "tools/bench/bench.h"
+#include "tools/bench/sweep.h"
 #include "tools/measure.h"
 
-#define MAX_VARIANTS (RONDO_ALGO_COUNT + 1)
-#define MAX_ROUNDS 5
 #define POISON 0xA5
-
-/* What a row runs. */
-typedef enum {
-  V_RONDO = 0,        /* rondo_allreduce_algo / the collective */
-  V_MPI,              /* the MPI counterpart (host memory) */
-  V_NCCL,             /* --memory device: raw ncclAllReduce */
-  V_HOST_COPIES       /* --memory device: copy down, rondo on the host, copy up */
-} variant_kind_t;
-
-typedef struct {
-  char label[32];
-  rondo_algo_t algo;
-  int mpi;            /* the baseline ("vs MPI"): MPI's counterpart, or with
-                         --memory device ncclAllReduce, else host+copies */
-  variant_kind_t kind;
-} variant_t;
-
-typedef struct {
-  const bench_opts_t *o;
-  rondo_comm_t comm;
-  MPI_Comm mpi;       /* the baseline's communicator (a dup of the world's) */
-  int rank, size;
-  char *send, *recv, *expect;
-  size_t cap;         /* bytes of each buffer */
-  char *dsend, *drecv, *pin; /* --memory device: device buffers, a pinned one */
-  variant_t v[MAX_VARIANTS];
-  int nv;
-  double *t;          /* [nv][iters] seconds */
-  /* the current case */
-  rondo_dtype_t dtype;
-  rondo_op_t op;
-  size_t esize, count; /* count: elements per call argument (see geometry()) */
-  size_t sendn, recvn; /* elements in the send and receive buffers */
-  size_t bytes;        /* the reported size */
-  /* totals */
-  long wrong_total, rows_wrong, rows;
-  double busbw_sum, busbw_by[MAX_VARIANTS];
-  int busbw_n[MAX_VARIANTS];
-  char failed[6][64];  /* the first distinct "algorithm type op" with wrong rows */
-  int nfailed;
-  /* MPI's own uint8 min and max are wrong (mpi_minmax_u8_wrong), or its
-   * sums of 8- and 16-bit integers saturate (mpi_small_sum_wrong): those
-   * MPI rows are marked, and their wrong elements are not rondo's failures */
-  int mpi_u8_wrong, mpi_sum_wrong;
-  long mpi_wrong_total, mpi_rows_wrong;
-} sweep_t;
 
 static const char *coll_mpi_name(bench_cmd_t cmd)
 {
@@ -353,7 +307,7 @@ static int gcd(int a, int b)
 /* Steps 1-2 of the header: t[k][0..iters) for every usable variant. */
 static void timed_rounds(sweep_t *s, const int *use)
 {
-  int iters = s->o->iters, rounds = iters < MAX_ROUNDS ? iters : MAX_ROUNDS;
+  int iters = s->o->iters, rounds = iters < s->o->rounds ? iters : s->o->rounds;
   fill(s);
   MPI_Barrier(s->mpi);
   for (int k = 0; k < s->nv; k++)
@@ -405,6 +359,29 @@ static void print_columns(const bench_opts_t *o)
   printf(" %8s %8s %7s %7s\n", "(GB/s)", "(GB/s)", "", "(x)");
 }
 
+/* auto's row of an allreduce case (rank 0), or -1 when the case has no
+ * auto row or no forced algorithm to compare it with. Counts the case
+ * into auto's quality: whether auto was within 10% of the fastest forced
+ * algorithm; a miss sets s->auto_miss. */
+static int auto_row(sweep_t *s, const int *use, const double *mean)
+{
+  int auto_at = -1, best = -1;
+  for (int k = 0; k < s->nv; k++) {
+    if (!use[k] || s->v[k].kind != V_RONDO)
+      continue;
+    if (s->v[k].algo == RONDO_ALGO_AUTO)
+      auto_at = k;
+    else if (best < 0 || mean[k] < mean[best])
+      best = k;
+  }
+  if (auto_at < 0 || best < 0)
+    return -1;
+  s->auto_miss = mean[auto_at] > 1.10 * mean[best];
+  s->auto_cases++;
+  s->auto_within += !s->auto_miss;
+  return auto_at;
+}
+
 /* Steps 3-4 for one case, and its rows. */
 static void run_case(sweep_t *s)
 {
@@ -437,8 +414,14 @@ static void run_case(sweep_t *s)
     long w = o->check ? check(s, k) : 0;
     MPI_Reduce(&w, &wrong[k], 1, MPI_LONG, MPI_SUM, 0, s->mpi);
   }
+  /* what auto runs here (host buffers; AUTO: nothing to judge) */
+  rondo_algo_t choice = RONDO_ALGO_AUTO;
+  if (o->cmd == CMD_ALLREDUCE && !o->device &&
+      rondo_allreduce_choice(s->comm, s->count, s->dtype, s->op, &choice) != RONDO_SUCCESS)
+    choice = RONDO_ALGO_AUTO;
   if (s->rank != 0)
     return;
+  int auto_at = choice == RONDO_ALGO_AUTO ? -1 : auto_row(s, use, mean);
   for (int k = 0; k < s->nv; k++) {
     if (!use[k])
       continue;
@@ -454,7 +437,10 @@ static void run_case(sweep_t *s)
       printf(" %7s", "-");
     else
       printf(" %7.2f", speedup);
-    printf("%s\n", wrong[k] != 0 && mpi_bug_row(s, k) ? "  MPI wrong (not rondo; see below)" : "");
+    printf("%s", wrong[k] != 0 && mpi_bug_row(s, k) ? "  MPI wrong (not rondo; see below)" : "");
+    if (k == auto_at) /* what auto ran, and "(miss)" where it lost by over 10% */
+      printf("  -> %s%s", rondo_algo_name(choice), s->auto_miss ? " (miss)" : "");
+    printf("\n");
     out_int("size", (long long)s->bytes);
     out_int("count", (long long)s->count);
     out_str("type", rondo_dtype_name(s->dtype));
@@ -497,104 +483,6 @@ static void run_case(sweep_t *s)
   fflush(stdout);
 }
 
-/* The rows of an allreduce run: --algo's names in order, or for "all" auto,
- * every algorithm this comm can run (meas_algos), and MPI_Allreduce.
- * Returns the count, or -1 (with a message) for a named algorithm that
- * cannot run on this comm. */
-static int allreduce_variants(sweep_t *s)
-{
-  const char *list = s->o->algo_list;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", list != NULL ? list : "all");
-  for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-    rondo_algo_t a[RONDO_ALGO_COUNT];
-    int na = 0, with_mpi = 0;
-    if (strcmp(tok, "all") == 0) {
-      a[na++] = RONDO_ALGO_AUTO;
-      na += meas_algos(s->comm, "rondo-bench", NULL, 0, a + na);
-      with_mpi = 1;
-    } else if (strcasecmp(tok, "MPI_Allreduce") == 0) {
-      with_mpi = 1;
-    } else if ((na = meas_algos(s->comm, "rondo-bench", tok, 1, a)) < 0) {
-      return -1; /* cannot run on this comm: meas_algos said why */
-    }
-    for (int i = 0; i < na + with_mpi && s->nv < MAX_VARIANTS; i++) {
-      variant_t v = {{0}, RONDO_ALGO_AUTO, i == na, i == na ? V_MPI : V_RONDO};
-      snprintf(v.label, sizeof v.label, "%s", i == na ? "MPI_Allreduce" : rondo_algo_name(a[i]));
-      int dup = 0;
-      for (int k = 0; k < s->nv; k++)
-        dup |= strcmp(s->v[k].label, v.label) == 0;
-      if (!dup) {
-        v.algo = i < na ? a[i] : RONDO_ALGO_AUTO;
-        s->v[s->nv++] = v;
-      }
-    }
-  }
-  return s->nv;
-}
-
-/* Whether --algo's list (NULL: all) names label. */
-static int listed(const char *list, const char *label)
-{
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", list != NULL ? list : "all");
-  for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save))
-    if (strcmp(tok, "all") == 0 || strcmp(tok, label) == 0)
-      return 1;
-  return 0;
-}
-
-/* The rows of an allreduce on device buffers: auto, nccl and staged where
- * they run (a trial call, on every rank alike), then the baselines:
- * ncclAllReduce where NCCL runs, host+copies always. why: a line for the
- * header. Returns the count, or -1 for a named row that cannot run. */
-static int device_variants(sweep_t *s, char *why, size_t len)
-{
-  static const rondo_algo_t algos[] = {RONDO_ALGO_AUTO, RONDO_ALGO_NCCL, RONDO_ALGO_STAGED,
-                                       RONDO_ALGO_HIERARCHICAL_NCCL};
-  const char *list = s->o->algo_list;
-  char nccl_why[128] = "", skipped[256] = "";
-  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
-    const char *name = rondo_algo_name(algos[i]);
-    if (!listed(list, name))
-      continue;
-    float one = 1.0f;
-    bdev_copy(s->dsend, &one, sizeof one);
-    rondo_status_t st = rondo_allreduce_algo(s->comm, s->dsend, s->drecv, 1, RONDO_FLOAT32,
-                                             RONDO_SUM, algos[i]);
-    if (st != RONDO_SUCCESS) {
-      if (list != NULL && strstr(list, name) != NULL) {
-        if (s->rank == 0)
-          fprintf(stderr, "rondo-bench: -a %s: %s\n", name, rondo_last_error());
-        return -1;
-      }
-      snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "%s%s (%s)",
-               skipped[0] ? "; " : "", name, rondo_last_error());
-      continue;
-    }
-    variant_t v = {{0}, algos[i], 0, V_RONDO};
-    snprintf(v.label, sizeof v.label, "%s", name);
-    s->v[s->nv++] = v;
-  }
-  int have_nccl = 0;
-  if (listed(list, "ncclAllReduce")) {
-    have_nccl = bdev_nccl_start(s->mpi, nccl_why, sizeof nccl_why) == 0;
-    if (have_nccl)
-      s->v[s->nv++] = (variant_t){"ncclAllReduce", RONDO_ALGO_AUTO, 1, V_NCCL};
-    else if (list != NULL && strstr(list, "ncclAllReduce") != NULL) {
-      if (s->rank == 0)
-        fprintf(stderr, "rondo-bench: -a ncclAllReduce: %s\n", nccl_why);
-      return -1;
-    }
-  }
-  if (listed(list, "host+copies"))
-    s->v[s->nv++] = (variant_t){"host+copies", RONDO_ALGO_AUTO, !have_nccl, V_HOST_COPIES};
-  snprintf(why, len, "%s%s%s%s", have_nccl ? "" : "no ncclAllReduce row: ",
-           have_nccl ? "" : nccl_why[0] ? nccl_why : "not asked for",
-           skipped[0] ? "; not run: " : "", skipped);
-  return s->nv;
-}
-
 int sweep_main(const bench_opts_t *o)
 {
   sweep_t s;
@@ -628,14 +516,14 @@ int sweep_main(const bench_opts_t *o)
     s.pin = bdev_alloc_pinned(o->maxbytes + 64);
     MPI_Comm_dup(MPI_COMM_WORLD, &s.mpi);
     char rows_why[400];
-    if (device_variants(&s, rows_why, sizeof rows_why) < 0)
+    if (sweep_rows_device(&s, rows_why, sizeof rows_why) < 0)
       return 2;
     MPI_Comm_free(&s.mpi);
     if (rows_why[0])
       snprintf(device_line + strlen(device_line), sizeof device_line - strlen(device_line),
                "\n# %s", rows_why);
   } else if (o->cmd == CMD_ALLREDUCE) {
-    if (allreduce_variants(&s) < 0)
+    if (sweep_rows_allreduce(&s) < 0)
       return 2;
   } else {
     s.v[0] = (variant_t){"rondo", RONDO_ALGO_AUTO, 0, V_RONDO};
@@ -734,6 +622,9 @@ int sweep_main(const bench_opts_t *o)
       if (s.busbw_n[k] > 0)
         printf(" %s %.3f", s.v[k].label, s.busbw_by[k] / s.busbw_n[k]);
     printf("\n");
+    if (s.auto_cases > 0)
+      printf("# auto within 10%% of the fastest forced algorithm in %d of %d cases (%.0f%%)\n",
+             s.auto_within, s.auto_cases, 100.0 * s.auto_within / s.auto_cases);
     fflush(stdout);
   }
   out_summary_begin();
@@ -746,6 +637,10 @@ int sweep_main(const bench_opts_t *o)
     }
   out_int("rows", s.rows);
   out_int("wrong", wrong);
+  if (s.auto_cases > 0) {
+    out_int("auto_cases", s.auto_cases);
+    out_int("auto_within_10pct", s.auto_within);
+  }
   int rc = out_finish() != 0 || wrong != 0;
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Comm_free(&s.mpi);

@@ -28,7 +28,7 @@
  * comes out of one cross all-reduce (identical on its owners) and is copied
  * by the allgather, so every rank ends with the same bytes.
  */
-#include "algo/shm.h"
+#include "algo/common/shm.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * ranks on the devices, the fault line), the NCCL communicator, waits that
  * cannot hang, and the failure path. gpu.h has the rules.
  */
-#include "algo/gpu.h"
+#include "algo/common/gpu.h"
 
 #include <sched.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * with an MPI-4 library counts go through the large-count (_c) calls; with
  * MPI-3 a block above INT_MAX bytes is reported as unsupported.
  */
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -23,8 +23,23 @@
 #define RONDO_ALGO_H
 
 #include "base/comm.h"
-#include "algo/agree.h"
+#include "algo/common/agree.h"
 #include "select/select.h"
+
+/* The dispatch's host all-reduce (dispatch.c), handed to a device
+ * algorithm that reduces through host memory (staged) in its arguments.
+ * Handed, not called by name: the table lists staged and the dispatch
+ * reads the table, so calls by name would run in a circle. */
+typedef struct {
+  /* The comm's choice among host algorithms for count elements, honouring
+   * RONDO_ALLREDUCE_ALGO only when it names a host algorithm. */
+  rondo_status_t (*resolve)(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                            rondo_op_t op, rondo_algo_t *algo);
+  /* Runs it: algo_allreduce_run. */
+  rondo_status_t (*run)(rondo_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                        rondo_dtype_t dtype, rondo_op_t op, rondo_algo_t algo,
+                        const agree_sig_t *agree);
+} algo_host_path_t;
 
 typedef struct {
   rondo_comm_t comm;
@@ -44,6 +59,7 @@ typedef struct {
    * buffers); NULL: one tensor. Other ops ignore it. */
   const size_t *segments;
   size_t nsegments;
+  const algo_host_path_t *host; /* set by the dispatch (algo_host_path_t) */
 } algo_allreduce_args_t;
 
 typedef rondo_status_t (*algo_allreduce_fn)(const algo_allreduce_args_t *a);
@@ -102,7 +118,7 @@ size_t algo_ring_chunk(size_t chunk, double link_beta);
  * of link_beta (algo_ring_chunk). Returns what snprintf returns. */
 int algo_ring_describe(size_t chunk, double link_beta, char *buf, size_t len);
 
-/* ---- dispatch (dispatch.c) --------------------------------------------------
+/* ---- dispatch (selector_input.c, dispatch.c) ----------------------------------
  * For lib/api's blocking calls and lib/engine's fused buffers. */
 
 /* What the selector knows about an all-reduce of count elements on comm,
@@ -133,12 +149,6 @@ rondo_status_t algo_allreduce_resolve(rondo_comm_t comm, size_t count, rondo_dty
 /* The same for buffers in mem. */
 rondo_status_t algo_allreduce_resolve_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
                                           rondo_op_t op, select_mem_t mem, rondo_algo_t *algo);
-/* The host algorithm for a device algorithm's host part (staging): the
- * comm's choice among host algorithms, honouring RONDO_ALLREDUCE_ALGO only
- * when it names a host algorithm. */
-rondo_status_t algo_allreduce_resolve_host(rondo_comm_t comm, size_t count,
-                                           rondo_dtype_t dtype, rondo_op_t op,
-                                           rondo_algo_t *algo);
 /* Runs a resolved all-reduce: count 0 does nothing, AVG is SUM then a
  * division by the comm size. agree: the signature shm agrees on in its
  * first round, or NULL (agreed before). */
@@ -192,7 +202,7 @@ rondo_status_t algo_alltoallv(rondo_comm_t comm, const void *sendbuf, const size
                               void *recvbuf, const size_t *recvbytes);
 rondo_status_t algo_barrier(rondo_comm_t comm);
 
-/* ---- helpers (lib/algo/p2p.c) ------------------------------------------------ */
+/* ---- helpers (lib/algo/common/p2p.c) ------------------------------------------------ */
 
 /* A scratch buffer of the comm of at least bytes (valid until the next call). */
 rondo_status_t algo_scratch(rondo_comm_t comm, size_t bytes, void **buf);
@@ -203,10 +213,7 @@ rondo_status_t algo_scratch(rondo_comm_t comm, size_t bytes, void **buf);
  * (MPICH 4.0 compares MPI_UINT8_T as signed there). */
 rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mtype,
                            MPI_Op *mop);
-/* The datatype and op of the argument check's packet across nodes
- * (agree.c), made with algo_mpi_op's. */
-rondo_status_t algo_mpi_packet(MPI_Datatype *type, MPI_Op *op);
-/* Frees what algo_mpi_op and algo_mpi_packet created (rondo_finalize). */
+/* Frees what algo_mpi_op created (rondo_finalize). */
 void algo_mpi_op_free(void);
 
 /* Byte messages on the comm's private communicator: any size with an MPI-4
@@ -234,7 +241,7 @@ void algo_reduce_ordered(void *dst, const void *mine, const void *theirs, size_t
 /* Copies sendbuf to recvbuf unless in place. */
 void algo_copy_input(const algo_allreduce_args_t *a);
 
-/* ---- non-power-of-two folding (lib/algo/fold.c) -------------------------------
+/* ---- non-power-of-two folding (lib/algo/common/fold.c) -------------------------------
  * With rem = size - pof2, ranks below 2*rem pair up: the even rank sends its
  * whole buffer to the odd one and sits out; the odd one reduces. The pof2
  * remaining ranks get new ranks 0..pof2-1. fold_out returns the result to

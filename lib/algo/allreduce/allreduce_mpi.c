@@ -8,7 +8,7 @@
  * of at most AGREE_INLINE_BYTES across nodes travels inside the argument
  * check's all-reduce instead (agree.c), so it costs one all-reduce.
  */
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
 #include <limits.h>
 

@@ -2,7 +2,7 @@
  * Barrier delegates to MPI_Barrier on the private duplicate (dissemination
  * in the MPI library: lg p rounds, nothing for rondo to improve).
  */
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
 rondo_status_t algo_barrier(rondo_comm_t comm)
 {

@@ -3,7 +3,7 @@
  * datatype/op mapping for the mpi algorithm and reduce-scatter, and the
  * operand-ordered reduction that keeps partners' results bit-identical.
  */
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -133,8 +133,6 @@ static MPI_Datatype half_type = MPI_DATATYPE_NULL, bf16_type = MPI_DATATYPE_NULL
 /* One per op MPI can run (all but ADASUM, which is not elementwise). */
 enum { MPI_OPS = RONDO_ADASUM };
 static MPI_Op user_ops[MPI_OPS];
-static MPI_Datatype packet_type = MPI_DATATYPE_NULL; /* the argument check's (agree.c) */
-static MPI_Op packet_op = MPI_OP_NULL;
 static pthread_once_t types_once = PTHREAD_ONCE_INIT;
 static int types_rc = MPI_SUCCESS;
 /* MPI's own MPI_SUM of 8- and 16-bit integers wraps around as C does: not
@@ -212,12 +210,6 @@ static void create_types(void)
     rc = MPI_Type_commit(&bf16_type);
   for (int op = 0; op < MPI_OPS && rc == MPI_SUCCESS; op++)
     rc = MPI_Op_create(fn[op], 1, &user_ops[op]);
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Type_contiguous((int)agree_packet_bytes(), MPI_BYTE, &packet_type);
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Type_commit(&packet_type);
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Op_create(agree_packet_reduce, 1, &packet_op);
   if (rc == MPI_SUCCESS) {
     small_sums_wrap = sum_wraps(MPI_UINT8_T, 1) && sum_wraps(MPI_INT8_T, 1) &&
                       sum_wraps(MPI_INT16_T, 2);
@@ -236,20 +228,6 @@ void algo_mpi_op_free(void)
   for (int op = 0; op < MPI_OPS; op++)
     if (user_ops[op] != MPI_OP_NULL)
       MPI_CHECK_LOG(MPI_Op_free(&user_ops[op]));
-  if (packet_type != MPI_DATATYPE_NULL)
-    MPI_CHECK_LOG(MPI_Type_free(&packet_type));
-  if (packet_op != MPI_OP_NULL)
-    MPI_CHECK_LOG(MPI_Op_free(&packet_op));
-}
-
-rondo_status_t algo_mpi_packet(MPI_Datatype *type, MPI_Op *op)
-{
-  pthread_once(&types_once, create_types);
-  if (types_rc != MPI_SUCCESS)
-    return rondo__mpi_fail(types_rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__, __LINE__);
-  *type = packet_type;
-  *op = packet_op;
-  return RONDO_SUCCESS;
 }
 
 rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mtype,

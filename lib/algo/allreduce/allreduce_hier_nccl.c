@@ -24,7 +24,7 @@
  * the allgather. As in staging, a rank whose device step failed still takes
  * part in the cross-node all-reduce, from a buffer of its own.
  */
-#include "algo/gpu.h"
+#include "algo/common/gpu.h"
 
 #include <stdlib.h>
 #include <string.h>

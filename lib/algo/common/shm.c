@@ -3,8 +3,8 @@
  * sequence numbers written with release and read with acquire semantics;
  * MPI is used only to allocate the window.
  */
-#include "algo/shm.h"
-#include "algo/shared_window.h"
+#include "algo/common/shm.h"
+#include "algo/common/shared_window.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  * reduced once, in rank order, and then copied: every rank ends with the
  * same bytes. Needs every rank of the comm on one node.
  */
-#include "algo/shm.h"
+#include "algo/common/shm.h"
 
 static rondo_status_t allreduce_shm(const algo_allreduce_args_t *a)
 {

@@ -37,8 +37,9 @@
  * one all-reduce instead of two. Every rank sends the same packet shape
  * whatever its call, so a mismatch is still reported, never a hang.
  */
-#include "algo/agree.h"
+#include "algo/common/agree.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +49,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "algo/algo.h"
-#include "algo/shared_window.h"
+#include "algo/common/algo.h"
+#include "algo/common/shared_window.h"
 #include "reduce/reduce.h"
 #include "topo/topo.h"
 
@@ -394,7 +395,7 @@ static int carries(const packet_t *p, size_t *bytes)
  * partial result of the lower ranks first (as reduce_ordered does), so two
  * partners combining the same two partials get the same bytes even where
  * operand order shows (NaN payloads). */
-void agree_packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
+static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
 {
   (void)type;
   for (int k = 0; k < *len; k++) {
@@ -413,6 +414,42 @@ void agree_packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
     b->first = a->first < b->first ? a->first : b->first;
     b->leaving = a->leaving > b->leaving ? a->leaving : b->leaving;
   }
+}
+
+/* The packet as one MPI datatype and packet_reduce as its op, made once
+ * (here, beside the packet, so that the point-to-point helpers of p2p.c,
+ * which this file uses, need know nothing of it). */
+static MPI_Datatype packet_type = MPI_DATATYPE_NULL;
+static MPI_Op packet_op = MPI_OP_NULL;
+static pthread_once_t packet_once = PTHREAD_ONCE_INIT;
+static int packet_rc = MPI_SUCCESS;
+
+static void packet_create(void)
+{
+  int rc = MPI_Type_contiguous((int)sizeof(packet_t), MPI_BYTE, &packet_type);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Type_commit(&packet_type);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Op_create(packet_reduce, 1, &packet_op);
+  packet_rc = rc;
+}
+
+static rondo_status_t packet_mpi(MPI_Datatype *type, MPI_Op *op)
+{
+  pthread_once(&packet_once, packet_create);
+  if (packet_rc != MPI_SUCCESS)
+    return rondo__mpi_fail(packet_rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__, __LINE__);
+  *type = packet_type;
+  *op = packet_op;
+  return RONDO_SUCCESS;
+}
+
+void agree_packet_free(void)
+{
+  if (packet_type != MPI_DATATYPE_NULL)
+    MPI_CHECK_LOG(MPI_Type_free(&packet_type));
+  if (packet_op != MPI_OP_NULL)
+    MPI_CHECK_LOG(MPI_Op_free(&packet_op));
 }
 
 /* One MPI_Allreduce of packets. The maximum of ~value is ~(the minimum), so
@@ -440,9 +477,9 @@ static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig
 static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                                 const void *data, size_t bytes, void *out)
 {
-  MPI_Datatype type;
-  MPI_Op op;
-  RONDO_CHECK(algo_mpi_packet(&type, &op));
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  RONDO_CHECK(packet_mpi(&type, &op));
   /* Always the full packet: ranks in different collectives must still
    * reduce matching buffers for the mismatch to be reported. */
   packet_t mine, all;
@@ -602,9 +639,9 @@ static void leave_board_step(rondo_comm_t comm, leave_t *st, const agree_sig_t *
 static rondo_status_t leave_mpi(rondo_comm_t comm, const agree_sig_t *sig,
                                 void (*poll)(rondo_comm_t), int *all_left)
 {
-  MPI_Datatype type;
-  MPI_Op op;
-  RONDO_CHECK(algo_mpi_packet(&type, &op));
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  RONDO_CHECK(packet_mpi(&type, &op));
   packet_t mine, all;
   packet_fill(comm, RONDO_SUCCESS, sig, &mine);
   /* The same call as agree_mpi's on every rank (blocking or not). */

@@ -20,9 +20,9 @@
  * the remaining chunks' all-reduces with whatever its buffer holds, and
  * returns the failure at the end; every rank fails the call.
  */
-#include "algo/gpu.h"
+#include "algo/common/gpu.h"
 
-#include "algo/agree.h"
+#include "algo/common/agree.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +66,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
   /* The host algorithm for one chunk: the same choice on every rank. */
   size_t n0 = half / a->esize;
   rondo_algo_t host = RONDO_ALGO_AUTO;
-  rondo_status_t hst = algo_allreduce_resolve_host(comm, n0, a->dtype, a->op, &host);
+  rondo_status_t hst = a->host->resolve(comm, n0, a->dtype, a->op, &host);
   const char *src = a->sendbuf;
   char *dst = a->recvbuf, *buf[2] = {g->stage, (char *)g->stage + half}, *spare = NULL;
 
@@ -97,7 +97,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
     rondo_status_t r =
         hst != RONDO_SUCCESS
             ? hst
-            : algo_allreduce_run(comm, h, h, len / a->esize, a->dtype, a->op, host, NULL);
+            : a->host->run(comm, h, h, len / a->esize, a->dtype, a->op, host, NULL);
     if (st == RONDO_SUCCESS && r != RONDO_SUCCESS)
       st = gpu_fail(comm, r);
     DEVICE_STEP(g->dev->copy_async(dst + off, b, len, g->stream));

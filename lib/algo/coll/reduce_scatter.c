@@ -5,7 +5,7 @@
  * float16/bfloat16 and floating MIN/MAX). AVG is finished by the caller. A
  * block is limited to INT_MAX elements: user-defined ops take int counts.
  */
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /*
  * NCCL all-reduce, for buffers in device memory: one ncclAllReduce on the
- * comm's NCCL communicator and stream (lib/algo/gpu.c makes both on the
+ * comm's NCCL communicator and stream (lib/algo/common/gpu.c makes both on the
  * first device call). The blocking call then waits for the stream's event,
  * polling NCCL's asynchronous error, the other ranks' failures and the
  * timeout, so it never hangs. AVG is NCCL's ncclAvg (docs/gpu.md: its
  * rounding). NCCL refuses two ranks on one device ("Duplicate GPU
  * detected"); where ranks share one, the staging algorithm serves.
  */
-#include "algo/gpu.h"
+#include "algo/common/gpu.h"
 
 /* Cost: the ring formula at the point-to-point level. Staging pays the
  * same plus two copies, so NCCL wins over it wherever it can run (and

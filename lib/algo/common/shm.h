@@ -22,7 +22,7 @@
 #ifndef RONDO_SHM_H
 #define RONDO_SHM_H
 
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
 typedef enum {
   SHM_ALLREDUCE,      /* recvbuf = the node's reduction */

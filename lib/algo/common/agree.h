@@ -91,9 +91,9 @@ rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
                                       const void *sendbuf, void *recvbuf, size_t bytes);
 /* The size of the check's packet across nodes (the cost model prices it). */
 size_t agree_packet_bytes(void);
-/* The MPI_User_function of the check's packets (its datatype and op are
- * made with the others, algo_mpi_packet). */
-void agree_packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type);
+/* Frees the check's MPI datatype and op, made at its first use
+ * (rondo_finalize, while MPI is usable). */
+void agree_packet_free(void);
 /* bench/agree_cost only: 1 skips the agreement, to time a call without it. */
 extern int agree_skip;
 

@@ -5,7 +5,7 @@
  * at which it sees the segments, and the maximum and minimum of the hash
  * agree only when every process saw the same offsets.
  */
-#include "algo/shared_window.h"
+#include "algo/common/shared_window.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
  * still hold the staging buffer), so that no rank waits there alone; every
  * rank returns the failure.
  */
-#include "algo/gpu.h"
+#include "algo/common/gpu.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * even rank sends its input to the odd one and waits for the result; this
  * costs one extra full-buffer exchange before and after for those ranks.
  */
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
 int algo_fold_rank(const algo_allreduce_args_t *a, int nr)
 {

@@ -14,7 +14,7 @@
  * Each block's final value is computed once (by the rank that owns it after
  * the reduce-scatter) and then copied, so all ranks hold identical bytes.
  */
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
 #include "base/numbers.h"
 

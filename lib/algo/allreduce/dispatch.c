@@ -1,58 +1,13 @@
 /*
- * The all-reduce dispatch: what the selector is told about a call, the
- * comm's choice (its RONDO_ALLREDUCE_ALGO, tuning table and cost model),
+ * The all-reduce dispatch: the comm's choice (its RONDO_ALLREDUCE_ALGO,
+ * tuning table and cost model, told about the call by selector_input.c),
  * the check that an algorithm can run a call, and the run itself through
  * the algorithm's descriptor. lib/api's blocking calls and lib/engine's
  * fused buffers both come through here.
  */
-#include "algo/algo.h"
+#include "algo/common/algo.h"
 
-#include "algo/gpu.h"
 #include "reduce/reduce.h"
-#include "topo/topo.h"
-
-select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
-                              rondo_op_t op, select_mem_t mem)
-{
-  select_input_t in = {.count = count, .bytes = count * rondo_dtype_size(dtype),
-                       .dtype = dtype, .op = op, .ranks = comm->size,
-                       .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
-                       .max_local = comm->topo->max_local, .mem = mem,
-                       .mpi_check = comm->size > 1 && comm->board == NULL};
-  if (mem == SELECT_MEM_DEVICE) {
-    in.has_nccl = dev_backend()->coll_id != NULL;
-    in.gpu_shared = comm->gpu != NULL ? comm->gpu->shared : -1;
-    in.gpu_node_shared = comm->gpu != NULL ? comm->gpu->node_shared : -1;
-  }
-  return in;
-}
-
-select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op)
-{
-  return algo_input_mem(comm, count, dtype, op, SELECT_MEM_HOST);
-}
-
-select_params_t algo_params(rondo_comm_t comm)
-{
-  select_params_t params = select_default_params;
-  params.ring_chunk = comm->cfg.ring_chunk;
-  params.hier_chunk = comm->cfg.hier_chunk;
-  params.check_bytes = agree_packet_bytes();
-  const topo_t *topo = comm->topo;
-  if (topo == NULL || topo->node_count < 2)
-    return params;
-  params.inter.alpha = params.inter.rndv_alpha = topo->net.alpha;
-  params.inter.beta = topo->net.beta;
-  params.inter.eager_limit = 0;
-  if (topo->net.intra_alpha > 0) {
-    /* Measured on this comm's nodes: the one-node fit (MPICH's shared
-     * memory) may not be what these ranks use between themselves. */
-    params.intra.alpha = params.intra.rndv_alpha = topo->net.intra_alpha;
-    params.intra.beta = topo->net.intra_beta;
-    params.intra.eager_limit = 0;
-  }
-  return params;
-}
 
 /* forced: the comm's RONDO_ALLREDUCE_ALGO, or AUTO for none. It does not
  * apply to op ADASUM, which one algorithm runs. */
@@ -156,9 +111,11 @@ rondo_status_t algo_allreduce_resolve_mem(rondo_comm_t comm, size_t count, rondo
   return resolve(comm, count, dtype, op, mem, comm->forced_algo, algo);
 }
 
-rondo_status_t algo_allreduce_resolve_host(rondo_comm_t comm, size_t count,
-                                           rondo_dtype_t dtype, rondo_op_t op,
-                                           rondo_algo_t *algo)
+/* The host algorithm for a device algorithm's host part (staging): the
+ * comm's choice among host algorithms, honouring RONDO_ALLREDUCE_ALGO only
+ * when it names a host algorithm. */
+static rondo_status_t resolve_host(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                                   rondo_op_t op, rondo_algo_t *algo)
 {
   /* A forced device algorithm (RONDO_ALLREDUCE_ALGO=staged) chose the
    * device call; its host part is the selector's. */
@@ -168,6 +125,11 @@ rondo_status_t algo_allreduce_resolve_host(rondo_comm_t comm, size_t count,
   *algo = RONDO_ALGO_AUTO;
   return resolve(comm, count, dtype, op, SELECT_MEM_HOST, forced, algo);
 }
+
+/* What a device algorithm that reduces through host memory (staged) runs
+ * its host part with. */
+static const algo_host_path_t host_path = {.resolve = resolve_host,
+                                           .run = algo_allreduce_run};
 
 /* algo_allreduce_run with the segments of a fused buffer (NULL: one). */
 static rondo_status_t run(rondo_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
@@ -183,7 +145,7 @@ static rondo_status_t run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
       .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
       .dtype = dtype, .op = host_avg ? RONDO_SUM : op,
       .esize = rondo_dtype_size(dtype), .agree = agree, .segments = segments,
-      .nsegments = nsegments};
+      .nsegments = nsegments, .host = &host_path};
   LOG_DEBUG("allreduce %zu x %s %s: %s", count, rondo_dtype_name(dtype), rondo_op_name(op),
             rondo_algo_name(algo));
   RONDO_CHECK(d->allreduce(&a));

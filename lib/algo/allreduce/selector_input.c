@@ -1,0 +1,55 @@
+/*
+ * What the selector is told: a call's input (its size, the comm's shape,
+ * for device memory whether there is NCCL and whether ranks share a GPU)
+ * and the cost model's parameters for a comm. Apart from dispatch.c
+ * because algorithms of the table ask it too (hierarchical's cross-node
+ * phase chooses by cost), and dispatch.c reads the table: there, their
+ * calls would run in a circle.
+ */
+#include "algo/common/algo.h"
+
+#include "algo/common/gpu.h"
+#include "topo/topo.h"
+
+select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
+                              rondo_op_t op, select_mem_t mem)
+{
+  select_input_t in = {.count = count, .bytes = count * rondo_dtype_size(dtype),
+                       .dtype = dtype, .op = op, .ranks = comm->size,
+                       .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
+                       .max_local = comm->topo->max_local, .mem = mem,
+                       .mpi_check = comm->size > 1 && comm->board == NULL};
+  if (mem == SELECT_MEM_DEVICE) {
+    in.has_nccl = dev_backend()->coll_id != NULL;
+    in.gpu_shared = comm->gpu != NULL ? comm->gpu->shared : -1;
+    in.gpu_node_shared = comm->gpu != NULL ? comm->gpu->node_shared : -1;
+  }
+  return in;
+}
+
+select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op)
+{
+  return algo_input_mem(comm, count, dtype, op, SELECT_MEM_HOST);
+}
+
+select_params_t algo_params(rondo_comm_t comm)
+{
+  select_params_t params = select_default_params;
+  params.ring_chunk = comm->cfg.ring_chunk;
+  params.hier_chunk = comm->cfg.hier_chunk;
+  params.check_bytes = agree_packet_bytes();
+  const topo_t *topo = comm->topo;
+  if (topo == NULL || topo->node_count < 2)
+    return params;
+  params.inter.alpha = params.inter.rndv_alpha = topo->net.alpha;
+  params.inter.beta = topo->net.beta;
+  params.inter.eager_limit = 0;
+  if (topo->net.intra_alpha > 0) {
+    /* Measured on this comm's nodes: the one-node fit (MPICH's shared
+     * memory) may not be what these ranks use between themselves. */
+    params.intra.alpha = params.intra.rndv_alpha = topo->net.intra_alpha;
+    params.intra.beta = topo->net.intra_beta;
+    params.intra.eager_limit = 0;
+  }
+  return params;
+}
