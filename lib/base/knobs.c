@@ -418,3 +418,14 @@ rondo_status_t rondo_knob_get(int i, rondo_knob_info_t *info)
   info->doc = k->doc;
   return RONDO_SUCCESS;
 }
+
+/* The log's knobs (RONDO_LOG, RONDO_LOG_SUBSYS) into log.c's state: here,
+ * not in log.c, which the knob parser itself logs through. */
+void rondo__log_from_env(void)
+{
+  rondo__knobs_t k;
+  if (rondo__knob_parse("RONDO_LOG", getenv("RONDO_LOG"), &k) == RONDO_SUCCESS)
+    rondo__log_level = k.log_level;
+  if (rondo__knob_parse("RONDO_LOG_SUBSYS", getenv("RONDO_LOG_SUBSYS"), &k) == RONDO_SUCCESS)
+    rondo__log_set_subsys(k.log_subsys);
+}

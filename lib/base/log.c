@@ -90,15 +90,6 @@ void rondo__log_set_subsys(unsigned mask)
   __atomic_store_n(&rondo__log_subsys, mask | 1u << RONDO__SUBSYS_OTHER, __ATOMIC_RELAXED);
 }
 
-void rondo__log_from_env(void)
-{
-  rondo__knobs_t k;
-  if (rondo__knob_parse("RONDO_LOG", getenv("RONDO_LOG"), &k) == RONDO_SUCCESS)
-    rondo__log_level = k.log_level;
-  if (rondo__knob_parse("RONDO_LOG_SUBSYS", getenv("RONDO_LOG_SUBSYS"), &k) == RONDO_SUCCESS)
-    rondo__log_set_subsys(k.log_subsys);
-}
-
 void rondo__log_write(int level, int subsys, const char *fmt, ...)
 {
   char msg[1024];
