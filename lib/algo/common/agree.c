@@ -6,6 +6,10 @@
  * everywhere with RONDO_ERR_MISMATCH, a local error with its own status on
  * its rank and RONDO_ERR_PEER on the others.
  *
+ * One file (about 700 lines) on purpose: the board, the cross-node packet
+ * and the leave protocol share one signature format and one stall rule,
+ * and split apart they would call each other both ways.
+ *
  * On a comm whose ranks all share one node, the check is a board in shared
  * memory. Each rank writes the call's signature (its local status, the
  * collective, its arguments) into its own payload line, then into its own
