@@ -7,8 +7,7 @@
  * its rank and RONDO_ERR_PEER on the others.
  *
  * One file (about 700 lines) on purpose: the board, the cross-node packet
- * and the leave protocol share one signature format and one stall rule,
- * and split apart they would call each other both ways.
+ * and the leave protocol share one signature format and one stall rule.
  *
  * On a comm whose ranks all share one node, the check is a board in shared
  * memory. Each rank writes the call's signature (its local status, the
