@@ -26,7 +26,7 @@ static void finish(struct engine *e, struct rondo_request *r, rondo_status_t st)
   eng_complete(e, r, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
 }
 
-static void run_broadcast(struct engine *e, eng_item_t *it)
+void eng_run_broadcast(struct engine *e, eng_item_t *it)
 {
   struct rondo_request *r = it->req;
   const eng_sig_t *s = &it->resp->sig;
@@ -41,7 +41,7 @@ static void run_broadcast(struct engine *e, eng_item_t *it)
   finish(e, r, st);
 }
 
-static void run_allgather(struct engine *e, eng_item_t *it)
+void eng_run_allgather(struct engine *e, eng_item_t *it)
 {
   struct rondo_request *r = it->req;
   const eng_sig_t *s = &it->resp->sig;
@@ -78,7 +78,7 @@ static void run_allgather(struct engine *e, eng_item_t *it)
   finish(e, r, st);
 }
 
-static void run_reduce_scatter(struct engine *e, eng_item_t *it)
+void eng_run_reduce_scatter(struct engine *e, eng_item_t *it)
 {
   struct rondo_request *r = it->req;
   const eng_sig_t *s = &it->resp->sig;
@@ -111,7 +111,7 @@ static void run_reduce_scatter(struct engine *e, eng_item_t *it)
   finish(e, r, st);
 }
 
-static void run_alltoall(struct engine *e, eng_item_t *it)
+void eng_run_alltoall(struct engine *e, eng_item_t *it)
 {
   struct rondo_request *r = it->req;
   const eng_sig_t *s = &it->resp->sig;
@@ -150,29 +150,4 @@ static void run_alltoall(struct engine *e, eng_item_t *it)
   }
   free(out);
   finish(e, r, st);
-}
-
-/* The runners of execute.c's table: one item at a time, in response order. */
-void eng_run_broadcasts(struct engine *e, eng_item_t *items, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    run_broadcast(e, &items[i]);
-}
-
-void eng_run_allgathers(struct engine *e, eng_item_t *items, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    run_allgather(e, &items[i]);
-}
-
-void eng_run_reduce_scatters(struct engine *e, eng_item_t *items, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    run_reduce_scatter(e, &items[i]);
-}
-
-void eng_run_alltoalls(struct engine *e, eng_item_t *items, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    run_alltoall(e, &items[i]);
 }

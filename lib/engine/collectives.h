@@ -1,7 +1,7 @@
 /*
  * The collectives that run one by one (not fused): broadcast, allgather,
- * reduce-scatter and all-to-all. Each takes the items of its kind, in
- * response order.
+ * reduce-scatter and all-to-all. Each runs one item; execute.c calls them
+ * in response order.
  */
 #ifndef RONDO_ENGINE_COLLECTIVES_H
 #define RONDO_ENGINE_COLLECTIVES_H
@@ -12,9 +12,9 @@
 
 struct engine;
 
-void eng_run_broadcasts(struct engine *e, eng_item_t *items, size_t n);
-void eng_run_allgathers(struct engine *e, eng_item_t *items, size_t n);
-void eng_run_reduce_scatters(struct engine *e, eng_item_t *items, size_t n);
-void eng_run_alltoalls(struct engine *e, eng_item_t *items, size_t n);
+void eng_run_broadcast(struct engine *e, eng_item_t *it);
+void eng_run_allgather(struct engine *e, eng_item_t *it);
+void eng_run_reduce_scatter(struct engine *e, eng_item_t *it);
+void eng_run_alltoall(struct engine *e, eng_item_t *it);
 
 #endif /* RONDO_ENGINE_COLLECTIVES_H */

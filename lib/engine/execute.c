@@ -23,20 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How each kind runs: fused kinds get all their items at once, the others
- * one item at a time, in response order. A refusal is never ready (it
- * fails on every rank), so it has no runner. */
-typedef void (*runner_t)(struct engine *e, eng_item_t *items, size_t n);
+/* How each kind runs: a fused kind gets all its items at once (run_all),
+ * the others one item at a time, in response order (run_one). A refusal
+ * is never ready (it fails on every rank), so it has no runner. */
 static const struct {
-  runner_t run;
-  int fused;
+  void (*run_all)(struct engine *e, eng_item_t *items, size_t n);
+  void (*run_one)(struct engine *e, eng_item_t *it);
 } runners[ENG_KINDS] = {
-    [ENG_ALLREDUCE] = {eng_fusion_run, 1},
-    [ENG_BROADCAST] = {eng_run_broadcasts, 0},
-    [ENG_ALLGATHER] = {eng_run_allgathers, 0},
-    [ENG_REDUCE_SCATTER] = {eng_run_reduce_scatters, 0},
-    [ENG_ALLTOALL] = {eng_run_alltoalls, 0},
-    [ENG_REFUSED] = {NULL, 0},
+    [ENG_ALLREDUCE] = {eng_fusion_run, NULL},
+    [ENG_BROADCAST] = {NULL, eng_run_broadcast},
+    [ENG_ALLGATHER] = {NULL, eng_run_allgather},
+    [ENG_REDUCE_SCATTER] = {NULL, eng_run_reduce_scatter},
+    [ENG_ALLTOALL] = {NULL, eng_run_alltoall},
+    [ENG_REFUSED] = {NULL, NULL},
 };
 
 /* A stand-in for resp on a joined rank, with scratch for its data. */
@@ -140,18 +139,18 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
   /* Fused kinds first, each with all its items; then the others, one by
    * one, in response order. */
   for (int k = 0; k < ENG_KINDS; k++) {
-    if (!runners[k].fused)
+    if (runners[k].run_all == NULL)
       continue;
     size_t nk = 0;
     for (size_t i = 0; i < n; i++)
       if (it[i].resp->sig.kind == k)
         kind[nk++] = it[i];
     if (nk > 0)
-      runners[k].run(e, kind, nk);
+      runners[k].run_all(e, kind, nk);
   }
   for (size_t i = 0; i < n; i++) {
     int k = it[i].resp->sig.kind;
-    if (k >= 0 && k < ENG_KINDS && !runners[k].fused && runners[k].run != NULL)
-      runners[k].run(e, &it[i], 1);
+    if (k >= 0 && k < ENG_KINDS && runners[k].run_one != NULL)
+      runners[k].run_one(e, &it[i]);
   }
 }
