@@ -28,13 +28,25 @@ rondo_install_deps
 rondo_install_openmpi
 rondo_mpi_env
 start=$(date +%s)
+stage_start=$start
 pass=0 fail=0 skip=0
 
-# Adds up the automake harness summary ("# PASS:  12") printed in file $1.
+# Adds up the automake harness summary ("# PASS:  12") printed in file $1,
+# shows the end of the log of every test that failed in build folder $2
+# (CI keeps only this command's output) and the stage's time.
 tally() {
   p=$(sed -n 's/^# PASS: *//p' "$1" | tail -n 1); f=$(sed -n 's/^# FAIL: *//p' "$1" | tail -n 1)
   s=$(sed -n 's/^# SKIP: *//p' "$1" | tail -n 1); x=$(sed -n 's/^# ERROR: *//p' "$1" | tail -n 1)
   pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${x:-0})); skip=$((skip + ${s:-0}))
+  for t in $(sed -n 's/^\(FAIL\|ERROR\): //p' "$1"); do
+    for log in $(find "$2" -path "*/${t%.*}.log" 2>/dev/null); do
+      echo "== the end of $log"
+      tail -n 40 "$log"
+    done
+  done
+  echo "== stage time: $(( $(date +%s) - stage_start )) s"
+  stage_start=$(date +%s)
+stage_start=$start
 }
 
 # run_logged FILE CMD...: runs CMD, its output both shown and kept in FILE.
@@ -51,14 +63,14 @@ rondo_configure "$RONDO_TOP/build"
 run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" distcheck \
   DISTCHECK_CONFIGURE_FLAGS="CC=$RONDO_CC MPIEXEC=$RONDO_MPIEXEC" \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build" print-plain-tests)" || status=1
-tally "$RONDO_TOP/build/distcheck.out"
+tally "$RONDO_TOP/build/distcheck.out" "$RONDO_TOP/build"
 
 echo "== 2/4 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 rondo_build "$RONDO_TOP/build-asan" --enable-sanitizers --disable-static
 # (print-sanitizer-tests: Makefile.am says which and why)
 run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" check \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-asan" print-sanitizer-tests)" || status=1
-tally "$RONDO_TOP/build-asan/check.out"
+tally "$RONDO_TOP/build-asan/check.out" "$RONDO_TOP/build-asan"
 
 echo "== 3/4 ThreadSanitizer, threaded tests (build-tsan/)"
 # UCX's memory hooks (libucm, under MPICH's ch4:ucx) crash in TSan's
@@ -76,7 +88,7 @@ tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-n
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" check \
   TESTS="$(echo $tsan_tests)" || status=1
-tally "$RONDO_TOP/build-tsan/check.out"
+tally "$RONDO_TOP/build-tsan/check.out" "$RONDO_TOP/build-tsan"
 
 echo "== 4/4 Open MPI 4.1 (build-openmpi/)"
 RONDO_CC=mpicc.openmpi
@@ -84,7 +96,7 @@ RONDO_MPIEXEC=$(command -v mpiexec.openmpi)
 rondo_build "$RONDO_TOP/build-openmpi"
 run_logged "$RONDO_TOP/build-openmpi/check.out" make -C "$RONDO_TOP/build-openmpi" check \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-openmpi" print-openmpi-tests)" || status=1
-tally "$RONDO_TOP/build-openmpi/check.out"
+tally "$RONDO_TOP/build-openmpi/check.out" "$RONDO_TOP/build-openmpi"
 
 echo "== total: $(( $(date +%s) - start )) s"
 echo "$pass passed, $fail failed, $skip skipped"

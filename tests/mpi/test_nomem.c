@@ -51,12 +51,6 @@ static int fired;        /* the failure happened */
 static void *rondo_base; /* where librondo is loaded */
 static size_t armed_big; /* every allocation of this many bytes or more fails; 0: none */
 
-/* Whether the code at addr belongs to librondo. */
-static int in_rondo(void *addr)
-{
-  Dl_info info;
-  return dladdr(addr, &info) != 0 && info.dli_fbase == rondo_base;
-}
 
 /* librondo's shared object, found by name among the loaded ones. */
 static int find_rondo(struct dl_phdr_info *info, size_t size, void *data)
@@ -73,6 +67,14 @@ static int find_rondo(struct dl_phdr_info *info, size_t size, void *data)
       return 1;
     }
   return 0;
+}
+
+#if !NOMEM_SANITIZED /* a sanitizer's allocator must stay the only one */
+/* Whether the code at addr belongs to librondo. */
+static int in_rondo(void *addr)
+{
+  Dl_info info;
+  return dladdr(addr, &info) != 0 && info.dli_fbase == rondo_base;
 }
 
 static int should_fail(void *caller)
@@ -95,7 +97,6 @@ static int should_fail_big(void *caller, size_t size)
          size >= __atomic_load_n(&armed_big, __ATOMIC_RELAXED) && in_rondo(caller);
 }
 
-#if !NOMEM_SANITIZED /* a sanitizer's allocator must stay the only one */
 __attribute__((visibility("default"))) void *malloc(size_t size)
 {
   void *caller = __builtin_return_address(0);
