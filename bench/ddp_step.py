@@ -10,6 +10,9 @@ MLP of about 2.4 M float32 parameters (9.4 MB of gradients). After
 median and the mean:
 
     ddp_step: rondo, 2 ranks, 2.4 M parameters, batch 32 per rank: median 8.1 ms, mean 8.3 ms
+
+On the rondo backend each step's phases are marked in the engine's
+timeline (RONDO_TIMELINE=FILE; bench/step_breakdown.py FILE reads them).
 """
 import argparse
 import statistics
@@ -19,6 +22,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+import rondo
 import rondo.torch  # noqa: F401 - registers the "rondo" backend
 
 
@@ -28,23 +32,40 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--mlp-mb", type=float, default=0,
+                   help="a model of 1024-wide layers with about this many MB of gradients "
+                        "(default: the 9.4 MB MLP)")
     args = p.parse_args()
     dist.init_process_group(args.backend)
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                          nn.Linear(1024, 256), nn.ReLU(), nn.Linear(256, 10))
+    if args.mlp_mb > 0:
+        hidden = max(1, round(args.mlp_mb * 1e6 / 4 / (1024 * 1025)))
+        layers = []
+        for _ in range(hidden):
+            layers += [nn.Linear(1024, 1024), nn.ReLU()]
+        model = nn.Sequential(*layers, nn.Linear(1024, 10))
+    else:
+        model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024),
+                              nn.ReLU(), nn.Linear(1024, 256), nn.ReLU(), nn.Linear(256, 10))
     params = sum(p.numel() for p in model.parameters())
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     x = torch.randn(args.batch, 1024)
     y = torch.randint(0, 10, (args.batch,))
+    # the step's phases in rondo's timeline (a no-op without one)
+    mark = rondo.world().timeline_mark if args.backend == "rondo" else lambda what: None
     times = []
     for s in range(args.warmup + args.steps):
         t0 = time.perf_counter()
+        mark("step")
         opt.zero_grad()
-        nn.functional.cross_entropy(ddp(x), y).backward()
+        loss = nn.functional.cross_entropy(ddp(x), y)
+        mark("backward")
+        loss.backward()  # returns when DDP has every bucket's all-reduce
+        mark("backward done")
         opt.step()
+        mark("updated")
         if s >= args.warmup:
             times.append(time.perf_counter() - t0)
     if dist.get_rank() == 0:

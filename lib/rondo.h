@@ -530,6 +530,13 @@ RONDO_API rondo_status_t rondo_timeline_start(rondo_comm_t comm, const char *pat
                                               int mark_cycles);
 /* Closes the timeline (a valid JSON file); without one, a no-op. Local. */
 RONDO_API rondo_status_t rondo_timeline_stop(rondo_comm_t comm);
+/* Marks this moment in the timeline with what (1-255 bytes), on a track of
+ * the application's ("marks"), on the engine's clock: a training step's
+ * phases beside the engine's spans (bench/step_breakdown.py reads them).
+ * Rank 0's marks are written, while a timeline is open (RONDO_TIMELINE's
+ * opens when the comm's engine starts, at its first request); otherwise a
+ * no-op. Local; cheap enough to call every step. */
+RONDO_API rondo_status_t rondo_timeline_mark(rondo_comm_t comm, const char *what);
 
 /* ---- point-to-point -----------------------------------------------------------
  * For frameworks whose API has send and receive (torch.distributed). Host

@@ -46,7 +46,6 @@ tally() {
   done
   echo "== stage time: $(( $(date +%s) - stage_start )) s"
   stage_start=$(date +%s)
-stage_start=$start
 }
 
 # run_logged FILE CMD...: runs CMD, its output both shown and kept in FILE.

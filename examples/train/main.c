@@ -116,15 +116,21 @@ static double wait_grads(trainer_t *t)
 
 /* ---- one step -------------------------------------------------------------------- */
 
+/* The step's phases in the engine's timeline, while one runs (RONDO_TIMELINE;
+ * bench/step_breakdown.py reads them): "step" (forward begins), "backward",
+ * "gradients ready" (backward's compute is done), "gradients reduced" (the
+ * last all-reduce waited for), "updated" (the optimizer is done). */
 static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
 {
   double loss = 0;
   size_t correct = 0;
+  rondo_timeline_mark(t->comm, "step");
   if (b->local > 0) {
     mlp_forward(&t->m, b->x, b->local);
     mlp_loss(&t->m, b->y, b->local, &loss, &correct);
   }
   t->ropts.postscale = 1.0 / (double)b->global;
+  rondo_timeline_mark(t->comm, "backward");
   if (t->o.overlap) {
     mlp_backward(&t->m, b->local, on_grad_ready, t);
   } else { /* --no-overlap: every gradient after backward, last layer first */
@@ -132,15 +138,18 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
     for (int l = t->m.nlayers; l >= 1; l--)
       on_grad_ready(l, t);
   }
+  rondo_timeline_mark(t->comm, "gradients ready");
   double waited = wait_grads(t);
   if (waited < 0)
     return -1;
+  rondo_timeline_mark(t->comm, "gradients reduced");
   double last_done = t->first_submit;
   for (int i = 0; i < t->m.nvars && t->size > 1; i++)
     last_done = t->done_at[i] > last_done ? t->done_at[i] : last_done;
   double epochs_seen = (double)b->epoch + (double)(b->offset + b->global) / (double)t->data.train.n;
   double lr = optim_lr(&t->o, epochs_seen);
   optim_step(&t->m, (float)lr, (float)t->o.momentum, (float)t->o.weight_decay);
+  rondo_timeline_mark(t->comm, "updated");
   acc->loss += loss;
   acc->correct += (double)correct;
   acc->samples += (double)b->local;

@@ -379,6 +379,16 @@ rondo_status_t rondo_timeline_stop(rondo_comm_t comm)
   return eng_timeline(comm, NULL, 0);
 }
 
+rondo_status_t rondo_timeline_mark(rondo_comm_t comm, const char *what)
+{
+  RONDO_CHECK(api_enter(comm));
+  if (what == NULL || what[0] == '\0' || strlen(what) > 255)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "rondo_timeline_mark: give a mark of 1 to 255 bytes (got %s)",
+                       what == NULL ? "NULL" : what[0] == '\0' ? "\"\"" : "a longer one");
+  return eng_timeline_mark(comm, what);
+}
+
 rondo_status_t rondo_test(rondo_request_t req, int *done)
 {
   if (req == NULL || done == NULL)

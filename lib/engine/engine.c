@@ -224,6 +224,7 @@ rondo_status_t eng_submit(rondo_comm_t comm, struct rondo_request *req)
   req->eng = e;
   req->pidx = -1;
   req->t_submit = rondo__now();
+  req->submitter = pthread_self();
   rondo_status_t st = RONDO_SUCCESS;
   pthread_mutex_lock(&e->lock);
   if (e->stop || e->exited) {
@@ -311,6 +312,15 @@ rondo_status_t eng_join(rondo_comm_t comm, int *last_rank)
   }
   pthread_mutex_unlock(&e->lock);
   return st;
+}
+
+rondo_status_t eng_timeline_mark(rondo_comm_t comm, const char *what)
+{
+  struct engine *e = comm->engine;
+  if (e == NULL)
+    return rondo__fail(RONDO_ERR_SHUT_DOWN, "this comm has no engine");
+  eng_tl_mark(&e->trace, what, rondo__now());
+  return RONDO_SUCCESS;
 }
 
 rondo_status_t eng_timeline(rondo_comm_t comm, const char *path, int marks)

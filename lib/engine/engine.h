@@ -119,6 +119,8 @@ rondo_status_t eng_submit(rondo_comm_t comm, struct rondo_request *req);
 rondo_status_t eng_join(rondo_comm_t comm, int *last_rank);
 /* rondo_timeline_start (path) and rondo_timeline_stop (NULL). */
 rondo_status_t eng_timeline(rondo_comm_t comm, const char *path, int marks);
+/* rondo_timeline_mark: the application's mark, now. */
+rondo_status_t eng_timeline_mark(rondo_comm_t comm, const char *what);
 /* A device request's device: the engine's first one sets it; another
  * fails (RONDO_ERR_INVALID_ARG): one fusion buffer, one device. */
 rondo_status_t eng_device(rondo_comm_t comm, int device);

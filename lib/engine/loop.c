@@ -315,10 +315,15 @@ int eng_help_begin(struct engine *e, const struct rondo_request *req)
 {
   if (!req->wait_now || req->device >= 0 || eng_in_cycle())
     return 0;
+  /* Only the thread that submitted it, as the hint promised: another one
+   * (a framework's completion thread, DDP's futures) waits while the
+   * submitter computes on, and its cycles would contend with that for the
+   * cores; the engine thread, pinned beside the submitter, runs them. */
+  int submitter = pthread_equal(req->submitter, pthread_self());
   pthread_mutex_lock(&e->lock);
   /* Only a request alone in flight: with others (async requests, DDP's
    * buckets) the engine thread paces the cycles, as it always did. */
-  int ok = e->ready && !e->exited && !e->stop && !e->join.wanted && !e->broken &&
+  int ok = submitter && e->ready && !e->exited && !e->stop && !e->join.wanted && !e->broken &&
            e->in_flight == 1;
   if (ok)
     e->helpers++;

@@ -7,6 +7,7 @@
 #ifndef RONDO_ENGINE_REQUEST_H
 #define RONDO_ENGINE_REQUEST_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,7 +38,8 @@ struct rondo_request {
   double t_submit;            /* engine clock (s) */
   double t_taken;             /* when the engine took it from the submission queue */
   int announced;              /* part of the negotiation */
-  int wait_now;               /* RONDO_ASYNC_WAIT_NOW: its waiter runs it (eng_help) */
+  int wait_now;               /* RONDO_ASYNC_WAIT_NOW: its submitter, waiting, runs it (eng_help) */
+  pthread_t submitter;        /* the thread that submitted it */
   int stand_in;               /* made by a joined rank for a name it does not have:
                                  no caller, contributes the identity (execute.c) */
   int detached;               /* a refusal made for a bad argument (async.c):

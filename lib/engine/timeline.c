@@ -114,11 +114,12 @@ static void write_event(eng_timeline_t *t, const event_t *ev)
              "\"ts\":%.3f,\"dur\":%.3f%s%s}",
              what, tid, ts, (ev->end - ev->begin) * 1e6, ev->args ? ",\"args\":" : "",
              ev->args ? ev->args : "");
-  } else {
+  } else { /* a cycle's mark (track 0) or the application's (its own track) */
+    long tid = ev->track != NULL ? tid_of(t, ev->track) : 0;
     snprintf(json, sizeof json,
-             "{\"name\":\"%s\",\"cat\":\"rondo\",\"ph\":\"i\",\"s\":\"p\",\"pid\":0,\"tid\":0,"
-             "\"ts\":%.3f}",
-             what, ts);
+             "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"%c\",\"pid\":0,"
+             "\"tid\":%ld,\"ts\":%.3f}",
+             what, ev->track != NULL ? "app" : "rondo", ev->track != NULL ? 't' : 'p', tid, ts);
   }
   emit(t, json);
 }
@@ -267,6 +268,16 @@ void eng_tl_cycle(eng_trace_t *tr, double at)
   pthread_mutex_lock(&tr->lock);
   if (tr->file != NULL && tr->marks)
     push(tr->file, 'i', NULL, "cycle", at, at, NULL);
+  pthread_mutex_unlock(&tr->lock);
+}
+
+void eng_tl_mark(eng_trace_t *tr, const char *what, double at)
+{
+  if (!eng_tl_on(tr))
+    return;
+  pthread_mutex_lock(&tr->lock);
+  if (tr->file != NULL)
+    push(tr->file, 'i', ENG_TL_MARKS, what, at, at, NULL);
   pthread_mutex_unlock(&tr->lock);
 }
 

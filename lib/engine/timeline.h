@@ -36,6 +36,10 @@ int eng_tl_on(eng_trace_t *tr);
 void eng_tl_span(eng_trace_t *tr, const char *track, const char *what, double begin,
                  double end, const char *args);
 void eng_tl_cycle(eng_trace_t *tr, double at);
+/* The application's mark (rondo_timeline_mark) at engine time at, on the
+ * track ENG_TL_MARKS. */
+#define ENG_TL_MARKS "marks"
+void eng_tl_mark(eng_trace_t *tr, const char *what, double at);
 /* Installs t (NULL: none) with its cycle marks, closing the one before.
  * user: rondo_timeline_start/stop, which RONDO_TIMELINE does not undo. */
 void eng_tl_set(eng_trace_t *tr, eng_timeline_t *t, int marks, int user);

@@ -638,12 +638,15 @@ static void timeline_runtime(void)
   mt_where("rondo_timeline_start(%s)", path);
   float a[2] = {1, 2};
   rondo_request_t r = NULL;
+  MT_EQ_STATUS(rondo_timeline_mark(rondo_world(), "before the start"), RONDO_SUCCESS);
   MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 1), RONDO_SUCCESS);
+  MT_EQ_STATUS(rondo_timeline_mark(rondo_world(), "step \"1\" begins"), RONDO_SUCCESS);
   if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "tl.during", a, a, 2, RONDO_FLOAT32,
                                          RONDO_SUM, NULL, &r),
                    RONDO_SUCCESS))
     MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS);
   MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
+  MT_EQ_STATUS(rondo_timeline_mark(rondo_world(), "after the stop"), RONDO_SUCCESS);
   if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "tl.after", a, a, 2, RONDO_FLOAT32,
                                          RONDO_SUM, NULL, &r),
                    RONDO_SUCCESS))
@@ -661,6 +664,14 @@ static void timeline_runtime(void)
     MT_CHECK(strstr(text, "tl.during") != NULL && strstr(text, "tl.after") == NULL,
              "the trace holds what ran while it was on, only");
     MT_CHECK(strstr(text, "\"cycle\"") != NULL, "cycle marks (mark_cycles 1)");
+    /* the application's mark: escaped, on the track "marks", only while on */
+    const char *mark = strstr(text, "\"name\":\"step \\\"1\\\" begins\",\"cat\":\"app\",\"ph\":\"i\"");
+    MT_CHECK(mark != NULL, "rondo_timeline_mark's event in the trace");
+    MT_CHECK(strstr(text, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":") &&
+                 strstr(text, "\"args\":{\"name\":\"marks\"}"),
+             "the marks' track is named");
+    MT_CHECK(strstr(text, "before the start") == NULL && strstr(text, "after the stop") == NULL,
+             "marks without a timeline are dropped");
     unlink(path);
   } else {
     MT_CHECK(access(path, F_OK) != 0 || 1, "only rank 0 writes");
@@ -668,6 +679,13 @@ static void timeline_runtime(void)
   mt_where("rondo_timeline_start refusals");
   MT_EQ_STATUS(rondo_timeline_start(rondo_world(), "", 0), RONDO_ERR_INVALID_ARG);
   MT_EQ_STATUS(rondo_timeline_start(rondo_world(), NULL, 0), RONDO_ERR_INVALID_ARG);
+  char longer[300];
+  memset(longer, 'm', sizeof longer - 1);
+  longer[sizeof longer - 1] = '\0';
+  MT_EQ_STATUS(rondo_timeline_mark(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_timeline_mark(rondo_world(), ""), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_timeline_mark(rondo_world(), longer), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_timeline_mark(NULL, "x"), RONDO_ERR_INVALID_COMM);
   if (mt.rank == 0)
     MT_EQ_STATUS(rondo_timeline_start(rondo_world(), "/nonexistent/dir/t.json", 0),
                  RONDO_ERR_IO);
@@ -731,6 +749,18 @@ static void threads(void)
  * node, 64 across nodes: 32/33 elements of 8 bytes ... 256/257 of 1), in
  * place and out of place; the first round negotiates the names, the later
  * ones hit the cache. */
+typedef struct {
+  rondo_request_t req;
+  rondo_status_t status;
+} wait_arg_t;
+
+static void *wait_on_thread(void *p)
+{
+  wait_arg_t *a = p;
+  a->status = rondo_wait(&a->req);
+  return NULL;
+}
+
 static void wait_now(void)
 {
   static const size_t wcounts[] = {0, 1, 2, 7, 8, 9, 32, 33, 64, 65, 128, 129, 256, 257, 1000};
@@ -796,6 +826,26 @@ static void wait_now(void)
     if (MT_EQ_STATUS(rondo_wait(&ra[i]), RONDO_SUCCESS))
       for (int e = 0; e < 3; e++)
         MT_EQ_INT(a[i][e], tri + mt.size * (i + e));
+
+  /* Waited for by another thread than its submitter (a framework's
+   * completion thread): the engine thread runs it, and it completes. */
+  mt_where("wait-now, waited for by another thread");
+  float w[2] = {2.0f, (float)mt.rank};
+  if (MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "other waiter", w, w, 2, RONDO_FLOAT32,
+                                         RONDO_SUM, &o, &rb),
+                   RONDO_SUCCESS)) {
+    pthread_t waiter;
+    wait_arg_t arg = {rb, RONDO_ERR_INTERNAL};
+    if (MT_EQ_INT(pthread_create(&waiter, NULL, wait_on_thread, &arg), 0)) {
+      pthread_join(waiter, NULL);
+      if (MT_EQ_STATUS(arg.status, RONDO_SUCCESS)) {
+        MT_EQ_INT((int64_t)w[0], 2 * mt.size);
+        MT_EQ_INT((int64_t)w[1], tri);
+      }
+    } else {
+      rondo_wait(&rb);
+    }
+  }
 
   /* Not waited for at once: it still completes (at the engine thread's
    * next wake-up, within 50 ms while idle). The 60 s bound only catches a

@@ -512,14 +512,23 @@ def test_timeline():
     check(not os.path.exists("DYNAMIC"), "HOROVOD_TIMELINE=DYNAMIC made no file")
     path = os.path.join(tempfile.gettempdir(), "rondo-hvd-timeline-%d.json" % os.getppid())
     hvd.start_timeline(path, mark_cycles=True)
+    rondo.world().timeline_mark("a step")
     hvd.allreduce(torch.ones(3), name="tl.during")
     hvd.stop_timeline()
+    rondo.world().timeline_mark("after the stop")
+    try:
+        rondo.world().timeline_mark("")
+        check(False, "an empty mark is refused")
+    except rondo.RondoError as e:
+        check(e.status == "RONDO_ERR_INVALID_ARG", "an empty mark: %s", e)
     hvd.allreduce(torch.ones(3), name="tl.after")
     if R == 0:
         events = json.load(open(path))
         names = {e["args"]["name"] for e in events if e.get("ph") == "M"}
         check("tl.during" in names and "tl.after" not in names, "timeline tracks: %s", names)
         check(any(e.get("name") == "cycle" for e in events), "cycle marks")
+        marks = [e["name"] for e in events if e.get("cat") == "app"]
+        check(marks == ["a step"], "the program's marks while the timeline ran: %s", marks)
         os.unlink(path)
     hvd.barrier()
 

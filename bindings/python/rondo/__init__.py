@@ -363,6 +363,11 @@ class Comm(Submitter):
     def timeline_stop(self):
         _raise_status(_lib.timeline_stop(self._h), self.rank)
 
+    def timeline_mark(self, what):
+        """Marks this moment in the timeline (rank 0's, while one is open):
+        a step's phases beside the engine's spans (bench/step_breakdown.py)."""
+        _raise_status(_lib.timeline_mark(self._h, what.encode()), self.rank)
+
     def grouped_allreduce(self, arrays, op="sum", name=None, algorithm=None, prescale=1.0,
                           postscale=1.0):
         """All-reduces a list of arrays as one fused group; a list of results.

@@ -119,6 +119,7 @@ wait_result = _proto("rondo_wait_result", [ctypes.POINTER(vp), ctypes.POINTER(vp
 free = _proto("rondo_free", [vp], None)
 timeline_start = _proto("rondo_timeline_start", [vp, ctypes.c_char_p, ci])
 timeline_stop = _proto("rondo_timeline_stop", [vp])
+timeline_mark = _proto("rondo_timeline_mark", [vp, ctypes.c_char_p])
 nccl_version = _proto("rondo_nccl_version", [])
 test = _proto("rondo_test", [vp, c_int_p])
 wait = _proto("rondo_wait", [ctypes.POINTER(vp)])

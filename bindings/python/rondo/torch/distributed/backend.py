@@ -95,9 +95,6 @@ def _blocking_opts(t, flags):
 _uids = itertools.count()          # local: names the completion threads
 
 
-_uids = itertools.count()          # local: names the completion threads
-
-
 class ProcessGroupRondo(PointToPoint, ProcessGroup):
     """A torch ProcessGroup on a rondo comm (see the module's docstring;
     point-to-point calls are p2p.py's)."""

@@ -11,8 +11,8 @@ last call is done: backend.py's _wait_now). Then:
     blocking call costs no thread switch. It raises the call's error.
   - get_future() (DDP's buckets and comm hooks, from C++; futures asked
     for in Python) hands the Work to its group's completion threads. One
-    of them waits for the request, as the caller would have (running the
-    cycles, or waking the engine thread), then completes the future, whose
+    of them waits for the request (the engine thread runs it: only the
+    submitting thread runs cycles itself), then completes the future, whose
     callbacks run on that thread.
   - a Work that nobody but its group holds when the group's next call
     comes (dropped without a wait) is handed to the completion threads
@@ -39,6 +39,11 @@ _LINGER = 1.0
 
 _OPEN, _RUNNING, _ADOPTED, _DONE = range(4)
 
+# Guards every Work's state: its sections are a few assignments and never
+# nest, and one lock for all costs less than one made per call (a blocking
+# all_reduce makes a Work per call).
+_STATE_LOCK = threading.Lock()
+
 
 def _as_exception(e):
     return e if isinstance(e, Exception) else RuntimeError(str(e))
@@ -55,7 +60,7 @@ class RondoWork(Work):
         self._await = await_request
         self._post = post
         self._adopt = adopt
-        self._lock = threading.Lock()
+        self._lock = _STATE_LOCK
         self._state = _OPEN
         self._fut = None
         self._value = None
@@ -111,7 +116,10 @@ class RondoWork(Work):
 
     # -- torch's Work interface
     def wait(self, timeout=None):
-        self.settle_quietly()
+        if self._state == _OPEN and self._take(_RUNNING):
+            self.complete()  # the common case: the caller waits at once
+        else:
+            self.settle_quietly()
         if self._error is not None:
             raise self._error
         return True
