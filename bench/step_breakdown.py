@@ -133,6 +133,7 @@ def main():
     p.add_argument("trace", help="RONDO_TIMELINE's file (rank 0's)")
     p.add_argument("--skip", type=int, default=3, help="steps left out at the start (default 3)")
     p.add_argument("--label", default="", help="a name for the run in the heading")
+    p.add_argument("--json", help="also write every step's numbers here (a JSON list)")
     a = p.parse_args()
     names, marks, spans = load(a.trace)
     if not any(name == "step" for _, name in marks):
@@ -144,6 +145,9 @@ def main():
     rows = [r for r in (breakdown(s, grads, cycles) for s in steps_of(marks)[a.skip:]) if r]
     if not rows:
         sys.exit("step_breakdown: no complete step after the first %d in %s" % (a.skip, a.trace))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
     print("# step breakdown%s: %d steps of rank 0 (%s), median [p10 p90], ms"
           % (" of " + a.label if a.label else "", len(rows), a.trace))
     for key in rows[0]:

@@ -11,7 +11,10 @@ convention of Horovod's and TensorFlow's scaling numbers) and, with --strong,
 strong scaling (the global batch stays --per-rank x the largest rank count).
 Throughput is samples per second over the steps of epochs 2.. (epoch 1 warms
 up; evaluation is not timed), the median over rounds. Efficiency at N ranks is
-throughput(N) / (N x throughput(1)). "comm wait" is the share of step time
+throughput(N) / (N x throughput(1)). With --ceiling, each round also runs N
+independent 1-rank trainings at once (the machine's ceiling: every core
+computing, nothing communicated), and efficiency is also given against
+their summed throughput in the same round. "comm wait" is the share of step time
 blocked in rondo_wait; "hidden" is the share of the all-reduce time (first
 gradient submitted to last one completed) that backward overlapped.
 """
@@ -40,22 +43,53 @@ def parse():
     p.add_argument("--steps", type=int, default=40, help="steps per epoch (sets --samples)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--strong", action="store_true", help="keep the global batch instead")
+    p.add_argument("--ceiling", action="store_true",
+                   help="also N concurrent 1-rank runs per round: the machine's ceiling")
     p.add_argument("--json", help="write every run's numbers here")
     p.add_argument("extra", nargs="*", help="more rondo-train options (after --)")
     return p.parse_args()
 
 
+def command(a, ranks, batch, samples, out):
+    return shlex.split(a.mpiexec) + ["-n", str(ranks), a.train, "--dataset", "synthetic",
+           "--samples", str(samples), "--features", str(a.features),
+           "--classes", str(a.classes), "--hidden", a.hidden, "--batch", str(batch),
+           "--epochs", str(a.epochs), "--json", out, "-q"] + a.extra
+
+
+def start(cmd):
+    env = dict(os.environ, RONDO_LOG=os.environ.get("RONDO_LOG", "error"))
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def finish(cmd, proc, out):
+    stdout, stderr = proc.communicate()
+    if proc.returncode != 0:
+        sys.exit("%s\nfailed (%d):\n%s%s" % (" ".join(cmd), proc.returncode, stdout, stderr))
+    return [json.loads(line) for line in open(out)]
+
+
 def run_once(a, ranks, batch, samples):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = shlex.split(a.mpiexec) + ["-n", str(ranks), a.train, "--dataset", "synthetic",
-               "--samples", str(samples), "--features", str(a.features),
-               "--classes", str(a.classes), "--hidden", a.hidden, "--batch", str(batch),
-               "--epochs", str(a.epochs), "--json", out.name, "-q"] + a.extra
-        env = dict(os.environ, RONDO_LOG=os.environ.get("RONDO_LOG", "error"))
-        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env)
-        if r.returncode != 0:
-            sys.exit("%s\nfailed (%d):\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-        recs = [json.loads(line) for line in open(out.name)]
+        cmd = command(a, ranks, batch, samples, out.name)
+        recs = finish(cmd, start(cmd), out.name)
+    return summary(recs, ranks, batch, cmd)
+
+
+def run_ceiling(a, n, batch, samples):
+    """n 1-rank runs at once: their summed samples per second."""
+    outs = [tempfile.NamedTemporaryFile(suffix=".json") for _ in range(n)]
+    cmds = [command(a, 1, batch, samples, o.name) for o in outs]
+    procs = [start(c) for c in cmds]
+    rates = [summary(finish(c, p, o.name), 1, batch, c)["samples_per_s"]
+             for c, p, o in zip(cmds, procs, outs)]
+    for o in outs:
+        o.close()
+    return sum(rates)
+
+
+def summary(recs, ranks, batch, cmd):
     epochs = [e for e in recs if e["type"] == "epoch" and e["epoch"] >= 2]
     final = recs[-1]
     samples_timed = sum(e["samples"] for e in epochs)
@@ -76,12 +110,19 @@ def main():
     global_strong = a.per_rank * max(counts)
     plan = {n: (global_strong if a.strong else a.per_rank * n) for n in counts}
     runs = {n: [] for n in counts}
+    ceilings = {n: [] for n in counts if n > 1}
     for rnd in range(a.rounds):
         for n in counts:
             batch = plan[n]
             runs[n].append(run_once(a, n, batch, batch * a.steps))
             print("# round %d/%d: %d rank(s): %.0f samples/s" % (rnd + 1, a.rounds, n,
                   runs[n][-1]["samples_per_s"]), file=sys.stderr, flush=True)
+            if a.ceiling and n > 1:
+                per = batch // n
+                ceilings[n].append(run_ceiling(a, n, per, per * a.steps))
+                runs[n][-1]["ceiling"] = ceilings[n][-1]
+                print("# round %d/%d: %d 1-rank runs at once: %.0f samples/s"
+                      % (rnd + 1, a.rounds, n, ceilings[n][-1]), file=sys.stderr, flush=True)
     c = runs[1][0]["config"]
     print("# rondo-train %s scaling, %d rounds alternating rank counts, median of each"
           % ("strong" if a.strong else "weak", a.rounds))
@@ -104,6 +145,10 @@ def main():
         if n > 1:
             print("#        efficiency over rounds (each against the median 1-rank rate): %s"
                   % " ".join("%.3f" % x for x in spread))
+        if ceilings.get(n):
+            of = sorted(r["samples_per_s"] / r["ceiling"] for r in runs[n])
+            print("#        of the ceiling (%d 1-rank runs at once, the same round): median %.3f,"
+                  " rounds %s" % (n, statistics.median(of), " ".join("%.3f" % x for x in of)))
     print("# command: %s" % runs[counts[-1]][0]["command"])
     if a.json:
         json.dump(runs, open(a.json, "w"), indent=1)
