@@ -84,7 +84,7 @@ def steps_of(marks):
             cur = {"step": t}
             steps.append(cur)
         elif cur is not None and name not in cur:
-            cur["backward done" if name == "backward done" else name] = t
+            cur[name] = t
     for s in steps:
         s.setdefault("gradients reduced", s.get("backward done"))
     return [s for s in steps if "next" in s and "backward" in s and s["gradients reduced"]]

@@ -115,11 +115,11 @@ static void write_event(eng_timeline_t *t, const event_t *ev)
              what, tid, ts, (ev->end - ev->begin) * 1e6, ev->args ? ",\"args\":" : "",
              ev->args ? ev->args : "");
   } else { /* a cycle's mark (track 0) or the application's (its own track) */
-    long tid = ev->track != NULL ? tid_of(t, ev->track) : 0;
+    int app = ev->track != NULL;
     snprintf(json, sizeof json,
              "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"%c\",\"pid\":0,"
              "\"tid\":%ld,\"ts\":%.3f}",
-             what, ev->track != NULL ? "app" : "rondo", ev->track != NULL ? 't' : 'p', tid, ts);
+             what, app ? "app" : "rondo", app ? 't' : 'p', app ? tid_of(t, ev->track) : 0L, ts);
   }
   emit(t, json);
 }
@@ -250,35 +250,33 @@ int eng_tl_on(eng_trace_t *tr)
   return __atomic_load_n(&tr->file, __ATOMIC_ACQUIRE) != NULL;
 }
 
-void eng_tl_span(eng_trace_t *tr, const char *track, const char *what, double begin,
-                 double end, const char *args)
+/* Queues an event on the open file, if any (a cycle's mark only when the
+ * timeline marks cycles). */
+static void record(eng_trace_t *tr, int cycle, char ph, const char *track, const char *what,
+                   double begin, double end, const char *args)
 {
   if (!eng_tl_on(tr))
     return;
   pthread_mutex_lock(&tr->lock);
-  if (tr->file != NULL)
-    push(tr->file, 'X', track, what, begin, end, args);
+  if (tr->file != NULL && (!cycle || tr->marks))
+    push(tr->file, ph, track, what, begin, end, args);
   pthread_mutex_unlock(&tr->lock);
+}
+
+void eng_tl_span(eng_trace_t *tr, const char *track, const char *what, double begin,
+                 double end, const char *args)
+{
+  record(tr, 0, 'X', track, what, begin, end, args);
 }
 
 void eng_tl_cycle(eng_trace_t *tr, double at)
 {
-  if (!eng_tl_on(tr))
-    return;
-  pthread_mutex_lock(&tr->lock);
-  if (tr->file != NULL && tr->marks)
-    push(tr->file, 'i', NULL, "cycle", at, at, NULL);
-  pthread_mutex_unlock(&tr->lock);
+  record(tr, 1, 'i', NULL, "cycle", at, at, NULL);
 }
 
 void eng_tl_mark(eng_trace_t *tr, const char *what, double at)
 {
-  if (!eng_tl_on(tr))
-    return;
-  pthread_mutex_lock(&tr->lock);
-  if (tr->file != NULL)
-    push(tr->file, 'i', ENG_TL_MARKS, what, at, at, NULL);
-  pthread_mutex_unlock(&tr->lock);
+  record(tr, 0, 'i', ENG_TL_MARKS, what, at, at, NULL);
 }
 
 void eng_tl_set(eng_trace_t *tr, eng_timeline_t *t, int marks, int user)

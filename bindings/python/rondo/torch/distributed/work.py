@@ -39,11 +39,6 @@ _LINGER = 1.0
 
 _OPEN, _RUNNING, _ADOPTED, _DONE = range(4)
 
-# Guards every Work's state: its sections are a few assignments and never
-# nest, and one lock for all costs less than one made per call (a blocking
-# all_reduce makes a Work per call).
-_STATE_LOCK = threading.Lock()
-
 
 def _as_exception(e):
     return e if isinstance(e, Exception) else RuntimeError(str(e))
@@ -60,7 +55,7 @@ class RondoWork(Work):
         self._await = await_request
         self._post = post
         self._adopt = adopt
-        self._lock = _STATE_LOCK
+        self._lock = threading.Lock()
         self._state = _OPEN
         self._fut = None
         self._value = None
@@ -116,10 +111,7 @@ class RondoWork(Work):
 
     # -- torch's Work interface
     def wait(self, timeout=None):
-        if self._state == _OPEN and self._take(_RUNNING):
-            self.complete()  # the common case: the caller waits at once
-        else:
-            self.settle_quietly()
+        self.settle_quietly()
         if self._error is not None:
             raise self._error
         return True
