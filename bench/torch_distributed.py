@@ -178,6 +178,8 @@ def main():
                     help="all of rondo's rounds, then all of gloo's (default: alternating)")
     ap.add_argument("--mlp-mb", type=float, default=64, help="DDP model's gradient MB (0: none)")
     args = ap.parse_args()
+    if args.f < 2:
+        ap.error("-f must be 2 or more (each size is the last times f)")
     dist.init_process_group("rondo")
     gloo = dist.new_group(backend="gloo")
     rank, size = dist.get_rank(), dist.get_world_size()
