@@ -34,7 +34,8 @@
 
 #include "rondo.h"
 
-/* dst[i] = a[i] op b[i] for i < count. op is SUM, MIN, MAX or PROD (AVG is
+/* dst[i] = a[i] op b[i] for i < count; dst may be a or b (the same
+ * address, not a partial overlap). op is SUM, MIN, MAX or PROD (AVG is
  * treated as SUM). Invalid dtype/op values are the caller's bug: checked at
  * the API entry, asserted here. */
 void reduce_apply(void *dst, const void *a, const void *b, size_t count,

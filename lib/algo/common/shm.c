@@ -104,6 +104,7 @@ typedef struct {
   int g;          /* slices */
   size_t piece;   /* elements per piece */
   int whole;      /* a small all-reduce: every rank reduces every piece (shm.h) */
+  int direct;     /* this rank reduces its own pieces from sendbuf (shm.h) */
 } run_t;
 
 /* Piece k of slice g: elements [*off, *off + *n) of the buffer. */
@@ -120,19 +121,28 @@ static int owns(const run_t *r, int g) { return topo_owner(g, r->s->w.size) == r
 
 #define AT(base, elems) ((char *)(base) + (elems) * esize)
 
-/* Reduces piece g of round seq across all slots into dst, in rank order. */
-static void reduce_piece(const run_t *r, uint64_t seq, int g, size_t n, void *dst)
+/* Rank q's input for piece g of round seq (elements from off): its slot,
+ * or this rank's own sendbuf where it reduces from there (r->direct). */
+static const void *input(const run_t *r, uint64_t seq, int q, int g, size_t off)
+{
+  size_t esize = r->a->esize;
+  if (q == r->s->w.rank && r->direct)
+    return AT(r->a->sendbuf, off);
+  return AT(slot(r->s, q, seq), (size_t)g * r->piece);
+}
+
+/* Reduces piece g of round seq (n elements from off) across all ranks'
+ * inputs into dst, in rank order. */
+static void reduce_piece(const run_t *r, uint64_t seq, int g, size_t off, size_t n, void *dst)
 {
   const algo_allreduce_args_t *a = r->a;
-  size_t esize = a->esize, at = (size_t)g * r->piece;
   if (r->s->w.size == 1) {
-    memmove(dst, AT(slot(r->s, 0, seq), at), n * esize);
+    memmove(dst, input(r, seq, 0, g, off), n * a->esize);
     return;
   }
-  reduce_apply(dst, AT(slot(r->s, 0, seq), at), AT(slot(r->s, 1, seq), at), n, a->dtype,
-               a->op);
+  reduce_apply(dst, input(r, seq, 0, g, off), input(r, seq, 1, g, off), n, a->dtype, a->op);
   for (int q = 2; q < r->s->w.size; q++)
-    reduce_apply(dst, dst, AT(slot(r->s, q, seq), at), n, a->dtype, a->op);
+    reduce_apply(dst, dst, input(r, seq, q, g, off), n, a->dtype, a->op);
 }
 
 /* One round. With a->agree, the first round also agrees on the call: this
@@ -151,10 +161,11 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
 
   if (seq > SHM_SLOTS)
     wait_all(s, r->topo, DONE, seq - SHM_SLOTS); /* my slot is free again */
-  /* Copy in: every piece (reductions) or the owned ones (allgather). */
+  /* Copy in: the pieces the others reduce (and, unless r->direct, the
+   * owned ones too), or the owned ones (allgather). */
   for (int g = 0; g < r->g; g++) {
     piece_of(r, g, k, &off, &n);
-    if (mode == SHM_ALLGATHER && !owns(r, g))
+    if (mode == SHM_ALLGATHER ? !owns(r, g) : r->direct && owns(r, g))
       continue;
     const void *src = mode == SHM_ALLGATHER ? a->recvbuf : a->sendbuf;
     memcpy(AT(mine, (size_t)g * r->piece), AT(src, off), n * esize);
@@ -178,7 +189,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
     for (int g = 0; g < r->g; g++) {
       piece_of(r, g, k, &off, &n);
       if (n > 0)
-        reduce_piece(r, seq, g, n, AT(a->recvbuf, off));
+        reduce_piece(r, seq, g, off, n, AT(a->recvbuf, off));
     }
     publish(s, DONE, seq);
     return RONDO_SUCCESS;
@@ -193,7 +204,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
         continue;
       /* Into recvbuf (private: my own slot is one of the inputs), then
        * into my slot for the others to copy (allreduce). */
-      reduce_piece(r, seq, g, n, AT(a->recvbuf, off));
+      reduce_piece(r, seq, g, off, n, AT(a->recvbuf, off));
       if (mode == SHM_ALLREDUCE)
         memcpy(AT(mine, (size_t)g * r->piece), AT(a->recvbuf, off), n * esize);
     }
@@ -244,6 +255,11 @@ rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
   size_t rounds = (longest + r.piece - 1) / r.piece;
   r.whole = mode == SHM_ALLREDUCE && rounds == 1 &&
             shm_reduces_whole(a->count, a->count * a->esize, r.s->w.size);
+  /* In place, this rank's input is dst itself: rank 0 and 1 read it in
+   * the first reduce_apply, before dst is written; a later rank's would
+   * be overwritten first, so that rank copies its pieces in as well. */
+  r.direct = mode != SHM_ALLGATHER && !r.whole &&
+             (a->sendbuf != a->recvbuf || r.s->w.rank < 2);
   r.s->progress = progress;
   r.s->progress_arg = arg;
   rondo_status_t st = RONDO_SUCCESS;

@@ -9,10 +9,13 @@
  * see topo.h) and processed in rounds: round k moves piece k of every slice
  * (piece = slot / G elements). Every round has a sequence number s, the same
  * on all ranks, and uses slot s % SHM_SLOTS. A rank
- *   - copies its pieces of round k into its slot and publishes posted = s,
- *   - reduces each piece it owns across all ranks' slots, in rank order,
- *     into its recvbuf (its own slot is an input) and, for an all-reduce,
- *     copies the result into its slot; then publishes reduced = s,
+ *   - copies its pieces of round k into its slot and publishes posted = s
+ *     (in a reduction, only the pieces other ranks own: its own it reduces
+ *     straight from sendbuf; in place, a local rank from 2 on copies those
+ *     too, shm.c says why),
+ *   - reduces each piece it owns across all ranks' inputs, in rank order,
+ *     into its recvbuf and, for an all-reduce, copies the result into its
+ *     slot; then publishes reduced = s,
  *   - copies the reduced pieces out of their owners' slots, and publishes
  *     done = s when it will not read round k's slots again.
  * A slot is rewritten only after every rank's done reached s - SHM_SLOTS:
