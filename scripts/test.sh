@@ -59,7 +59,8 @@ run_logged() {
 status=0
 echo "== 1/4 configure and make distcheck (build/)"
 rondo_configure "$RONDO_TOP/build"
-run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" distcheck \
+# -j: the compile runs in parallel, the tests one at a time (Makefile.am)
+run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" -j"$(nproc)" distcheck \
   DISTCHECK_CONFIGURE_FLAGS="CC=$RONDO_CC MPIEXEC=$RONDO_MPIEXEC" \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build" print-plain-tests)" || status=1
 tally "$RONDO_TOP/build/distcheck.out" "$RONDO_TOP/build"
