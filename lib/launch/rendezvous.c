@@ -83,7 +83,8 @@ static rondo_status_t connect_rendezvous(const launch_vars_t *v, double deadline
     }
     if (rondo__now() + 0.1 >= deadline)
       break;
-    nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+    struct timespec tenth = {0, 100 * 1000 * 1000};
+    nanosleep(&tenth, NULL);
   }
   return rondo__fail(RONDO_ERR_LAUNCH,
                      "rank %d could not reach the rendezvous at %s:%d (%s) within %g s "

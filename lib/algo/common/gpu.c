@@ -30,7 +30,7 @@ static void sleep_us(long us)
   nanosleep(&ts, NULL);
 }
 
-static void brk(gpu_state_t *g, rondo_status_t st, const char *msg);
+static void mark_broken(gpu_state_t *g, rondo_status_t st, const char *msg);
 
 static void free_state(gpu_state_t *g)
 {
@@ -182,7 +182,7 @@ void gpu_detach(rondo_comm_t comm, int mpi_usable)
     int mine = g->broken != RONDO_SUCCESS, any = mine;
     MPI_CHECK_LOG(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm->mpi));
     if (any && !mine)
-      brk(g, RONDO_ERR_PEER, "another rank's GPU state failed");
+      mark_broken(g, RONDO_ERR_PEER, "another rank's GPU state failed");
   }
   if (g->coll != NULL) {
     g->dev->coll_destroy(g->coll);
@@ -262,7 +262,7 @@ void gpu_leave(gpu_state_t *g, int prev)
     (void)g->dev->set_device(prev);
 }
 
-static void brk(gpu_state_t *g, rondo_status_t st, const char *msg)
+static void mark_broken(gpu_state_t *g, rondo_status_t st, const char *msg)
 {
   if (g->broken != RONDO_SUCCESS)
     return;
@@ -299,7 +299,7 @@ rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st)
         MPI_Isend(g->fault_out, GPU_FAULT_BYTES, MPI_CHAR, r, FAULT_TAG, g->mpi,
                   &g->fault_sends[g->nfault_sends]) == MPI_SUCCESS)
       g->nfault_sends++;
-  brk(g, st, msg);
+  mark_broken(g, st, msg);
   LOG_ERROR("%s (the other ranks are told; this comm's device calls now fail)", msg);
   return rondo__fail_quiet(st, "%s", msg);
 }
@@ -321,7 +321,7 @@ rondo_status_t gpu_heard(rondo_comm_t comm)
   if (st <= RONDO_SUCCESS || st >= RONDO_STATUS_COUNT)
     st = RONDO_ERR_INTERNAL;
   (void)post_fault_line(g); /* further messages wait there until teardown */
-  brk(g, st, msg);
+  mark_broken(g, st, msg);
   return rondo__fail(st, "%s", msg);
 }
 
