@@ -165,7 +165,8 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
    * owned ones too), or the owned ones (allgather). */
   for (int g = 0; g < r->g; g++) {
     piece_of(r, g, k, &off, &n);
-    if (mode == SHM_ALLGATHER ? !owns(r, g) : r->direct && owns(r, g))
+    int skip = mode == SHM_ALLGATHER ? !owns(r, g) : r->direct && owns(r, g);
+    if (skip)
       continue;
     const void *src = mode == SHM_ALLGATHER ? a->recvbuf : a->sendbuf;
     memcpy(AT(mine, (size_t)g * r->piece), AT(src, off), n * esize);
@@ -202,7 +203,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
       piece_of(r, g, k, &off, &n);
       if (!owns(r, g) || n == 0)
         continue;
-      /* Into recvbuf (private: my own slot is one of the inputs), then
+      /* Into recvbuf (private, unlike the slots the others read), then
        * into my slot for the others to copy (allreduce). */
       reduce_piece(r, seq, g, off, n, AT(a->recvbuf, off));
       if (mode == SHM_ALLREDUCE)
