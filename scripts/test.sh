@@ -25,6 +25,7 @@ set -eu
 RONDO_TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$RONDO_TOP/scripts/common.sh"
 rondo_install_deps
+rondo_apt_install libsimgrid-dev # tests/smpi.sh: rondo on SimGrid's SMPI (docs/scale.md)
 rondo_install_openmpi
 rondo_mpi_env
 start=$(date +%s)

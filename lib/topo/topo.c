@@ -13,12 +13,17 @@
 
 #include "topo/hw.h"
 
+#ifdef RONDO_SMPI
+#include <simgrid/host.h>
+#endif
+
 /* ---- hwloc, loaded once per process ------------------------------------------- */
 
 static pthread_mutex_t hw_lock = PTHREAD_MUTEX_INITIALIZER;
 static hwloc_topology_t hw_topo;
 static int hw_state; /* 0 not loaded, 1 loaded, -1 failed */
 
+#ifndef RONDO_SMPI
 static hwloc_topology_t hw_get(void)
 {
   pthread_mutex_lock(&hw_lock);
@@ -28,6 +33,7 @@ static hwloc_topology_t hw_get(void)
   pthread_mutex_unlock(&hw_lock);
   return t;
 }
+#endif
 
 void topo_shutdown(void)
 {
@@ -38,6 +44,20 @@ void topo_shutdown(void)
   pthread_mutex_unlock(&hw_lock);
 }
 
+#ifdef RONDO_SMPI
+/* Simulated (SimGrid's SMPI, docs/scale.md): the node is a simulated host
+ * with the platform's cores. hwloc would describe the machine that runs the
+ * simulation, and load it once per simulated rank. */
+static rondo_status_t probe_hw(MPI_Comm real_node, topo_t *t)
+{
+  (void)real_node;
+  sg_host_t host = sg_host_self();
+  t->cores = t->avail_cores = sg_host_core_count(host);
+  snprintf(t->hw_summary, sizeof t->hw_summary, "simulated host %s, %d cores (SimGrid)",
+           sg_host_get_name(host), t->cores);
+  return RONDO_SUCCESS;
+}
+#else
 /* The union of the real node's ranks' cpusets: MPI_BOR over their bitmap
  * words, as many as the largest topology on the node needs (up to
  * CPUSET_WORDS: 16384 PUs with 64-bit words; *nwords 0 above, the same on
@@ -90,6 +110,7 @@ static rondo_status_t probe_hw(MPI_Comm real_node, topo_t *t)
   t->avail_cores = hw.cpuset_cores;
   return RONDO_SUCCESS;
 }
+#endif
 
 /* Ranks of comm on this machine, by processor name (the host name): network
  * namespaces (the multi-host test bed) or containers can split one machine
@@ -189,6 +210,9 @@ rondo_status_t topo_create(MPI_Comm comm, int rank, int node_size, topo_t *t)
     t->real_local_size = on_machine; /* several MPI nodes on one machine */
   t->oversubscribed = t->avail_cores > 0 && t->real_local_size > t->avail_cores;
   t->yield = t->oversubscribed;
+#ifdef RONDO_SMPI
+  t->yield = 0; /* simulated ranks share one thread: every wait gives way (topo_backoff) */
+#endif
 
   int k = node_size;
   if (k > 0) {
@@ -223,6 +247,23 @@ void topo_destroy(topo_t *t)
 
 /* ---- waiting -------------------------------------------------------------------- */
 
+#ifdef RONDO_SMPI
+/* Simulated ranks are actors on one thread: a pause or a sched_yield never
+ * lets the writer of the awaited flag run. A simulated sleep does, and
+ * moves the simulated clock (smpicc makes nanosleep SimGrid's). */
+void topo_backoff(const topo_t *t, unsigned polls)
+{
+  (void)t;
+  topo_yield(polls);
+}
+
+void topo_yield(unsigned polls)
+{
+  (void)polls;
+  struct timespec tick = {0, 100};
+  nanosleep(&tick, NULL);
+}
+#else
 void topo_backoff(const topo_t *t, unsigned polls)
 {
   if (!t->yield && polls < 4096) {
@@ -244,3 +285,4 @@ void topo_yield(unsigned polls)
   struct timespec ts = {0, 50000};
   nanosleep(&ts, NULL);
 }
+#endif

@@ -304,17 +304,22 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
   char badtok[64], name[48];
   long v;
   char *end;
-  optind = first;
+  /* The options after the subcommand, as their own vector whose first slot
+   * stands for the program: getopt then starts at 1 (SimGrid's getopt
+   * keeps its own optind per simulated rank and ignores ours). */
+  int nargs = argc - first + 1;
+  char **args = argv + first - 1;
+  optind = 1;
   opterr = 0;
   int c;
   /* The leading ':' tells a missing value (':') from an unknown option ('?'). */
-  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:d:o:c:r:a:Fqvh", long_opts, NULL)) != -1) {
+  while ((c = getopt_long(nargs, args, ":b:e:f:i:n:w:d:o:c:r:a:Fqvh", long_opts, NULL)) != -1) {
     if (c == ':')
-      return bad(print, "%s needs a value", argv[optind - 1]);
+      return bad(print, "%s needs a value", args[optind - 1]);
     if (c == '?') {
       if (optopt != 0)
         return bad(print, "unknown option '-%c'", optopt);
-      return bad(print, "unknown option '%s'", argv[optind - 1]);
+      return bad(print, "unknown option '%s'", args[optind - 1]);
     }
     if (!allowed(o->cmd, c))
       return bad(print, "%s does not apply to '%s'", opt_text(c, name, sizeof name),
@@ -412,11 +417,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
       return bad(print, "unhandled option -%c", c);
     }
   }
-  if (optind < argc) {
+  if (optind < nargs) {
     int is_cmd = 0;
     for (int k = 0; k < CMD_COUNT; k++)
-      is_cmd |= strcmp(argv[optind], cmd_names[k]) == 0;
-    return bad(print, "unexpected argument '%s'%s", argv[optind],
+      is_cmd |= strcmp(args[optind], cmd_names[k]) == 0;
+    return bad(print, "unexpected argument '%s'%s", args[optind],
                is_cmd ? " (the subcommand must come first)" : "");
   }
   if (o->maxbytes < o->minbytes)

@@ -3,8 +3,11 @@
  * datatypes and ops where they give rondo's semantics, user-defined ops
  * over rondo's kernels for float16/bfloat16 and floating MIN/MAX (p2p.c).
  * Counts beyond INT_MAX are reduced in pieces, which works with MPI-3
- * libraries and with user-defined ops. Nonblocking plus algo_waitall, so
- * that the wait yields the core on an oversubscribed node (p2p.c). A call
+ * libraries and with user-defined ops. Blocking where no rank of the comm
+ * yields, so that MPI picks its best all-reduce (a nonblocking one may be
+ * simpler: SimGrid's SMPI sends all to all); nonblocking plus algo_waitall
+ * where some rank yields, so that the wait yields the core on an
+ * oversubscribed node (p2p.c), the same call on every rank. A call
  * of at most AGREE_INLINE_BYTES across nodes travels inside the argument
  * check's all-reduce instead (agree.c), so it costs one all-reduce.
  */
@@ -29,9 +32,13 @@ static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
     size_t n = a->count - done < PIECE ? a->count - done : PIECE;
     const char *src = (const char *)a->sendbuf + done * a->esize;
     char *dst = (char *)a->recvbuf + done * a->esize;
+    const void *from = in_place ? MPI_IN_PLACE : src;
+    if (!a->comm->yield_any) { /* the library's best blocking all-reduce */
+      MPI_CHECK(MPI_Allreduce(from, dst, (int)n, mtype, mop, a->comm->mpi));
+      continue;
+    }
     MPI_Request req;
-    MPI_CHECK(MPI_Iallreduce(in_place ? MPI_IN_PLACE : src, dst, (int)n, mtype, mop,
-                             a->comm->mpi, &req));
+    MPI_CHECK(MPI_Iallreduce(from, dst, (int)n, mtype, mop, a->comm->mpi, &req));
     RONDO_CHECK(algo_waitall(a->comm, 1, &req));
   }
   return RONDO_SUCCESS;

@@ -45,6 +45,16 @@ rondo_status_t shwin_create(MPI_Comm node, size_t bytes, size_t zero, rondo_stat
   if (rc != MPI_SUCCESS && local == RONDO_SUCCESS)
     local = rondo__fail(RONDO_ERR_MPI, "%s: MPI_Win_set_errhandler failed", what);
   uint64_t hash = 0x9e3779b97f4a7c15ull;
+#ifdef RONDO_SMPI
+  /* SimGrid 3.32's MPI_Win_shared_query answers rank 0's segment for every
+   * rank. Its simulated ranks share one address space, so the base
+   * pointers that each rank got, gathered, are the answer (w->seg is not
+   * NULL here: SimGrid's malloc ends the simulation when it fails). */
+  MPI_CHECK_GOTO(MPI_Allgather(&raw, sizeof raw, MPI_BYTE, w->seg, sizeof raw, MPI_BYTE, node),
+                 st, fail);
+  for (int q = 0; q < w->size; q++) {
+    char *p = w->seg[q];
+#else
   for (int q = 0; w->seg != NULL && q < w->size; q++) {
     MPI_Aint qbytes;
     int disp;
@@ -54,6 +64,7 @@ rondo_status_t shwin_create(MPI_Comm node, size_t bytes, size_t zero, rondo_stat
         local = rondo__fail(RONDO_ERR_MPI, "%s: MPI_Win_shared_query of rank %d failed", what, q);
       break;
     }
+#endif
     w->seg[q] = align_up(p);
     hash = (hash ^ ((uintptr_t)p & (SHWIN_ALIGN - 1))) * 0xbf58476d1ce4e5b9ull;
     hash ^= hash >> 31;

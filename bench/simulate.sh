@@ -1,0 +1,74 @@
+#!/bin/sh
+# rondo at scale, simulated (docs/scale.md): rondo-bench under SimGrid's
+# SMPI on the platforms of bench/platforms/, at each rank count, against
+# MPI_Allreduce under SMPI's MPICH and Open MPI selectors.
+#
+#   bench/simulate.sh [-B BUILD] [-o DIR] [-p "PLATFORM..."] [-r "RANKS..."]
+#                     [-b MIN] [-e MAX] [-f FACTOR]
+#
+#   -B BUILD  the SMPI build (default build-smpi; scripts/build-smpi.sh makes it)
+#   -o DIR    where the results go (default simulate-results)
+#   -p LIST   platforms, names of bench/platforms/*.xml (default: all eight)
+#   -r LIST   rank counts (default "16 64 256 1024 4096")
+#   -b -e -f  sizes, as rondo-bench takes them (default 16, 64M, 4)
+#
+# Per platform and rank count, three runs, each one simulation:
+#   NAME-R-mpich.json   rondo-bench (every algorithm, AUTO, MPI_Allreduce)
+#                       with --cfg=smpi/coll-selector:mpich
+#   NAME-R-ompi.json    MPI_Allreduce alone with the Open MPI selector
+#   NAME-R-explain.txt  rondo-bench explain -v: the cost model's prediction
+#                       for every algorithm at every size
+# bench/simulate_table.py turns them into docs/scale.md's tables and plots.
+#
+# What is simulated (docs/scale.md, "What the simulation models"): the
+# network as the platform file states it (SMPI's bandwidth and latency
+# correction factors are set to 1); computation takes no simulated time
+# (smpi/simulate-computation:no), for rondo and for SMPI's MPI_Allreduce
+# alike. Buffers of 1 MiB and more are shared by all simulated ranks
+# (smpi/auto-shared-malloc-thresh), so memory stays small at 4096 ranks;
+# their contents are then meaningless, hence --check 0 (tests/smpi.sh
+# checks the results at 64 ranks instead).
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=build-smpi out=simulate-results
+platforms="fattree-10g fattree-100g flat-10g flat-100g dragonfly-10g dragonfly-100g multicore-10g multicore-100g"
+ranks="16 64 256 1024 4096" min=16 max=64M factor=4
+while getopts B:o:p:r:b:e:f: opt; do
+  case $opt in
+    B) build=$OPTARG ;; o) out=$OPTARG ;; p) platforms=$OPTARG ;; r) ranks=$OPTARG ;;
+    b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;;
+    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+  esac
+done
+bench=$build/tools/rondo-bench
+[ -f "$bench" ] || { echo "simulate.sh: no $bench: run scripts/build-smpi.sh $build first" >&2; exit 1; }
+mkdir -p "$out"
+# Hosts in platform order: one rank per host, or 8 on the multicore ones.
+seq 0 4095 | sed 's/^/node-/' > "$out/hosts-1"
+seq 0 511 | sed 's/^/node-/; s/$/:8/' > "$out/hosts-8"
+cfg="--cfg=smpi/simulate-computation:no --cfg=smpi/bw-factor:0:1 --cfg=smpi/lat-factor:0:1
+  --cfg=smpi/auto-shared-malloc-thresh:1048576 --cfg=smpi/shared-malloc-blocksize:67108864
+  --cfg=contexts/stack-size:1024 --log=root.thres:critical"
+sim() { # SELECTOR OUTPUT ARGS...: one simulation, its wall time and peak memory logged
+  sel=$1 log=$2; shift 2
+  /usr/bin/time -f "# wall %e s, peak %M KiB" -a -o "$log.time" \
+    smpirun -np "$np" -platform "$top/bench/platforms/$p.xml" -hostfile "$out/hosts-$k" \
+    $cfg --cfg=smpi/coll-selector:"$sel" "$bench" "$@" > "$log" 2>&1 ||
+    { echo "simulate.sh: $p at $np ranks failed: $log" >&2; tail -n 5 "$log" >&2; return 1; }
+}
+for p in $platforms; do
+  [ -f "$top/bench/platforms/$p.xml" ] || { echo "simulate.sh: no platform $p" >&2; exit 2; }
+  k=1
+  case $p in multicore-*) k=8 ;; esac
+  for np in $ranks; do
+    echo "== $p, $np ranks ($k per host)"
+    sizes="-b $min -e $max -f $factor"
+    sim mpich "$out/$p-$np-mpich.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q \
+      --json "$out/$p-$np-mpich.json"
+    sim ompi "$out/$p-$np-ompi.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q -a MPI_Allreduce \
+      --json "$out/$p-$np-ompi.json"
+    sim mpich "$out/$p-$np-explain.txt" explain -v $sizes
+    cat "$out/$p-$np-mpich.txt.time"
+  done
+done
+echo "== done: /usr/bin/python3 bench/simulate_table.py $out"

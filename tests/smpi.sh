@@ -1,0 +1,65 @@
+#!/bin/sh
+# rondo under SimGrid's SMPI (docs/scale.md), when SimGrid is installed
+# (exit 77 otherwise): builds librondo and rondo-bench with smpicc
+# (scripts/build-smpi.sh, into smpi-build/ of the build folder), then:
+#   - 64 simulated ranks, one per host of the 100 Gbit fat tree: every
+#     algorithm and AUTO from 16 B to 1 MiB, float32 sum and int32 max, every
+#     element checked on every rank (rondo-bench exits 1 on a wrong one);
+#   - 32 ranks, 8 per host of the multicore platform: the node-shared
+#     windows between simulated ranks, shm's and the hierarchical path's;
+#   - explain: the subcommand reaches rondo-bench under smpirun, and
+#     rondo's network measurement sees the simulated network (the platform
+#     says 0.3 us and 100 Gbit/s per link).
+set -u
+srcdir=${top_srcdir:-.}
+builddir=${top_builddir:-.}
+for tool in smpicc smpirun; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: no $tool (apt-get install libsimgrid-dev)"; exit 77; }
+done
+fail() { echo "FAIL: $*"; exit 1; }
+smpi=$(cd "$builddir" && pwd)/smpi-build
+sh "$srcdir/scripts/build-smpi.sh" "$smpi" || fail "scripts/build-smpi.sh"
+tmp=${TMPDIR:-/tmp}/rondo-smpi-test.$$
+mkdir -p "$tmp" || exit 99
+trap 'rm -rf "$tmp"' EXIT
+seq 0 63 | sed 's/^/node-/' > "$tmp/hosts-1"
+seq 0 3 | sed 's/^/node-/; s/$/:8/' > "$tmp/hosts-8"
+sim() { # PLATFORM HOSTS RANKS ARGS...
+  plat=$1 hosts=$2 np=$3; shift 3
+  timeout --kill-after=10 300 smpirun -np "$np" -platform "$srcdir/bench/platforms/$plat.xml" \
+    -hostfile "$tmp/$hosts" --cfg=smpi/simulate-computation:no --cfg=smpi/bw-factor:0:1 \
+    --cfg=smpi/lat-factor:0:1 --cfg=smpi/coll-selector:mpich --cfg=smpi/tmpdir:"$tmp" \
+    --log=root.thres:critical "$smpi/tools/rondo-bench" "$@"
+}
+
+sim fattree-100g hosts-1 64 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q -d float32,int32 -o sum,max \
+  > "$tmp/flat.out" 2>&1 || { cat "$tmp/flat.out"; fail "64 ranks on the fat tree"; }
+grep -q '^# wrong results: 0 (OK)' "$tmp/flat.out" || { cat "$tmp/flat.out"; fail "64 ranks: wrong results"; }
+for algo in auto mpi ring recursive_doubling rabenseifner MPI_Allreduce; do
+  n=$(grep -cE "^ +[0-9].* $algo +[0-9]" "$tmp/flat.out")
+  [ "$n" -eq 20 ] || { cat "$tmp/flat.out"; fail "64 ranks: $n rows of $algo, not 20 (5 sizes x 2 types x 2 ops)"; }
+done
+echo "ok: 64 simulated ranks, every algorithm, checked"
+
+sim multicore-100g hosts-8 32 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q -a auto,hierarchical,mpi \
+  > "$tmp/multi.out" 2>&1 || { cat "$tmp/multi.out"; fail "32 ranks, 8 per host"; }
+grep -q '^# wrong results: 0 (OK)' "$tmp/multi.out" || { cat "$tmp/multi.out"; fail "32 ranks: wrong results"; }
+grep -q 'topology: 32 ranks on 4 node(s) of 8-8 ranks' "$tmp/multi.out" ||
+  { cat "$tmp/multi.out"; fail "32 ranks: not 4 nodes of 8"; }
+[ "$(grep -cE '^ +[0-9].* hierarchical +[0-9]' "$tmp/multi.out")" -eq 5 ] || { cat "$tmp/multi.out"; fail "no hierarchical rows"; }
+sim multicore-100g hosts-8 8 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q -a shm \
+  > "$tmp/shm.out" 2>&1 || { cat "$tmp/shm.out"; fail "8 ranks on one host, shm"; }
+grep -q '^# wrong results: 0 (OK)' "$tmp/shm.out" || { cat "$tmp/shm.out"; fail "shm: wrong results"; }
+echo "ok: 8 ranks per simulated host, shm and hierarchical, checked"
+
+sim fattree-100g hosts-1 16 explain -b 1M -e 1M > "$tmp/explain.out" 2>&1 ||
+  { cat "$tmp/explain.out"; fail "explain"; }
+line=$(grep -m1 'network between nodes' "$tmp/explain.out")
+lat=$(echo "$line" | sed -n 's/.*latency \([0-9.]*\) us (measured).*/\1/p')
+gbit=$(echo "$line" | sed -n 's/.*, \([0-9.]*\) Gbit\/s per node link (measured).*/\1/p')
+[ -n "$lat" ] && [ -n "$gbit" ] || { cat "$tmp/explain.out"; fail "explain: no measured network"; }
+awk -v l="$lat" -v g="$gbit" 'BEGIN { exit !(l >= 0.5 && l <= 2 && g >= 80 && g <= 101) }' ||
+  fail "the measured network ($lat us, $gbit Gbit/s) is not the platform's (0.3 us per link, 100 Gbit/s)"
+grep -q '^ *1048576 .* ring\|^ *1048576 .* rabenseifner' "$tmp/explain.out" ||
+  { cat "$tmp/explain.out"; fail "explain: no bandwidth algorithm chosen at 1 MiB"; }
+echo "ok: explain under smpirun, network measured as $lat us, $gbit Gbit/s"
