@@ -13,8 +13,10 @@ NAME-R-explain.txt), one row per size:
   - the cost model's error: its prediction for AUTO's choice over the
     simulated time, minus 1, and the median of that error's size over
     every algorithm it predicted.
-Then a summary per platform and, with --plots, one figure per platform and
-rank count (time against size, every algorithm and both selectors).
+A summary table comes first (per platform and rank count: the points
+that meet each target, the model's median error); with --plots, one
+figure per platform and rank count (time against size, every algorithm
+and both selectors).
 """
 import argparse
 import glob
@@ -77,13 +79,36 @@ def main():
     found = runs(a.dir)
     if not found:
         sys.exit("simulate_table.py: no *-mpich.json in %s (bench/simulate.sh writes them)" % a.dir)
+    tables, totals = [], []
     for plat, ranks in found.items():
+        lines, per_ranks = table(a, plat, ranks)
+        tables.append(lines)
+        totals += per_ranks
+    print("| platform | ranks | AUTO within 10% of the best | AUTO >= both MPI selectors "
+          "| median model error |")
+    print("|---|---:|---:|---:|---:|")
+    for plat, np_, rows in totals:
+        errs = [r[8] for r in rows if r[8] is not None]
+        print("| %s | %d | %d of %d | %d of %d | %s |" % (
+            plat, np_, sum(1 for r in rows if r[4] <= 1.10), len(rows),
+            sum(1 for r in rows if r[5] and r[6] and min(r[5], r[6]) >= 1.0), len(rows),
+            "%.0f%%" % (100 * statistics.median(errs)) if errs else "-"))
+    print()
+    for lines in tables:
+        print("\n".join(lines))
+
+
+def table(a, plat, ranks):
+    """One platform's markdown table, and its rows per rank count."""
+    out, per_ranks = [], []
+    print = lambda s="": out.append(s)
+    if True:
         print("### %s\n" % plat)
         print("| ranks | size | AUTO's choice | fastest | AUTO/best | vs MPICH sel. | vs Open MPI sel. "
               "| model error (choice) | model error (median) |")
         print("|---:|---:|---|---|---:|---:|---:|---:|---:|")
-        summary = []
         for np_ in ranks:
+            summary = []
             base = os.path.join(a.dir, "%s-%d" % (plat, np_))
             head, t = load_rows(base + "-mpich.json")
             _, t_ompi = load_rows(base + "-ompi.json") if os.path.exists(base + "-ompi.json") else ({}, {})
@@ -112,11 +137,9 @@ def main():
                     f(None if row[8] is None else 100 * row[8], "%.0f%%")))
             if a.plots:
                 plot(a.plots, plat, np_, t, t_ompi, sizes, algos)
-        n = len(summary)
-        within = sum(1 for r in summary if r[4] <= 1.10)
-        beats = sum(1 for r in summary if r[5] and r[6] and min(r[5], r[6]) >= 1.0)
-        print("\nAUTO within 10%% of the fastest rondo algorithm: %d of %d points; at least as fast as "
-              "both selectors' MPI_Allreduce: %d of %d.\n" % (within, n, beats, n))
+            per_ranks.append((plat, np_, summary))
+        print()
+    return out, per_ranks
 
 
 def plot(outdir, plat, np_, t, t_ompi, sizes, algos):
