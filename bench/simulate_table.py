@@ -28,13 +28,11 @@ import sys
 
 
 def load_rows(path):
+    """{(size, algo): median us} of a rondo-bench JSON, float32 sum."""
     with open(path) as f:
-        d = json.load(f)
-    t = {}
-    for r in d["rows"]:
-        if r["type"] == "float32" and r["op"] == "sum":
-            t[(r["size"], r["algo"])] = r["median_us"]
-    return d, t
+        rows = json.load(f)["rows"]
+    return {(r["size"], r["algo"]): r["median_us"] for r in rows
+            if r["type"] == "float32" and r["op"] == "sum"}
 
 
 def load_explain(path):
@@ -87,58 +85,71 @@ def main():
     print("| platform | ranks | AUTO within 10% of the best | AUTO >= both MPI selectors "
           "| median model error |")
     print("|---|---:|---:|---:|---:|")
-    for plat, np_, rows in totals:
-        errs = [r[8] for r in rows if r[8] is not None]
+    for plat, np_, points in totals:
+        errs = [p["err_median"] for p in points if p["err_median"] is not None]
+        beats = [p for p in points if p["vs_mpich"] and p["vs_ompi"] and min(p["vs_mpich"], p["vs_ompi"]) >= 1.0]
         print("| %s | %d | %d of %d | %d of %d | %s |" % (
-            plat, np_, sum(1 for r in rows if r[4] <= 1.10), len(rows),
-            sum(1 for r in rows if r[5] and r[6] and min(r[5], r[6]) >= 1.0), len(rows),
-            "%.0f%%" % (100 * statistics.median(errs)) if errs else "-"))
+            plat, np_, sum(1 for p in points if p["auto_best"] <= 1.10), len(points),
+            len(beats), len(points), "%.0f%%" % (100 * statistics.median(errs)) if errs else "-"))
     print()
     for lines in tables:
         print("\n".join(lines))
 
 
+def load_run(base):
+    """One platform and rank count: rondo-bench's times (MPICH selector),
+    MPI_Allreduce's under Open MPI's, and explain's predictions."""
+    t = load_rows(base + "-mpich.json")
+    t_ompi = load_rows(base + "-ompi.json") if os.path.exists(base + "-ompi.json") else {}
+    pred, choice = load_explain(base + "-explain.txt") if os.path.exists(base + "-explain.txt") else ({}, {})
+    return t, t_ompi, pred, choice
+
+
+def point(s, t, t_ompi, pred, choice, algos):
+    """The columns of one size, or None without AUTO or a forced algorithm."""
+    auto = t.get((s, "auto"))
+    forced = {al: t[(s, al)] for al in algos if (s, al) in t}
+    if auto is None or not forced:
+        return None
+    best = min(forced, key=forced.get)
+    pick = choice.get(s, "?")
+    mpich, ompi = t.get((s, "MPI_Allreduce")), t_ompi.get((s, "MPI_Allreduce"))
+    predicted = pred.get(s, {})
+    errs = [predicted[al] / forced[al] - 1 for al in forced if al in predicted]
+    return {
+        "size": s, "pick": pick, "best": best, "auto_best": auto / forced[best],
+        "vs_mpich": mpich / auto if mpich else None, "vs_ompi": ompi / auto if ompi else None,
+        "err_pick": predicted[pick] / forced[pick] - 1 if pick in forced and pick in predicted else None,
+        "err_median": statistics.median([abs(e) for e in errs]) if errs else None,
+    }
+
+
+def fmt(v, spec):
+    return spec % v if v is not None else "-"
+
+
 def table(a, plat, ranks):
-    """One platform's markdown table, and its rows per rank count."""
-    out, per_ranks = [], []
-    print = lambda s="": out.append(s)
-    if True:
-        print("### %s\n" % plat)
-        print("| ranks | size | AUTO's choice | fastest | AUTO/best | vs MPICH sel. | vs Open MPI sel. "
-              "| model error (choice) | model error (median) |")
-        print("|---:|---:|---|---|---:|---:|---:|---:|---:|")
-        for np_ in ranks:
-            summary = []
-            base = os.path.join(a.dir, "%s-%d" % (plat, np_))
-            head, t = load_rows(base + "-mpich.json")
-            _, t_ompi = load_rows(base + "-ompi.json") if os.path.exists(base + "-ompi.json") else ({}, {})
-            pred, choice = load_explain(base + "-explain.txt") if os.path.exists(base + "-explain.txt") else ({}, {})
-            sizes = sorted({s for s, _ in t})
-            algos = sorted({al for _, al in t if al not in ("auto", "MPI_Allreduce")})
-            for s in sizes:
-                auto = t.get((s, "auto"))
-                forced = {al: t[(s, al)] for al in algos if (s, al) in t}
-                if auto is None or not forced:
-                    continue
-                best = min(forced, key=forced.get)
-                pick = choice.get(s, "?")
-                mpich = t.get((s, "MPI_Allreduce"))
-                ompi = t_ompi.get((s, "MPI_Allreduce"))
-                errs = [pred[s][al] / forced[al] - 1 for al in forced if al in pred.get(s, {})]
-                err_pick = pred[s][pick] / forced[pick] - 1 if pick in forced and pick in pred.get(s, {}) else None
-                row = (np_, s, pick, best, auto / forced[best], mpich / auto if mpich else None,
-                       ompi / auto if ompi else None, err_pick,
-                       statistics.median([abs(e) for e in errs]) if errs else None)
-                summary.append(row)
-                f = lambda v, fmt: fmt % v if v is not None else "-"
-                print("| %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                    np_, human(s), pick, best, f(row[4], "%.2f"), f(row[5], "%.2f"), f(row[6], "%.2f"),
-                    f(None if err_pick is None else 100 * err_pick, "%+.0f%%"),
-                    f(None if row[8] is None else 100 * row[8], "%.0f%%")))
-            if a.plots:
-                plot(a.plots, plat, np_, t, t_ompi, sizes, algos)
-            per_ranks.append((plat, np_, summary))
-        print()
+    """One platform's markdown table (lines), and its points per rank count."""
+    out = ["### %s\n" % plat,
+           "| ranks | size | AUTO's choice | fastest | AUTO/best | vs MPICH sel. | vs Open MPI sel. "
+           "| model error (choice) | model error (median) |",
+           "|---:|---:|---|---|---:|---:|---:|---:|---:|"]
+    per_ranks = []
+    for np_ in ranks:
+        t, t_ompi, pred, choice = load_run(os.path.join(a.dir, "%s-%d" % (plat, np_)))
+        sizes = sorted({s for s, _ in t})
+        algos = sorted({al for _, al in t if al not in ("auto", "MPI_Allreduce")})
+        points = [p for p in (point(s, t, t_ompi, pred, choice, algos) for s in sizes) if p]
+        for p in points:
+            out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                np_, human(p["size"]), p["pick"], p["best"], fmt(p["auto_best"], "%.2f"),
+                fmt(p["vs_mpich"], "%.2f"), fmt(p["vs_ompi"], "%.2f"),
+                fmt(None if p["err_pick"] is None else 100 * p["err_pick"], "%+.0f%%"),
+                fmt(None if p["err_median"] is None else 100 * p["err_median"], "%.0f%%")))
+        if a.plots:
+            plot(a.plots, plat, np_, t, t_ompi, sizes, algos)
+        per_ranks.append((plat, np_, points))
+    out.append("")
     return out, per_ranks
 
 

@@ -36,16 +36,16 @@ static int by_value(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* Waits for two requests, yielding the core as the comm's algorithms do
- * (topo_backoff): on an oversubscribed node a rank spinning in MPI_Wait
- * would keep the rank it waits for off the core for a whole time slice. */
+/* Waits for two requests as the comm's algorithms do (algo_waitall): in
+ * MPI_Waitall, or, on an oversubscribed node, polling and yielding the core
+ * (topo_backoff), since a rank spinning in MPI_Wait would keep the rank it
+ * waits for off the core for a whole time slice. */
 static rondo_status_t wait_two(const topo_t *topo, MPI_Request req[2])
 {
-#ifdef RONDO_SMPI
-  (void)topo; /* simulated: no core to give up, and MPI_Wait is the simulated wait */
-  MPI_CHECK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
-  return RONDO_SUCCESS;
-#endif
+  if (!topo->yield) {
+    MPI_CHECK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+    return RONDO_SUCCESS;
+  }
   unsigned polls = 0;
   for (int i = 0; i < 2; i++) {
     int done = 0;
@@ -152,16 +152,17 @@ static rondo_status_t measure_intra(const topo_t *topo, char *sbuf, char *rbuf, 
   return RONDO_SUCCESS;
 }
 
-/* Waits for req while others measure: sleeps between polls, 20 us at first
- * and twice as long each time up to 1 ms, so that on an oversubscribed node
- * the measuring ranks have the cores to themselves (a waiting rank that
- * woke every 20 us took them back dozens of times per step). */
-static rondo_status_t wait_idle(MPI_Request *req)
+/* Waits for req while others measure: in MPI_Wait where each rank has a
+ * core; on an oversubscribed node sleeping between polls, 20 us at first
+ * and twice as long each time up to 1 ms, so that the measuring ranks have
+ * the cores to themselves (a waiting rank that woke every 20 us took them
+ * back dozens of times per step). */
+static rondo_status_t wait_idle(const topo_t *topo, MPI_Request *req)
 {
-#ifdef RONDO_SMPI
-  MPI_CHECK(MPI_Wait(req, MPI_STATUS_IGNORE)); /* simulated: see wait_two */
-  return RONDO_SUCCESS;
-#endif
+  if (!topo->yield) {
+    MPI_CHECK(MPI_Wait(req, MPI_STATUS_IGNORE));
+    return RONDO_SUCCESS;
+  }
   long nap_ns = 20000;
   for (;;) {
     int done = 0;
@@ -179,7 +180,7 @@ static rondo_status_t node_bcast(const topo_t *topo, double *v, int n)
 {
   MPI_Request req;
   MPI_CHECK(MPI_Ibcast(v, n, MPI_DOUBLE, 0, topo->node, &req));
-  return wait_idle(&req);
+  return wait_idle(topo, &req);
 }
 
 enum { V_ALPHA, V_BETA, V_INTRA_ALPHA, V_INTRA_BETA, V_SECONDS, V_COUNT };
@@ -224,7 +225,7 @@ rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us,
     double alpha = out->alpha, beta = out->beta;
     MPI_Request req; /* node 0's pair measures first; the others sleep */
     MPI_CHECK_GOTO(MPI_Ibarrier(lead, &req), st, done);
-    RONDO_CHECK_GOTO(wait_idle(&req), st, done);
+    RONDO_CHECK_GOTO(wait_idle(topo, &req), st, done);
     if (want_alpha) {
       RONDO_CHECK_GOTO(latency(topo, lead, right, left, &alpha), st, done);
       MPI_CHECK_GOTO(MPI_Allreduce(MPI_IN_PLACE, &alpha, 1, MPI_DOUBLE, MPI_MAX, lead), st, done);
