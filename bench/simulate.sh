@@ -4,13 +4,15 @@
 # MPI_Allreduce under SMPI's MPICH and Open MPI selectors.
 #
 #   bench/simulate.sh [-B BUILD] [-o DIR] [-p "PLATFORM..."] [-r "RANKS..."]
-#                     [-b MIN] [-e MAX] [-f FACTOR]
+#                     [-b MIN] [-e MAX] [-f FACTOR] [-a ALGOS]
 #
 #   -B BUILD  the SMPI build (default build-smpi; scripts/build-smpi.sh makes it)
 #   -o DIR    where the results go (default simulate-results)
 #   -p LIST   platforms, names of bench/platforms/*.xml (default: all eight)
 #   -r LIST   rank counts (default "16 64 256 1024 4096")
 #   -b -e -f  sizes, as rondo-bench takes them (default 16, 64M, 4)
+#   -a ALGOS  rondo-bench's -a: the algorithms to time (default: every one,
+#             AUTO and MPI_Allreduce; keep auto and MPI_Allreduce in a list)
 #
 # Per platform and rank count, three runs, each one simulation:
 #   NAME-R-mpich.json   rondo-bench (every algorithm, AUTO, MPI_Allreduce)
@@ -24,7 +26,9 @@
 # network as the platform file states it (SMPI's bandwidth and latency
 # correction factors are set to 1); computation takes no simulated time
 # (smpi/simulate-computation:no), for rondo and for SMPI's MPI_Allreduce
-# alike. Buffers of 1 MiB and more are shared by all simulated ranks
+# alike; a failed MPI_Test costs 100 ns (SMPI's default, 0.1 ms and more
+# for each failure in a row, would make every polling wait slow). Buffers
+# of 1 MiB and more are shared by all simulated ranks
 # (smpi/auto-shared-malloc-thresh), so memory stays small at 4096 ranks;
 # their contents are then meaningless, hence --check 0 (tests/smpi.sh
 # checks the results at 64 ranks instead).
@@ -32,12 +36,12 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=build-smpi out=simulate-results
 platforms="fattree-10g fattree-100g flat-10g flat-100g dragonfly-10g dragonfly-100g multicore-10g multicore-100g"
-ranks="16 64 256 1024 4096" min=16 max=64M factor=4
-while getopts B:o:p:r:b:e:f: opt; do
+ranks="16 64 256 1024 4096" min=16 max=64M factor=4 algos=
+while getopts B:o:p:r:b:e:f:a: opt; do
   case $opt in
     B) build=$OPTARG ;; o) out=$OPTARG ;; p) platforms=$OPTARG ;; r) ranks=$OPTARG ;;
-    b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;;
-    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+    b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;; a) algos="-a $OPTARG" ;;
+    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
   esac
 done
 bench=$build/tools/rondo-bench
@@ -47,6 +51,7 @@ mkdir -p "$out"
 seq 0 4095 | sed 's/^/node-/' > "$out/hosts-1"
 seq 0 511 | sed 's/^/node-/; s/$/:8/' > "$out/hosts-8"
 cfg="--cfg=smpi/simulate-computation:no --cfg=smpi/bw-factor:0:1 --cfg=smpi/lat-factor:0:1
+  --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no
   --cfg=smpi/auto-shared-malloc-thresh:1048576 --cfg=smpi/shared-malloc-blocksize:67108864
   --cfg=contexts/stack-size:1024 --log=root.thres:critical"
 sim() { # SELECTOR OUTPUT ARGS...: one simulation, its wall time and peak memory logged
@@ -63,7 +68,7 @@ for p in $platforms; do
   for np in $ranks; do
     echo "== $p, $np ranks ($k per host)"
     sizes="-b $min -e $max -f $factor"
-    sim mpich "$out/$p-$np-mpich.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q \
+    sim mpich "$out/$p-$np-mpich.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
       --json "$out/$p-$np-mpich.json"
     sim ompi "$out/$p-$np-ompi.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q -a MPI_Allreduce \
       --json "$out/$p-$np-ompi.json"

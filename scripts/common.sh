@@ -35,11 +35,18 @@ rondo_install_deps() { rondo_apt_install $RONDO_DEBS; }
 # that the system keeps MPICH as its default MPI.
 RONDO_OPENMPI_DEBS="openmpi-bin libopenmpi-dev"
 rondo_install_openmpi() {
-  mpi_alts=$(update-alternatives --get-selections 2>/dev/null | grep -E '^mpi(run|-[^ ]+)? ')
+  # What each alternative points at now (set explicitly afterwards: one in
+  # 'auto' mode would follow Open MPI's higher priority).
+  mpi_alts=$(for a in $(update-alternatives --get-selections 2>/dev/null |
+    awk '$1 ~ /^mpi(run|-[^ ]+)?$/ {print $1}'); do
+    printf '%s %s\n' "$a" "$(update-alternatives --query "$a" | sed -n 's/^Value: //p')"
+  done)
   rondo_apt_install $RONDO_OPENMPI_DEBS || return 1
   sudo=
   [ "$(id -u)" = 0 ] || sudo=sudo
-  [ -z "$mpi_alts" ] || echo "$mpi_alts" | $sudo update-alternatives --set-selections
+  echo "$mpi_alts" | while read -r a v; do
+    [ -z "$v" ] || $sudo update-alternatives --quiet --set "$a" "$v"
+  done
 }
 
 # MPICH's own wrapper and launcher, even when another MPI owns 'mpicc'.

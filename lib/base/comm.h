@@ -46,6 +46,11 @@ struct rondo_comm {
                         every rank must enter alike (the argument check) are
                         nonblocking, so that those ranks can yield */
   struct agree_board *board;  /* argument board of a one-node user comm, or NULL */
+  /* The argument check's packet across nodes: its room for inline data,
+   * equal on every rank (check_packet.c) */
+  size_t check_room;
+  int check_smaller;   /* calls in a row that needed less room */
+  size_t check_recent; /* the most room those calls needed */
 
   /* lib/algo: made on first use, by the thread running the collective */
   struct shm_state *shm;      /* the node's shared window */

@@ -165,6 +165,7 @@ static rondo_status_t sub_comm(const struct rondo_comm *parent, MPI_Comm mpi,
   c->last_algo = RONDO_ALGO_AUTO;
   c->yield_waits = parent->yield_waits;
   c->yield_any = parent->yield_any;
+  c->check_room = AGREE_FIRST_ROOM;
   MPI_CHECK_GOTO(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_rank(mpi, &c->rank), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_size(mpi, &c->size), st, fail);
@@ -269,6 +270,7 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
     MPI_CHECK_LOG(MPI_Comm_free(&dup));
     return st;
   }
+  c->check_room = AGREE_FIRST_ROOM;
   MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_dup);
   /* rondo reports MPI failures as statuses instead of aborting. */
   MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_setup);

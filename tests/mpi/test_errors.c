@@ -19,6 +19,7 @@
 #include "mpitest.h"
 
 #define N 8 /* elements per rank in the valid buffers */
+#define BIG_N 8192 /* float32 elements: more than the check's packet carries */
 
 typedef enum {
   ALLREDUCE,
@@ -257,6 +258,23 @@ static void mismatch_errors(rondo_comm_t w)
                 c_.algo = RONDO_ALGO_RABENSEIFNER);
   MISMATCH_CASE(half, BROADCAST, "root 1 instead of 0", c_.root = 1);
 #undef MISMATCH_CASE
+  /* The mpi algorithm: across nodes a small call's data rides in the
+   * check's packet (check_packet.c). Two such calls that differ; one that
+   * rides against one too large to ride; after a valid call of 1 KiB (the
+   * room is then 1 KiB), 800 bytes that ride against 1200 that do not. */
+  size_t counts[][2] = {{N, N - 1}, {N, BIG_N}, {200, 300}};
+  for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+    call_t c = valid_call(ALLREDUCE_ALGO, w);
+    c.algo = RONDO_ALGO_MPI;
+    if (k == 2) {
+      c.count = 256;
+      mt_where("mpi: count 256 on every rank");
+      EXPECT(&c, RONDO_SUCCESS);
+    }
+    c.count = counts[k][mt.rank == last];
+    mt_where("mpi: count %zu on rank %d, %zu on the others", counts[k][1], last, counts[k][0]);
+    EXPECT(&c, RONDO_ERR_MISMATCH);
+  }
 }
 
 /* A valid shm all-reduce of 5 elements of x ((rank + 1) everywhere) works. */
@@ -397,7 +415,7 @@ int main(int argc, char **argv)
   mt_where("before any failed call");
   MT_EQ_STR(rondo_last_error(), "");
 
-  rbytes = ((size_t)mt.size * N + MT_GUARD) * 8;
+  rbytes = ((size_t)mt.size * N + BIG_N + MT_GUARD) * 8;
   sbuf = mt_alloc(rbytes);
   rbuf = mt_alloc(rbytes);
   memset(sbuf, 0, rbytes);

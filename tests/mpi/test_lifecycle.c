@@ -320,11 +320,55 @@ static int mpi_first(int *argc, char ***argv)
   return rc;
 }
 
+/* MPITEST_LIFECYCLE=serialized: MPI below MPI_THREAD_MULTIPLE on every
+ * rank. Blocking collectives work; an asynchronous request fails with
+ * RONDO_ERR_UNSUPPORTED, which names the thread level; no engine can run,
+ * so a comm's destruction and rondo_finalize skip the engines' rendezvous
+ * and succeed. */
+static int serialized(int *argc, char ***argv)
+{
+  int provided;
+  MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  mt_start("test_lifecycle");
+  mt_where("rondo_init under MPI_THREAD_SERIALIZED");
+  if (!MT_EQ_STATUS(rondo_init(argc, argv), RONDO_SUCCESS)) {
+    int rc = mt_finish();
+    MPI_Finalize();
+    return rc;
+  }
+  rondo_comm_t c = NULL;
+  if (MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS)) {
+    mt_where("a blocking all-reduce");
+    int32_t x = mt.rank + 1, y = 0;
+    if (MT_EQ_STATUS(rondo_allreduce(c, &x, &y, 1, RONDO_INT32, RONDO_SUM), RONDO_SUCCESS))
+      MT_EQ_INT(y, mt.size * (mt.size + 1) / 2);
+    mt_where("an asynchronous all-reduce");
+    float f = 1;
+    rondo_request_t r = NULL;
+    rondo_status_t st =
+        rondo_allreduce_async(c, "needs.a.thread", &f, &f, 1, RONDO_FLOAT32, RONDO_SUM, NULL, &r);
+    if (st == RONDO_SUCCESS)
+      st = rondo_wait(&r);
+    if (MT_EQ_STATUS(st, RONDO_ERR_UNSUPPORTED))
+      MT_CHECK(strstr(rondo_last_error(), "MPI_THREAD_MULTIPLE") != NULL, "the message: %s",
+               rondo_last_error());
+    mt_where("rondo_comm_destroy");
+    MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+  }
+  mt_where("rondo_finalize");
+  MT_EQ_STATUS(rondo_finalize(), RONDO_SUCCESS);
+  int rc = mt_finish();
+  MPI_Finalize();
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = getenv("MPITEST_LIFECYCLE");
   if (mode != NULL && strcmp(mode, "mpi-first") == 0)
     return mpi_first(&argc, &argv);
+  if (mode != NULL && strcmp(mode, "serialized") == 0)
+    return serialized(&argc, &argv);
   /* Before MPI and rondo exist: nothing may crash, NULL comms are refused. */
   pre_init_t before_mpi = calls_before_rondo_init();
 

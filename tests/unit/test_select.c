@@ -494,8 +494,8 @@ static void test_small_calls_across_nodes_ride_in_the_check(void **state)
   select_predict(&p, menu(), &in, without);
   assert_close(with[RONDO_ALGO_MPI].seconds, without[RONDO_ALGO_MPI].seconds);
   assert_true(with[RONDO_ALGO_RING].seconds > without[RONDO_ALGO_RING].seconds + 6e-6);
-  /* above the packet's room mpi pays the check like the others */
-  in = layout(1024, 2, 2, HOST_ALGOS);
+  /* above the packet's room (32 KiB) mpi pays the check like the others */
+  in = layout(8192, 2, 2, HOST_ALGOS);
   in.mpi_check = 1;
   select_predict(&p, menu(), &in, with);
   in.mpi_check = 0;

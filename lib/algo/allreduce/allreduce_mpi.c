@@ -9,7 +9,7 @@
  * where some rank yields, so that the wait yields the core on an
  * oversubscribed node (p2p.c), the same call on every rank. A call
  * of at most AGREE_INLINE_BYTES across nodes travels inside the argument
- * check's all-reduce instead (agree.c), so it costs one all-reduce.
+ * check's all-reduce instead (check_packet.c), so it costs one all-reduce.
  */
 #include "algo/common/algo.h"
 
@@ -45,11 +45,14 @@ static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
 }
 
 /* Cost: MPICH's own choice, the cheaper of recursive doubling and
- * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha. */
+ * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha;
+ * recursive doubling alone when the data rides in the check (its packet
+ * is one element). */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   double n = (double)in->bytes, t = algo_rd_time(prm, in, n, prm->copy_beta);
-  if (in->count >= (size_t)rondo__pof2_floor(in->ranks)) {
+  int rides = in->mpi_check && in->bytes <= AGREE_INLINE_BYTES;
+  if (!rides && in->count >= (size_t)rondo__pof2_floor(in->ranks)) {
     double rab = algo_rab_time(prm, in, n, prm->copy_beta);
     t = rab < t ? rab : t;
   }

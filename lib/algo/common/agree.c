@@ -33,12 +33,11 @@
  *
  * Across nodes (or where MPI cannot share memory) one small MPI all-reduce
  * of the status and the signature carries the check: one latency per call
- * (docs/api.md). Its packet has room for AGREE_INLINE_BYTES of data, and a
- * small all-reduce run by the mpi algorithm travels in it: the reduction
- * (a user-defined MPI op) combines two packets' data only when both carry
- * the same valid signature of such a call, so the check and the data take
- * one all-reduce instead of two. Every rank sends the same packet shape
- * whatever its call, so a mismatch is still reported, never a hang.
+ * (docs/api.md). A small all-reduce run by the mpi algorithm travels in its
+ * packet (check_packet.c says how, and how much room it has), so the check
+ * and the data take one all-reduce instead of two. Every rank sends the
+ * same packet shape whatever its call, so a mismatch is still reported,
+ * never a hang.
  */
 #include "algo/common/agree.h"
 
@@ -56,6 +55,7 @@
 #endif
 
 #include "algo/common/algo.h"
+#include "algo/common/check_packet.h"
 #include "algo/common/shared_window.h"
 #include "reduce/reduce.h"
 #include "topo/topo.h"
@@ -364,100 +364,6 @@ static rondo_status_t left(rondo_comm_t comm, const agree_sig_t *sig, int rank)
 
 /* ---- the MPI check (across nodes) --------------------------------------------------------- */
 
-/* The packet: [failed, -lowest failed rank, then for the collective and each
- * field: value, ~value], reduced by MAX; the lowest rank whose data the
- * packet holds (MIN); -the lowest rank destroying the comm, or -size (MAX);
- * then the inline data. */
-enum { WORDS = 2 + 2 * (AGREE_SIG_MAX + 1) };
-typedef struct {
-  int64_t v[WORDS];
-  int64_t first;
-  int64_t leaving;
-  unsigned char data[AGREE_INLINE_BYTES];
-} packet_t;
-
-/* Field i of a packet (0: the collective; for an all-reduce 1 count,
- * 2 dtype, 3 op, 4 algorithm: rondo_allreduce_algo's order). */
-static int64_t field(const packet_t *p, int i) { return p->v[2 + 2 * i]; }
-
-/* Whether p carries the data of an inline all-reduce, and its length. */
-static int carries(const packet_t *p, size_t *bytes)
-{
-  if (p->v[0] != 0)
-    return 0;
-  for (int i = 0; i <= 4; i++)
-    if (field(p, i) != ~p->v[3 + 2 * i])
-      return 0; /* a partial result of ranks that disagree */
-  int64_t count = field(p, 1), dtype = field(p, 2);
-  if (field(p, 0) != AGREE_ALLREDUCE || field(p, 4) != RONDO_ALGO_MPI || dtype < 0 ||
-      dtype >= RONDO_DTYPE_COUNT || count <= 0)
-    return 0;
-  *bytes = (size_t)count * rondo_dtype_size((rondo_dtype_t)dtype);
-  return *bytes <= AGREE_INLINE_BYTES;
-}
-
-/* MPI_User_function over packets: MAX on the words; the data reduced with
- * rondo's kernels when both packets carry the same inline all-reduce, the
- * partial result of the lower ranks first (as reduce_ordered does), so two
- * partners combining the same two partials get the same bytes even where
- * operand order shows (NaN payloads). */
-static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
-{
-  (void)type;
-  for (int k = 0; k < *len; k++) {
-    const packet_t *a = (const packet_t *)in + k;
-    packet_t *b = (packet_t *)inout + k;
-    size_t na, nb;
-    if (carries(a, &na) && carries(b, &nb) && memcmp(a->v, b->v, sizeof a->v) == 0) {
-      rondo_dtype_t dtype = (rondo_dtype_t)field(a, 2);
-      rondo_op_t op = (rondo_op_t)field(a, 3);
-      const unsigned char *lo = a->first < b->first ? a->data : b->data;
-      const unsigned char *hi = a->first < b->first ? b->data : a->data;
-      reduce_apply(b->data, lo, hi, (size_t)field(a, 1), dtype, op == RONDO_AVG ? RONDO_SUM : op);
-    }
-    for (int i = 0; i < WORDS; i++)
-      b->v[i] = a->v[i] > b->v[i] ? a->v[i] : b->v[i];
-    b->first = a->first < b->first ? a->first : b->first;
-    b->leaving = a->leaving > b->leaving ? a->leaving : b->leaving;
-  }
-}
-
-/* The packet as one MPI datatype and packet_reduce as its op, made once
- * (here, beside the packet, so that the point-to-point helpers of p2p.c,
- * which this file uses, need know nothing of it). */
-static MPI_Datatype packet_type = MPI_DATATYPE_NULL;
-static MPI_Op packet_op = MPI_OP_NULL;
-static pthread_once_t packet_once = PTHREAD_ONCE_INIT;
-static int packet_rc = MPI_SUCCESS;
-
-static void packet_create(void)
-{
-  int rc = MPI_Type_contiguous((int)sizeof(packet_t), MPI_BYTE, &packet_type);
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Type_commit(&packet_type);
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Op_create(packet_reduce, 1, &packet_op);
-  packet_rc = rc;
-}
-
-static rondo_status_t packet_mpi(MPI_Datatype *type, MPI_Op *op)
-{
-  pthread_once(&packet_once, packet_create);
-  if (packet_rc != MPI_SUCCESS)
-    return rondo__mpi_fail(packet_rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__, __LINE__);
-  *type = packet_type;
-  *op = packet_op;
-  return RONDO_SUCCESS;
-}
-
-void agree_packet_free(void)
-{
-  if (packet_type != MPI_DATATYPE_NULL)
-    MPI_CHECK_LOG(MPI_Type_free(&packet_type));
-  if (packet_op != MPI_OP_NULL)
-    MPI_CHECK_LOG(MPI_Op_free(&packet_op));
-}
-
 /* One MPI_Allreduce of packets. The maximum of ~value is ~(the minimum), so
  * one reduction tells whether any rank failed and whether every field is
  * equal everywhere (~ never overflows, unlike negation). data: this rank's
@@ -466,7 +372,7 @@ void agree_packet_free(void)
 static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                         packet_t *p)
 {
-  memset(p, 0, offsetof(packet_t, data));
+  memset(p, 0, sizeof *p + comm->check_room);
   int fields = AGREE_SIG_MAX + 1;
   int64_t *v = p->v;
   v[0] = local != RONDO_SUCCESS;
@@ -478,6 +384,7 @@ static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig
   }
   p->first = comm->rank;
   p->leaving = sig->coll == AGREE_COMM_DESTROY ? -(int64_t)comm->rank : -(int64_t)comm->size;
+  p->room = (int64_t)comm->check_room;
 }
 
 static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
@@ -485,14 +392,16 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
 {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   MPI_Op op = MPI_OP_NULL;
-  RONDO_CHECK(packet_mpi(&type, &op));
-  /* Always the full packet: ranks in different collectives must still
-   * reduce matching buffers for the mismatch to be reported. */
-  packet_t mine, all;
-  packet_fill(comm, local, sig, &mine);
-  int64_t *r = all.v;
+  RONDO_CHECK(packet_mpi(comm, &type, &op));
+  /* The packet with comm's room, whatever this rank's call: ranks in
+   * different collectives must still reduce matching buffers for the
+   * mismatch to be reported. */
+  int64_t buf[2][PACKET_MAX_BYTES / sizeof(int64_t) + 1];
+  packet_t *mine = (packet_t *)buf[0], *all = (packet_t *)buf[1];
+  packet_fill(comm, local, sig, mine);
+  int64_t *r = all->v;
   if (data != NULL && local == RONDO_SUCCESS)
-    memcpy(mine.data, data, bytes);
+    memcpy(packet_data(mine), data, bytes);
   /* Blocking where no rank yields, so MPI picks its best all-reduce (on
    * several ranks per node MPICH's blocking one can be node-aware, its
    * nonblocking one is not). Where
@@ -500,16 +409,17 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
    * not match a nonblocking one): algo_waitall yields on an oversubscribed
    * node and waits in MPI_Wait elsewhere. */
   if (!comm->yield_any) {
-    MPI_CHECK(MPI_Allreduce(&mine, &all, 1, type, op, comm->mpi));
+    MPI_CHECK(MPI_Allreduce(mine, all, 1, type, op, comm->mpi));
   } else {
     MPI_Request req;
-    MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, type, op, comm->mpi, &req));
+    MPI_CHECK(MPI_Iallreduce(mine, all, 1, type, op, comm->mpi, &req));
     RONDO_CHECK(algo_waitall(comm, 1, &req));
   }
+  packet_next_room(comm, all);
   if (local != RONDO_SUCCESS)
     return local;
-  if (all.leaving > -(int64_t)comm->size)
-    return left(comm, sig, (int)-all.leaving);
+  if (all->leaving > -(int64_t)comm->size)
+    return left(comm, sig, (int)-all->leaving);
   if (r[0])
     return rondo__fail(RONDO_ERR_PEER,
                        "%s: rank %lld of this comm passed invalid arguments (see its log line or "
@@ -533,7 +443,7 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
                          agree_coll_name(sig->coll), sig->field[i - 1], lo, hi, (long long)sig->value[i - 1]);
   }
   if (data != NULL)
-    memcpy(out, all.data, bytes);
+    memcpy(out, packet_data(all), bytes);
   return RONDO_SUCCESS;
 }
 
@@ -541,10 +451,12 @@ int agree_skip;
 
 size_t agree_packet_bytes(void) { return sizeof(packet_t); }
 
+void agree_packet_free(void) { packet_free(); }
+
 int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes)
 {
   return comm->size > 1 && comm->board == NULL && !agree_skip && algo == RONDO_ALGO_MPI &&
-         count > 0 && bytes <= AGREE_INLINE_BYTES;
+         count > 0 && bytes <= comm->check_room;
 }
 
 rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
@@ -647,15 +559,16 @@ static rondo_status_t leave_mpi(rondo_comm_t comm, const agree_sig_t *sig,
 {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   MPI_Op op = MPI_OP_NULL;
-  RONDO_CHECK(packet_mpi(&type, &op));
-  packet_t mine, all;
-  packet_fill(comm, RONDO_SUCCESS, sig, &mine);
+  RONDO_CHECK(packet_mpi(comm, &type, &op));
+  int64_t buf[2][PACKET_MAX_BYTES / sizeof(int64_t) + 1];
+  packet_t *mine = (packet_t *)buf[0], *all = (packet_t *)buf[1];
+  packet_fill(comm, RONDO_SUCCESS, sig, mine);
   /* The same call as agree_mpi's on every rank (blocking or not). */
   if (!comm->yield_any) {
-    MPI_CHECK(MPI_Allreduce(&mine, &all, 1, type, op, comm->mpi));
+    MPI_CHECK(MPI_Allreduce(mine, all, 1, type, op, comm->mpi));
   } else {
     MPI_Request req;
-    MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, type, op, comm->mpi, &req));
+    MPI_CHECK(MPI_Iallreduce(mine, all, 1, type, op, comm->mpi, &req));
     double nap = 20e-6;
     for (;;) {
       int done = 0;
@@ -667,8 +580,9 @@ static rondo_status_t leave_mpi(rondo_comm_t comm, const agree_sig_t *sig,
       leave_nap(&nap);
     }
   }
+  packet_next_room(comm, all);
   /* every rank's collective was this one: max == min */
-  *all_left = all.v[0] == 0 && all.v[2] == ~all.v[3];
+  *all_left = all->v[0] == 0 && all->v[2] == ~all->v[3];
   return RONDO_SUCCESS;
 }
 

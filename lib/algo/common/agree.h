@@ -76,10 +76,15 @@ int agree_board_active(rondo_comm_t comm);
 void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
 rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
 /* Across nodes, the check's packet carries a small all-reduce of the mpi
- * algorithm (agree.c): AGREE_INLINE_BYTES at most. */
-#ifndef AGREE_INLINE_BYTES
-#define AGREE_INLINE_BYTES 1024
+ * algorithm: AGREE_INLINE_BYTES at most, and at most the room the calls
+ * before gave it (check_packet.c). */
+#ifdef OPEN_MPI
+#define AGREE_INLINE_BYTES 8192 /* see check_packet.c */
+#else
+#define AGREE_INLINE_BYTES 16384
 #endif
+/* The room of a new comm's packet. */
+#define AGREE_FIRST_ROOM 1024
 /* Whether a valid all-reduce of count elements (bytes) by algo travels in
  * the check on comm. Equal on every rank that calls alike. */
 int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes);
@@ -89,7 +94,9 @@ int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t
  * agree_call would. Collective. */
 rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
                                       const void *sendbuf, void *recvbuf, size_t bytes);
-/* The size of the check's packet across nodes (the cost model prices it). */
+/* The size of the check's packet across nodes without data (the cost model
+ * prices it: the room a call carries for nothing is at most a sixteenth of
+ * its own bytes). */
 size_t agree_packet_bytes(void);
 /* Frees the check's MPI datatype and op, made at its first use
  * (rondo_finalize, while MPI is usable). */

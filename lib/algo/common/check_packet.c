@@ -1,0 +1,193 @@
+/*
+ * The argument check's packet across nodes. One MPI all-reduce of packets,
+ * one per rank, checks a call (agree.c): a user-defined MPI op takes the
+ * MAX of the header's words, and when both packets carry the same valid
+ * signature of an all-reduce run by the mpi algorithm, it also reduces the
+ * data that rides after the header. So a small all-reduce and its check
+ * cost one all-reduce instead of two.
+ *
+ * The room for that data follows the calls. Every rank must send the same
+ * packet shape whatever its call (a mismatch is then still reported, never
+ * a hang), so the room cannot depend on this call's arguments; it depends
+ * on the calls before, through what every rank got back from the last
+ * check, which is the same bytes everywhere (packet_next_room):
+ *   - an mpi all-reduce of B <= AGREE_INLINE_BYTES bytes grows the room to
+ *     B's class at once (64 B to 16 KiB, powers of two), so the next call
+ *     of that size rides; a smaller one lowers it only after 8 calls in a
+ *     row, to the largest of them (a loop of two sizes keeps both riding);
+ *   - any other all-reduce of B bytes lowers the room to at most B/16, so
+ *     the room it carries for nothing costs at most a sixteenth of its own
+ *     traffic;
+ *   - other collectives, failed or mismatched calls leave it as it is.
+ * The first call of a new small size, and the first after a larger
+ * all-reduce, takes two all-reduces (the check, then the data).
+ *
+ * The packet is one element of its datatype, so MPI reduces it by
+ * recursive doubling: MPICH for any size of one element (up to
+ * AGREE_INLINE_BYTES, 16 KiB, the check and the data together take less
+ * than the check and Rabenseifner); Open MPI's default only below 10000
+ * bytes, above which it turns into a reduce and a broadcast, so there
+ * AGREE_INLINE_BYTES is 8 KiB.
+ */
+#include "algo/common/check_packet.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "algo/common/algo.h"
+#include "reduce/reduce.h"
+
+#define ROOM_MIN 64 /* the smallest room that is not 0 */
+#define ROOMS 10    /* 0, then 64 B to at most 16 KiB */
+#define SHRINK_AFTER 8
+
+_Static_assert((ROOM_MIN << (ROOMS - 2)) >= AGREE_INLINE_BYTES,
+               "a room class for every room up to AGREE_INLINE_BYTES");
+
+static int room_index(size_t room)
+{
+  int k = 0;
+  for (size_t r = ROOM_MIN; room != 0 && r <= room; r <<= 1)
+    k++;
+  return k;
+}
+
+/* The smallest class that holds bytes (<= AGREE_INLINE_BYTES). */
+static size_t room_ceil(size_t bytes)
+{
+  size_t r = ROOM_MIN;
+  while (r < bytes)
+    r <<= 1;
+  return r;
+}
+
+/* The largest class of at most bytes, or 0. */
+static size_t room_floor(size_t bytes)
+{
+  if (bytes < ROOM_MIN)
+    return 0;
+  size_t r = ROOM_MIN;
+  while (r * 2 <= bytes && r < AGREE_INLINE_BYTES)
+    r <<= 1;
+  return r;
+}
+
+/* Whether p is the packet of a valid all-reduce on which every rank so far
+ * agrees (every rank, once reduced), and its bytes and algorithm. */
+static int allreduce_of(const packet_t *p, size_t *bytes, int64_t *algo)
+{
+  if (p->v[0] != 0)
+    return 0;
+  for (int i = 0; i <= 4; i++)
+    if (packet_field(p, i) != ~p->v[3 + 2 * i])
+      return 0; /* a partial result of ranks that disagree */
+  int64_t count = packet_field(p, 1), dtype = packet_field(p, 2);
+  if (packet_field(p, 0) != AGREE_ALLREDUCE || dtype < 0 || dtype >= RONDO_DTYPE_COUNT ||
+      count <= 0)
+    return 0;
+  *bytes = (size_t)count * rondo_dtype_size((rondo_dtype_t)dtype);
+  *algo = packet_field(p, 4);
+  return 1;
+}
+
+/* Whether p carries the data of an inline all-reduce, and its length. */
+static int carries(const packet_t *p, size_t *bytes)
+{
+  int64_t algo;
+  return allreduce_of(p, bytes, &algo) && algo == RONDO_ALGO_MPI &&
+         *bytes <= (size_t)p->room;
+}
+
+/* MPI_User_function over packets: MAX on the words; the data reduced with
+ * rondo's kernels when both packets carry the same inline all-reduce, the
+ * partial result of the lower ranks first (as reduce_ordered does), so two
+ * partners combining the same two partials get the same bytes even where
+ * operand order shows (NaN payloads). */
+static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+  (void)type;
+  size_t stride = sizeof(packet_t) + (size_t)((const packet_t *)in)->room;
+  for (int k = 0; k < *len; k++) {
+    packet_t *a = (packet_t *)((char *)in + (size_t)k * stride);
+    packet_t *b = (packet_t *)((char *)inout + (size_t)k * stride);
+    size_t na, nb;
+    if (carries(a, &na) && carries(b, &nb) && memcmp(a->v, b->v, sizeof a->v) == 0) {
+      rondo_dtype_t dtype = (rondo_dtype_t)packet_field(a, 2);
+      rondo_op_t op = (rondo_op_t)packet_field(a, 3);
+      const unsigned char *lo = a->first < b->first ? packet_data(a) : packet_data(b);
+      const unsigned char *hi = a->first < b->first ? packet_data(b) : packet_data(a);
+      reduce_apply(packet_data(b), lo, hi, (size_t)packet_field(a, 1), dtype,
+                   op == RONDO_AVG ? RONDO_SUM : op);
+    }
+    for (int i = 0; i < PACKET_WORDS; i++)
+      b->v[i] = a->v[i] > b->v[i] ? a->v[i] : b->v[i];
+    b->first = a->first < b->first ? a->first : b->first;
+    b->leaving = a->leaving > b->leaving ? a->leaving : b->leaving;
+  }
+}
+
+/* One datatype per room class, made at its first use; one op. */
+static MPI_Datatype types[ROOMS];
+static int typed[ROOMS]; /* types[k] was made */
+static MPI_Op packet_op = MPI_OP_NULL;
+static pthread_mutex_t made = PTHREAD_MUTEX_INITIALIZER;
+
+rondo_status_t packet_mpi(rondo_comm_t comm, MPI_Datatype *type, MPI_Op *op)
+{
+  int k = room_index(comm->check_room), rc = MPI_SUCCESS;
+  pthread_mutex_lock(&made);
+  if (packet_op == MPI_OP_NULL)
+    rc = MPI_Op_create(packet_reduce, 1, &packet_op);
+  if (rc == MPI_SUCCESS && !typed[k]) {
+    MPI_Datatype t;
+    rc = MPI_Type_contiguous((int)(sizeof(packet_t) + comm->check_room), MPI_BYTE, &t);
+    if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&t)) == MPI_SUCCESS) {
+      types[k] = t;
+      typed[k] = 1;
+    }
+  }
+  *type = types[k];
+  *op = packet_op;
+  pthread_mutex_unlock(&made);
+  if (rc != MPI_SUCCESS)
+    return rondo__mpi_fail(rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__, __LINE__);
+  return RONDO_SUCCESS;
+}
+
+void packet_next_room(rondo_comm_t comm, const packet_t *all)
+{
+  size_t bytes, room = comm->check_room;
+  int64_t algo;
+  if (!allreduce_of(all, &bytes, &algo))
+    return;
+  if (algo == RONDO_ALGO_MPI && bytes <= AGREE_INLINE_BYTES) {
+    size_t c = room_ceil(bytes);
+    if (c >= room) {
+      room = c;
+    } else {
+      comm->check_recent = c > comm->check_recent ? c : comm->check_recent;
+      if (++comm->check_smaller < SHRINK_AFTER)
+        return;
+      room = comm->check_recent;
+    }
+  } else {
+    size_t cap = room_floor(bytes / 16);
+    if (room <= cap)
+      return;
+    room = cap;
+  }
+  comm->check_room = room;
+  comm->check_smaller = 0;
+  comm->check_recent = 0;
+}
+
+void packet_free(void)
+{
+  for (int k = 0; k < ROOMS; k++)
+    if (typed[k]) {
+      MPI_CHECK_LOG(MPI_Type_free(&types[k]));
+      typed[k] = 0;
+    }
+  if (packet_op != MPI_OP_NULL)
+    MPI_CHECK_LOG(MPI_Op_free(&packet_op));
+}
