@@ -46,6 +46,7 @@ struct rondo_comm {
                         every rank must enter alike (the argument check) are
                         nonblocking, so that those ranks can yield */
   struct agree_board *board;  /* argument board of a one-node user comm, or NULL */
+  int thread_level_max; /* the highest MPI thread level among the ranks */
   /* The argument check's packet across nodes: its room for inline data,
    * equal on every rank (check_packet.c) */
   size_t check_room;

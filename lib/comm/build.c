@@ -102,7 +102,9 @@ rondo_status_t comm_agree_status(rondo_comm_t c, rondo_status_t local)
 /* Knobs that shape messages must be equal on every rank, or collectives
  * would mismatch sizes or hang, and so must the tuning table's rules (the
  * engine's fused all-reduces choose their algorithm on each rank without
- * another agreement): MAX of [h, ~h] for each over the comm. */
+ * another agreement): MAX of [h, ~h] for each over the comm. The same
+ * all-reduce takes the highest MPI thread level of the comm's ranks
+ * (c->thread_level_max, for the engine). */
 static rondo_status_t check_knobs_agree(struct rondo_comm *c)
 {
   /* Each knob's hash and its complement (MAX of both: the largest and the
@@ -111,14 +113,18 @@ static rondo_status_t check_knobs_agree(struct rondo_comm *c)
   int n = rondo__knobs_shared_count();
   if (n > MOST - 1)
     return rondo__fail(RONDO_ERR_INTERNAL, "knobs: %d to compare, room for %d", n, MOST - 1);
-  int64_t v[2 * MOST], r[2 * MOST];
+  int64_t v[2 * MOST + 1], r[2 * MOST + 1];
+  int level = MPI_THREAD_MULTIPLE; /* if MPI cannot say: the engine may run */
+  MPI_CHECK_LOG(MPI_Query_thread(&level));
+  v[2 * (n + 1)] = level;
   for (int j = 0; j <= n; j++) {
     int64_t h = (int64_t)((j < n ? rondo__knob_shared_hash(&c->cfg, j)
                                  : select_table_hash(c->tuning)) >> 1);
     v[2 * j] = h;
     v[2 * j + 1] = ~h;
   }
-  MPI_CHECK(MPI_Allreduce(v, r, 2 * (n + 1), MPI_INT64_T, MPI_MAX, c->mpi));
+  MPI_CHECK(MPI_Allreduce(v, r, 2 * (n + 1) + 1, MPI_INT64_T, MPI_MAX, c->mpi));
+  c->thread_level_max = (int)r[2 * (n + 1)];
   int k = 0;
   while (k < n && r[2 * k] == ~r[2 * k + 1])
     k++;

@@ -82,18 +82,8 @@ rondo_status_t eng_create(rondo_comm_t comm)
     e->mpi = mpi;
     st = setup(e);
   }
-  /* Whether any rank could ever start its thread (eng_start_locked): where
-   * none can, the shutdown skips the rendezvous, whose nonblocking
-   * all-reduce costs p^2 messages in SimGrid's SMPI. */
-  int level = 0, most = MPI_THREAD_MULTIPLE;
-  int rc = MPI_Query_thread(&level);
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Allreduce(&level, &most, 1, MPI_INT, MPI_MAX, comm->mpi);
-  if (rc != MPI_SUCCESS && st == RONDO_SUCCESS)
-    st = rondo__mpi_fail(rc, "MPI_Allreduce", __FILE__, __LINE__);
   rondo_status_t all = comm_agree_status(comm, st);
   if (all == RONDO_SUCCESS) {
-    e->none_can_start = most < MPI_THREAD_MULTIPLE;
     comm->engine = e;
     return RONDO_SUCCESS;
   }
@@ -127,7 +117,10 @@ void eng_leave_begin(rondo_comm_t comm, int can_poll)
   int started = e->started;
   pthread_cond_broadcast(&e->work);
   pthread_mutex_unlock(&e->lock);
-  if (e->none_can_start)
+  /* No rank's MPI gives MPI_THREAD_MULTIPLE, so no engine can ever start
+   * (eng_start_locked): no rendezvous, whose nonblocking all-reduce costs
+   * p^2 messages in SimGrid's SMPI. */
+  if (comm->thread_level_max < MPI_THREAD_MULTIPLE)
     e->hello.done = 1;
   if (started || e->hello.done)
     return;

@@ -61,9 +61,6 @@ struct engine {
   int oversubscribed;         /* more ranks than cores on this node: shorter spins */
   int pinned_cpu;             /* the core the thread is pinned to, or -1 */
   eng_hello_t hello;          /* the rendezvous (handshake.c) */
-  int none_can_start;         /* no rank's MPI gives MPI_THREAD_MULTIPLE: no
-                                 engine thread can ever run, so there is no
-                                 rendezvous at shutdown */
 
   /* The cycle token: whoever holds it runs cycles and owns what is marked
    * "cycles only" below: the engine thread, or a thread in rondo_wait that
