@@ -154,4 +154,5 @@ def main():
         json.dump(runs, open(a.json, "w"), indent=1)
 
 
-main()
+if __name__ == "__main__":
+    main()

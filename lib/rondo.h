@@ -250,6 +250,10 @@ RONDO_API rondo_status_t rondo_comm_size(rondo_comm_t comm, int *size);
 RONDO_API rondo_status_t rondo_comm_local_rank(rondo_comm_t comm, int *local_rank);
 RONDO_API rondo_status_t rondo_comm_local_size(rondo_comm_t comm, int *local_size);
 RONDO_API rondo_status_t rondo_comm_node_count(rondo_comm_t comm, int *nodes);
+/* This rank's node: 0 .. node_count - 1, numbered in the order of each
+ * node's lowest rank. MPI_Comm_split(mpi, node_id, rank) gives the node's
+ * ranks, virtual nodes included. */
+RONDO_API rondo_status_t rondo_comm_node_id(rondo_comm_t comm, int *node_id);
 /* The duplicated MPI communicator rondo uses. */
 RONDO_API rondo_status_t rondo_comm_mpi(rondo_comm_t comm, MPI_Comm *mpi);
 

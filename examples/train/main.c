@@ -148,7 +148,10 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
     last_done = t->done_at[i] > last_done ? t->done_at[i] : last_done;
   double epochs_seen = (double)b->epoch + (double)(b->offset + b->global) / (double)t->data.train.n;
   double lr = optim_lr(&t->o, epochs_seen);
-  optim_step(&t->m, (float)lr, (float)t->o.momentum, (float)t->o.weight_decay);
+  if (t->o.strategy == STRATEGY_CENTRAL_STORAGE)
+    central_update(t, (float)lr);
+  else
+    optim_step(&t->m, (float)lr, (float)t->o.momentum, (float)t->o.weight_decay);
   rondo_timeline_mark(t->comm, "updated");
   acc->loss += loss;
   acc->correct += (double)correct;
@@ -393,6 +396,13 @@ static int finish(trainer_t *t, acc_t *total)
   epoch_stats_t run;
   reduce_epoch(t, total, t->train_seconds, 0, 0, &run);
   run.step = t->step;
+  double mem[2], most[2], sum;
+  train_memory(&mem[0], &mem[1]);
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, mem, most, 2, RONDO_FLOAT64, RONDO_MAX));
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, &mem[1], &sum, 1, RONDO_FLOAT64, RONDO_SUM));
+  run.rss_max = most[0];
+  run.pss_max = most[1];
+  run.pss_total = mem[1] < 0 || sum < 0 ? -1 : sum; /* -1 anywhere: unknown */
   char config[2048];
   trainer_config_json(t, config, sizeof config);
   char err[1024] = "";
@@ -415,6 +425,7 @@ static int train(trainer_t *t)
   loader_destroy(t->loader);
   report_destroy(t->rep);
   mlp_destroy(&t->m);
+  central_destroy(t);
   data_free(&t->data);
   free(t->ex);
   free(t->ey);

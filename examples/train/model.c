@@ -86,9 +86,11 @@ int mlp_create(mlp_t *m, const size_t *sizes, int nsizes, size_t max_rows, uint6
 
 void mlp_destroy(mlp_t *m)
 {
-  free(m->params);
+  if (!m->adopted) {
+    free(m->params);
+    free(m->velocity);
+  }
   free(m->grads);
-  free(m->velocity);
   free(m->delta[0]);
   free(m->delta[1]);
   for (int l = 1; l <= TRAIN_MAX_LAYERS; l++)
@@ -172,6 +174,21 @@ void mlp_backward(mlp_t *m, size_t n, void (*grad_ready)(int layer, void *user),
     for (size_t i = 0; i < n * in; i++)
       da[i] = a[i] > 0 ? da[i] : 0;
     cur = !cur;
+  }
+}
+
+void mlp_adopt(mlp_t *m, float *params, float *velocity)
+{
+  if (!m->adopted) {
+    free(m->params);
+    free(m->velocity);
+  }
+  m->params = params;
+  m->velocity = velocity;
+  m->adopted = 1;
+  for (int l = 1; l <= m->nlayers; l++) {
+    m->W[l - 1] = params + m->vars[2 * (l - 1)].offset;
+    m->b[l - 1] = params + m->vars[2 * (l - 1) + 1].offset;
   }
 }
 

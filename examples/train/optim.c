@@ -28,11 +28,19 @@ double optim_lr(const train_opts_t *o, double e)
 
 void optim_step(mlp_t *m, float lr, float momentum, float weight_decay)
 {
+  optim_step_range(m, lr, momentum, weight_decay, 0, m->nparams);
+}
+
+void optim_step_range(mlp_t *m, float lr, float momentum, float weight_decay, size_t lo,
+                      size_t hi)
+{
   for (int i = 0; i < m->nvars; i++) {
     const var_t *v = &m->vars[i];
-    float *w = m->params + v->offset, *g = m->grads + v->offset, *vel = m->velocity + v->offset;
+    size_t first = v->offset > lo ? v->offset : lo;
+    size_t end = v->offset + v->count < hi ? v->offset + v->count : hi;
+    float *w = m->params, *g = m->grads, *vel = m->velocity;
     float wd = v->is_weight ? weight_decay : 0.0f;
-    for (size_t k = 0; k < v->count; k++) {
+    for (size_t k = first; k < end; k++) {
       float grad = g[k] + wd * w[k];
       vel[k] = momentum * vel[k] + grad;
       w[k] -= lr * vel[k];

@@ -16,9 +16,10 @@ void train_usage(FILE *f)
   fprintf(f,
     "usage: mpiexec -n N rondo-train [OPTIONS]\n"
     "\n"
-    "Trains an MLP by synchronous data-parallel SGD: every rank holds the same\n"
-    "variables, trains on its share of each global batch, and applies the same\n"
-    "all-reduced update. N ranks train exactly like one rank with the global batch.\n"
+    "Trains an MLP by synchronous data-parallel SGD: every rank trains on its share\n"
+    "of each global batch, and the all-reduced gradient updates the variables, which\n"
+    "every rank holds (mirrored) or each node holds once (central-storage). N ranks\n"
+    "train exactly like one rank with the global batch.\n"
     "\n"
     "data:\n"
     "  --dataset NAME          digits (UCI 8x8, shipped; default), fashion-mnist, synthetic\n"
@@ -42,6 +43,8 @@ void train_usage(FILE *f)
     "  --gamma X               step: the factor (default 0.1)\n"
     "  --max-steps K           stop when the global step count reaches K\n"
     "communication:\n"
+    "  --strategy NAME         mirrored (default: the variables on every rank) or\n"
+    "                          central-storage (one copy per node, updated once)\n"
     "  --allreduce ALGO        deterministic (default: bitwise-reproducible sums), auto,\n"
     "                          mpi, ring, recursive_doubling, rabenseifner, shm, hierarchical\n"
     "  --no-overlap            submit the gradients after backward, not during it\n"
@@ -118,8 +121,10 @@ static const char *const datasets[] = {"digits", "fashion-mnist", "synthetic"};
 static const char *const schedules[] = {"cosine", "step", "constant"};
 static const char *const progresses[] = {"auto", "bar", "none"};
 static const char *const prefetches[] = {"off", "on", "auto"};
+static const char *const strategies[] = {"mirrored", "central-storage"};
 
 const char *train_schedule_name(schedule_t s) { return schedules[s]; }
+const char *train_strategy_name(strategy_t s) { return strategies[s]; }
 
 static int parse_hidden(const char *s, train_opts_t *o)
 {
@@ -188,7 +193,7 @@ static void defaults(train_opts_t *o)
 enum {
   OPT_DATASET = 256, OPT_DATA_DIR, OPT_SAMPLES, OPT_FEATURES, OPT_CLASSES, OPT_HIDDEN,
   OPT_SEED, OPT_EPOCHS, OPT_BATCH, OPT_LR, OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_WARMUP,
-  OPT_STEP_EPOCHS, OPT_GAMMA, OPT_MAX_STEPS, OPT_ALLREDUCE, OPT_NO_OVERLAP, OPT_PREFETCH,
+  OPT_STEP_EPOCHS, OPT_GAMMA, OPT_MAX_STEPS, OPT_STRATEGY, OPT_ALLREDUCE, OPT_NO_OVERLAP, OPT_PREFETCH,
   OPT_CHECK_EVERY,
   OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_INSPECT, OPT_JSON, OPT_SAVE_WEIGHTS,
   OPT_PROGRESS, OPT_PERTURB,
@@ -212,6 +217,7 @@ static const struct option long_opts[] = {
   {"step-epochs", required_argument, NULL, OPT_STEP_EPOCHS},
   {"gamma", required_argument, NULL, OPT_GAMMA},
   {"max-steps", required_argument, NULL, OPT_MAX_STEPS},
+  {"strategy", required_argument, NULL, OPT_STRATEGY},
   {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
   {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
   {"prefetch", required_argument, NULL, OPT_PREFETCH},
@@ -350,6 +356,11 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
       if (parse_int(arg, 1, INT64_MAX, &v) != 0)
         return bad(print, "--max-steps: '%s' is not a positive integer", arg);
       o->max_steps = v;
+      break;
+    case OPT_STRATEGY:
+      if ((w = parse_word(arg, strategies, 2)) < 0)
+        return bad(print, "--strategy: '%s' is not mirrored or central-storage", arg);
+      o->strategy = (strategy_t)w;
       break;
     case OPT_ALLREDUCE:
       if (parse_algo(arg, o) != 0)

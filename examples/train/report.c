@@ -32,6 +32,25 @@ double train_now(void)
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void train_memory(double *rss_mib, double *pss_mib)
+{
+  /* smaps_rollup (Linux 4.14): Rss and Pss in kB; the order of its lines
+   * is not relied on. */
+  *rss_mib = *pss_mib = -1;
+  FILE *f = fopen("/proc/self/smaps_rollup", "r");
+  if (f == NULL)
+    return;
+  char line[256];
+  double kb;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (sscanf(line, "Rss: %lf kB", &kb) == 1)
+      *rss_mib = kb / 1024;
+    else if (sscanf(line, "Pss: %lf kB", &kb) == 1)
+      *pss_mib = kb / 1024;
+  }
+  fclose(f);
+}
+
 int train_error(char *err, size_t len, const char *fmt, ...)
 {
   va_list ap, again;
@@ -179,6 +198,10 @@ int report_final(report_t *r, const epoch_stats_t *run, const char *config_json,
          "backward; input %.3f ms/step to prepare, %.3f ms/step waited for\n",
          run->step, run->seconds, rate, rate / run->size, 100 * run->test_acc, run->test_loss,
          100 * run->comm_wait, 100 * run->comm_hidden, run->input_prep_ms, run->input_wait_ms);
+  if (run->rss_max >= 0 && run->pss_max >= 0)
+    printf("       memory %.0f MiB resident per rank at most, %.0f MiB proportional (shared "
+           "pages split among the ranks that map them); %.0f MiB all ranks\n",
+           run->rss_max, run->pss_max, run->pss_total);
   fflush(stdout);
   if (r->json != NULL) {
     fprintf(r->json,
@@ -187,10 +210,12 @@ int report_final(report_t *r, const epoch_stats_t *run, const char *config_json,
             "\"samples_per_s_per_rank\":%.3f,\"comm_wait_share\":%.6f,"
             "\"comm_hidden_share\":%.6f,\"input_wait_share\":%.6f,"
             "\"input_wait_ms_per_step\":%.6f,\"input_prep_ms_per_step\":%.6f,"
+            "\"rss_mib_max\":%.1f,\"pss_mib_max\":%.1f,\"pss_mib_total\":%.1f,"
             "\"ranks\":%d,\"config\":%s}\n",
             run->step, run->steps_done, run->test_acc, run->test_loss, run->samples,
             run->seconds, rate, rate / run->size, run->comm_wait, run->comm_hidden,
-            run->input_wait, run->input_wait_ms, run->input_prep_ms, run->size, config_json);
+            run->input_wait, run->input_wait_ms, run->input_prep_ms, run->rss_max, run->pss_max,
+            run->pss_total, run->size, config_json);
     return json_written(r, err, errlen);
   }
   return 0;

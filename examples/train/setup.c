@@ -137,6 +137,21 @@ static int check_checkpoint(const trainer_t *t, const ckpt_header_t *h, char *er
   return 0;
 }
 
+/* ---- the strategy ------------------------------------------------------------------- */
+
+/* Every rank must run the same strategy: they communicate differently. */
+static int strategy_agree(trainer_t *t)
+{
+  int32_t v[2] = {(int32_t)t->o.strategy, -(int32_t)t->o.strategy};
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, v, v, 2, RONDO_INT32, RONDO_MIN));
+  char err[1024];
+  snprintf(err, sizeof err,
+           "the ranks were given different strategies (%s on some, %s on others): give "
+           "every rank the same --strategy",
+           train_strategy_name((strategy_t)v[0]), train_strategy_name((strategy_t)-v[1]));
+  return trainer_agree(t, v[0] == -v[1], err, sizeof err);
+}
+
 /* ---- data, model, mirrored start ---------------------------------------------------- */
 
 /* Every rank must hold the same data: a CRC-32 of both splits, their sizes and
@@ -305,13 +320,13 @@ void trainer_config_json(const trainer_t *t, char *buf, size_t len)
            "\"classes\":%zu,\"hidden\":[%s],\"shape\":\"%s\",\"variables\":%zu,\"seed\":%llu,"
            "\"epochs\":%d,\"batch\":%zu,\"lr\":%g,\"momentum\":%g,\"weight_decay\":%g,"
            "\"schedule\":\"%s\",\"warmup_epochs\":%g,\"step_epochs\":%g,\"gamma\":%g,"
-           "\"max_steps\":%lld,\"allreduce\":\"%s\",\"deterministic\":%s,\"overlap\":%s,"
+           "\"max_steps\":%lld,\"strategy\":\"%s\",\"allreduce\":\"%s\",\"deterministic\":%s,\"overlap\":%s,"
            "\"prefetch\":%s,\"ranks\":%d,\"nodes\":%d,\"resumed\":%s}",
            t->data.name, t->data.train.n, t->data.test.n, t->data.features, t->data.classes,
            hidden, shape, t->m.nparams, (unsigned long long)t->o.seed, t->o.epochs, t->o.batch,
            t->o.lr, t->o.momentum, t->o.weight_decay, train_schedule_name(t->o.schedule),
            t->o.warmup_epochs, t->o.step_epochs, t->o.gamma, t->o.max_steps,
-           rondo_algo_name(t->algo), t->o.algo_deterministic ? "true" : "false",
+           train_strategy_name(t->o.strategy), rondo_algo_name(t->algo), t->o.algo_deterministic ? "true" : "false",
            t->o.overlap ? "true" : "false", t->o.prefetch == PREFETCH_ON ? "true" : "false",
            t->size, t->nodes, t->o.resume != NULL ? "true" : "false");
 }
@@ -344,6 +359,19 @@ static void print_header(trainer_t *t, const char *blas)
                 rondo_version_string(), topo, t->data.name, n, t->data.test.n,
                 t->data.features, t->data.classes, t->data.source, shape, t->m.nparams,
                 t->m.nvars, (unsigned long long)o->seed, B, mine, (n + B - 1) / B, last);
+  double mib = (double)(2 * t->m.nparams * sizeof(float)) / (1 << 20);
+  if (o->strategy == STRATEGY_CENTRAL_STORAGE)
+    report_header(t->rep,
+                  "strategy   central-storage: the variables and momentum (%.1f MiB) once per "
+                  "node, %d node%s; the node's ranks update it in slices, rank 0's %d ranks "
+                  "1/%d each\n",
+                  mib, t->nodes, t->nodes == 1 ? "" : "s", t->central.local_size,
+                  t->central.local_size);
+  else
+    report_header(t->rep,
+                  "strategy   mirrored: every rank holds the variables and momentum (%.1f MiB) "
+                  "and applies the update\n",
+                  mib);
   report_header(t->rep,
                 "optimizer  SGD, lr %g (%s, %g warm-up epochs), momentum %g, weight decay %g, "
                 "%d epochs%s\n"
@@ -372,6 +400,11 @@ int trainer_setup(trainer_t *t)
   float *params = NULL, *velocity = NULL; /* rank 0's copy of the checkpoint */
   int rc = TRAIN_EXIT_ERROR;
   memset(&h, 0, sizeof h);
+  t->central.win = MPI_WIN_NULL;
+  if (strategy_agree(t) != 0) {
+    rc = TRAIN_EXIT_USAGE;
+    goto out;
+  }
   if (fresh_start(t) != 0)
     goto out;
   if (t->o.resume != NULL) {
@@ -388,6 +421,8 @@ int trainer_setup(trainer_t *t)
   if (trainer_agree(t, ok, err, sizeof err) != 0)
     goto out;
   mirror_start(t, &h, params, velocity);
+  if (t->o.strategy == STRATEGY_CENTRAL_STORAGE && central_create(t) != 0)
+    goto out;
   if (choose_algo(t) != 0) {
     rc = TRAIN_EXIT_USAGE;
     goto out;

@@ -1,6 +1,7 @@
 /*
- * rondo-train: synchronous data-parallel SGD with mirrored variables
- * (docs/train.md). One header for the trainer's parts:
+ * rondo-train: synchronous data-parallel SGD, the variables mirrored on
+ * every rank or stored once per node (docs/train.md). One header for the
+ * trainer's parts:
  *
  *   options.c     the command line (every rank reads it; main.c agrees on it)
  *   data.c        datasets: UCI digits (shipped), Fashion-MNIST (IDX), synthetic
@@ -8,6 +9,7 @@
  *                 batch, normalized on a prefetch thread
  *   model.c       the MLP: forward, softmax cross-entropy, backward (CBLAS)
  *   optim.c       SGD with momentum and weight decay, learning-rate schedules
+ *   central.c     --strategy central-storage: one copy of the variables per node
  *   checkpoint.c  atomic checkpoints with a checksum, and the weight file
  *   report.c      epoch lines, the progress bar, JSON records
  *   main.c        the distributed loop: broadcast, overlapped gradient
@@ -34,6 +36,8 @@ enum {
 
 typedef enum { SCHEDULE_COSINE, SCHEDULE_STEP, SCHEDULE_CONSTANT } schedule_t;
 typedef enum { PROGRESS_AUTO, PROGRESS_BAR, PROGRESS_NONE } progress_t;
+/* tf.distribute's names: MultiWorkerMirroredStrategy, CentralStorageStrategy */
+typedef enum { STRATEGY_MIRRORED, STRATEGY_CENTRAL_STORAGE } strategy_t;
 enum { PREFETCH_OFF, PREFETCH_ON, PREFETCH_AUTO };
 
 /* Which options the command line set (train_opts_t.set): --resume takes the
@@ -64,6 +68,7 @@ typedef struct {
   double step_epochs, gamma;  /* step schedule: x gamma every step_epochs */
   long long max_steps;        /* 0: no limit */
   /* communication */
+  strategy_t strategy;
   int algo_deterministic;     /* --allreduce deterministic (the default) */
   rondo_algo_t algo;          /* otherwise the algorithm asked for */
   int prefetch;                /* PREFETCH_AUTO, _ON or _OFF; main.c resolves AUTO */
@@ -87,6 +92,8 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print);
 void train_usage(FILE *f);
 /* "cosine", "step", "constant" */
 const char *train_schedule_name(schedule_t s);
+/* "mirrored", "central-storage" */
+const char *train_strategy_name(strategy_t s);
 
 /* ---- data ---------------------------------------------------------------------- */
 
@@ -162,6 +169,7 @@ typedef struct {
   float *delta[2];                   /* gradients w.r.t. pre-activations */
   int nvars;                         /* 2 nlayers: fc1.weight, fc1.bias, ... */
   var_t vars[2 * TRAIN_MAX_LAYERS];
+  int adopted;                       /* params and velocity are another's (mlp_adopt) */
 } mlp_t;
 
 int mlp_create(mlp_t *m, const size_t *sizes, int nsizes, size_t max_rows, uint64_t seed);
@@ -177,6 +185,10 @@ void mlp_loss(mlp_t *m, const uint16_t *y, size_t n, double *loss_sum, size_t *c
  * final, so their all-reduce overlaps the rest of backward (NULL: no
  * call). n = 0 gives zero gradients. */
 void mlp_backward(mlp_t *m, size_t n, void (*grad_ready)(int layer, void *user), void *user);
+/* Moves the variables and the momentum to params and velocity (nparams
+ * each, owned by the caller, which has filled them), freeing the model's
+ * own: central.c's shared copy. */
+void mlp_adopt(mlp_t *m, float *params, float *velocity);
 /* "64-256-128-10" */
 void mlp_shape(const size_t *sizes, int nsizes, char *buf, size_t len);
 
@@ -188,6 +200,9 @@ double optim_lr(const train_opts_t *o, double epochs_done);
 /* One SGD step on every variable: g = grad (+ weight_decay * w for weights),
  * v = momentum * v + g, w -= lr * v. */
 void optim_step(mlp_t *m, float lr, float momentum, float weight_decay);
+/* The same step on the elements [lo, hi) of params only. */
+void optim_step_range(mlp_t *m, float lr, float momentum, float weight_decay, size_t lo,
+                      size_t hi);
 
 /* ---- checkpoints ------------------------------------------------------------------ */
 
@@ -244,6 +259,8 @@ typedef struct {
   double input_wait_ms, input_prep_ms; /* per step, mean over ranks */
   double lr;
   int size;
+  /* the final record only: memory at the end of the run, in MiB */
+  double rss_max, pss_max, pss_total; /* most of any rank, and all ranks' sum */
 } epoch_stats_t;
 
 typedef struct report report_t;
@@ -262,6 +279,10 @@ int report_final(report_t *r, const epoch_stats_t *run, const char *config_json,
                  size_t errlen);
 void report_destroy(report_t *r);
 
+/* This process's resident and proportional set sizes in MiB (shared pages
+ * count in full in the first, divided among their users in the second);
+ * -1 where /proc does not say. */
+void train_memory(double *rss_mib, double *pss_mib);
 /* Seconds on a monotonic clock. */
 double train_now(void);
 /* Formats an error message into err; returns -1 (the failure value). */

@@ -8,6 +8,15 @@
 
 #include "examples/train/train.h"
 
+/* --strategy central-storage's shared copy (central.c) */
+typedef struct {
+  rondo_comm_t node;  /* this node's ranks (virtual nodes included) */
+  MPI_Comm mpi;       /* the same ranks, for the window */
+  MPI_Win win;        /* the variables, then the momentum; MPI_WIN_NULL: none */
+  int local_size;
+  size_t lo, hi;      /* the elements this rank updates */
+} central_t;
+
 typedef struct {
   rondo_comm_t comm;
   int rank, size, nodes;
@@ -19,6 +28,7 @@ typedef struct {
   mlp_t m;
   report_t *rep;
   loader_t *loader;
+  central_t central;
   /* the step in flight */
   rondo_async_opts_t ropts;
   rondo_request_t req[2 * TRAIN_MAX_LAYERS];
@@ -62,5 +72,15 @@ int trainer_agree(trainer_t *t, int ok, char *msg, size_t len);
 int trainer_setup(trainer_t *t);
 /* The configuration as a JSON object's text. */
 void trainer_config_json(const trainer_t *t, char *buf, size_t len);
+
+/* central.c. central_create moves the variables and the momentum (already
+ * the same on every rank) into the node's shared copy: 0, or -1 after every
+ * rank learned why. Collective. */
+int central_create(trainer_t *t);
+/* The optimizer on this rank's slice of the copy, then central_sync. */
+void central_update(trainer_t *t, float lr);
+/* Every rank of the node has written what it writes and sees the others'. */
+void central_sync(trainer_t *t);
+void central_destroy(trainer_t *t);
 
 #endif

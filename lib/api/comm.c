@@ -112,6 +112,7 @@ COMM_QUERY(rondo_comm_size, size)
 COMM_QUERY(rondo_comm_local_rank, local_rank)
 COMM_QUERY(rondo_comm_local_size, local_size)
 COMM_QUERY(rondo_comm_node_count, node_count)
+COMM_QUERY(rondo_comm_node_id, node_id)
 #undef COMM_QUERY
 
 rondo_status_t rondo_comm_set_timeout(rondo_comm_t comm, double seconds)

@@ -22,6 +22,7 @@ struct rondo_comm {
   MPI_Comm mpi;      /* private duplicate of the user's communicator */
   int rank, size;
   int local_rank, local_size, node_count;
+  int node_id;       /* 0..node_count-1, ordered by the node's lowest rank */
   int pof2;          /* largest power of two <= size */
   double link_beta;  /* seconds per byte one stream of a ring over this comm
                         gets through a node's link: the measured network's,

@@ -222,6 +222,7 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
     c->local_rank = c->topo->local_rank;
     c->local_size = c->topo->local_size;
     c->node_count = c->topo->node_count;
+    c->node_id = c->topo->node_id;
     c->cross = calloc((size_t)c->topo->slices, sizeof *c->cross);
     if (c->cross == NULL)
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "topology: cross comms");

@@ -347,6 +347,7 @@ static void comm_errors(void)
   MT_EQ_STATUS(rondo_comm_local_rank(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
   MT_EQ_STATUS(rondo_comm_local_size(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
   MT_EQ_STATUS(rondo_comm_node_count(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
+  MT_EQ_STATUS(rondo_comm_node_id(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
   MT_EQ_STATUS(rondo_comm_mpi(rondo_world(), NULL), RONDO_ERR_INVALID_ARG);
   MT_EQ_STATUS(rondo_comm_set_timeout(NULL, 1), RONDO_ERR_INVALID_COMM);
   MT_EQ_STATUS(rondo_comm_set_timeout(rondo_world(), -1), RONDO_ERR_INVALID_ARG);

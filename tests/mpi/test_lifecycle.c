@@ -74,6 +74,31 @@ static void check_comm_matches(rondo_comm_t c, MPI_Comm mpi_comm)
            cmp);
 }
 
+/* node_id against the other queries, real or virtual nodes: the ranks with
+ * one id are local ranks 0, 1, ... in rank order, as many as local_size, and
+ * the ids are numbered in the order of each node's lowest rank. */
+static void check_node_id(rondo_comm_t w, int lr, int ls, int nodes)
+{
+  int id = MT_QUERY(rondo_comm_node_id, w), mine[3] = {id, lr, ls};
+  int *all = mt_alloc(3 * (size_t)mt.size * sizeof *all);
+  MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, MPI_COMM_WORLD);
+  int next_new = 0;
+  for (int r = 0; r < mt.size; r++) {
+    int rid = all[3 * r], seen = 0;
+    for (int q = 0; q < r; q++)
+      seen += all[3 * q] == rid;
+    if (seen == 0)
+      MT_EQ_INT(rid, next_new++);
+    MT_EQ_INT(all[3 * r + 1], seen);
+  }
+  MT_EQ_INT(next_new, nodes);
+  int members = 0;
+  for (int r = 0; r < mt.size; r++)
+    members += all[3 * r] == id;
+  MT_EQ_INT(members, ls);
+  free(all);
+}
+
 /* rank/size/local_rank/local_size/node_count against MPI's own view. */
 static void check_queries(rondo_comm_t w)
 {
@@ -84,6 +109,7 @@ static void check_queries(rondo_comm_t w)
   MT_CHECK(ls >= 1 && ls <= mt.size, "1 <= local_size (%d) <= size (%d)", ls, mt.size);
   MT_CHECK(lr >= 0 && lr < ls, "0 <= local_rank (%d) < local_size (%d)", lr, ls);
   MT_CHECK(nodes >= 1 && nodes <= mt.size, "1 <= node_count (%d) <= size (%d)", nodes, mt.size);
+  check_node_id(w, lr, ls, nodes);
   const char *virt = getenv("RONDO_NODE_SIZE");
   if (virt && *virt)
     return; /* virtual nodes: only the sanity checks above */

@@ -62,6 +62,8 @@ def test_basics():
         check(rondo._fast is None, "RONDO_PYTHON_FAST=0: no rondo._fast")
     check(0 <= R < N, "rank %d of %d", R, N)
     check(0 <= rondo.local_rank() < rondo.local_size() <= N, "local rank")
+    w = rondo.world()
+    check(0 <= w.node_id < w.nodes, "node_id %d of %d nodes", w.node_id, w.nodes)
     check(rondo.version().count(".") == 2, "version %s", rondo.version())
     check("node" in rondo.world().topology(), "topology line")
     check("choice" in rondo.world().explain(1 << 20), "explain")

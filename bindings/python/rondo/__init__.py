@@ -191,7 +191,8 @@ class Comm(Submitter):
         for field, fn in (("rank", _lib.comm_rank), ("size", _lib.comm_size),
                           ("local_rank", _lib.comm_local_rank),
                           ("local_size", _lib.comm_local_size),
-                          ("nodes", _lib.comm_node_count)):
+                          ("nodes", _lib.comm_node_count),
+                          ("node_id", _lib.comm_node_id)):
             _raise_status(fn(handle, ctypes.byref(out)), -1)
             setattr(self, field, out.value)
 
