@@ -28,12 +28,6 @@
 #include "examples/train/trainer.h"
 #include "tools/launch_env.h"
 
-/* Sums over an epoch (or the run), per rank until reduced. */
-typedef struct {
-  double loss, correct, samples;
-  double step_time, comm_wait, comm_window, input_wait, input_prep;
-  double steps;
-} acc_t;
 
 
 void trainer_die(const trainer_t *t, const char *fmt, ...)
@@ -124,6 +118,8 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
 {
   double loss = 0;
   size_t correct = 0;
+  if (t->o.slow_rank == t->rank)
+    train_sleep(t->o.slow_ms / 1e3); /* --debug-slow: a straggler */
   rondo_timeline_mark(t->comm, "step");
   if (b->local > 0) {
     mlp_forward(&t->m, b->x, b->local);
@@ -317,8 +313,9 @@ static void acc_add(acc_t *to, const acc_t *from)
 static int end_epoch(trainer_t *t, acc_t *acc, acc_t *total, double t_start, long long epoch,
                      int partial)
 {
-  double waited, prepared;
-  loader_times(t->loader, &waited, &prepared);
+  double waited = 0, prepared = 0;
+  if (t->loader != NULL) /* parameter-server's workers have none */
+    loader_times(t->loader, &waited, &prepared);
   acc->input_wait = waited - t->seen_wait;
   acc->input_prep = prepared - t->seen_prep;
   t->seen_wait = waited;
@@ -378,6 +375,23 @@ static int train_loop(trainer_t *t, acc_t *total)
   return 0;
 }
 
+/* --strategy parameter-server: the workers and servers run each epoch on
+ * their own (ps.c), and every rank meets at its end. */
+static int train_loop_ps(trainer_t *t, acc_t *total)
+{
+  int rc;
+  while (t->epoch < t->o.epochs && !(t->o.max_steps > 0 && t->step >= t->o.max_steps)) {
+    acc_t acc = {0};
+    long long epoch = t->epoch;
+    int partial;
+    double t0 = train_now();
+    ps_epoch(t, &acc, &partial);
+    if ((rc = end_epoch(t, &acc, total, t0, epoch, partial)) != 0)
+      return rc;
+  }
+  return 0;
+}
+
 static int finish(trainer_t *t, acc_t *total)
 {
   /* The last epoch's end may have done both already. */
@@ -419,13 +433,15 @@ static int train(trainer_t *t)
   t->ropts.callback = on_done;
   t->ropts.algo = t->algo;
   if (rc == 0)
-    rc = train_loop(t, &total);
+    rc = t->o.strategy == STRATEGY_PARAMETER_SERVER ? train_loop_ps(t, &total)
+                                                    : train_loop(t, &total);
   if (rc == 0)
     rc = finish(t, &total);
   loader_destroy(t->loader);
   report_destroy(t->rep);
   mlp_destroy(&t->m);
   central_destroy(t);
+  ps_destroy(t);
   data_free(&t->data);
   free(t->ex);
   free(t->ey);

@@ -34,13 +34,21 @@ void optim_step(mlp_t *m, float lr, float momentum, float weight_decay)
 void optim_step_range(mlp_t *m, float lr, float momentum, float weight_decay, size_t lo,
                       size_t hi)
 {
+  optim_step_slice(m, m->params + lo, m->velocity + lo, m->grads + lo, lo, hi, lr, momentum,
+                   weight_decay);
+}
+
+void optim_step_slice(const mlp_t *m, float *w, float *vel, const float *g, size_t lo,
+                      size_t hi, float lr, float momentum, float weight_decay)
+{
   for (int i = 0; i < m->nvars; i++) {
     const var_t *v = &m->vars[i];
     size_t first = v->offset > lo ? v->offset : lo;
     size_t end = v->offset + v->count < hi ? v->offset + v->count : hi;
-    float *w = m->params, *g = m->grads, *vel = m->velocity;
     float wd = v->is_weight ? weight_decay : 0.0f;
-    for (size_t k = first; k < end; k++) {
+    if (first >= end)
+      continue;
+    for (size_t k = first - lo; k < end - lo; k++) {
       float grad = g[k] + wd * w[k];
       vel[k] = momentum * vel[k] + grad;
       w[k] -= lr * vel[k];

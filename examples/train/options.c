@@ -43,8 +43,15 @@ void train_usage(FILE *f)
     "  --gamma X               step: the factor (default 0.1)\n"
     "  --max-steps K           stop when the global step count reaches K\n"
     "communication:\n"
-    "  --strategy NAME         mirrored (default: the variables on every rank) or\n"
-    "                          central-storage (one copy per node, updated once)\n"
+    "  --strategy NAME         mirrored (default: the variables on every rank),\n"
+    "                          central-storage (one copy per node, updated once) or\n"
+    "                          parameter-server (servers hold the variables; workers\n"
+    "                          fetch them and push gradients, without waiting for\n"
+    "                          each other)\n"
+    "  --servers K             parameter-server: the last K ranks serve (default: one\n"
+    "                          per 5 ranks, at least 1)\n"
+    "  --staleness S           parameter-server: a worker may run S steps ahead of the\n"
+    "                          slowest; 0 is synchronous SGD; async (default): no bound\n"
     "  --allreduce ALGO        deterministic (default: bitwise-reproducible sums), auto,\n"
     "                          mpi, ring, recursive_doubling, rabenseifner, shm, hierarchical\n"
     "  --no-overlap            submit the gradients after backward, not during it\n"
@@ -66,6 +73,8 @@ void train_usage(FILE *f)
     "tests:\n"
     "  --debug-perturb R:K     after step K, rank R changes fc1.bias (the mirror check\n"
     "                          must stop the run)\n"
+    "  --debug-slow R:MS       rank R sleeps MS milliseconds before each step (a\n"
+    "                          straggler)\n"
     "\n"
     "Exit status: 0 done, 1 an error (every rank reports it), 2 bad usage,\n"
     "3 the variables diverged across ranks. docs/train.md has the details.\n");
@@ -121,7 +130,7 @@ static const char *const datasets[] = {"digits", "fashion-mnist", "synthetic"};
 static const char *const schedules[] = {"cosine", "step", "constant"};
 static const char *const progresses[] = {"auto", "bar", "none"};
 static const char *const prefetches[] = {"off", "on", "auto"};
-static const char *const strategies[] = {"mirrored", "central-storage"};
+static const char *const strategies[] = {"mirrored", "central-storage", "parameter-server"};
 
 const char *train_schedule_name(schedule_t s) { return schedules[s]; }
 const char *train_strategy_name(strategy_t s) { return strategies[s]; }
@@ -188,15 +197,18 @@ static void defaults(train_opts_t *o)
   o->overlap = 1;
   o->progress = PROGRESS_AUTO;
   o->perturb_rank = -1;
+  o->slow_rank = -1;
+  o->staleness = -1;
 }
 
 enum {
   OPT_DATASET = 256, OPT_DATA_DIR, OPT_SAMPLES, OPT_FEATURES, OPT_CLASSES, OPT_HIDDEN,
   OPT_SEED, OPT_EPOCHS, OPT_BATCH, OPT_LR, OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_WARMUP,
-  OPT_STEP_EPOCHS, OPT_GAMMA, OPT_MAX_STEPS, OPT_STRATEGY, OPT_ALLREDUCE, OPT_NO_OVERLAP, OPT_PREFETCH,
+  OPT_STEP_EPOCHS, OPT_GAMMA, OPT_MAX_STEPS, OPT_STRATEGY, OPT_SERVERS, OPT_STALENESS,
+  OPT_ALLREDUCE, OPT_NO_OVERLAP, OPT_PREFETCH,
   OPT_CHECK_EVERY,
   OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_INSPECT, OPT_JSON, OPT_SAVE_WEIGHTS,
-  OPT_PROGRESS, OPT_PERTURB,
+  OPT_PROGRESS, OPT_PERTURB, OPT_SLOW,
 };
 
 static const struct option long_opts[] = {
@@ -218,6 +230,8 @@ static const struct option long_opts[] = {
   {"gamma", required_argument, NULL, OPT_GAMMA},
   {"max-steps", required_argument, NULL, OPT_MAX_STEPS},
   {"strategy", required_argument, NULL, OPT_STRATEGY},
+  {"servers", required_argument, NULL, OPT_SERVERS},
+  {"staleness", required_argument, NULL, OPT_STALENESS},
   {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
   {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
   {"prefetch", required_argument, NULL, OPT_PREFETCH},
@@ -232,6 +246,7 @@ static const struct option long_opts[] = {
   {"quiet", no_argument, NULL, 'q'},
   {"help", no_argument, NULL, 'h'},
   {"debug-perturb", required_argument, NULL, OPT_PERTURB},
+  {"debug-slow", required_argument, NULL, OPT_SLOW},
   {NULL, 0, NULL, 0},
 };
 
@@ -245,6 +260,19 @@ static int check_combination(const train_opts_t *o, int print)
     return bad(print, "--samples, --features and --classes are for --dataset synthetic");
   if (o->checkpoint_every > 0 && o->checkpoint == NULL)
     return bad(print, "--checkpoint-every needs --checkpoint FILE");
+  if (o->strategy != STRATEGY_PARAMETER_SERVER && (o->servers > 0 || o->set_staleness))
+    return bad(print, "--servers and --staleness are for --strategy parameter-server");
+  if (o->strategy == STRATEGY_PARAMETER_SERVER) {
+    /* The workers do not meet between the epochs' ends (docs/train.md). */
+    if (o->checkpoint_every > 0)
+      return bad(print, "--checkpoint-every: parameter-server checkpoints at the end of "
+                        "each epoch only");
+    if (o->check_every > 0)
+      return bad(print, "--check-every: parameter-server compares the variables at the end "
+                        "of each epoch only");
+    if (o->perturb_step > 0)
+      return bad(print, "--debug-perturb is for the mirrored strategies");
+  }
   return 0;
 }
 
@@ -358,9 +386,24 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
       o->max_steps = v;
       break;
     case OPT_STRATEGY:
-      if ((w = parse_word(arg, strategies, 2)) < 0)
-        return bad(print, "--strategy: '%s' is not mirrored or central-storage", arg);
+      if ((w = parse_word(arg, strategies, 3)) < 0)
+        return bad(print,
+                   "--strategy: '%s' is not mirrored, central-storage or parameter-server", arg);
       o->strategy = (strategy_t)w;
+      break;
+    case OPT_SERVERS:
+      if (parse_int(arg, 1, 1 << 20, &v) != 0)
+        return bad(print, "--servers: '%s' is not a count from 1", arg);
+      o->servers = (int)v;
+      break;
+    case OPT_STALENESS:
+      if (strcmp(arg, "async") == 0)
+        o->staleness = -1;
+      else if (parse_int(arg, 0, 1 << 30, &v) == 0)
+        o->staleness = v;
+      else
+        return bad(print, "--staleness: '%s' is not a number of steps from 0, or async", arg);
+      o->set_staleness = 1;
       break;
     case OPT_ALLREDUCE:
       if (parse_algo(arg, o) != 0)
@@ -408,6 +451,18 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
         return bad(print, "--debug-perturb: '%s' is not RANK:STEP", arg);
       o->perturb_rank = (int)r;
       o->perturb_step = k;
+      break;
+    }
+    case OPT_SLOW: {
+      long long r;
+      char buf[64], *colon;
+      if (strlen(arg) >= sizeof buf || (colon = strchr(strcpy(buf, arg), ':')) == NULL)
+        return bad(print, "--debug-slow: '%s' is not RANK:MILLISECONDS", arg);
+      *colon = '\0';
+      if (parse_int(buf, 0, 1 << 30, &r) != 0 || parse_real(colon + 1, 0, 1e6, &d) != 0)
+        return bad(print, "--debug-slow: '%s' is not RANK:MILLISECONDS", arg);
+      o->slow_rank = (int)r;
+      o->slow_ms = d;
       break;
     }
     case ':': return bad(print, "%s needs a value", argv[optind - 1]);

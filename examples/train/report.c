@@ -51,6 +51,17 @@ void train_memory(double *rss_mib, double *pss_mib)
   fclose(f);
 }
 
+void train_sleep(double seconds)
+{
+  if (!(seconds > 0))
+    return;
+  struct timespec ts;
+  ts.tv_sec = (time_t)seconds;
+  ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
 int train_error(char *err, size_t len, const char *fmt, ...)
 {
   va_list ap, again;

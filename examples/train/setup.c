@@ -187,7 +187,12 @@ static int build_model(trainer_t *t)
   for (int i = 0; i < t->o.nhidden; i++)
     sizes[nsizes++] = t->o.hidden[i];
   sizes[nsizes++] = t->data.classes;
-  size_t rows = (t->o.batch + (size_t)t->size - 1) / (size_t)t->size;
+  /* The most rows a rank trains on: its share of the global batch, split
+   * among the workers under parameter-server. */
+  int shares = t->size;
+  if (t->o.strategy == STRATEGY_PARAMETER_SERVER && t->size > ps_servers(t))
+    shares = t->size - ps_servers(t);
+  size_t rows = (t->o.batch + (size_t)shares - 1) / (size_t)shares;
   rows = rows > EVAL_ROWS ? rows : EVAL_ROWS;
   ok = mlp_create(&t->m, sizes, nsizes, rows, t->o.seed) == 0;
   t->ex = malloc(rows * t->data.features * sizeof *t->ex);
@@ -315,18 +320,24 @@ void trainer_config_json(const trainer_t *t, char *buf, size_t len)
     used += (size_t)snprintf(hidden + used, sizeof hidden - used, "%s%zu", i ? "," : "",
                              t->o.hidden[i]);
   mlp_shape(t->m.sizes, t->m.nlayers + 1, shape, sizeof shape);
+  char staleness[32] = "null";
+  if (t->o.strategy == STRATEGY_PARAMETER_SERVER && t->o.staleness < 0)
+    snprintf(staleness, sizeof staleness, "\"async\"");
+  else if (t->o.strategy == STRATEGY_PARAMETER_SERVER)
+    snprintf(staleness, sizeof staleness, "%lld", t->o.staleness);
   snprintf(buf, len,
            "{\"dataset\":\"%s\",\"train_samples\":%zu,\"test_samples\":%zu,\"features\":%zu,"
            "\"classes\":%zu,\"hidden\":[%s],\"shape\":\"%s\",\"variables\":%zu,\"seed\":%llu,"
            "\"epochs\":%d,\"batch\":%zu,\"lr\":%g,\"momentum\":%g,\"weight_decay\":%g,"
            "\"schedule\":\"%s\",\"warmup_epochs\":%g,\"step_epochs\":%g,\"gamma\":%g,"
-           "\"max_steps\":%lld,\"strategy\":\"%s\",\"allreduce\":\"%s\",\"deterministic\":%s,\"overlap\":%s,"
+           "\"max_steps\":%lld,\"strategy\":\"%s\",\"servers\":%d,\"staleness\":%s,"
+           "\"allreduce\":\"%s\",\"deterministic\":%s,\"overlap\":%s,"
            "\"prefetch\":%s,\"ranks\":%d,\"nodes\":%d,\"resumed\":%s}",
            t->data.name, t->data.train.n, t->data.test.n, t->data.features, t->data.classes,
            hidden, shape, t->m.nparams, (unsigned long long)t->o.seed, t->o.epochs, t->o.batch,
            t->o.lr, t->o.momentum, t->o.weight_decay, train_schedule_name(t->o.schedule),
            t->o.warmup_epochs, t->o.step_epochs, t->o.gamma, t->o.max_steps,
-           train_strategy_name(t->o.strategy), rondo_algo_name(t->algo), t->o.algo_deterministic ? "true" : "false",
+           train_strategy_name(t->o.strategy), t->ps.servers, staleness, rondo_algo_name(t->algo), t->o.algo_deterministic ? "true" : "false",
            t->o.overlap ? "true" : "false", t->o.prefetch == PREFETCH_ON ? "true" : "false",
            t->size, t->nodes, t->o.resume != NULL ? "true" : "false");
 }
@@ -344,6 +355,9 @@ static void print_header(trainer_t *t, const char *blas)
     snprintf(topo, sizeof topo, "?");
   if (t->size == 1)
     snprintf(allreduce, sizeof allreduce, "none: one rank (the gradient sums are local)");
+  else if (o->strategy == STRATEGY_PARAMETER_SERVER)
+    snprintf(allreduce, sizeof allreduce,
+             "none for the gradients: the workers push them to the servers");
   else
     snprintf(allreduce, sizeof allreduce,
              "one request per variable %s, through the engine; algorithm %s (%s)",
@@ -360,7 +374,11 @@ static void print_header(trainer_t *t, const char *blas)
                 t->data.features, t->data.classes, t->data.source, shape, t->m.nparams,
                 t->m.nvars, (unsigned long long)o->seed, B, mine, (n + B - 1) / B, last);
   double mib = (double)(2 * t->m.nparams * sizeof(float)) / (1 << 20);
-  if (o->strategy == STRATEGY_CENTRAL_STORAGE)
+  if (o->strategy == STRATEGY_PARAMETER_SERVER) {
+    char ps[512];
+    ps_describe(t, ps, sizeof ps);
+    report_header(t->rep, "strategy   %s\n", ps);
+  } else if (o->strategy == STRATEGY_CENTRAL_STORAGE)
     report_header(t->rep,
                   "strategy   central-storage: the variables and momentum (%.1f MiB) once per "
                   "node, %d node%s; the node's ranks update it in slices, rank 0's %d ranks "
@@ -401,6 +419,7 @@ int trainer_setup(trainer_t *t)
   int rc = TRAIN_EXIT_ERROR;
   memset(&h, 0, sizeof h);
   t->central.win = MPI_WIN_NULL;
+  t->ps.mpi = MPI_COMM_NULL;
   if (strategy_agree(t) != 0) {
     rc = TRAIN_EXIT_USAGE;
     goto out;
@@ -423,14 +442,24 @@ int trainer_setup(trainer_t *t)
   mirror_start(t, &h, params, velocity);
   if (t->o.strategy == STRATEGY_CENTRAL_STORAGE && central_create(t) != 0)
     goto out;
+  if (t->o.strategy == STRATEGY_PARAMETER_SERVER && ps_create(t, &rc) != 0)
+    goto out;
+  rc = TRAIN_EXIT_ERROR;
   if (choose_algo(t) != 0) {
     rc = TRAIN_EXIT_USAGE;
     goto out;
   }
-  choose_prefetch(t);
+  if (t->o.strategy == STRATEGY_PARAMETER_SERVER) {
+    t->o.prefetch = PREFETCH_OFF;
+    t->input_why = "prepared by each worker before its step (parameter-server)";
+  } else {
+    choose_prefetch(t);
+  }
   const char *blas = blas_setup(); /* one BLAS thread per rank, before any BLAS call */
   print_header(t, blas);
-  ok = loader_create(&t->data, &t->o, t->rank, t->size, t->epoch, t->offset, &t->loader) == 0;
+  /* parameter-server's workers take their own units (ps.c) */
+  ok = t->o.strategy == STRATEGY_PARAMETER_SERVER ||
+       loader_create(&t->data, &t->o, t->rank, t->size, t->epoch, t->offset, &t->loader) == 0;
   snprintf(err, sizeof err, "cannot start the input pipeline (no memory or no thread)");
   rc = trainer_agree(t, ok, err, sizeof err) != 0 ? TRAIN_EXIT_ERROR : 0;
 out:

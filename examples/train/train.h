@@ -36,8 +36,9 @@ enum {
 
 typedef enum { SCHEDULE_COSINE, SCHEDULE_STEP, SCHEDULE_CONSTANT } schedule_t;
 typedef enum { PROGRESS_AUTO, PROGRESS_BAR, PROGRESS_NONE } progress_t;
-/* tf.distribute's names: MultiWorkerMirroredStrategy, CentralStorageStrategy */
-typedef enum { STRATEGY_MIRRORED, STRATEGY_CENTRAL_STORAGE } strategy_t;
+/* tf.distribute's names: MultiWorkerMirroredStrategy, CentralStorageStrategy,
+ * ParameterServerStrategy */
+typedef enum { STRATEGY_MIRRORED, STRATEGY_CENTRAL_STORAGE, STRATEGY_PARAMETER_SERVER } strategy_t;
 enum { PREFETCH_OFF, PREFETCH_ON, PREFETCH_AUTO };
 
 /* Which options the command line set (train_opts_t.set): --resume takes the
@@ -69,6 +70,9 @@ typedef struct {
   long long max_steps;        /* 0: no limit */
   /* communication */
   strategy_t strategy;
+  int servers;                /* parameter-server: server ranks; 0: the default */
+  long long staleness;        /* parameter-server: steps a worker may lead; -1: unbounded */
+  int set_staleness;          /* --staleness was given */
   int algo_deterministic;     /* --allreduce deterministic (the default) */
   rondo_algo_t algo;          /* otherwise the algorithm asked for */
   int prefetch;                /* PREFETCH_AUTO, _ON or _OFF; main.c resolves AUTO */
@@ -84,6 +88,9 @@ typedef struct {
   /* tests only (docs/train.md): perturb one variable on one rank */
   int perturb_rank;
   long long perturb_step;     /* 0: never */
+  /* benchmarks and tests: rank slow_rank sleeps slow_ms before each step */
+  int slow_rank;
+  double slow_ms;
 } train_opts_t;
 
 /* Parses argv into *o: 0, or TRAIN_EXIT_USAGE after printing why (when
@@ -92,7 +99,7 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print);
 void train_usage(FILE *f);
 /* "cosine", "step", "constant" */
 const char *train_schedule_name(schedule_t s);
-/* "mirrored", "central-storage" */
+/* "mirrored", "central-storage", "parameter-server" */
 const char *train_strategy_name(strategy_t s);
 
 /* ---- data ---------------------------------------------------------------------- */
@@ -203,6 +210,11 @@ void optim_step(mlp_t *m, float lr, float momentum, float weight_decay);
 /* The same step on the elements [lo, hi) of params only. */
 void optim_step_range(mlp_t *m, float lr, float momentum, float weight_decay, size_t lo,
                       size_t hi);
+/* The same step on the elements [lo, hi) of the model's variables, held
+ * elsewhere: w, vel and g start at element lo (a parameter server's shard).
+ * m gives only the layout (which elements are weights). */
+void optim_step_slice(const mlp_t *m, float *w, float *vel, const float *g, size_t lo,
+                      size_t hi, float lr, float momentum, float weight_decay);
 
 /* ---- checkpoints ------------------------------------------------------------------ */
 
@@ -285,6 +297,8 @@ void report_destroy(report_t *r);
 void train_memory(double *rss_mib, double *pss_mib);
 /* Seconds on a monotonic clock. */
 double train_now(void);
+/* Sleeps that long (--debug-slow's straggler). */
+void train_sleep(double seconds);
 /* Formats an error message into err; returns -1 (the failure value). */
 int train_error(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

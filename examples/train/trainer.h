@@ -8,6 +8,14 @@
 
 #include "examples/train/train.h"
 
+/* Sums over an epoch (or the run), per rank until reduced. steps: every
+ * rank counts every global step. */
+typedef struct {
+  double loss, correct, samples;
+  double step_time, comm_wait, comm_window, input_wait, input_prep;
+  double steps;
+} acc_t;
+
 /* --strategy central-storage's shared copy (central.c) */
 typedef struct {
   rondo_comm_t node;  /* this node's ranks (virtual nodes included) */
@@ -16,6 +24,18 @@ typedef struct {
   int local_size;
   size_t lo, hi;      /* the elements this rank updates */
 } central_t;
+
+/* --strategy parameter-server's roles and state (ps.c) */
+typedef struct {
+  int servers, workers;      /* the last `servers` ranks serve, the others work */
+  int server;                /* this rank's server number, or -1 on a worker */
+  size_t *lo;                /* [servers + 1]: server s holds elements [lo[s], lo[s + 1]) */
+  MPI_Comm mpi;              /* our own duplicate of the comm's */
+  float *shard, *velocity;   /* a server's range of the variables, its momentum */
+  float *sum, *in;           /* a server's sum of the step, one push */
+  uint32_t *perm;            /* a worker's order of the epoch */
+  long long perm_epoch;
+} ps_t;
 
 typedef struct {
   rondo_comm_t comm;
@@ -29,6 +49,7 @@ typedef struct {
   report_t *rep;
   loader_t *loader;
   central_t central;
+  ps_t ps;
   /* the step in flight */
   rondo_async_opts_t ropts;
   rondo_request_t req[2 * TRAIN_MAX_LAYERS];
@@ -82,5 +103,21 @@ void central_update(trainer_t *t, float lr);
 /* Every rank of the node has written what it writes and sees the others'. */
 void central_sync(trainer_t *t);
 void central_destroy(trainer_t *t);
+
+/* ps.c. The number of server ranks (--servers, or the default). */
+int ps_servers(const trainer_t *t);
+/* ps_create gives each server its range of the variables and momentum
+ * (already the same on every rank): 0, or -1 after every rank learned why
+ * (TRAIN_EXIT_USAGE in *rc for a bad --servers). Collective. */
+int ps_create(trainer_t *t, int *rc);
+/* One epoch from (t->epoch, t->offset), or up to --max-steps: the workers
+ * train and push, the servers apply; then every rank holds the variables,
+ * and rank 0 the momentum. Sums this rank's numbers into acc and advances
+ * t->step, t->epoch and t->offset; *partial: stopped by --max-steps inside
+ * the epoch. Collective at its end. */
+void ps_epoch(trainer_t *t, acc_t *acc, int *partial);
+/* For the header: the roles, in a sentence. */
+void ps_describe(const trainer_t *t, char *buf, size_t len);
+void ps_destroy(trainer_t *t);
 
 #endif
