@@ -27,24 +27,12 @@
 
 #include "examples/train/trainer.h"
 
-enum { CENTRAL_ALIGN = 16 }; /* floats: slices start on a cache line of their own */
-
-/* The first element of local rank l's slice of n, of L. */
-static size_t slice_start(size_t n, int l, int L)
-{
-  size_t at = n / (size_t)L * (size_t)l;
-  at -= at % CENTRAL_ALIGN;
-  return l == 0 ? 0 : l == L ? n : at;
-}
-
 int central_create(trainer_t *t)
 {
   central_t *c = &t->central;
   size_t n = t->m.nparams;
   int node_id, L, l;
   MPI_Comm mpi;
-  c->win = MPI_WIN_NULL;
-  c->mpi = MPI_COMM_NULL;
   TRAINER_CHECK(t, rondo_comm_node_id(t->comm, &node_id));
   TRAINER_CHECK(t, rondo_comm_mpi(t->comm, &mpi));
   /* The node's ranks as rondo counts them (virtual nodes included): a rondo
@@ -55,30 +43,37 @@ int central_create(trainer_t *t)
     trainer_die(t, "central-storage: MPI_Comm_split of the node failed");
   MPI_Comm_rank(c->mpi, &l);
   MPI_Comm_size(c->mpi, &L);
-  /* Local rank 0 allocates both arrays; the others map its memory. */
+  /* Local rank 0 allocates both arrays, the momentum from the next cache
+   * line after the variables; the others map its memory. */
+  size_t at = (n + OPTIM_SLICE_ALIGN - 1) / OPTIM_SLICE_ALIGN * OPTIM_SLICE_ALIGN;
   float *base = NULL;
-  MPI_Aint bytes = l == 0 ? (MPI_Aint)(2 * n * sizeof(float)) : 0;
+  MPI_Aint total = (MPI_Aint)((at + n) * sizeof(float)), bytes = l == 0 ? total : 0;
   int ok = MPI_Win_allocate_shared(bytes, sizeof(float), MPI_INFO_NULL, c->mpi, &base,
                                    &c->win) == MPI_SUCCESS;
   MPI_Aint got = 0;
   int unit;
   ok = ok && MPI_Win_shared_query(c->win, 0, &got, &unit, &base) == MPI_SUCCESS &&
-       got == (MPI_Aint)(2 * n * sizeof(float));
+       got == total;
   char err[1024];
   snprintf(err, sizeof err,
            "central-storage: cannot share %zu MiB of variables and momentum among the node's "
            "%d ranks (MPI_Win_allocate_shared)",
            2 * n * sizeof(float) >> 20, L);
-  if (trainer_agree(t, ok, err, sizeof err) != 0)
+  if (trainer_agree(t, ok, err, sizeof err) != 0) {
+    central_destroy(t);
     return -1;
+  }
+  /* A window's errors are fatal by default: the synchronisation calls on it
+   * are not checked one by one. */
   MPI_Win_lock_all(MPI_MODE_NOCHECK, c->win);
+  c->locked = 1;
   if (l == 0) { /* the variables every rank already holds (mirror_start) */
     memcpy(base, t->m.params, n * sizeof(float));
-    memcpy(base + n, t->m.velocity, n * sizeof(float));
+    memcpy(base + at, t->m.velocity, n * sizeof(float));
   }
-  mlp_adopt(&t->m, base, base + n);
-  c->lo = slice_start(n, l, L);
-  c->hi = slice_start(n, l + 1, L);
+  mlp_adopt(&t->m, base, base + at);
+  c->lo = optim_slice_start(n, l, L);
+  c->hi = optim_slice_start(n, l + 1, L);
   c->local_size = L;
   central_sync(t);
   return 0;
@@ -101,14 +96,18 @@ void central_update(trainer_t *t, float lr)
   central_sync(t);
 }
 
-/* After mlp_destroy or before: the model does not free what it adopted. */
+/* After mlp_destroy or before: the model does not free what it adopted.
+ * Frees whatever central_create made, also after it failed. */
 void central_destroy(trainer_t *t)
 {
   central_t *c = &t->central;
-  if (c->win == MPI_WIN_NULL)
-    return;
-  MPI_Win_unlock_all(c->win);
-  MPI_Win_free(&c->win);
-  MPI_Comm_free(&c->mpi);
-  rondo_comm_destroy(&c->node);
+  if (c->locked)
+    MPI_Win_unlock_all(c->win);
+  c->locked = 0;
+  if (c->win != MPI_WIN_NULL)
+    MPI_Win_free(&c->win);
+  if (c->mpi != MPI_COMM_NULL)
+    MPI_Comm_free(&c->mpi);
+  if (c->node != NULL)
+    rondo_comm_destroy(&c->node);
 }

@@ -13,6 +13,10 @@
  * therefore train like one rank with the global batch, up to the order of
  * float32 sums (docs/train.md states the bound the tests assert).
  *
+ * That is the default strategy, mirrored. central.c stores the variables
+ * once per node with the same step, and ps.c runs the parameter-server
+ * strategy's epochs (docs/train.md, "Strategies").
+ *
  * This file is the loop; setup.c is everything before the first step.
  * Failures are collective: a rank that cannot load a file or write a
  * checkpoint tells the others (trainer_agree()), and every rank stops with
@@ -27,8 +31,6 @@
 
 #include "examples/train/trainer.h"
 #include "tools/launch_env.h"
-
-
 
 void trainer_die(const trainer_t *t, const char *fmt, ...)
 {
@@ -118,8 +120,7 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
 {
   double loss = 0;
   size_t correct = 0;
-  if (t->o.slow_rank == t->rank)
-    train_sleep(t->o.slow_ms / 1e3); /* --debug-slow: a straggler */
+  train_straggle(&t->o, t->rank);
   rondo_timeline_mark(t->comm, "step");
   if (b->local > 0) {
     mlp_forward(&t->m, b->x, b->local);
@@ -392,6 +393,21 @@ static int train_loop_ps(trainer_t *t, acc_t *total)
   return 0;
 }
 
+/* "units_per_rank":[...]: each rank's units of work (servers: 0). */
+static void units_json(trainer_t *t, char *buf, size_t len)
+{
+  int64_t *all = malloc((size_t)t->size * sizeof *all);
+  if (all == NULL)
+    trainer_die(t, "no memory for the units per rank");
+  TRAINER_CHECK(t, rondo_allgather(t->comm, &t->ps.units, all, 1, RONDO_INT64));
+  size_t used = (size_t)snprintf(buf, len, "\"units_per_rank\":[");
+  for (int r = 0; r < t->size && used < len; r++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%lld", r ? "," : "", (long long)all[r]);
+  if (used < len)
+    snprintf(buf + used, len - used, "]");
+  free(all);
+}
+
 static int finish(trainer_t *t, acc_t *total)
 {
   /* The last epoch's end may have done both already. */
@@ -410,17 +426,20 @@ static int finish(trainer_t *t, acc_t *total)
   epoch_stats_t run;
   reduce_epoch(t, total, t->train_seconds, 0, 0, &run);
   run.step = t->step;
-  double mem[2], most[2], sum;
+  double mem[2], most[2], least, sum;
   train_memory(&mem[0], &mem[1]);
   TRAINER_CHECK(t, rondo_allreduce(t->comm, mem, most, 2, RONDO_FLOAT64, RONDO_MAX));
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, &mem[1], &least, 1, RONDO_FLOAT64, RONDO_MIN));
   TRAINER_CHECK(t, rondo_allreduce(t->comm, &mem[1], &sum, 1, RONDO_FLOAT64, RONDO_SUM));
   run.rss_max = most[0];
-  run.pss_max = most[1];
-  run.pss_total = mem[1] < 0 || sum < 0 ? -1 : sum; /* -1 anywhere: unknown */
-  char config[2048];
+  run.pss_max = least < 0 ? -1 : most[1]; /* -1 on any rank: unknown */
+  run.pss_total = least < 0 ? -1 : sum;
+  char config[2048], extra[4096] = "";
   trainer_config_json(t, config, sizeof config);
+  if (t->o.strategy == STRATEGY_PARAMETER_SERVER) /* how the units fell to the workers */
+    units_json(t, extra, sizeof extra);
   char err[1024] = "";
-  int ok = report_final(t->rep, &run, config, err, sizeof err) == 0;
+  int ok = report_final(t->rep, &run, config, extra, err, sizeof err) == 0;
   return trainer_agree(t, ok, err, sizeof err) != 0 ? TRAIN_EXIT_ERROR : 0;
 }
 

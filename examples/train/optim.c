@@ -26,6 +26,16 @@ double optim_lr(const train_opts_t *o, double e)
   }
 }
 
+size_t optim_slice_start(size_t n, int i, int parts)
+{
+  if (i <= 0)
+    return 0;
+  if (i >= parts)
+    return n;
+  size_t at = n / (size_t)parts * (size_t)i;
+  return at - at % OPTIM_SLICE_ALIGN;
+}
+
 void optim_step(mlp_t *m, float lr, float momentum, float weight_decay)
 {
   optim_step_range(m, lr, momentum, weight_decay, 0, m->nparams);

@@ -16,10 +16,12 @@ void train_usage(FILE *f)
   fprintf(f,
     "usage: mpiexec -n N rondo-train [OPTIONS]\n"
     "\n"
-    "Trains an MLP by synchronous data-parallel SGD: every rank trains on its share\n"
-    "of each global batch, and the all-reduced gradient updates the variables, which\n"
-    "every rank holds (mirrored) or each node holds once (central-storage). N ranks\n"
-    "train exactly like one rank with the global batch.\n"
+    "Trains an MLP by data-parallel SGD. Synchronous by default: every rank trains\n"
+    "on its share of each global batch, and the all-reduced gradient updates the\n"
+    "variables, which every rank holds (mirrored) or each node holds once\n"
+    "(central-storage): N ranks train exactly like one rank with the global batch.\n"
+    "With parameter-server, servers hold the variables and workers update them\n"
+    "asynchronously (or synchronously with --staleness 0).\n"
     "\n"
     "data:\n"
     "  --dataset NAME          digits (UCI 8x8, shipped; default), fashion-mnist, synthetic\n"
@@ -46,8 +48,7 @@ void train_usage(FILE *f)
     "  --strategy NAME         mirrored (default: the variables on every rank),\n"
     "                          central-storage (one copy per node, updated once) or\n"
     "                          parameter-server (servers hold the variables; workers\n"
-    "                          fetch them and push gradients, without waiting for\n"
-    "                          each other)\n"
+    "                          push gradients and get the variables back)\n"
     "  --servers K             parameter-server: the last K ranks serve (default: one\n"
     "                          per 5 ranks, at least 1)\n"
     "  --staleness S           parameter-server: a worker may run S steps ahead of the\n"
@@ -270,9 +271,11 @@ static int check_combination(const train_opts_t *o, int print)
     if (o->check_every > 0)
       return bad(print, "--check-every: parameter-server compares the variables at the end "
                         "of each epoch only");
-    if (o->perturb_step > 0)
-      return bad(print, "--debug-perturb is for the mirrored strategies");
   }
+  /* Under central storage a node's ranks share the variables, so the
+   * mirror check would not see a change on one node. */
+  if (o->perturb_step > 0 && o->strategy != STRATEGY_MIRRORED)
+    return bad(print, "--debug-perturb is for --strategy mirrored");
   return 0;
 }
 

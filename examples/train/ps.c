@@ -33,9 +33,9 @@
  *     so a fast worker takes more of the epoch. Each push is applied on
  *     arrival as an update of its own: the gradient scaled by 1/(samples
  *     in its global batch), weight decay scaled by the push's share of that
- *     batch, so that one global batch's W pushes move the variables as far
- *     as one synchronous step. The learning rate is the schedule's at the
- *     end of the push's global batch. A server answers a push when its
+ *     batch, so that one global batch's W pushes add up to one synchronous
+ *     step's gradient and decay (the momentum runs per push). The learning
+ *     rate is the schedule's at the end of the push's global batch. A server answers a push when its
  *     worker is at most S pushes ahead of the slowest worker still running
  *     (async: at once), so the worker waits there for the slowest.
  *
@@ -60,7 +60,6 @@
 
 enum { TAG_PUSH = 1, TAG_GRAD, TAG_VARS, TAG_UNIT, TAG_MOMENTUM };
 enum { PUSH_GRADIENT, PUSH_END };
-enum { SHARD_ALIGN = 16 }; /* floats: ranges start on a cache line */
 
 /* What a worker sends a server before its range of the gradient. */
 typedef struct {
@@ -140,10 +139,8 @@ int ps_create(trainer_t *t, int *rc)
   p->perm_epoch = -1;
   p->lo = malloc(((size_t)K + 1) * sizeof *p->lo);
   ok = p->lo != NULL;
-  for (int s = 0; ok && s <= K; s++) {
-    size_t at = n / (size_t)K * (size_t)s;
-    p->lo[s] = s == 0 ? 0 : s == K ? n : at - at % SHARD_ALIGN;
-  }
+  for (int s = 0; ok && s <= K; s++)
+    p->lo[s] = optim_slice_start(n, s, K);
   size_t mine = p->server >= 0 ? p->lo[p->server + 1] - p->lo[p->server] : 0;
   if (ok && p->server >= 0) {
     p->shard = malloc((mine ? mine : 1) * sizeof(float));
@@ -164,6 +161,8 @@ int ps_create(trainer_t *t, int *rc)
   TRAINER_CHECK(t, rondo_comm_mpi(t->comm, &mpi));
   if (MPI_Comm_dup(mpi, &p->mpi) != MPI_SUCCESS)
     trainer_die(t, "parameter-server: MPI_Comm_dup failed");
+  /* A failed send or receive ends the job with MPI's message: the calls
+   * below are not checked one by one. */
   MPI_Comm_set_errhandler(p->mpi, MPI_ERRORS_ARE_FATAL);
   if (p->server >= 0) { /* the variables every rank holds (mirror_start) */
     memcpy(p->shard, t->m.params + p->lo[p->server], mine * sizeof(float));
@@ -247,8 +246,7 @@ static void work(trainer_t *t, const plan_t *pl, acc_t *acc)
    * the first server names. */
   for (long long u = t->rank; u < units;) {
     double t0 = train_now();
-    if (t->o.slow_rank == t->rank)
-      train_sleep(t->o.slow_ms / 1e3); /* --debug-slow: a straggler */
+    train_straggle(&t->o, t->rank);
     size_t off = pl->start + (size_t)(u / p->workers) * B;
     size_t global = n - off < B ? n - off : B, first, rows;
     loader_split(global, (int)(u % p->workers), p->workers, &first, &rows);
@@ -266,6 +264,7 @@ static void work(trainer_t *t, const plan_t *pl, acc_t *acc)
     long long next = push(t, &h);
     double waited = train_now() - c0;
     u = t->o.staleness == 0 ? u + p->workers : next;
+    p->units++;
     acc->loss += loss;
     acc->correct += (double)correct;
     acc->samples += (double)rows;
@@ -457,6 +456,8 @@ void ps_epoch(trainer_t *t, acc_t *acc, int *partial)
   acc->steps += (double)pl.batches; /* every rank counts every global step */
   t->step += (long long)pl.batches;
   size_t end = pl.start + pl.batches * B;
+  end = end < n ? end : n;
+  t->last.lr = optim_lr(&t->o, (double)t->epoch + (double)end / (double)n); /* the epoch's line */
   *partial = end < n;
   t->epoch = *partial ? t->epoch : t->epoch + 1;
   t->offset = *partial ? end : 0;

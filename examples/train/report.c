@@ -51,10 +51,11 @@ void train_memory(double *rss_mib, double *pss_mib)
   fclose(f);
 }
 
-void train_sleep(double seconds)
+void train_straggle(const train_opts_t *o, int rank)
 {
-  if (!(seconds > 0))
+  if (o->slow_rank != rank || !(o->slow_ms > 0))
     return;
+  double seconds = o->slow_ms / 1e3;
   struct timespec ts;
   ts.tv_sec = (time_t)seconds;
   ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
@@ -196,8 +197,8 @@ int report_epoch(report_t *r, const epoch_stats_t *s, char *err, size_t errlen)
   return 0;
 }
 
-int report_final(report_t *r, const epoch_stats_t *run, const char *config_json, char *err,
-                 size_t errlen)
+int report_final(report_t *r, const epoch_stats_t *run, const char *config_json,
+                 const char *extra, char *err, size_t errlen)
 {
   if (!r->writer)
     return 0;
@@ -222,11 +223,11 @@ int report_final(report_t *r, const epoch_stats_t *run, const char *config_json,
             "\"comm_hidden_share\":%.6f,\"input_wait_share\":%.6f,"
             "\"input_wait_ms_per_step\":%.6f,\"input_prep_ms_per_step\":%.6f,"
             "\"rss_mib_max\":%.1f,\"pss_mib_max\":%.1f,\"pss_mib_total\":%.1f,"
-            "\"ranks\":%d,\"config\":%s}\n",
+            "%s%s\"ranks\":%d,\"config\":%s}\n",
             run->step, run->steps_done, run->test_acc, run->test_loss, run->samples,
             run->seconds, rate, rate / run->size, run->comm_wait, run->comm_hidden,
             run->input_wait, run->input_wait_ms, run->input_prep_ms, run->rss_max, run->pss_max,
-            run->pss_total, run->size, config_json);
+            run->pss_total, extra, extra[0] != '\0' ? "," : "", run->size, config_json);
     return json_written(r, err, errlen);
   }
   return 0;

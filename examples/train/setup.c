@@ -139,17 +139,36 @@ static int check_checkpoint(const trainer_t *t, const ckpt_header_t *h, char *er
 
 /* ---- the strategy ------------------------------------------------------------------- */
 
-/* Every rank must run the same strategy: they communicate differently. */
+/* Every rank must run the same strategy, with the same parameter-server
+ * layout: they communicate differently. */
 static int strategy_agree(trainer_t *t)
 {
-  int32_t v[2] = {(int32_t)t->o.strategy, -(int32_t)t->o.strategy};
-  TRAINER_CHECK(t, rondo_allreduce(t->comm, v, v, 2, RONDO_INT32, RONDO_MIN));
-  char err[1024];
-  snprintf(err, sizeof err,
-           "the ranks were given different strategies (%s on some, %s on others): give "
-           "every rank the same --strategy",
-           train_strategy_name((strategy_t)v[0]), train_strategy_name((strategy_t)-v[1]));
-  return trainer_agree(t, v[0] == -v[1], err, sizeof err);
+  const train_opts_t *o = &t->o;
+  int ps = o->strategy == STRATEGY_PARAMETER_SERVER;
+  /* the minimum and the negated maximum of each, in one all-reduce */
+  int64_t mine[3] = {o->strategy, ps ? ps_servers(t) : 0, ps ? o->staleness : 0}, v[6];
+  for (int i = 0; i < 3; i++) {
+    v[i] = mine[i];
+    v[3 + i] = -mine[i];
+  }
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, v, v, 6, RONDO_INT64, RONDO_MIN));
+  char err[1024] = "";
+  if (v[0] != -v[3])
+    snprintf(err, sizeof err,
+             "the ranks were given different strategies (%s on some, %s on others): give "
+             "every rank the same --strategy",
+             train_strategy_name((strategy_t)v[0]), train_strategy_name((strategy_t)-v[3]));
+  else if (v[1] != -v[4])
+    snprintf(err, sizeof err,
+             "the ranks were given different --servers (%lld on some, %lld on others): give "
+             "every rank the same",
+             (long long)v[1], (long long)-v[4]);
+  else if (v[2] != -v[5])
+    snprintf(err, sizeof err,
+             "the ranks were given different --staleness (%lld on some, %lld on others; -1 "
+             "is async): give every rank the same",
+             (long long)v[2], (long long)-v[5]);
+  return trainer_agree(t, err[0] == '\0', err, sizeof err);
 }
 
 /* ---- data, model, mirrored start ---------------------------------------------------- */
@@ -337,7 +356,8 @@ void trainer_config_json(const trainer_t *t, char *buf, size_t len)
            hidden, shape, t->m.nparams, (unsigned long long)t->o.seed, t->o.epochs, t->o.batch,
            t->o.lr, t->o.momentum, t->o.weight_decay, train_schedule_name(t->o.schedule),
            t->o.warmup_epochs, t->o.step_epochs, t->o.gamma, t->o.max_steps,
-           train_strategy_name(t->o.strategy), t->ps.servers, staleness, rondo_algo_name(t->algo), t->o.algo_deterministic ? "true" : "false",
+           train_strategy_name(t->o.strategy), t->ps.servers, staleness, rondo_algo_name(t->algo),
+           t->o.algo_deterministic ? "true" : "false",
            t->o.overlap ? "true" : "false", t->o.prefetch == PREFETCH_ON ? "true" : "false",
            t->size, t->nodes, t->o.resume != NULL ? "true" : "false");
 }
@@ -350,7 +370,8 @@ static void print_header(trainer_t *t, const char *blas)
   mlp_shape(t->m.sizes, t->m.nlayers + 1, shape, sizeof shape);
   if (tail != 0 && n > B)
     snprintf(last, sizeof last, ", the last with %zu samples", tail);
-  loader_split(B < n ? B : n, 0, t->size, &first, &mine);
+  int shares = o->strategy == STRATEGY_PARAMETER_SERVER ? t->ps.workers : t->size;
+  loader_split(B < n ? B : n, 0, shares, &first, &mine);
   if (rondo_comm_topology(t->comm, topo, sizeof topo, NULL) != RONDO_SUCCESS)
     snprintf(topo, sizeof topo, "?");
   if (t->size == 1)
@@ -419,6 +440,7 @@ int trainer_setup(trainer_t *t)
   int rc = TRAIN_EXIT_ERROR;
   memset(&h, 0, sizeof h);
   t->central.win = MPI_WIN_NULL;
+  t->central.mpi = MPI_COMM_NULL;
   t->ps.mpi = MPI_COMM_NULL;
   if (strategy_agree(t) != 0) {
     rc = TRAIN_EXIT_USAGE;

@@ -1,7 +1,7 @@
 /*
- * rondo-train: synchronous data-parallel SGD, the variables mirrored on
- * every rank or stored once per node (docs/train.md). One header for the
- * trainer's parts:
+ * rondo-train: data-parallel SGD, the variables mirrored on every rank,
+ * stored once per node, or on parameter servers (docs/train.md). One header
+ * for the trainer's parts:
  *
  *   options.c     the command line (every rank reads it; main.c agrees on it)
  *   data.c        datasets: UCI digits (shipped), Fashion-MNIST (IDX), synthetic
@@ -10,6 +10,7 @@
  *   model.c       the MLP: forward, softmax cross-entropy, backward (CBLAS)
  *   optim.c       SGD with momentum and weight decay, learning-rate schedules
  *   central.c     --strategy central-storage: one copy of the variables per node
+ *   ps.c          --strategy parameter-server: servers hold the variables, workers push
  *   checkpoint.c  atomic checkpoints with a checksum, and the weight file
  *   report.c      epoch lines, the progress bar, JSON records
  *   main.c        the distributed loop: broadcast, overlapped gradient
@@ -207,6 +208,13 @@ double optim_lr(const train_opts_t *o, double epochs_done);
 /* One SGD step on every variable: g = grad (+ weight_decay * w for weights),
  * v = momentum * v + g, w -= lr * v. */
 void optim_step(mlp_t *m, float lr, float momentum, float weight_decay);
+/* Where slice i of `parts` begins when n variables are updated in slices
+ * (central storage's ranks, the parameter servers): slice i is
+ * [optim_slice_start(n, i, parts), optim_slice_start(n, i + 1, parts)).
+ * Slices start on a cache line (16 floats) and may be empty when n is
+ * small. */
+enum { OPTIM_SLICE_ALIGN = 16 };
+size_t optim_slice_start(size_t n, int i, int parts);
 /* The same step on the elements [lo, hi) of params only. */
 void optim_step_range(mlp_t *m, float lr, float momentum, float weight_decay, size_t lo,
                       size_t hi);
@@ -285,10 +293,10 @@ void report_progress(report_t *r, long long epoch, size_t done, size_t total, do
  * not be written in err. */
 int report_epoch(report_t *r, const epoch_stats_t *s, char *err, size_t errlen);
 /* The final line and JSON record: run holds the whole run's numbers (its
- * epoch field counts epochs), config is a JSON object's text. 0 or -1, as
- * report_epoch. */
-int report_final(report_t *r, const epoch_stats_t *run, const char *config_json, char *err,
-                 size_t errlen);
+ * epoch field counts epochs), config is a JSON object's text, extra more
+ * members of the record ("" for none). 0 or -1, as report_epoch. */
+int report_final(report_t *r, const epoch_stats_t *run, const char *config_json,
+                 const char *extra, char *err, size_t errlen);
 void report_destroy(report_t *r);
 
 /* This process's resident and proportional set sizes in MiB (shared pages
@@ -297,8 +305,9 @@ void report_destroy(report_t *r);
 void train_memory(double *rss_mib, double *pss_mib);
 /* Seconds on a monotonic clock. */
 double train_now(void);
-/* Sleeps that long (--debug-slow's straggler). */
-void train_sleep(double seconds);
+/* --debug-slow R:MS: on rank R, sleeps MS milliseconds (a straggler's
+ * step); elsewhere returns at once. */
+void train_straggle(const train_opts_t *o, int rank);
 /* Formats an error message into err; returns -1 (the failure value). */
 int train_error(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

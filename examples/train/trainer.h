@@ -21,6 +21,7 @@ typedef struct {
   rondo_comm_t node;  /* this node's ranks (virtual nodes included) */
   MPI_Comm mpi;       /* the same ranks, for the window */
   MPI_Win win;        /* the variables, then the momentum; MPI_WIN_NULL: none */
+  int locked;         /* MPI_Win_lock_all holds the window */
   int local_size;
   size_t lo, hi;      /* the elements this rank updates */
 } central_t;
@@ -35,6 +36,7 @@ typedef struct {
   float *sum, *in;           /* a server's sum of the step, one push */
   uint32_t *perm;            /* a worker's order of the epoch */
   long long perm_epoch;
+  int64_t units;             /* the units this worker trained on, all epochs */
 } ps_t;
 
 typedef struct {

@@ -4,7 +4,8 @@
 #   - it ends with the same bytes as mirrored, on one node of 2 and 3 ranks
 #     and across virtual nodes of 2+1 and 1+1+1 ranks (the same all-reduce,
 #     the same arithmetic per element), comparing the variables across
-#     ranks after every step;
+#     ranks after every step (which can differ only across nodes: a node's
+#     ranks share one copy);
 #   - a checkpoint written under one strategy resumes under the other, and
 #     ends with the bytes of an uninterrupted run;
 #   - it holds less memory: with a 2.1M-variable model on one node of 2

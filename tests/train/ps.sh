@@ -5,13 +5,18 @@
 #     workers, 3 on one node) and with 1 or 2 servers; the synthetic run ends
 #     its epochs with a batch of 2, so some workers have no sample;
 #   - asynchronous and bounded-staleness training converge on digits (at
-#     least 95% test accuracy, accuracy.sh's bound for mirrored), also with a
-#     worker slowed down (--debug-slow);
+#     least 95% test accuracy, accuracy.sh's bound for mirrored), the
+#     asynchronous one also with a worker slowed down (--debug-slow);
+#   - the staleness bound holds: with worker 1 slowed down and staleness 1,
+#     the workers' units (the final record's units_per_rank) differ by at
+#     most (S + 1) per epoch, and add up to the epochs' units;
 #   - a checkpoint written under parameter-server resumes under mirrored and
-#     the reverse, with another server count, and ends with the bytes of an
-#     uninterrupted run;
+#     the reverse, with another server count, in the middle of an epoch, and
+#     ends with the bytes of an uninterrupted run;
 #   - bad input stops every rank with status 2: more servers than ranks, one
-#     rank, --servers without the strategy, mid-epoch checkpoints;
+#     rank, --servers or --staleness without the strategy, mid-epoch
+#     checkpoints, --check-every, --debug-perturb, and ranks given
+#     different --servers or --staleness;
 #   - a worker killed with SIGKILL ends the whole job with an error status,
 #     without a hang;
 #   - the header and the JSON record name the strategy and its settings.
@@ -39,19 +44,31 @@ for case in "3:async:" "4:2:--servers 2" "3:async:--debug-slow 1:1"; do
   pass "digits, $n ranks, staleness $stale $more: test accuracy $acc%"
 done
 
-# Checkpoints across strategies and layouts (staleness 0 is exact).
+# The staleness bound: 2 epochs of 60 global batches, split between 2 workers.
+run 3 --strategy parameter-server --staleness 1 --debug-slow 1:20 --epochs 2 -q \
+  --json "$tmp/stale.json" || { show; fail "staleness 1 with a straggler"; }
+units=$(sed -n 's/.*"units_per_rank":\[\([0-9]*\),\([0-9]*\),0\].*/\1 \2/p' "$tmp/stale.json")
+set -- $units
+[ $# = 2 ] && [ $(($1 + $2)) = 240 ] && [ $(($1 - $2)) -le 4 ] && [ $(($2 - $1)) -le 4 ] ||
+  { cat "$tmp/stale.json"; fail "staleness 1: units per worker '$units', not 240 within 4"; }
+pass "staleness 1 with worker 1 slowed: units per worker $1 and $2, within (1 + 1) x 2 epochs"
+
+# Checkpoints across strategies and layouts (staleness 0 is exact), written
+# and resumed in the middle of an epoch (250 steps: 10 into the third).
 digits="--batch 32 --lr 0.1 --epochs 4"
 run 2 $digits --save-weights "$tmp/straight.bin" || { show; fail "uninterrupted"; }
 # shellcheck disable=SC2086
-run 3 $digits --strategy parameter-server --staleness 0 --max-steps 240 --checkpoint "$tmp/ck.bin" ||
-  { show; fail "parameter-server, 2 epochs"; }
+run 3 $digits --strategy parameter-server --staleness 0 --max-steps 250 --checkpoint "$tmp/ck.bin" ||
+  { show; fail "parameter-server, 250 steps"; }
+"$train" --inspect "$tmp/ck.bin" | grep -q "step 250, epoch 3, 320 samples into it" ||
+  { "$train" --inspect "$tmp/ck.bin"; fail "the checkpoint is not at step 250, sample 320"; }
 # shellcheck disable=SC2086
 run 2 $digits --resume "$tmp/ck.bin" --save-weights "$tmp/resumed.bin" || { show; fail "resume mirrored"; }
 weights same "$tmp/straight.bin" "$tmp/resumed.bin" ||
   fail "parameter-server's checkpoint resumed under mirrored differs from an uninterrupted run"
 pass "parameter-server's checkpoint resumed under mirrored: the bytes of an uninterrupted run"
 # shellcheck disable=SC2086
-run 2 $digits --max-steps 240 --checkpoint "$tmp/ck.bin" || { show; fail "mirrored, 2 epochs"; }
+run 2 $digits --max-steps 250 --checkpoint "$tmp/ck.bin" || { show; fail "mirrored, 250 steps"; }
 # shellcheck disable=SC2086
 run 4 $digits --strategy parameter-server --servers 2 --staleness 0 --resume "$tmp/ck.bin" \
   --save-weights "$tmp/resumed.bin" || { show; fail "resume parameter-server"; }
@@ -71,8 +88,25 @@ refused() { # N WHAT ARGS...: refused with status 2 and WHAT on stderr
 refused 2 "leaves no worker among 2 ranks" --strategy parameter-server --servers 2
 refused 1 "needs at least 2 ranks" --strategy parameter-server
 refused 2 "are for --strategy parameter-server" --servers 1
+refused 2 "are for --strategy parameter-server" --staleness 0
 refused 2 "checkpoints at the end of each epoch only" --strategy parameter-server \
   --checkpoint "$tmp/x.bin" --checkpoint-every 5
+refused 2 "compares the variables at the end of each epoch only" --strategy parameter-server \
+  --check-every 5
+refused 2 "is for --strategy mirrored" --strategy parameter-server --debug-perturb 1:5
+refused 2 "is for --strategy mirrored" --strategy central-storage --debug-perturb 1:5
+mixed() { # WHAT ARGS...: rank 0 has --servers 1 --staleness 0, ranks 1-2 ARGS
+  what=$1
+  shift
+  timeout --kill-after=10 120 "$mpiexec" -n 1 "$train" --strategy parameter-server --servers 1 \
+    --staleness 0 -q : -n 2 "$train" --strategy parameter-server "$@" -q \
+    </dev/null >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc = 2 ] && grep -q -- "$what" "$tmp/err" || { show; fail "ranks with different $*: status $rc"; }
+  pass "refused with status 2: ranks given different $*"
+}
+mixed "different --servers (1 on some, 2 on others)" --servers 2 --staleness 0
+mixed "different --staleness (-1 on some, 0 on others" --servers 1
 run 2 --strategy parameter-server --servers 2 -q
 grep -q "rank 1: stopping: rank 0 reports: --servers 2 leaves no worker" "$tmp/err" ||
   { show; fail "rank 1 does not report why it stops"; }
