@@ -28,25 +28,31 @@ import sys
 import tempfile
 
 
-def parse():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_run_arguments(p):
+    """The options this script shares with train_strategies.py: the binary,
+    the launcher and the synthetic model."""
     here = os.path.dirname(os.path.abspath(__file__))
     p.add_argument("--train", default=os.path.join(here, "..", "build", "examples", "train", "rondo-train"))
     p.add_argument("--mpiexec", default=os.environ.get("MPIEXEC", "mpiexec"),
                    help="the launcher, with its options (one string)")
-    p.add_argument("--ranks", default="1,2", help="comma-separated rank counts (default 1,2)")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--per-rank", type=int, default=128, help="samples per rank per step")
+    p.add_argument("--per-rank", type=int, default=128, help="samples per worker per step")
     p.add_argument("--features", type=int, default=1024)
     p.add_argument("--hidden", default="1024,1024")
     p.add_argument("--classes", type=int, default=100)
     p.add_argument("--steps", type=int, default=40, help="steps per epoch (sets --samples)")
     p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("extra", nargs="*", help="more rondo-train options (after --)")
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_run_arguments(p)
+    p.add_argument("--ranks", default="1,2", help="comma-separated rank counts (default 1,2)")
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--strong", action="store_true", help="keep the global batch instead")
     p.add_argument("--ceiling", action="store_true",
                    help="also N concurrent 1-rank runs per round: the machine's ceiling")
     p.add_argument("--json", help="write every run's numbers here")
-    p.add_argument("extra", nargs="*", help="more rondo-train options (after --)")
     return p.parse_args()
 
 

@@ -35,9 +35,7 @@ import train_scaling  # noqa: E402  (start, finish, summary)
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    p.add_argument("--train", default=os.path.join(here, "..", "build", "examples", "train", "rondo-train"))
-    p.add_argument("--mpiexec", default=os.environ.get("MPIEXEC", "mpiexec"))
+    train_scaling.add_run_arguments(p)
     p.add_argument("--strategies", default="mirrored,central-storage",
                    help="comma-separated; the first is the baseline")
     p.add_argument("--workers", type=int, default=2)
@@ -45,15 +43,8 @@ def parse():
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--dataset", help="digits or fashion-mnist instead of synthetic data")
     p.add_argument("--batch", type=int, default=64, help="with --dataset: the global batch")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--per-rank", type=int, default=128, help="synthetic: samples per worker per step")
-    p.add_argument("--features", type=int, default=1024)
-    p.add_argument("--hidden", default="1024,1024")
-    p.add_argument("--classes", type=int, default=100)
-    p.add_argument("--steps", type=int, default=40, help="synthetic: steps per epoch")
     p.add_argument("--slow", help="RANK:MS: that rank sleeps MS ms before each step")
     p.add_argument("--target", type=float, help="test accuracy for the time to accuracy")
-    p.add_argument("extra", nargs="*", help="more rondo-train options (after --)")
     return p.parse_args()
 
 

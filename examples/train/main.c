@@ -426,14 +426,15 @@ static int finish(trainer_t *t, acc_t *total)
   epoch_stats_t run;
   reduce_epoch(t, total, t->train_seconds, 0, 0, &run);
   run.step = t->step;
-  double mem[2], most[2], least, sum;
+  double mem[3], most[3], sum;
   train_memory(&mem[0], &mem[1]);
-  TRAINER_CHECK(t, rondo_allreduce(t->comm, mem, most, 2, RONDO_FLOAT64, RONDO_MAX));
-  TRAINER_CHECK(t, rondo_allreduce(t->comm, &mem[1], &least, 1, RONDO_FLOAT64, RONDO_MIN));
+  mem[2] = -mem[1]; /* its maximum: minus the least */
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, mem, most, 3, RONDO_FLOAT64, RONDO_MAX));
   TRAINER_CHECK(t, rondo_allreduce(t->comm, &mem[1], &sum, 1, RONDO_FLOAT64, RONDO_SUM));
+  int unknown = -most[2] < 0; /* -1 on some rank */
   run.rss_max = most[0];
-  run.pss_max = least < 0 ? -1 : most[1]; /* -1 on any rank: unknown */
-  run.pss_total = least < 0 ? -1 : sum;
+  run.pss_max = unknown ? -1 : most[1];
+  run.pss_total = unknown ? -1 : sum;
   char config[2048], extra[4096] = "";
   trainer_config_json(t, config, sizeof config);
   if (t->o.strategy == STRATEGY_PARAMETER_SERVER) /* how the units fell to the workers */

@@ -261,7 +261,7 @@ static int check_combination(const train_opts_t *o, int print)
     return bad(print, "--samples, --features and --classes are for --dataset synthetic");
   if (o->checkpoint_every > 0 && o->checkpoint == NULL)
     return bad(print, "--checkpoint-every needs --checkpoint FILE");
-  if (o->strategy != STRATEGY_PARAMETER_SERVER && (o->servers > 0 || o->set_staleness))
+  if (o->strategy != STRATEGY_PARAMETER_SERVER && (o->servers > 0 || (o->set & SET_STALENESS)))
     return bad(print, "--servers and --staleness are for --strategy parameter-server");
   if (o->strategy == STRATEGY_PARAMETER_SERVER) {
     /* The workers do not meet between the epochs' ends (docs/train.md). */
@@ -406,7 +406,7 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
         o->staleness = v;
       else
         return bad(print, "--staleness: '%s' is not a number of steps from 0, or async", arg);
-      o->set_staleness = 1;
+      o->set |= SET_STALENESS;
       break;
     case OPT_ALLREDUCE:
       if (parse_algo(arg, o) != 0)

@@ -108,14 +108,13 @@ int ps_servers(const trainer_t *t)
 
 static int first_server(const ps_t *p) { return p->workers; }
 
-int ps_create(trainer_t *t, int *rc)
+int ps_create(trainer_t *t)
 {
   ps_t *p = &t->ps;
   size_t n = t->m.nparams;
   char err[1024] = "";
   int K = ps_servers(t);
   int ok = 1;
-  *rc = TRAIN_EXIT_USAGE;
   if (t->size < 2)
     ok = train_error(err, sizeof err,
                      "parameter-server needs at least 2 ranks, a server and a worker (on one "
@@ -131,8 +130,7 @@ int ps_create(trainer_t *t, int *rc)
                      "floats (give more --servers)",
                      n, K, K == 1 ? "" : "s") == 0;
   if (trainer_agree(t, ok, err, sizeof err) != 0)
-    return -1;
-  *rc = TRAIN_EXIT_ERROR;
+    return TRAIN_EXIT_USAGE;
   p->servers = K;
   p->workers = t->size - K;
   p->server = t->rank >= p->workers ? t->rank - p->workers : -1;
@@ -155,7 +153,7 @@ int ps_create(trainer_t *t, int *rc)
   snprintf(err, sizeof err, "parameter-server: no memory for a server's range or a worker's "
                             "order");
   if (trainer_agree(t, ok, err, sizeof err) != 0)
-    return -1;
+    return TRAIN_EXIT_ERROR;
 
   MPI_Comm mpi;
   TRAINER_CHECK(t, rondo_comm_mpi(t->comm, &mpi));
@@ -168,7 +166,6 @@ int ps_create(trainer_t *t, int *rc)
     memcpy(p->shard, t->m.params + p->lo[p->server], mine * sizeof(float));
     memcpy(p->velocity, t->m.velocity + p->lo[p->server], mine * sizeof(float));
   }
-  *rc = 0;
   return 0;
 }
 
@@ -410,7 +407,8 @@ static void serve_async(trainer_t *t)
 
 /* ---- the epoch ---------------------------------------------------------------------- */
 
-/* Every rank gets the servers' variables; rank 0 also their momentum.
+/* Every rank gets the servers' variables; rank 0 also their momentum, when
+ * it writes checkpoints.
  * Through rondo's broadcast, which gives the core away while it waits on
  * an oversubscribed node (MPI's collectives spin there: an MPI_Allgatherv
  * of 8 MiB among 3 ranks on 2 cores took 1.5 s). */
@@ -424,6 +422,8 @@ static void gather(trainer_t *t)
     TRAINER_CHECK(t, rondo_broadcast(t->comm, t->m.params + lo, count, RONDO_FLOAT32,
                                      first_server(p) + s));
   }
+  if (t->o.checkpoint == NULL)
+    return;
   MPI_Request r[p->servers];
   int n = 0;
   for (int s = 0; s < p->servers; s++) {

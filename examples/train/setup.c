@@ -171,6 +171,15 @@ static int strategy_agree(trainer_t *t)
   return trainer_agree(t, err[0] == '\0', err, sizeof err);
 }
 
+/* The ranks a global batch is split among: every rank, or parameter-server's
+ * workers (at least 1 here: ps_create refuses a layout without one). */
+static int batch_shares(const trainer_t *t)
+{
+  if (t->o.strategy != STRATEGY_PARAMETER_SERVER)
+    return t->size;
+  return t->size > ps_servers(t) ? t->size - ps_servers(t) : 1;
+}
+
 /* ---- data, model, mirrored start ---------------------------------------------------- */
 
 /* Every rank must hold the same data: a CRC-32 of both splits, their sizes and
@@ -206,12 +215,8 @@ static int build_model(trainer_t *t)
   for (int i = 0; i < t->o.nhidden; i++)
     sizes[nsizes++] = t->o.hidden[i];
   sizes[nsizes++] = t->data.classes;
-  /* The most rows a rank trains on: its share of the global batch, split
-   * among the workers under parameter-server. */
-  int shares = t->size;
-  if (t->o.strategy == STRATEGY_PARAMETER_SERVER && t->size > ps_servers(t))
-    shares = t->size - ps_servers(t);
-  size_t rows = (t->o.batch + (size_t)shares - 1) / (size_t)shares;
+  /* the most rows a rank trains on: its share of the global batch */
+  size_t shares = (size_t)batch_shares(t), rows = (t->o.batch + shares - 1) / shares;
   rows = rows > EVAL_ROWS ? rows : EVAL_ROWS;
   ok = mlp_create(&t->m, sizes, nsizes, rows, t->o.seed) == 0;
   t->ex = malloc(rows * t->data.features * sizeof *t->ex);
@@ -370,8 +375,7 @@ static void print_header(trainer_t *t, const char *blas)
   mlp_shape(t->m.sizes, t->m.nlayers + 1, shape, sizeof shape);
   if (tail != 0 && n > B)
     snprintf(last, sizeof last, ", the last with %zu samples", tail);
-  int shares = o->strategy == STRATEGY_PARAMETER_SERVER ? t->ps.workers : t->size;
-  loader_split(B < n ? B : n, 0, shares, &first, &mine);
+  loader_split(B < n ? B : n, 0, batch_shares(t), &first, &mine);
   if (rondo_comm_topology(t->comm, topo, sizeof topo, NULL) != RONDO_SUCCESS)
     snprintf(topo, sizeof topo, "?");
   if (t->size == 1)
@@ -464,7 +468,7 @@ int trainer_setup(trainer_t *t)
   mirror_start(t, &h, params, velocity);
   if (t->o.strategy == STRATEGY_CENTRAL_STORAGE && central_create(t) != 0)
     goto out;
-  if (t->o.strategy == STRATEGY_PARAMETER_SERVER && ps_create(t, &rc) != 0)
+  if (t->o.strategy == STRATEGY_PARAMETER_SERVER && (rc = ps_create(t)) != 0)
     goto out;
   rc = TRAIN_EXIT_ERROR;
   if (choose_algo(t) != 0) {

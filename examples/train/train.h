@@ -49,6 +49,7 @@ enum {
   SET_HIDDEN = 1 << 4, SET_SEED = 1 << 5, SET_EPOCHS = 1 << 6, SET_BATCH = 1 << 7,
   SET_LR = 1 << 8, SET_MOMENTUM = 1 << 9, SET_WEIGHT_DECAY = 1 << 10, SET_SCHEDULE = 1 << 11,
   SET_WARMUP = 1 << 12, SET_STEP_EPOCHS = 1 << 13, SET_GAMMA = 1 << 14,
+  SET_STALENESS = 1 << 15,
 };
 
 typedef struct {
@@ -73,7 +74,6 @@ typedef struct {
   strategy_t strategy;
   int servers;                /* parameter-server: server ranks; 0: the default */
   long long staleness;        /* parameter-server: steps a worker may lead; -1: unbounded */
-  int set_staleness;          /* --staleness was given */
   int algo_deterministic;     /* --allreduce deterministic (the default) */
   rondo_algo_t algo;          /* otherwise the algorithm asked for */
   int prefetch;                /* PREFETCH_AUTO, _ON or _OFF; main.c resolves AUTO */

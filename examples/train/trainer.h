@@ -109,9 +109,9 @@ void central_destroy(trainer_t *t);
 /* ps.c. The number of server ranks (--servers, or the default). */
 int ps_servers(const trainer_t *t);
 /* ps_create gives each server its range of the variables and momentum
- * (already the same on every rank): 0, or -1 after every rank learned why
- * (TRAIN_EXIT_USAGE in *rc for a bad --servers). Collective. */
-int ps_create(trainer_t *t, int *rc);
+ * (already the same on every rank): 0, or the exit status after every rank
+ * learned why (TRAIN_EXIT_USAGE for a layout with no worker). Collective. */
+int ps_create(trainer_t *t);
 /* One epoch from (t->epoch, t->offset), or up to --max-steps: the workers
  * train and push, the servers apply; then every rank holds the variables,
  * and rank 0 the momentum. Sums this rank's numbers into acc and advances
