@@ -56,9 +56,15 @@ cfg="--cfg=smpi/simulate-computation:no --cfg=smpi/bw-factor:0:1 --cfg=smpi/lat-
   --cfg=contexts/stack-size:1024 --log=root.thres:critical"
 sim() { # SELECTOR OUTPUT ARGS...: one simulation, its wall time and peak memory logged
   sel=$1 log=$2; shift 2
+  # From 1024 ranks, MPI_Bcast is a binomial tree: SMPI gives every new
+  # communicator its id by MPI_Bcast, and the selectors' own broadcasts
+  # first make the communicator SMP-aware, a ring all-gather of p^2
+  # messages (at 1024 ranks: 128 s of start-up instead of 5 s).
+  big=
+  [ "$np" -lt 1024 ] || big=--cfg=smpi/bcast:binomial_tree
   /usr/bin/time -f "# wall %e s, peak %M KiB" -a -o "$log.time" \
     smpirun -np "$np" -platform "$top/bench/platforms/$p.xml" -hostfile "$out/hosts-$k" \
-    $cfg --cfg=smpi/coll-selector:"$sel" "$bench" "$@" > "$log" 2>&1 ||
+    $cfg $big --cfg=smpi/coll-selector:"$sel" "$bench" "$@" > "$log" 2>&1 ||
     { echo "simulate.sh: $p at $np ranks failed: $log" >&2; tail -n 5 "$log" >&2; return 1; }
 }
 for p in $platforms; do

@@ -18,7 +18,8 @@
 static rondo_status_t setup(struct engine *e)
 {
   rondo_status_t st;
-  MPI_CHECK(MPI_Comm_set_errhandler(e->mpi, MPI_ERRORS_RETURN));
+  if (e->mpi != MPI_COMM_NULL)
+    MPI_CHECK(MPI_Comm_set_errhandler(e->mpi, MPI_ERRORS_RETURN));
   /* The in-flight table exists from the start: a rank that joins before it
    * ever submitted still looks names up in it. */
   RONDO_CHECK(eng_table_grow(e));
@@ -61,9 +62,13 @@ static void undo_setup(struct engine *e)
 rondo_status_t eng_create(rondo_comm_t comm)
 {
   /* The collective step first, then this rank's own setup, agreed before
-   * anyone goes on: no rank gives up alone. */
-  MPI_Comm mpi;
-  MPI_CHECK(MPI_Comm_dup(comm->mpi, &mpi));
+   * anyone goes on: no rank gives up alone. Where no rank's MPI gives
+   * MPI_THREAD_MULTIPLE no engine can ever start (eng_start_locked), so it
+   * gets no communicator: one fewer to make, which SimGrid's SMPI does
+   * with p^2 messages. */
+  MPI_Comm mpi = MPI_COMM_NULL;
+  if (comm->thread_level_max >= MPI_THREAD_MULTIPLE)
+    MPI_CHECK(MPI_Comm_dup(comm->mpi, &mpi));
   struct engine *e = calloc(1, sizeof *e);
   rondo_status_t st;
   if (e == NULL) {
@@ -89,7 +94,8 @@ rondo_status_t eng_create(rondo_comm_t comm)
   }
   if (st == RONDO_SUCCESS)
     undo_setup(e);
-  MPI_CHECK_LOG(MPI_Comm_free(&mpi));
+  if (mpi != MPI_COMM_NULL)
+    MPI_CHECK_LOG(MPI_Comm_free(&mpi));
   free(e);
   return all;
 }
@@ -177,7 +183,7 @@ void eng_destroy(rondo_comm_t comm, int mpi_usable)
   }
   if (e->exec != NULL && mpi_usable)
     comm_free(e->exec, 1);
-  if (mpi_usable)
+  if (mpi_usable && e->mpi != MPI_COMM_NULL)
     MPI_CHECK_LOG(MPI_Comm_free(&e->mpi));
   eng_cache_free(&e->cache);
   eng_tl_set(&e->trace, NULL, 0, 0);

@@ -144,24 +144,39 @@ void topo_slice(size_t count, int slices, int g, size_t *start, size_t *len)
 }
 
 /* Node ids: the node's leaders (local rank 0), numbered by rank; the
- * smallest and largest node, and whether any node is oversubscribed. */
+ * smallest and largest node, and whether any node is oversubscribed. The
+ * leaders are found in a bitmap of the comm's ranks, OR-reduced a stretch
+ * of LEADER_WORDS words (16384 ranks) at a time on the stack, so that no
+ * rank can run out of memory alone; not in a communicator of their own,
+ * which would be one more to make (SimGrid's SMPI makes each with p^2
+ * messages, and its MPI_Exscan sends all to all). */
+enum { BITS_PER_WORD = 8 * sizeof(unsigned long), LEADER_WORDS = 256 };
 static rondo_status_t number_nodes(MPI_Comm comm, int rank, topo_t *t)
 {
-  int leader = t->local_rank == 0, sizes[3], maxima[3];
-  MPI_Comm leaders;
-  MPI_CHECK(MPI_Comm_split(comm, leader ? 0 : MPI_UNDEFINED, rank, &leaders));
-  if (leader) {
-    rondo_status_t st = RONDO_SUCCESS;
-    MPI_CHECK_GOTO(MPI_Comm_rank(leaders, &t->node_id), st, free_leaders);
-    MPI_CHECK_GOTO(MPI_Comm_size(leaders, &t->node_count), st, free_leaders);
-  free_leaders:
-    MPI_CHECK_LOG(MPI_Comm_free(&leaders));
-    RONDO_CHECK(st);
+  int size, sizes[3], maxima[3], below = 0, count = 0;
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  int span = LEADER_WORDS * BITS_PER_WORD; /* ranks per stretch */
+  for (int first = 0; first < size; first += span) {
+    unsigned long words[LEADER_WORDS] = {0}, all[LEADER_WORDS];
+    int n = size - first < span ? (size - first + BITS_PER_WORD - 1) / BITS_PER_WORD
+                                : LEADER_WORDS;
+    int at = rank - first; /* this rank's bit in the stretch, if there */
+    if (t->local_rank == 0 && at >= 0 && at < span)
+      words[at / BITS_PER_WORD] |= 1UL << (at % BITS_PER_WORD);
+    MPI_CHECK(MPI_Allreduce(words, all, n, MPI_UNSIGNED_LONG, MPI_BOR, comm));
+    for (int w = 0; w < n; w++) {
+      int lead = __builtin_popcountl(all[w]);
+      count += lead;
+      if (first + (w + 1) * BITS_PER_WORD <= rank)
+        below += lead;
+      else if (first + w * BITS_PER_WORD <= rank)
+        below += __builtin_popcountl(all[w] & ((1UL << (rank % BITS_PER_WORD)) - 1));
+    }
   }
-  int ids[2] = {t->node_id, t->node_count};
-  MPI_CHECK(MPI_Bcast(ids, 2, MPI_INT, 0, t->node));
-  t->node_id = ids[0];
-  t->node_count = ids[1];
+  /* the leader's count of the leaders below it, for its whole node */
+  MPI_CHECK(MPI_Bcast(&below, 1, MPI_INT, 0, t->node));
+  t->node_id = below;
+  t->node_count = count;
   sizes[0] = -t->local_size;
   sizes[1] = t->local_size;
   sizes[2] = t->oversubscribed;
