@@ -4,7 +4,7 @@
 # MPI_Allreduce under SMPI's MPICH and Open MPI selectors.
 #
 #   bench/simulate.sh [-B BUILD] [-o DIR] [-p "PLATFORM..."] [-r "RANKS..."]
-#                     [-b MIN] [-e MAX] [-f FACTOR] [-a ALGOS]
+#                     [-b MIN] [-e MAX] [-f FACTOR] [-a ALGOS] [-s SELECTOR]
 #
 #   -B BUILD  the SMPI build (default build-smpi; scripts/build-smpi.sh makes it)
 #   -o DIR    where the results go (default simulate-results)
@@ -13,10 +13,15 @@
 #   -b -e -f  sizes, as rondo-bench takes them (default 16, 64M, 4)
 #   -a ALGOS  rondo-bench's -a: the algorithms to time (default: every one,
 #             AUTO and MPI_Allreduce; keep auto and MPI_Allreduce in a list)
+#   -s ompi   run rondo under the Open MPI selector instead, in one
+#             simulation with MPI_Allreduce, and skip the MPICH selector:
+#             its collectives make each communicator SMP-aware first (a ring
+#             all-gather, p^2 messages), which is too slow at 4096 ranks
 #
 # Per platform and rank count, three runs, each one simulation:
 #   NAME-R-mpich.json   rondo-bench (every algorithm, AUTO, MPI_Allreduce)
-#                       with --cfg=smpi/coll-selector:mpich
+#                       with --cfg=smpi/coll-selector:mpich (with -s ompi:
+#                       none, and NAME-R-ompi.json holds the whole table)
 #   NAME-R-ompi.json    MPI_Allreduce alone with the Open MPI selector
 #   NAME-R-explain.txt  rondo-bench explain -v: the cost model's prediction
 #                       for every algorithm at every size
@@ -36,14 +41,16 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=build-smpi out=simulate-results
 platforms="fattree-10g fattree-100g flat-10g flat-100g dragonfly-10g dragonfly-100g multicore-10g multicore-100g"
-ranks="16 64 256 1024 4096" min=16 max=64M factor=4 algos=
-while getopts B:o:p:r:b:e:f:a: opt; do
+ranks="16 64 256 1024 4096" min=16 max=64M factor=4 algos= rondo_sel=mpich
+while getopts B:o:p:r:b:e:f:a:s: opt; do
   case $opt in
     B) build=$OPTARG ;; o) out=$OPTARG ;; p) platforms=$OPTARG ;; r) ranks=$OPTARG ;;
     b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;; a) algos="-a $OPTARG" ;;
-    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+    s) rondo_sel=$OPTARG ;;
+    *) sed -n '2,28p' "$0" >&2; exit 2 ;;
   esac
 done
+case $rondo_sel in mpich | ompi) ;; *) echo "simulate.sh: -s takes mpich or ompi" >&2; exit 2 ;; esac
 bench=$build/tools/rondo-bench
 [ -f "$bench" ] || { echo "simulate.sh: no $bench: run scripts/build-smpi.sh $build first" >&2; exit 1; }
 mkdir -p "$out"
@@ -59,9 +66,12 @@ sim() { # SELECTOR OUTPUT ARGS...: one simulation, its wall time and peak memory
   # From 1024 ranks, MPI_Bcast is a binomial tree: SMPI gives every new
   # communicator its id by MPI_Bcast, and the selectors' own broadcasts
   # first make the communicator SMP-aware, a ring all-gather of p^2
-  # messages (at 1024 ranks: 128 s of start-up instead of 5 s).
+  # messages (at 1024 ranks: 128 s of start-up instead of 5 s). Not for
+  # the Open MPI baseline alone: its all-reduce below 2 KiB ends in a
+  # k-nomial broadcast there, 1.33x faster than a binomial one.
   big=
-  [ "$np" -lt 1024 ] || big=--cfg=smpi/bcast:binomial_tree
+  [ "$np" -lt 1024 ] || [ "$log" = "$out/$p-$np-ompi.txt" -a "$rondo_sel" = mpich ] ||
+    big=--cfg=smpi/bcast:binomial_tree
   /usr/bin/time -f "# wall %e s, peak %M KiB" -a -o "$log.time" \
     smpirun -np "$np" -platform "$top/bench/platforms/$p.xml" -hostfile "$out/hosts-$k" \
     $cfg $big --cfg=smpi/coll-selector:"$sel" "$bench" "$@" > "$log" 2>&1 ||
@@ -74,12 +84,17 @@ for p in $platforms; do
   for np in $ranks; do
     echo "== $p, $np ranks ($k per host)"
     sizes="-b $min -e $max -f $factor"
-    sim mpich "$out/$p-$np-mpich.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
-      --json "$out/$p-$np-mpich.json"
-    sim ompi "$out/$p-$np-ompi.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q -a MPI_Allreduce \
-      --json "$out/$p-$np-ompi.json"
-    sim mpich "$out/$p-$np-explain.txt" explain -v $sizes
-    cat "$out/$p-$np-mpich.txt.time"
+    if [ "$rondo_sel" = ompi ]; then
+      sim ompi "$out/$p-$np-ompi.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
+        --json "$out/$p-$np-ompi.json"
+    else
+      sim mpich "$out/$p-$np-mpich.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
+        --json "$out/$p-$np-mpich.json"
+      sim ompi "$out/$p-$np-ompi.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q -a MPI_Allreduce \
+        --json "$out/$p-$np-ompi.json"
+    fi
+    sim "$rondo_sel" "$out/$p-$np-explain.txt" explain -v $sizes
+    cat "$out/$p-$np-$rondo_sel.txt.time"
   done
 done
 echo "== done: /usr/bin/python3 bench/simulate_table.py $out"

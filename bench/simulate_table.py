@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """docs/scale.md's tables and plots from bench/simulate.sh's results.
 
-    /usr/bin/python3 bench/simulate_table.py DIR [--plots IMGDIR]
+    /usr/bin/python3 bench/simulate_table.py DIR... [--plots IMGDIR]
 
-For each platform and rank count in DIR (NAME-R-mpich.json, NAME-R-ompi.json,
-NAME-R-explain.txt), one row per size:
+For each platform and rank count in the DIRs (NAME-R-mpich.json,
+NAME-R-ompi.json, NAME-R-explain.txt; the rows of several DIRs are merged,
+so one rank count may be run in several size ranges), one row per size:
   - AUTO's choice and the fastest forced rondo algorithm;
   - AUTO/best: AUTO's simulated time over the fastest algorithm's
     (1.00: AUTO picked it; the target is at most 1.10);
   - AUTO against MPI_Allreduce under SMPI's MPICH and Open MPI selectors,
-    as a speed-up (above 1: rondo is faster);
+    as a speed-up (above 1: rondo is faster); a run made with
+    simulate.sh -s ompi has rondo's times in NAME-R-ompi.json and no
+    MPICH column;
   - the cost model's error: its prediction for AUTO's choice over the
     simulated time, minus 1, and the median of that error's size over
     every algorithm it predicted.
@@ -28,19 +31,24 @@ import statistics
 import sys
 
 
-def load_rows(path):
-    """{(size, algo): median us} of a rondo-bench JSON, float32 sum."""
-    with open(path) as f:
-        rows = json.load(f)["rows"]
-    return {(r["size"], r["algo"]): r["median_us"] for r in rows
-            if r["type"] == "float32" and r["op"] == "sum"}
+def load_rows(paths):
+    """{(size, algo): median us} of rondo-bench JSONs, float32 sum."""
+    out = {}
+    for path in paths:
+        with open(path) as f:
+            rows = json.load(f)["rows"]
+        out.update({(r["size"], r["algo"]): r["median_us"] for r in rows
+                    if r["type"] == "float32" and r["op"] == "sum"})
+    return out
 
 
-def load_explain(path):
+def load_explain(paths):
     """{size: {algo: predicted_us}} and {size: choice} from explain -v."""
     pred, choice, size = {}, {}, None
-    with open(path) as f:
-        for line in f:
+    for path in paths:
+        with open(path) as f:
+            lines = f.read().splitlines()
+        for line in lines:
             m = re.match(r"allreduce (\d+) bytes", line)
             if m:
                 size = int(m.group(1))
@@ -62,22 +70,26 @@ def human(n):
     return "%d B" % n
 
 
-def runs(d):
+def runs(dirs):
+    """{platform: [rank counts]} of every run in the dirs."""
     found = {}
-    for p in glob.glob(os.path.join(d, "*-mpich.json")):
-        m = re.match(r"(.+)-(\d+)-mpich\.json$", os.path.basename(p))
-        found.setdefault(m.group(1), []).append(int(m.group(2)))
+    for d in dirs:
+        for p in glob.glob(os.path.join(d, "*-*.json")):
+            m = re.match(r"(.+)-(\d+)-(mpich|ompi)\.json$", os.path.basename(p))
+            if m:
+                found.setdefault(m.group(1), set()).add(int(m.group(2)))
     return {k: sorted(v) for k, v in sorted(found.items())}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("dir")
+    ap.add_argument("dirs", nargs="+", metavar="dir")
     ap.add_argument("--plots", help="write one PNG per platform and rank count here")
     a = ap.parse_args()
-    found = runs(a.dir)
+    found = runs(a.dirs)
     if not found:
-        sys.exit("simulate_table.py: no *-mpich.json in %s (bench/simulate.sh writes them)" % a.dir)
+        sys.exit("simulate_table.py: no results in %s (bench/simulate.sh writes them)"
+                 % " ".join(a.dirs))
     tables, totals = [], []
     for plat, ranks in found.items():
         lines, per_ranks = table(a, plat, ranks)
@@ -88,23 +100,32 @@ def main():
     print("|---|---:|---:|---:|---:|---:|")
     for plat, np_, points in totals:
         errs = [p["err_median"] for p in points if p["err_median"] is not None]
-        worst = [min(p["vs_mpich"], p["vs_ompi"]) for p in points if p["vs_mpich"] and p["vs_ompi"]]
-        n = len(points)
-        print("| %s | %d | %d of %d | %d of %d | %d of %d | %s |" % (
+        # the better selector; with Open MPI's alone (-s ompi), that one
+        worst = [min(v for v in (p["vs_mpich"], p["vs_ompi"]) if v) for p in points
+                 if p["vs_mpich"] or p["vs_ompi"]]
+        n, only = len(points), " (Open MPI's)" if all(not p["vs_mpich"] for p in points) else ""
+        print("| %s | %d | %d of %d | %d of %d%s | %d of %d%s | %s |" % (
             plat, np_, sum(1 for p in points if p["auto_best"] <= 1.10), n,
-            sum(1 for w in worst if w >= 1.0), n, sum(1 for w in worst if w >= 0.95), n,
-            "%.0f%%" % (100 * statistics.median(errs)) if errs else "-"))
+            sum(1 for w in worst if w >= 1.0), n, only, sum(1 for w in worst if w >= 0.95), n,
+            only, "%.0f%%" % (100 * statistics.median(errs)) if errs else "-"))
     print()
     for lines in tables:
         print("\n".join(lines))
 
 
-def load_run(base):
+def load_run(dirs, name):
     """One platform and rank count: rondo-bench's times (MPICH selector),
-    MPI_Allreduce's under Open MPI's, and explain's predictions."""
-    t = load_rows(base + "-mpich.json")
-    t_ompi = load_rows(base + "-ompi.json") if os.path.exists(base + "-ompi.json") else {}
-    pred, choice = load_explain(base + "-explain.txt") if os.path.exists(base + "-explain.txt") else ({}, {})
+    MPI_Allreduce's under Open MPI's, and explain's predictions. Without an
+    MPICH run (simulate.sh -s ompi), rondo's times come from the Open MPI
+    one, and there is no MPICH column."""
+    def files(suffix):
+        return [p for p in (os.path.join(d, name + suffix) for d in dirs) if os.path.exists(p)]
+    t_ompi = load_rows(files("-ompi.json"))
+    mpich = files("-mpich.json")
+    t = load_rows(mpich) if mpich else dict(t_ompi)
+    if not mpich:
+        t = {k: v for k, v in t.items() if k[1] != "MPI_Allreduce"}
+    pred, choice = load_explain(files("-explain.txt"))
     return t, t_ompi, pred, choice
 
 
@@ -139,7 +160,7 @@ def table(a, plat, ranks):
            "|---:|---:|---|---|---:|---:|---:|---:|---:|"]
     per_ranks = []
     for np_ in ranks:
-        t, t_ompi, pred, choice = load_run(os.path.join(a.dir, "%s-%d" % (plat, np_)))
+        t, t_ompi, pred, choice = load_run(a.dirs, "%s-%d" % (plat, np_))
         sizes = sorted({s for s, _ in t})
         algos = sorted({al for _, al in t if al not in ("auto", "MPI_Allreduce")})
         points = [p for p in (point(s, t, t_ompi, pred, choice, algos) for s in sizes) if p]

@@ -9,7 +9,9 @@
 #     windows between simulated ranks, shm's and the hierarchical path's;
 #   - explain: the subcommand reaches rondo-bench under smpirun, and
 #     rondo's network measurement sees the simulated network (the platform
-#     says 0.3 us and 100 Gbit/s per link).
+#     says 0.3 us and 100 Gbit/s per link);
+#   - bench/simulate.sh, with rondo under either selector, and
+#     bench/simulate_table.py's tables of its results.
 set -u
 srcdir=${top_srcdir:-.}
 builddir=${top_builddir:-.}
@@ -63,3 +65,23 @@ awk -v l="$lat" -v g="$gbit" 'BEGIN { exit !(l >= 0.5 && l <= 2 && g >= 80 && g 
 grep -q '^ *1048576 .* ring\|^ *1048576 .* rabenseifner' "$tmp/explain.out" ||
   { cat "$tmp/explain.out"; fail "explain: no bandwidth algorithm chosen at 1 MiB"; }
 echo "ok: explain under smpirun, network measured as $lat us, $gbit Gbit/s"
+
+# The sweep's scripts, as docs/scale.md runs them, on 16 ranks and 3 sizes:
+# both ways of running rondo (-s mpich, the default, and -s ompi) and the
+# tables made from them.
+for s in mpich ompi; do
+  sh "$srcdir/bench/simulate.sh" -B "$smpi" -o "$tmp/sweep-$s" -s "$s" -p fattree-100g -r 16 \
+    -b 16 -e 64K -f 64 -a auto,mpi,rabenseifner,MPI_Allreduce > "$tmp/sweep-$s.out" 2>&1 ||
+    { cat "$tmp/sweep-$s.out"; fail "simulate.sh -s $s"; }
+  /usr/bin/python3 "$srcdir/bench/simulate_table.py" "$tmp/sweep-$s" > "$tmp/table-$s.md" ||
+    fail "simulate_table.py on simulate.sh -s $s"
+  [ "$(grep -c '^| 16 | [0-9]* [KM]*i*B | ' "$tmp/table-$s.md")" -eq 3 ] ||
+    { cat "$tmp/table-$s.md"; fail "simulate_table.py: not 3 sizes after simulate.sh -s $s"; }
+done
+grep -q '^| fattree-100g | 16 | [0-3] of 3 | [0-3] of 3 | ' "$tmp/table-mpich.md" ||
+  { cat "$tmp/table-mpich.md"; fail "simulate_table.py: no summary of both selectors"; }
+grep -q '^| 16 | 16 B | mpi | [a-z_]* | [0-9.]* | [0-9.]* | [0-9.]* |' "$tmp/table-mpich.md" ||
+  { cat "$tmp/table-mpich.md"; fail "simulate_table.py: no MPICH and Open MPI columns"; }
+grep -q '^| fattree-100g | 16 | [0-3] of 3 | [0-3] of 3 (Open MPI.s) | ' "$tmp/table-ompi.md" ||
+  { cat "$tmp/table-ompi.md"; fail "simulate_table.py: -s ompi's summary does not say Open MPI's"; }
+echo "ok: simulate.sh (both selectors for rondo) and simulate_table.py"
