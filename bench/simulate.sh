@@ -61,20 +61,11 @@ cfg="--cfg=smpi/simulate-computation:no --cfg=smpi/bw-factor:0:1 --cfg=smpi/lat-
   --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no
   --cfg=smpi/auto-shared-malloc-thresh:1048576 --cfg=smpi/shared-malloc-blocksize:67108864
   --cfg=contexts/stack-size:1024 --log=root.thres:critical"
-sim() { # SELECTOR OUTPUT ARGS...: one simulation, its wall time and peak memory logged
-  sel=$1 log=$2; shift 2
-  # From 1024 ranks, MPI_Bcast is a binomial tree: SMPI gives every new
-  # communicator its id by MPI_Bcast, and the selectors' own broadcasts
-  # first make the communicator SMP-aware, a ring all-gather of p^2
-  # messages (at 1024 ranks: 128 s of start-up instead of 5 s). Not for
-  # the Open MPI baseline alone: its all-reduce below 2 KiB ends in a
-  # k-nomial broadcast there, 1.33x faster than a binomial one.
-  big=
-  [ "$np" -lt 1024 ] || [ "$log" = "$out/$p-$np-ompi.txt" -a "$rondo_sel" = mpich ] ||
-    big=--cfg=smpi/bcast:binomial_tree
+sim() { # SELECTOR BCAST OUTPUT ARGS...: one simulation, its wall time and peak memory logged
+  sel=$1 bcast=$2 log=$3; shift 3
   /usr/bin/time -f "# wall %e s, peak %M KiB" -a -o "$log.time" \
     smpirun -np "$np" -platform "$top/bench/platforms/$p.xml" -hostfile "$out/hosts-$k" \
-    $cfg $big --cfg=smpi/coll-selector:"$sel" "$bench" "$@" > "$log" 2>&1 ||
+    $cfg $bcast --cfg=smpi/coll-selector:"$sel" "$bench" "$@" > "$log" 2>&1 ||
     { echo "simulate.sh: $p at $np ranks failed: $log" >&2; tail -n 5 "$log" >&2; return 1; }
 }
 for p in $platforms; do
@@ -84,16 +75,25 @@ for p in $platforms; do
   for np in $ranks; do
     echo "== $p, $np ranks ($k per host)"
     sizes="-b $min -e $max -f $factor"
+    # From 1024 ranks, MPI_Bcast is a binomial tree where rondo runs: SMPI
+    # gives every new communicator its id by MPI_Bcast, and the selectors'
+    # own broadcasts first make the communicator SMP-aware, a ring
+    # all-gather of p^2 messages (at 1024 ranks: 128 s of start-up instead
+    # of 5 s). Not for the Open MPI baseline alone: its all-reduce below
+    # 2 KiB ends in a k-nomial broadcast there, 1.33x faster than a
+    # binomial one.
+    fast=
+    [ "$np" -lt 1024 ] || fast=--cfg=smpi/bcast:binomial_tree
     if [ "$rondo_sel" = ompi ]; then
-      sim ompi "$out/$p-$np-ompi.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
+      sim ompi "$fast" "$out/$p-$np-ompi.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
         --json "$out/$p-$np-ompi.json"
     else
-      sim mpich "$out/$p-$np-mpich.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
+      sim mpich "$fast" "$out/$p-$np-mpich.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
         --json "$out/$p-$np-mpich.json"
-      sim ompi "$out/$p-$np-ompi.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q -a MPI_Allreduce \
+      sim ompi "" "$out/$p-$np-ompi.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q -a MPI_Allreduce \
         --json "$out/$p-$np-ompi.json"
     fi
-    sim "$rondo_sel" "$out/$p-$np-explain.txt" explain -v $sizes
+    sim "$rondo_sel" "$fast" "$out/$p-$np-explain.txt" explain -v $sizes
     cat "$out/$p-$np-$rondo_sel.txt.time"
   done
 done

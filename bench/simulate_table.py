@@ -47,19 +47,18 @@ def load_explain(paths):
     pred, choice, size = {}, {}, None
     for path in paths:
         with open(path) as f:
-            lines = f.read().splitlines()
-        for line in lines:
-            m = re.match(r"allreduce (\d+) bytes", line)
-            if m:
-                size = int(m.group(1))
-                pred[size] = {}
-                continue
-            m = re.match(r"  (\w+)\s+([0-9.]+) (us|ms|s)\b", line)
-            if m and size is not None:
-                scale = {"us": 1, "ms": 1e3, "s": 1e6}[m.group(3)]
-                pred[size][m.group(1)] = float(m.group(2)) * scale
-                if "<- chosen" in line:
-                    choice[size] = m.group(1)
+            for line in f:
+                m = re.match(r"allreduce (\d+) bytes", line)
+                if m:
+                    size = int(m.group(1))
+                    pred[size] = {}
+                    continue
+                m = re.match(r"  (\w+)\s+([0-9.]+) (us|ms|s)\b", line)
+                if m and size is not None:
+                    scale = {"us": 1, "ms": 1e3, "s": 1e6}[m.group(3)]
+                    pred[size][m.group(1)] = float(m.group(2)) * scale
+                    if "<- chosen" in line:
+                        choice[size] = m.group(1)
     return pred, choice
 
 
@@ -122,9 +121,7 @@ def load_run(dirs, name):
         return [p for p in (os.path.join(d, name + suffix) for d in dirs) if os.path.exists(p)]
     t_ompi = load_rows(files("-ompi.json"))
     mpich = files("-mpich.json")
-    t = load_rows(mpich) if mpich else dict(t_ompi)
-    if not mpich:
-        t = {k: v for k, v in t.items() if k[1] != "MPI_Allreduce"}
+    t = load_rows(mpich) if mpich else {k: v for k, v in t_ompi.items() if k[1] != "MPI_Allreduce"}
     pred, choice = load_explain(files("-explain.txt"))
     return t, t_ompi, pred, choice
 
