@@ -19,7 +19,9 @@ done
 [ -x "$src/configure" ] || (cd "$src" && ./autogen.sh)
 mkdir -p "$dir"
 cd "$dir"
-if [ ! -f config.status ]; then
+# configure again when it changed since (make would rerun it without
+# SMPI_PRETEND_CC, and fail)
+if [ ! -f config.status ] || [ "$src/configure" -nt config.status ]; then
   echo "== configuring for SMPI in $(pwd) (configure.log)"
   SMPI_PRETEND_CC=1 "$src/configure" CC=smpicc MPIEXEC=smpirun LD=/usr/bin/ld \
     CFLAGS="${CFLAGS:--O2 -g0}" --disable-shared --enable-static --disable-train \

@@ -217,14 +217,16 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
 
   agree_sig_t sig = allreduce_sig(count, dtype, op, algo);
   agree_sig_add(&sig, AGREE_MEMORY_FIELD, 0);
-  /* shm agrees in its first round, with the data (free), and a small mpi
-   * call across nodes rides in the check's packet; the others agree first.
-   * (The first shm call makes the shared window, a collective step: it
-   * agrees first too.) */
+  /* shm agrees in its first round, with the data (free); across nodes a
+   * small mpi call rides in the check's packet and Rabenseifner's halving
+   * carries the check; the others agree first. (The first shm call makes
+   * the shared window, a collective step: it agrees first too.) A rank
+   * whose arguments are bad agrees first: its packet says so, and the
+   * exchange is the same on every rank. */
   if (st == RONDO_SUCCESS &&
       ((algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) && comm->shm != NULL &&
         !agree_skip) ||
-       agree_inline_fits(comm, algo, count, bytes)))
+       agree_inline_fits(comm, algo, count, bytes) || agree_rider_fits(comm, algo, count)))
     return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, &sig);
   RONDO_CHECK(agree_call(comm, st, &sig));
   return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);

@@ -43,9 +43,11 @@ struct rondo_comm {
   int yield_waits;   /* the node is oversubscribed: point-to-point waits poll
                         and yield the core (algo_waitall) instead of MPI_Wait,
                         which spins for a whole time slice */
-  int yield_any;     /* some rank of the comm has yield_waits: collectives that
-                        every rank must enter alike (the argument check) are
-                        nonblocking, so that those ranks can yield */
+  int yield_any;     /* some rank of the comm has yield_waits: MPI collectives
+                        that every rank must enter alike (the argument
+                        check's all-reduce, the mpi algorithm, the barrier)
+                        are nonblocking, so that those ranks can yield, and
+                        leaving a comm polls */
   struct agree_board *board;  /* argument board of a one-node user comm, or NULL */
   int thread_level_max; /* the highest MPI thread level among the ranks */
   /* The argument check's packet across nodes: its room for inline data,
@@ -53,6 +55,9 @@ struct rondo_comm {
   size_t check_room;
   int check_smaller;   /* calls in a row that needed less room */
   size_t check_recent; /* the most room those calls needed */
+  unsigned check_calls; /* exchanges so far, equal on every rank: the data
+                           of one call and the next get different tags
+                           (check_exchange.c) */
 
   /* lib/algo: made on first use, by the thread running the collective */
   struct shm_state *shm;      /* the node's shared window */

@@ -166,8 +166,9 @@ double select_rd_steps_time(const select_params_t *prm, const select_input_t *in
   return t;
 }
 
-/* The argument check across nodes: MPICH's recursive doubling of the
- * check's packet, plus its per-call overhead. */
+/* The argument check across nodes: recursive doubling of the check's
+ * packet (check_exchange.c: rondo's own, or MPICH's all-reduce of it),
+ * plus a call's overhead. */
 static double check_time(const select_params_t *prm, const select_input_t *in)
 {
   return prm->mpi_alpha + select_rd_steps_time(prm, in, (double)prm->check_bytes);
@@ -233,7 +234,8 @@ void select_predict(const select_params_t *params, const select_menu_t *menu,
     /* On one rank every algorithm is a copy. */
     if (!c->why_not)
       c->seconds = s.ranks == 1 ? (double)s.bytes * params->copy_beta : a->cost(params, &s);
-    if (!c->why_not && s.ranks > 1 && s.mpi_check && s.bytes > a->rides_check)
+    if (!c->why_not && s.ranks > 1 && s.mpi_check && s.bytes > a->rides_check &&
+        !(a->carries_check && s.check_exchange))
       c->seconds += check_time(params, &s);
   }
 }

@@ -37,9 +37,12 @@ typedef struct {
                           does; -1: not known yet (before the comm's first
                           call on device buffers) */
   int gpu_node_shared; /* the same among the ranks of each node */
-  int mpi_check;       /* the argument check is an MPI all-reduce (across
-                          nodes) that every algorithm pays first, but for
-                          data that rides in it (select_algo_t) */
+  int mpi_check;       /* the argument check is an exchange across nodes
+                          (check_exchange.c) that every algorithm pays
+                          first, but for data that rides in it and
+                          algorithms that carry it (select_algo_t) */
+  int check_exchange;  /* that exchange is rondo's own (one rank per node),
+                          whose steps an algorithm can carry */
 } select_input_t;
 
 /* One level of the machine: alpha = seconds per message (or per
@@ -122,9 +125,12 @@ typedef struct select_algo {
    * rank itself, as a copy). */
   double (*cost)(const select_params_t *prm, const select_input_t *in);
   /* Calls of at most this many bytes travel inside the argument check
-   * when it is an MPI all-reduce (in->mpi_check): they do not pay for it
-   * separately. 0: none. */
+   * where it is an exchange across nodes (in->mpi_check): they do not pay
+   * for it separately. 0: none. */
   size_t rides_check;
+  /* 1: its steps carry the check where the exchange is rondo's own
+   * (in->check_exchange): it does not pay for it separately. */
+  int carries_check;
   /* 1: it runs op RONDO_ADASUM and nothing else; 0: every op but that one
    * (Adasum is no elementwise reduction: the other algorithms cannot run
    * it). */

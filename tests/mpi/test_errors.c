@@ -10,6 +10,8 @@
  *  - different counts / dtypes / ops / algorithms / roots across ranks:
  *    RONDO_ERR_MISMATCH everywhere; on one node also where the shm
  *    all-reduce agrees in its first round and other ranks took another path;
+ *  - across nodes, where Rabenseifner's data rides in the check: calls that
+ *    differ, a bad argument on one rank, in place and not;
  *  - NULL, stale and destroyed comms; reduce_scatter in place; the status
  *    strings. (Algorithms that cannot run on a comm: test_allreduce.)
  * Calls before rondo_init() and after rondo_finalize() are in test_lifecycle.
@@ -331,6 +333,77 @@ static void folded_agreement(rondo_comm_t w)
   free(y);
 }
 
+/* Across nodes Rabenseifner's halving carries the check (check_exchange.c):
+ * data moves before the check has passed. Ranks whose calls differ still
+ * exchange, and drop, each other's data; a failed call leaves recvbuf as it
+ * was, in place too; and a valid call gives the sum afterwards. */
+static void riding_agreement(rondo_comm_t w)
+{
+  int last = mt.rank == mt.size - 1, upper = mt.rank >= mt.size / 2;
+  struct {
+    const char *what;
+    size_t count;    /* on the ranks that differ; N on the others */
+    int only_last;   /* else the upper half differs */
+    int in_place;
+    rondo_algo_t algo; /* on the ranks that differ */
+    rondo_status_t want_there; /* on the ranks that differ (the others: want_here) */
+    rondo_status_t want_here;
+  } cases[] = {
+      {"count 7 instead of 8 on the last rank", N - 1, 1, 0, RONDO_ALGO_RABENSEIFNER,
+       RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
+      {"count 7 instead of 8 on the upper half", N - 1, 0, 0, RONDO_ALGO_RABENSEIFNER,
+       RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
+      {"count 8192 instead of 8 on the upper half, in place", BIG_N, 0, 1,
+       RONDO_ALGO_RABENSEIFNER, RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
+      {"count 7 instead of 8 on the last rank, in place", N - 1, 1, 1, RONDO_ALGO_RABENSEIFNER,
+       RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
+      {"mpi (riding in the packet) on the last rank", N, 1, 0, RONDO_ALGO_MPI,
+       RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
+      {"ring on the upper half", N, 0, 0, RONDO_ALGO_RING, RONDO_ERR_MISMATCH,
+       RONDO_ERR_MISMATCH},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int differs = cases[k].only_last ? last : upper;
+    call_t c = valid_call(ALLREDUCE_ALGO, w);
+    c.algo = differs ? cases[k].algo : RONDO_ALGO_RABENSEIFNER;
+    c.count = differs ? cases[k].count : N;
+    if (cases[k].in_place)
+      c.send = c.recv;
+    mt_where("rabenseifner across nodes: %s", cases[k].what);
+    EXPECT(&c, differs ? cases[k].want_there : cases[k].want_here);
+  }
+  call_t c = valid_call(ALLREDUCE_ALGO, w);
+  c.algo = RONDO_ALGO_RABENSEIFNER;
+  mt_where("rabenseifner across nodes: a NULL recvbuf on the last rank");
+  if (last)
+    c.recv = NULL;
+  EXPECT(&c, last ? RONDO_ERR_NULL_BUFFER : RONDO_ERR_PEER);
+  mt_where("rabenseifner across nodes: rondo_barrier on the last rank");
+  c = valid_call(last ? BARRIER : ALLREDUCE_ALGO, w);
+  c.algo = RONDO_ALGO_RABENSEIFNER;
+  EXPECT(&c, RONDO_ERR_MISMATCH);
+  /* and then a valid one, in place and not, of N and of BIG_N elements */
+  for (int k = 0; k < 4; k++) {
+    size_t n = k < 2 ? N : BIG_N;
+    float *x = mt_alloc(n * sizeof *x), *y = mt_alloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++)
+      x[i] = (float)((mt.rank + 1) * (int)(i % 7 + 1));
+    mt_where("rabenseifner across nodes: a valid call of %zu, %s", n,
+             k % 2 ? "in place" : "out of place");
+    rondo_status_t st = rondo_allreduce_algo(w, x, k % 2 ? x : y, n, RONDO_FLOAT32, RONDO_SUM,
+                                             RONDO_ALGO_RABENSEIFNER);
+    const float *r = k % 2 ? x : y;
+    if (MT_EQ_STATUS(st, RONDO_SUCCESS))
+      for (size_t i = 0; i < n; i++)
+        if (r[i] != (float)(mt.size * (mt.size + 1) / 2 * (int)(i % 7 + 1))) {
+          MT_CHECK(0, "element %zu: %g", i, (double)r[i]);
+          break;
+        }
+    free(x);
+    free(y);
+  }
+}
+
 /* NULL comm, and a destroyed comm's stale handle. */
 static void comm_errors(void)
 {
@@ -438,6 +511,8 @@ int main(int argc, char **argv)
       mismatch_errors(w);
       if (MT_QUERY(rondo_comm_node_count, w) == 1)
         folded_agreement(w);
+      else
+        riding_agreement(w);
     }
   }
 

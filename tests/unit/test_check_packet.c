@@ -1,7 +1,8 @@
-/* The room of the argument check's packet (lib/algo/common/check_packet.c)
- * on hand-made reduced packets: how the calls before set how much data the
- * next call's check carries. No MPI: packet_next_room is a function of the
- * reduced packet and the comm's room state. */
+/* The argument check's packet (lib/algo/common/check_packet.c) on
+ * hand-made packets: how two packets combine, when they say that data rides
+ * with them, and how the calls before set how much data the next call's
+ * check carries. No MPI: these are functions of packets and the comm's room
+ * state. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,9 +18,9 @@ static packet_t agreed(agree_coll_t coll, int64_t count, rondo_dtype_t dtype, ro
 {
   packet_t p;
   memset(&p, 0, sizeof p);
-  int64_t x[5] = {coll, count, dtype, RONDO_SUM, algo};
+  int64_t x[AGREE_SIG_MAX + 1] = {coll, count, dtype, RONDO_SUM, algo}; /* the rest 0 */
   p.v[1] = -2;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i <= AGREE_SIG_MAX; i++) {
     p.v[2 + 2 * i] = x[i];
     p.v[3 + 2 * i] = ~x[i];
   }
@@ -126,6 +127,80 @@ static void test_unchanged_by_others(void **state)
   assert_int_equal(c.check_room, 64);
 }
 
+/* A packet of one rank, of `ranks`, that calls an mpi all-reduce of n
+ * float32 (riding in the packet: the room holds them) with this data. */
+typedef struct {
+  packet_t p;
+  float data[4];
+} one_t;
+
+static one_t rank_packet(int rank, int ranks, const float *x)
+{
+  one_t o;
+  o.p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
+  o.p.v[1] = -ranks;
+  o.p.first = rank;
+  o.p.leaving = -ranks;
+  o.p.room = sizeof o.data;
+  memcpy(o.data, x, sizeof o.data);
+  return o;
+}
+
+/* Combining: MAX of the words, MIN of first and rides, the data summed,
+ * the same bytes whichever packet is combined into which. */
+static void test_combine(void **state)
+{
+  (void)state;
+  float x0[4] = {1, 2, 3, 4}, x1[4] = {10, 20, 30, 1e30f};
+  one_t a = rank_packet(0, 2, x0), b = rank_packet(1, 2, x1);
+  a.p.rides = 1;
+  b.p.rides = 0;
+  b.p.leaving = -1; /* rank 1 is destroying the comm */
+  one_t ab = b, ba = a;
+  packet_combine(&a.p, &ab.p);
+  packet_combine(&b.p, &ba.p);
+  assert_memory_equal(&ab, &ba, sizeof ab);
+  assert_int_equal(ab.p.first, 0);
+  assert_int_equal(ab.p.rides, 0);
+  assert_int_equal(ab.p.leaving, -1);
+  float want[4] = {11, 22, 33, 1e30f};
+  assert_memory_equal(ab.data, want, sizeof want);
+  /* a rank that failed: MAX shows it, and no data is reduced */
+  one_t c = rank_packet(1, 2, x1);
+  c.p.v[0] = 1;
+  c.p.v[1] = -1;
+  one_t ac = a;
+  packet_combine(&c.p, &ac.p);
+  assert_int_equal(ac.p.v[0], 1);
+  assert_int_equal(ac.p.v[1], -1);
+  assert_memory_equal(ac.data, x0, sizeof x0);
+}
+
+/* Data rides with a packet only while every rank it combines called alike,
+ * validly, with data to send. */
+static void test_rides(void **state)
+{
+  (void)state;
+  packet_t p = agreed(AGREE_ALLREDUCE, 4096, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
+  assert_false(packet_rides(&p));
+  p.rides = 1;
+  assert_true(packet_rides(&p));
+  packet_t q = p;
+  q.v[0] = 1; /* a rank failed */
+  assert_false(packet_rides(&q));
+  q = p;
+  q.v[5] = ~(int64_t)4000; /* counts from 4000 to 4096 */
+  assert_false(packet_rides(&q));
+  q = p;
+  q.v[2] = AGREE_BROADCAST; /* a broadcast on some rank, all-reduces elsewhere */
+  assert_false(packet_rides(&q));
+  q = agreed(AGREE_ALLREDUCE, 4000, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
+  q.rides = 1;
+  packet_combine(&q, &p); /* two riding groups whose counts differ */
+  assert_int_equal(p.rides, 1);
+  assert_false(packet_rides(&p));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -134,6 +209,8 @@ int main(void)
       cmocka_unit_test(test_two_sizes_keep_the_larger),
       cmocka_unit_test(test_others_cap_the_room),
       cmocka_unit_test(test_unchanged_by_others),
+      cmocka_unit_test(test_combine),
+      cmocka_unit_test(test_rides),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -476,8 +476,9 @@ static void test_rabenseifner_crosses_with_its_small_pieces(void **state)
   assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, rab);
 }
 
-/* Across nodes every algorithm pays the argument check's all-reduce but mpi
- * for calls that ride in it: so AUTO picks mpi for small calls there. */
+/* Across nodes every algorithm pays the argument check's exchange but mpi
+ * for calls that ride in it, and Rabenseifner, whose halving carries it:
+ * still AUTO picks mpi for small calls there (one step, not two). */
 static void test_small_calls_across_nodes_ride_in_the_check(void **state)
 {
   (void)state;
@@ -487,6 +488,7 @@ static void test_small_calls_across_nodes_ride_in_the_check(void **state)
   p.check_bytes = 384;
   select_input_t in = layout(16, 2, 2, HOST_ALGOS); /* 64 bytes, 2 x 1 */
   in.mpi_check = 1;
+  in.check_exchange = 1; /* one rank per node: Rabenseifner carries it */
   expect_choice(&p, &in, RONDO_ALGO_MPI);
   select_candidate_t with[SELECT_MAX_ALGOS], without[SELECT_MAX_ALGOS];
   select_predict(&p, menu(), &in, with);
@@ -494,13 +496,26 @@ static void test_small_calls_across_nodes_ride_in_the_check(void **state)
   select_predict(&p, menu(), &in, without);
   assert_close(with[RONDO_ALGO_MPI].seconds, without[RONDO_ALGO_MPI].seconds);
   assert_true(with[RONDO_ALGO_RING].seconds > without[RONDO_ALGO_RING].seconds + 6e-6);
+  /* Rabenseifner's halving carries the check, at any size */
+  assert_close(with[RONDO_ALGO_RABENSEIFNER].seconds, without[RONDO_ALGO_RABENSEIFNER].seconds);
   /* above the packet's room (32 KiB) mpi pays the check like the others */
   in = layout(8192, 2, 2, HOST_ALGOS);
   in.mpi_check = 1;
+  in.check_exchange = 1;
   select_predict(&p, menu(), &in, with);
   in.mpi_check = 0;
   select_predict(&p, menu(), &in, without);
   assert_true(with[RONDO_ALGO_MPI].seconds > without[RONDO_ALGO_MPI].seconds + 6e-6);
+  assert_close(with[RONDO_ALGO_RABENSEIFNER].seconds, without[RONDO_ALGO_RABENSEIFNER].seconds);
+  /* several ranks per node: the check is MPI's all-reduce, which nothing
+   * carries */
+  in = layout(8192, 4, 2, HOST_ALGOS);
+  in.mpi_check = 1;
+  select_predict(&p, menu(), &in, with);
+  in.mpi_check = 0;
+  select_predict(&p, menu(), &in, without);
+  assert_true(with[RONDO_ALGO_RABENSEIFNER].seconds >
+              without[RONDO_ALGO_RABENSEIFNER].seconds + 6e-6);
 }
 
 /* Hierarchical with one rank per node is a flat all-reduce plus copies. */

@@ -6,16 +6,24 @@
  * blocks, the big halves stay inside the node and only the small pieces
  * cross the network. Each rank sends and receives about 2 (p-1)/p of the buffer in
  * 2 lg p messages: bandwidth-optimal like the ring with far fewer steps, so
- * it wins at medium sizes. Non-powers of two are folded first (fold.c).
+ * it wins at medium sizes. Non-powers of two are folded first (as fold.c).
  *
  * The buffer is cut into pof2 blocks (sizes differ by at most one element);
  * a rank owns a contiguous range of blocks that halves each round, so it
  * needs count >= pof2: smaller inputs fall back to recursive doubling.
  * Each block's final value is computed once (by the rank that owns it after
  * the reduce-scatter) and then copied, so all ranks hold identical bytes.
+ *
+ * Across nodes of one rank each the halving carries the argument check
+ * (a->agree): its steps pair the same ranks in the same order as the
+ * check's exchange (check_exchange.c), so the data rides in the exchange's
+ * steps and the check costs no round of its own. Until the check has passed nothing may
+ * touch recvbuf (a failed call leaves it as it was), so the halving then
+ * reduces into scratch and copies the rank's final block over at the end.
  */
 #include "algo/common/algo.h"
 
+#include "algo/common/check_exchange.h"
 #include "base/numbers.h"
 
 /* Element offset of block b of pof2 blocks. */
@@ -26,29 +34,96 @@ static size_t block_start(const algo_allreduce_args_t *a, int b)
   return (size_t)b * base + ((size_t)b < extra ? (size_t)b : extra);
 }
 
-/* Byte pointer and byte length of blocks [lo, hi). */
-#define RANGE_PTR(a, lo) ((char *)(a)->recvbuf + block_start(a, lo) * (a)->esize)
+/* Byte offset and byte length of blocks [lo, hi). */
+#define RANGE_OFF(a, lo) (block_start(a, lo) * (a)->esize)
 #define RANGE_BYTES(a, lo, hi) ((block_start(a, hi) - block_start(a, lo)) * (a)->esize)
 
-static rondo_status_t reduce_scatter_halving(const algo_allreduce_args_t *a, int newrank,
-                                             void *tmp, int *lo_out, int *hi_out)
+/* The halving's state; first its rider, for the check's exchange. */
+typedef struct {
+  check_rider_t rider;
+  const algo_allreduce_args_t *a;
+  const char *src; /* this rank's data so far: the input, then work */
+  char *work;      /* the partial results, laid out as recvbuf */
+  char *tmp;       /* a partner's blocks */
+  int newrank;     /* after the fold; -1: folded onto rank + 1 */
+  int lo, hi;      /* the blocks this rank still reduces */
+  int steps;       /* steps received, the fold's included */
+} halving_t;
+
+/* The blocks this rank sends and keeps in step mask (0: the fold, where
+ * the rank folded away sends them all and its neighbour keeps them all). */
+static void ranges(const halving_t *h, int mask, int *send_lo, int *send_hi, int *keep_lo,
+                   int *keep_hi)
 {
-  int lo = 0, hi = a->comm->pof2;
-  for (int mask = 1; mask < a->comm->pof2; mask <<= 1) {
-    int peer = algo_fold_rank(a, newrank ^ mask);
-    int mid = lo + (hi - lo) / 2;
-    int keep_lo = (newrank & mask) ? mid : lo, keep_hi = (newrank & mask) ? hi : mid;
-    int send_lo = (newrank & mask) ? lo : mid, send_hi = (newrank & mask) ? mid : hi;
-    RONDO_CHECK(algo_sendrecv(a->comm, RANGE_PTR(a, send_lo), RANGE_BYTES(a, send_lo, send_hi),
-                              peer, tmp, RANGE_BYTES(a, keep_lo, keep_hi), peer));
-    size_t n = block_start(a, keep_hi) - block_start(a, keep_lo);
-    char *keep = RANGE_PTR(a, keep_lo);
-    algo_reduce_ordered(keep, keep, tmp, n, a, peer);
-    lo = keep_lo;
-    hi = keep_hi;
+  if (mask == 0) {
+    *send_lo = *keep_lo = 0;
+    *send_hi = *keep_hi = h->a->comm->pof2;
+    return;
   }
-  *lo_out = lo;
-  *hi_out = hi;
+  int mid = h->lo + (h->hi - h->lo) / 2, upper = (h->newrank & mask) != 0;
+  *keep_lo = upper ? mid : h->lo;
+  *keep_hi = upper ? h->hi : mid;
+  *send_lo = upper ? h->lo : mid;
+  *send_hi = upper ? mid : h->hi;
+}
+
+static void halving_send_buf(check_rider_t *r, int mask, const void **buf, size_t *bytes)
+{
+  halving_t *h = (halving_t *)r;
+  int slo, shi, klo, khi;
+  ranges(h, mask, &slo, &shi, &klo, &khi);
+  *buf = h->src + RANGE_OFF(h->a, slo);
+  *bytes = RANGE_BYTES(h->a, slo, shi);
+}
+
+static void halving_recv_buf(check_rider_t *r, int mask, void **buf, size_t *bytes)
+{
+  halving_t *h = (halving_t *)r;
+  int slo, shi, klo, khi;
+  ranges(h, mask, &slo, &shi, &klo, &khi);
+  *buf = h->tmp;
+  *bytes = RANGE_BYTES(h->a, klo, khi);
+}
+
+/* After peer's blocks are in tmp: work's kept blocks = src's (op) peer's. */
+static void halving_reduce(check_rider_t *r, int mask, int peer)
+{
+  halving_t *h = (halving_t *)r;
+  int slo, shi, klo, khi;
+  ranges(h, mask, &slo, &shi, &klo, &khi);
+  size_t off = RANGE_OFF(h->a, klo), n = block_start(h->a, khi) - block_start(h->a, klo);
+  algo_reduce_ordered(h->work + off, h->src + off, h->tmp, n, h->a, peer);
+  h->src = h->work;
+  h->lo = klo;
+  h->hi = khi;
+  h->steps++;
+}
+
+/* The fold and the halving on their own (the check done before, or none). */
+static rondo_status_t halving_alone(halving_t *h)
+{
+  const algo_allreduce_args_t *a = h->a;
+  rondo_comm_t comm = a->comm;
+  int rank = comm->rank, folded = rank < 2 * (comm->size - comm->pof2);
+  if (h->newrank < 0) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    RONDO_CHECK(algo_isend(comm, h->src, a->count * a->esize, rank + 1, &req));
+    return algo_waitall(comm, 1, &req);
+  }
+  if (folded) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    RONDO_CHECK(algo_irecv(comm, h->tmp, a->count * a->esize, rank - 1, &req));
+    RONDO_CHECK(algo_waitall(comm, 1, &req));
+    halving_reduce(&h->rider, 0, rank - 1);
+  }
+  for (int mask = 1; mask < comm->pof2; mask <<= 1) {
+    int peer = algo_fold_rank(comm, h->newrank ^ mask);
+    int slo, shi, klo, khi;
+    ranges(h, mask, &slo, &shi, &klo, &khi);
+    RONDO_CHECK(algo_sendrecv(comm, h->src + RANGE_OFF(a, slo), RANGE_BYTES(a, slo, shi), peer,
+                              h->tmp, RANGE_BYTES(a, klo, khi), peer));
+    halving_reduce(&h->rider, mask, peer);
+  }
   return RONDO_SUCCESS;
 }
 
@@ -56,12 +131,13 @@ static rondo_status_t allgather_doubling(const algo_allreduce_args_t *a, int new
                                          int lo, int hi)
 {
   for (int mask = a->comm->pof2 >> 1; mask > 0; mask >>= 1) {
-    int peer = algo_fold_rank(a, newrank ^ mask);
+    int peer = algo_fold_rank(a->comm, newrank ^ mask);
     int width = hi - lo;
     int plo = (newrank & mask) ? lo - width : hi;
     int phi = plo + width;
-    RONDO_CHECK(algo_sendrecv(a->comm, RANGE_PTR(a, lo), RANGE_BYTES(a, lo, hi), peer,
-                              RANGE_PTR(a, plo), RANGE_BYTES(a, plo, phi), peer));
+    char *buf = a->recvbuf;
+    RONDO_CHECK(algo_sendrecv(a->comm, buf + RANGE_OFF(a, lo), RANGE_BYTES(a, lo, hi), peer,
+                              buf + RANGE_OFF(a, plo), RANGE_BYTES(a, plo, phi), peer));
     lo = lo < plo ? lo : plo;
     hi = hi > phi ? hi : phi;
   }
@@ -71,26 +147,47 @@ static rondo_status_t allgather_doubling(const algo_allreduce_args_t *a, int new
 static rondo_status_t allreduce_rabenseifner(const algo_allreduce_args_t *a)
 {
   rondo_comm_t comm = a->comm;
-  void *tmp;
-  int newrank, lo, hi;
-
-  if (a->count < (size_t)comm->pof2) {
+  size_t bytes = a->count * a->esize;
+  int riding = a->agree != NULL;
+  if (a->count < (size_t)comm->pof2 && !riding) {
     LOG_DEBUG("rabenseifner needs count >= %d (largest power of two <= %d ranks), "
               "got %zu: falling back to recursive doubling",
               comm->pof2, comm->size, a->count);
     return algo_recursive_doubling.allreduce(a);
   }
-  algo_copy_input(a);
-  if (comm->size == 1)
+  if (comm->size == 1) {
+    algo_copy_input(a);
     return RONDO_SUCCESS;
-  RONDO_CHECK(algo_check_message(a->count * a->esize)); /* the fold sends it all */
-  RONDO_CHECK(algo_scratch(comm, a->count * a->esize, &tmp));
-  RONDO_CHECK(algo_fold_in(a, a->recvbuf, tmp, &newrank));
-  if (newrank >= 0) {
-    RONDO_CHECK(reduce_scatter_halving(a, newrank, tmp, &lo, &hi));
-    RONDO_CHECK(allgather_doubling(a, newrank, lo, hi));
   }
-  return algo_fold_out(a, a->recvbuf, newrank);
+  /* The fold sends it all; riding, work is scratch after tmp. */
+  void *scratch = NULL;
+  rondo_status_t st = algo_check_message(bytes);
+  if (st == RONDO_SUCCESS)
+    st = algo_scratch(comm, riding ? 2 * bytes : bytes, &scratch);
+  halving_t h = {.rider = {halving_send_buf, halving_recv_buf, halving_reduce}, .a = a, .src = a->sendbuf,
+                 .work = riding ? (char *)scratch + bytes : a->recvbuf, .tmp = scratch,
+                 .newrank = algo_fold_newrank(comm), .lo = 0, .hi = comm->pof2};
+  if (riding) { /* a local failure still takes part in the check */
+    RONDO_CHECK(agree_call_riding(comm, st, a->agree, st == RONDO_SUCCESS ? &h.rider : NULL));
+    int want = 0; /* the fold's receive, then one per halving step */
+    if (h.newrank >= 0) {
+      want = comm->rank < 2 * (comm->size - comm->pof2);
+      for (int mask = 1; mask < comm->pof2; mask <<= 1)
+        want++;
+    }
+    if (h.steps != want) /* (the check passed: every rank rode every step) */
+      return rondo__fail(RONDO_ERR_INTERNAL, "rabenseifner: %d of %d steps carried data", h.steps,
+                         want);
+    if (h.newrank >= 0)
+      memcpy((char *)a->recvbuf + RANGE_OFF(a, h.lo), h.work + RANGE_OFF(a, h.lo),
+             RANGE_BYTES(a, h.lo, h.hi));
+  } else {
+    RONDO_CHECK(st);
+    RONDO_CHECK(halving_alone(&h));
+  }
+  if (h.newrank >= 0)
+    RONDO_CHECK(allgather_doubling(a, h.newrank, h.lo, h.hi));
+  return algo_fold_out(a, a->recvbuf, h.newrank);
 }
 
 /* Cost: a halving and a doubling step of n/2 at distance 1, n/4 at
@@ -129,7 +226,8 @@ static const char *not_chosen(const select_input_t *in)
 
 const algo_desc_t algo_rabenseifner = {
     .select = {.id = RONDO_ALGO_RABENSEIFNER, .name = "rabenseifner",
-               .mem = SELECT_MEM_HOST, .not_chosen = not_chosen, .cost = cost},
+               .mem = SELECT_MEM_HOST, .not_chosen = not_chosen, .cost = cost,
+               .carries_check = 1 /* its halving, across nodes of one rank */},
     .collectives = ALGO_SERVES_ALLREDUCE,
     .allreduce = allreduce_rabenseifner,
 };

@@ -26,7 +26,7 @@ rondo_status_t algo_rd_allreduce(const algo_allreduce_args_t *a)
   RONDO_CHECK(algo_fold_in(a, a->recvbuf, tmp, &newrank));
   if (newrank >= 0) {
     for (int mask = 1; mask < comm->pof2; mask <<= 1) {
-      int peer = algo_fold_rank(a, newrank ^ mask);
+      int peer = algo_fold_rank(comm, newrank ^ mask);
       RONDO_CHECK(algo_sendrecv(comm, a->recvbuf, bytes, peer, tmp, bytes, peer));
       algo_reduce_ordered(a->recvbuf, a->recvbuf, tmp, a->count, a, peer);
     }

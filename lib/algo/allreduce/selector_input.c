@@ -8,6 +8,7 @@
  */
 #include "algo/common/algo.h"
 
+#include "algo/common/check_exchange.h"
 #include "algo/common/gpu.h"
 #include "topo/topo.h"
 
@@ -19,6 +20,7 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
                        .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
                        .max_local = comm->topo->max_local, .mem = mem,
                        .mpi_check = comm->size > 1 && comm->board == NULL};
+  in.check_exchange = in.mpi_check && check_by_exchange(comm);
   if (mem == SELECT_MEM_DEVICE) {
     in.has_nccl = dev_backend()->coll_id != NULL;
     in.gpu_shared = comm->gpu != NULL ? comm->gpu->shared : -1;

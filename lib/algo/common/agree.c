@@ -31,13 +31,14 @@
  * another's reading, because no rank passes call k+1's board before every
  * rank has written its lines for k+1, which it does after reading k's.
  *
- * Across nodes (or where MPI cannot share memory) one small MPI all-reduce
- * of the status and the signature carries the check: one latency per call
- * (docs/api.md). A small all-reduce run by the mpi algorithm travels in its
- * packet (check_packet.c says how, and how much room it has), so the check
- * and the data take one all-reduce instead of two. Every rank sends the
- * same packet shape whatever its call, so a mismatch is still reported,
- * never a hang.
+ * Across nodes (or where MPI cannot share memory) an exchange of small
+ * packets of the status and the signature carries the check, by recursive
+ * doubling (check_exchange.c): lg p latencies per call (docs/api.md). A
+ * small all-reduce run by the mpi algorithm travels in its packet
+ * (check_packet.c says how, and how much room it has), and Rabenseifner's
+ * halving sends its data in the exchange's steps, so for those the check
+ * costs no round of its own. Every rank sends the same packet shape
+ * whatever its call, so a mismatch is still reported, never a hang.
  */
 #include "algo/common/agree.h"
 
@@ -55,7 +56,7 @@
 #endif
 
 #include "algo/common/algo.h"
-#include "algo/common/check_packet.h"
+#include "algo/common/check_exchange.h"
 #include "algo/common/shared_window.h"
 #include "reduce/reduce.h"
 #include "topo/topo.h"
@@ -128,9 +129,9 @@ rondo_status_t agree_board_create(rondo_comm_t comm)
 {
   const topo_t *t = comm->topo;
   if (t->node_count != 1 || comm->size == 1)
-    return RONDO_SUCCESS; /* the MPI check, or nothing to check */
+    return RONDO_SUCCESS; /* the exchange, or nothing to check */
   /* A rank short of memory for its own bookkeeping, or a node where MPI
-   * cannot share memory, makes the whole comm use the MPI check. */
+   * cannot share memory, makes the whole comm use the exchange. */
   struct agree_board *b = calloc(1, sizeof *b);
   rondo_status_t mine = b != NULL ? RONDO_SUCCESS
                                   : rondo__fail(RONDO_ERR_NO_MEMORY, "argument board");
@@ -138,7 +139,7 @@ rondo_status_t agree_board_create(rondo_comm_t comm)
   rondo_status_t st = shwin_create(t->node, LINES * LINE, LINES * LINE, mine,
                                    "memory for its argument board", &w);
   if (st != RONDO_SUCCESS) {
-    LOG_INFO("argument board: %s; the check uses an MPI all-reduce", rondo_last_error());
+    LOG_INFO("argument board: %s; the check exchanges packets over MPI", rondo_last_error());
     free(b);
     return RONDO_SUCCESS;
   }
@@ -362,15 +363,16 @@ static rondo_status_t left(rondo_comm_t comm, const agree_sig_t *sig, int rank)
                      agree_coll_name(sig->coll), rank, world);
 }
 
-/* ---- the MPI check (across nodes) --------------------------------------------------------- */
+/* ---- the check across nodes ---------------------------------------------------------------- */
 
-/* One MPI_Allreduce of packets. The maximum of ~value is ~(the minimum), so
- * one reduction tells whether any rank failed and whether every field is
- * equal everywhere (~ never overflows, unlike negation). data: this rank's
- * inline all-reduce input (NULL: none), its result into out. */
-/* This rank's packet, without data. */
+/* One exchange of packets (check_exchange.c). The maximum of ~value is
+ * ~(the minimum), so one combination tells whether any rank failed and
+ * whether every field is equal everywhere (~ never overflows, unlike
+ * negation). */
+/* This rank's packet, without data; rides: its all-reduce's data rides in
+ * the exchange. */
 static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                        packet_t *p)
+                        int rides, packet_t *p)
 {
   memset(p, 0, sizeof *p + comm->check_room);
   int fields = AGREE_SIG_MAX + 1;
@@ -384,37 +386,25 @@ static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig
   }
   p->first = comm->rank;
   p->leaving = sig->coll == AGREE_COMM_DESTROY ? -(int64_t)comm->rank : -(int64_t)comm->size;
+  p->rides = rides && local == RONDO_SUCCESS;
   p->room = (int64_t)comm->check_room;
 }
 
-static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                                const void *data, size_t bytes, void *out)
+/* data: this rank's inline all-reduce input (NULL: none), its result into
+ * out; rider: the all-reduce whose data rides in the exchange, or NULL. */
+static rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
+                                const void *data, size_t bytes, void *out, check_rider_t *rider)
 {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  MPI_Op op = MPI_OP_NULL;
-  RONDO_CHECK(packet_mpi(comm, &type, &op));
   /* The packet with comm's room, whatever this rank's call: ranks in
-   * different collectives must still reduce matching buffers for the
+   * different collectives must still exchange packets of one size for the
    * mismatch to be reported. */
-  int64_t buf[2][PACKET_MAX_BYTES / sizeof(int64_t) + 1];
-  packet_t *mine = (packet_t *)buf[0], *all = (packet_t *)buf[1];
-  packet_fill(comm, local, sig, mine);
+  int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
+  packet_t *all = (packet_t *)buf;
+  packet_fill(comm, local, sig, rider != NULL, all);
   int64_t *r = all->v;
   if (data != NULL && local == RONDO_SUCCESS)
-    memcpy(packet_data(mine), data, bytes);
-  /* Blocking where no rank yields, so MPI picks its best all-reduce (on
-   * several ranks per node MPICH's blocking one can be node-aware, its
-   * nonblocking one is not). Where
-   * some rank yields, nonblocking on every rank (a blocking collective may
-   * not match a nonblocking one): algo_waitall yields on an oversubscribed
-   * node and waits in MPI_Wait elsewhere. */
-  if (!comm->yield_any) {
-    MPI_CHECK(MPI_Allreduce(mine, all, 1, type, op, comm->mpi));
-  } else {
-    MPI_Request req;
-    MPI_CHECK(MPI_Iallreduce(mine, all, 1, type, op, comm->mpi, &req));
-    RONDO_CHECK(algo_waitall(comm, 1, &req));
-  }
+    memcpy(packet_data(all), data, bytes);
+  RONDO_CHECK(check_exchange(comm, all, local == RONDO_SUCCESS ? rider : NULL, NULL));
   packet_next_room(comm, all);
   if (local != RONDO_SUCCESS)
     return local;
@@ -442,6 +432,9 @@ static rondo_status_t agree_mpi(rondo_comm_t comm, rondo_status_t local, const a
                          "%lld)",
                          agree_coll_name(sig->coll), sig->field[i - 1], lo, hi, (long long)sig->value[i - 1]);
   }
+  if (rider != NULL && !all->rides)
+    return rondo__fail(RONDO_ERR_INTERNAL, "%s: the data did not ride in every step",
+                       agree_coll_name(sig->coll)); /* (agreed calls always ride alike) */
   if (data != NULL)
     memcpy(out, packet_data(all), bytes);
   return RONDO_SUCCESS;
@@ -451,7 +444,7 @@ int agree_skip;
 
 size_t agree_packet_bytes(void) { return sizeof(packet_t); }
 
-void agree_packet_free(void) { packet_free(); }
+void agree_packet_free(void) { check_free(); }
 
 int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes)
 {
@@ -462,7 +455,20 @@ int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t
 rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
                                       const void *sendbuf, void *recvbuf, size_t bytes)
 {
-  return agree_mpi(comm, RONDO_SUCCESS, sig, sendbuf, bytes, recvbuf);
+  return agree_across(comm, RONDO_SUCCESS, sig, sendbuf, bytes, recvbuf, NULL);
+}
+
+int agree_rider_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count)
+{
+  return comm->size > 1 && comm->board == NULL && !agree_skip &&
+         algo == RONDO_ALGO_RABENSEIFNER && count >= (size_t)comm->pof2 &&
+         check_by_exchange(comm);
+}
+
+rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
+                                 check_rider_t *rider)
+{
+  return agree_across(comm, local, sig, NULL, 0, NULL, rider);
 }
 
 rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
@@ -479,7 +485,7 @@ rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_s
   if (comm->size == 1 || agree_skip)
     return local;
   if (comm->board == NULL)
-    return agree_mpi(comm, local, sig, NULL, 0, NULL);
+    return agree_across(comm, local, sig, NULL, 0, NULL, NULL);
   agree_post(comm, local, sig);
   return agree_finish(comm, local, sig);
 }
@@ -489,15 +495,6 @@ rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_s
 int agree_leave_polls(rondo_comm_t comm)
 {
   return comm->board != NULL || comm->yield_any;
-}
-
-/* Naps between the polls of a wait that may be long (another rank still
- * busy elsewhere): from 20 us up to 1 ms, never spinning. */
-static void leave_nap(double *nap)
-{
-  struct timespec ts = {0, (long)(*nap * 1e9)};
-  nanosleep(&ts, NULL);
-  *nap = *nap * 2 < 1e-3 ? *nap * 2 : 1e-3;
 }
 
 /* One comm's leave between steps (agree_leave). */
@@ -553,33 +550,15 @@ static void leave_board_step(rondo_comm_t comm, leave_t *st, const agree_sig_t *
   st->done = all;
 }
 
-/* One round of the MPI check: whether every rank was leaving too. */
-static rondo_status_t leave_mpi(rondo_comm_t comm, const agree_sig_t *sig,
+/* One round of the check across nodes: whether every rank was leaving too.
+ * Where some rank yields, its waits poll and nap (agree_leave_polls). */
+static rondo_status_t leave_across(rondo_comm_t comm, const agree_sig_t *sig,
                                 void (*poll)(rondo_comm_t), int *all_left)
 {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  MPI_Op op = MPI_OP_NULL;
-  RONDO_CHECK(packet_mpi(comm, &type, &op));
-  int64_t buf[2][PACKET_MAX_BYTES / sizeof(int64_t) + 1];
-  packet_t *mine = (packet_t *)buf[0], *all = (packet_t *)buf[1];
-  packet_fill(comm, RONDO_SUCCESS, sig, mine);
-  /* The same call as agree_mpi's on every rank (blocking or not). */
-  if (!comm->yield_any) {
-    MPI_CHECK(MPI_Allreduce(mine, all, 1, type, op, comm->mpi));
-  } else {
-    MPI_Request req;
-    MPI_CHECK(MPI_Iallreduce(mine, all, 1, type, op, comm->mpi, &req));
-    double nap = 20e-6;
-    for (;;) {
-      int done = 0;
-      MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-      if (done)
-        break;
-      if (poll != NULL)
-        poll(comm);
-      leave_nap(&nap);
-    }
-  }
+  int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
+  packet_t *all = (packet_t *)buf;
+  packet_fill(comm, RONDO_SUCCESS, sig, 0, all);
+  RONDO_CHECK(check_exchange(comm, all, NULL, comm->yield_any ? poll : NULL));
   packet_next_room(comm, all);
   /* every rank's collective was this one: max == min */
   *all_left = all->v[0] == 0 && all->v[2] == ~all->v[3];
@@ -599,7 +578,7 @@ static rondo_status_t leave_step(rondo_comm_t comm, leave_t *st, void (*poll)(ro
     leave_board_step(comm, st, &sig);
     return RONDO_SUCCESS;
   }
-  return leave_mpi(comm, &sig, poll, &st->done);
+  return leave_across(comm, &sig, poll, &st->done);
 }
 
 rondo_status_t agree_leave(rondo_comm_t *comms, int n, void (*poll)(rondo_comm_t))
@@ -637,7 +616,7 @@ rondo_status_t agree_leave(rondo_comm_t *comms, int n, void (*poll)(rondo_comm_t
     for (int i = 0; i < n; i++)
       if (!st[i].done && poll != NULL)
         poll(comms[i]);
-    leave_nap(&nap);
+    check_nap(&nap);
   }
   if (st != &one)
     free(st);

@@ -3,9 +3,10 @@
  * Every blocking entry point fills a signature of the arguments that must be
  * equal on every rank; agree_call() checks local validity and equality on
  * all ranks before any data moves: in shared memory on a one-node comm (the
- * comm's board), with one small MPI all-reduce across nodes. The shm
- * all-reduce folds the board into its first round (shm.c). Internal (prefix
- * agree_).
+ * comm's board), with an exchange of small packets across nodes
+ * (check_exchange.c). The shm all-reduce folds the board into its first
+ * round (shm.c), Rabenseifner's halving carries the exchange where each
+ * node holds one rank (agree_call_riding). Internal (prefix agree_).
  */
 #ifndef RONDO_ALGO_AGREE_H
 #define RONDO_ALGO_AGREE_H
@@ -27,6 +28,8 @@ typedef enum {
 } agree_coll_t;
 
 #define AGREE_SIG_MAX 6
+typedef struct check_rider check_rider_t; /* check_exchange.h */
+
 typedef struct {
   agree_coll_t coll;
   int n;                            /* fields used */
@@ -55,14 +58,14 @@ rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const 
  * fails with RONDO_ERR_SHUT_DOWN on its rank ("rank 1 is destroying this
  * comm") instead of waiting forever for this rank, on whichever of the
  * comms it waits. On a comm with a board the answers never wait, so every
- * such comm is answered at once; on another, a round of the MPI check
- * waits for every rank's next check on it. poll(comm) runs for each comm
+ * such comm is answered at once; on another, a round of the exchange
+ * across nodes waits for every rank's next check on it. poll(comm) runs for each comm
  * not left yet between rounds (see agree_leave_polls), so that the
  * engine's rendezvous can progress. Returns the first failure, after
  * leaving the other comms. Collective over each comm. */
 rondo_status_t agree_leave(rondo_comm_t *comms, int n, void (*poll)(rondo_comm_t));
-/* Whether agree_leave's wait polls (the board, or the nonblocking MPI
- * check where some rank yields); else it blocks in MPI_Allreduce. */
+/* Whether agree_leave's wait polls (the board, or the exchange across
+ * nodes where some rank yields); else it waits in algo_waitall. */
 int agree_leave_polls(rondo_comm_t comm);
 /* The shared-memory board of a one-node comm (none elsewhere): made when a
  * user comm is created (lib/comm), freed with it. */
@@ -94,11 +97,21 @@ int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t
  * agree_call would. Collective. */
 rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
                                       const void *sendbuf, void *recvbuf, size_t bytes);
+/* Whether a valid all-reduce of count elements by algo sends its data in
+ * the steps of the check across nodes on comm (Rabenseifner's halving: its
+ * rider). Equal on every rank that calls alike. */
+int agree_rider_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count);
+/* agree_call across nodes with this rank's data riding in the exchange
+ * (rider: check_exchange.h; NULL where local failed). On success every
+ * step carried the data; on failure the data that moved is to be thrown
+ * away. Collective. */
+rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
+                                 check_rider_t *rider);
 /* The size of the check's packet across nodes without data (the cost model
  * prices it: the room a call carries for nothing is at most a sixteenth of
  * its own bytes). */
 size_t agree_packet_bytes(void);
-/* Frees the check's MPI datatype and op, made at its first use
+/* Frees the check's MPI datatypes and op, made at their first use
  * (rondo_finalize, while MPI is usable). */
 void agree_packet_free(void);
 /* bench/agree_cost only: 1 skips the agreement, to time a call without it. */

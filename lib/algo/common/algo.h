@@ -221,6 +221,23 @@ void algo_mpi_op_free(void);
  * message may not fit calls algo_check_message() before its first message,
  * so every rank (same count) fails the same way instead of some hanging. */
 rondo_status_t algo_check_message(size_t bytes);
+/* Tags on the comm's private communicator: the algorithms' messages
+ * (hierarchical's cross-node steps number theirs from 1, on their own
+ * communicators), and the argument check's exchange (check_exchange.c):
+ * its packets, and the data that rides with them, ALGO_TAG_CHECK_DATA plus
+ * a hash of the call below ALGO_TAG_CHECK_DATAS. The p2p API's tags start
+ * at 16384 (lib/api/p2p.c). */
+enum {
+  ALGO_TAG = 0,
+  ALGO_TAG_CHECK_DATA = 8192,
+  ALGO_TAG_CHECK_DATAS = 8190,
+  ALGO_TAG_CHECK = 16382
+};
+rondo_status_t algo_isend_tag(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
+                              int tag, MPI_Request *req);
+rondo_status_t algo_irecv_tag(rondo_comm_t comm, void *buf, size_t bytes, int peer, int tag,
+                              MPI_Request *req);
+/* With ALGO_TAG. */
 rondo_status_t algo_isend(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
                           MPI_Request *req);
 rondo_status_t algo_irecv(rondo_comm_t comm, void *buf, size_t bytes, int peer,
@@ -249,7 +266,8 @@ void algo_copy_input(const algo_allreduce_args_t *a);
 rondo_status_t algo_fold_in(const algo_allreduce_args_t *a, void *buf, void *tmp,
                             int *newrank);
 rondo_status_t algo_fold_out(const algo_allreduce_args_t *a, void *buf, int newrank);
-/* The real rank of new rank nr. */
-int algo_fold_rank(const algo_allreduce_args_t *a, int nr);
+/* The real rank of new rank nr; this rank's new rank (-1: it sits out). */
+int algo_fold_rank(rondo_comm_t comm, int nr);
+int algo_fold_newrank(rondo_comm_t comm);
 
 #endif /* RONDO_ALGO_H */

@@ -1,10 +1,10 @@
 /*
- * The argument check's packet across nodes. One MPI all-reduce of packets,
- * one per rank, checks a call (agree.c): a user-defined MPI op takes the
- * MAX of the header's words, and when both packets carry the same valid
- * signature of an all-reduce run by the mpi algorithm, it also reduces the
- * data that rides after the header. So a small all-reduce and its check
- * cost one all-reduce instead of two.
+ * The argument check's packet across nodes. The check's exchange
+ * (check_exchange.c) combines every rank's packet into every rank's: the
+ * header's words by MAX, and when both packets carry the same valid
+ * signature of an all-reduce run by the mpi algorithm, the data that rides
+ * after the header too. So a small all-reduce and its check cost one
+ * exchange instead of two.
  *
  * The room for that data follows the calls. Every rank must send the same
  * packet shape whatever its call (a mismatch is then still reported, never
@@ -20,37 +20,25 @@
  *     traffic;
  *   - other collectives, failed or mismatched calls leave it as it is.
  * The first call of a new small size, and the first after a larger
- * all-reduce, takes two all-reduces (the check, then the data).
+ * all-reduce, takes two exchanges (the check, then the data).
  *
- * The packet is one element of its datatype, so MPI reduces it by
- * recursive doubling: MPICH for any size of one element (up to
- * AGREE_INLINE_BYTES, 16 KiB, the check and the data together take less
- * than the check and Rabenseifner); Open MPI's default only below 10000
- * bytes, above which it turns into a reduce and a broadcast, so there
- * AGREE_INLINE_BYTES is 8 KiB.
+ * The exchange is recursive doubling (rondo's own, or MPI's all-reduce of
+ * one packet element: MPICH's for any size of one element), so the data
+ * that rides is reduced as recursive doubling reduces it: up to
+ * AGREE_INLINE_BYTES (16 KiB) the check and the data together take less
+ * than the check and Rabenseifner. Open MPI's all-reduce turns into a
+ * reduce and a broadcast above 10000 bytes, so there AGREE_INLINE_BYTES is
+ * 8 KiB.
  */
 #include "algo/common/check_packet.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #include "algo/common/algo.h"
 #include "reduce/reduce.h"
 
 #define ROOM_MIN 64 /* the smallest room that is not 0 */
-#define ROOMS 10    /* 0, then 64 B to at most 16 KiB */
 #define SHRINK_AFTER 8
-
-_Static_assert((ROOM_MIN << (ROOMS - 2)) >= AGREE_INLINE_BYTES,
-               "a room class for every room up to AGREE_INLINE_BYTES");
-
-static int room_index(size_t room)
-{
-  int k = 0;
-  for (size_t r = ROOM_MIN; room != 0 && r <= room; r <<= 1)
-    k++;
-  return k;
-}
 
 /* The smallest class that holds bytes (<= AGREE_INLINE_BYTES). */
 static size_t room_ceil(size_t bytes)
@@ -98,61 +86,39 @@ static int carries(const packet_t *p, size_t *bytes)
          *bytes <= (size_t)p->room;
 }
 
-/* MPI_User_function over packets: MAX on the words; the data reduced with
- * rondo's kernels when both packets carry the same inline all-reduce, the
- * partial result of the lower ranks first (as reduce_ordered does), so two
- * partners combining the same two partials get the same bytes even where
- * operand order shows (NaN payloads). */
-static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
+/* The data reduced with rondo's kernels when both packets carry the same
+ * inline all-reduce, the partial result of the lower ranks first (as
+ * reduce_ordered does), so two partners combining the same two partials
+ * get the same bytes even where operand order shows (NaN payloads). */
+void packet_combine(const packet_t *a, packet_t *b)
 {
-  (void)type;
-  size_t stride = sizeof(packet_t) + (size_t)((const packet_t *)in)->room;
-  for (int k = 0; k < *len; k++) {
-    packet_t *a = (packet_t *)((char *)in + (size_t)k * stride);
-    packet_t *b = (packet_t *)((char *)inout + (size_t)k * stride);
-    size_t na, nb;
-    if (carries(a, &na) && carries(b, &nb) && memcmp(a->v, b->v, sizeof a->v) == 0) {
-      rondo_dtype_t dtype = (rondo_dtype_t)packet_field(a, 2);
-      rondo_op_t op = (rondo_op_t)packet_field(a, 3);
-      const unsigned char *lo = a->first < b->first ? packet_data(a) : packet_data(b);
-      const unsigned char *hi = a->first < b->first ? packet_data(b) : packet_data(a);
-      reduce_apply(packet_data(b), lo, hi, (size_t)packet_field(a, 1), dtype,
-                   op == RONDO_AVG ? RONDO_SUM : op);
-    }
-    for (int i = 0; i < PACKET_WORDS; i++)
-      b->v[i] = a->v[i] > b->v[i] ? a->v[i] : b->v[i];
-    b->first = a->first < b->first ? a->first : b->first;
-    b->leaving = a->leaving > b->leaving ? a->leaving : b->leaving;
+  size_t na, nb;
+  if (carries(a, &na) && carries(b, &nb) && memcmp(a->v, b->v, sizeof a->v) == 0) {
+    rondo_dtype_t dtype = (rondo_dtype_t)packet_field(a, 2);
+    rondo_op_t op = (rondo_op_t)packet_field(a, 3);
+    const unsigned char *lo = a->first < b->first ? packet_data((packet_t *)a) : packet_data(b);
+    const unsigned char *hi = a->first < b->first ? packet_data(b) : packet_data((packet_t *)a);
+    reduce_apply(packet_data(b), lo, hi, (size_t)packet_field(a, 1), dtype,
+                 op == RONDO_AVG ? RONDO_SUM : op);
   }
+  for (int i = 0; i < PACKET_WORDS; i++)
+    b->v[i] = a->v[i] > b->v[i] ? a->v[i] : b->v[i];
+  b->first = a->first < b->first ? a->first : b->first;
+  b->leaving = a->leaving > b->leaving ? a->leaving : b->leaving;
+  b->rides = a->rides < b->rides ? a->rides : b->rides;
 }
 
-/* One datatype per room class, made at its first use; one op. */
-static MPI_Datatype types[ROOMS];
-static int typed[ROOMS]; /* types[k] was made */
-static MPI_Op packet_op = MPI_OP_NULL;
-static pthread_mutex_t made = PTHREAD_MUTEX_INITIALIZER;
-
-rondo_status_t packet_mpi(rondo_comm_t comm, MPI_Datatype *type, MPI_Op *op)
+int packet_rides(const packet_t *p)
 {
-  int k = room_index(comm->check_room), rc = MPI_SUCCESS;
-  pthread_mutex_lock(&made);
-  if (packet_op == MPI_OP_NULL)
-    rc = MPI_Op_create(packet_reduce, 1, &packet_op);
-  if (rc == MPI_SUCCESS && !typed[k]) {
-    MPI_Datatype t;
-    rc = MPI_Type_contiguous((int)(sizeof(packet_t) + comm->check_room), MPI_BYTE, &t);
-    if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&t)) == MPI_SUCCESS) {
-      types[k] = t;
-      typed[k] = 1;
-    }
-  }
-  *type = types[k];
-  *op = packet_op;
-  pthread_mutex_unlock(&made);
-  if (rc != MPI_SUCCESS)
-    return rondo__mpi_fail(rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__, __LINE__);
-  return RONDO_SUCCESS;
+  if (!p->rides || p->v[0] != 0)
+    return 0;
+  for (int i = 0; i <= AGREE_SIG_MAX; i++)
+    if (packet_field(p, i) != ~p->v[3 + 2 * i])
+      return 0; /* ranks that disagree */
+  return 1;
 }
+
+size_t packet_bytes(rondo_comm_t comm) { return sizeof(packet_t) + comm->check_room; }
 
 void packet_next_room(rondo_comm_t comm, const packet_t *all)
 {
@@ -179,15 +145,4 @@ void packet_next_room(rondo_comm_t comm, const packet_t *all)
   comm->check_room = room;
   comm->check_smaller = 0;
   comm->check_recent = 0;
-}
-
-void packet_free(void)
-{
-  for (int k = 0; k < ROOMS; k++)
-    if (typed[k]) {
-      MPI_CHECK_LOG(MPI_Type_free(&types[k]));
-      typed[k] = 0;
-    }
-  if (packet_op != MPI_OP_NULL)
-    MPI_CHECK_LOG(MPI_Op_free(&packet_op));
 }

@@ -1,8 +1,8 @@
 /*
  * The argument check's packet across nodes (check_packet.c): what one
- * rank's MPI all-reduce of the check carries, its MPI datatype and op, and
- * how much inline data it has room for. agree.c fills and reads it.
- * Internal (prefix packet_).
+ * rank sends in each step of the check's exchange (check_exchange.c), how
+ * two packets combine, and how much inline data it has room for. agree.c
+ * fills and reads it. Internal (prefix packet_).
  */
 #ifndef RONDO_ALGO_CHECK_PACKET_H
 #define RONDO_ALGO_CHECK_PACKET_H
@@ -10,14 +10,17 @@
 #include "algo/common/agree.h"
 
 /* The header: [failed, -lowest failed rank, then for the collective and
- * each field: value, ~value], reduced by MAX; the lowest rank whose data
+ * each field: value, ~value], combined by MAX; the lowest rank whose data
  * the packet holds (MIN); -the lowest rank destroying the comm, or -size
- * (MAX); the room. Then room bytes of inline data. */
+ * (MAX); whether every rank's all-reduce sends its own data in the
+ * exchange's steps (MIN; check_exchange.h); the room. Then room bytes of
+ * inline data. */
 enum { PACKET_WORDS = 2 + 2 * (AGREE_SIG_MAX + 1) };
 typedef struct {
   int64_t v[PACKET_WORDS];
   int64_t first;
   int64_t leaving;
+  int64_t rides;
   int64_t room; /* bytes of data after the header: equal on every rank */
 } packet_t;
 
@@ -30,12 +33,18 @@ static inline unsigned char *packet_data(packet_t *p) { return (unsigned char *)
  * 2 dtype, 3 op, 4 algorithm: rondo_allreduce_algo's order). */
 static inline int64_t packet_field(const packet_t *p, int i) { return p->v[2 + 2 * i]; }
 
-/* The MPI datatype of a packet with comm's present room, and the op. */
-rondo_status_t packet_mpi(rondo_comm_t comm, MPI_Datatype *type, MPI_Op *op);
+/* The bytes of a packet with comm's present room. */
+size_t packet_bytes(rondo_comm_t comm);
+/* inout = the combination of in and inout (the same in either order): the
+ * header's words by MAX and MIN, and the inline data reduced when both
+ * carry the same all-reduce. */
+void packet_combine(const packet_t *in, packet_t *inout);
+/* Whether every rank whose packet p combines made the same valid call and
+ * sends its own data after its packet (p->rides): then so does the rank
+ * that sent p, in this step of the exchange. */
+int packet_rides(const packet_t *p);
 /* After every rank's packets were reduced into all: the room of comm's next
  * packet, computed from all alone, so equal on every rank. */
 void packet_next_room(rondo_comm_t comm, const packet_t *all);
-/* Frees the datatypes and the op (rondo_finalize, while MPI is usable). */
-void packet_free(void);
 
 #endif /* RONDO_ALGO_CHECK_PACKET_H */

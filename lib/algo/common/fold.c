@@ -7,10 +7,18 @@
  */
 #include "algo/common/algo.h"
 
-int algo_fold_rank(const algo_allreduce_args_t *a, int nr)
+int algo_fold_rank(rondo_comm_t comm, int nr)
 {
-  int rem = a->comm->size - a->comm->pof2;
+  int rem = comm->size - comm->pof2;
   return nr < rem ? nr * 2 + 1 : nr + rem;
+}
+
+int algo_fold_newrank(rondo_comm_t comm)
+{
+  int rank = comm->rank, rem = comm->size - comm->pof2;
+  if (rank >= 2 * rem)
+    return rank - rem;
+  return rank % 2 == 0 ? -1 : rank / 2;
 }
 
 rondo_status_t algo_fold_in(const algo_allreduce_args_t *a, void *buf, void *tmp,

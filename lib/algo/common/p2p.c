@@ -16,12 +16,14 @@
 /* MPI-4 has large-count (MPI_Count) point-to-point; with MPI-3 one message
  * is limited to INT_MAX bytes. */
 #if MPI_VERSION >= 4
-#define ISEND(buf, n, peer, comm, req) MPI_Isend_c(buf, (MPI_Count)(n), MPI_BYTE, peer, 0, comm, req)
-#define IRECV(buf, n, peer, comm, req) MPI_Irecv_c(buf, (MPI_Count)(n), MPI_BYTE, peer, 0, comm, req)
+#define ISEND(buf, n, peer, tag, comm, req) \
+  MPI_Isend_c(buf, (MPI_Count)(n), MPI_BYTE, peer, tag, comm, req)
+#define IRECV(buf, n, peer, tag, comm, req) \
+  MPI_Irecv_c(buf, (MPI_Count)(n), MPI_BYTE, peer, tag, comm, req)
 #define FITS(n) 1
 #else
-#define ISEND(buf, n, peer, comm, req) MPI_Isend(buf, (int)(n), MPI_BYTE, peer, 0, comm, req)
-#define IRECV(buf, n, peer, comm, req) MPI_Irecv(buf, (int)(n), MPI_BYTE, peer, 0, comm, req)
+#define ISEND(buf, n, peer, tag, comm, req) MPI_Isend(buf, (int)(n), MPI_BYTE, peer, tag, comm, req)
+#define IRECV(buf, n, peer, tag, comm, req) MPI_Irecv(buf, (int)(n), MPI_BYTE, peer, tag, comm, req)
 #define FITS(n) ((n) <= INT_MAX)
 #endif
 
@@ -36,22 +38,34 @@ rondo_status_t algo_check_message(size_t bytes)
   return FITS(bytes) ? RONDO_SUCCESS : too_large(bytes);
 }
 
-rondo_status_t algo_isend(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
-                          MPI_Request *req)
+rondo_status_t algo_isend_tag(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
+                              int tag, MPI_Request *req)
 {
   if (!FITS(bytes))
     return too_large(bytes);
-  MPI_CHECK(ISEND(buf, bytes, peer, comm->mpi, req));
+  MPI_CHECK(ISEND(buf, bytes, peer, tag, comm->mpi, req));
   return RONDO_SUCCESS;
+}
+
+rondo_status_t algo_irecv_tag(rondo_comm_t comm, void *buf, size_t bytes, int peer, int tag,
+                              MPI_Request *req)
+{
+  if (!FITS(bytes))
+    return too_large(bytes);
+  MPI_CHECK(IRECV(buf, bytes, peer, tag, comm->mpi, req));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t algo_isend(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
+                          MPI_Request *req)
+{
+  return algo_isend_tag(comm, buf, bytes, peer, ALGO_TAG, req);
 }
 
 rondo_status_t algo_irecv(rondo_comm_t comm, void *buf, size_t bytes, int peer,
                           MPI_Request *req)
 {
-  if (!FITS(bytes))
-    return too_large(bytes);
-  MPI_CHECK(IRECV(buf, bytes, peer, comm->mpi, req));
-  return RONDO_SUCCESS;
+  return algo_irecv_tag(comm, buf, bytes, peer, ALGO_TAG, req);
 }
 
 /* A loop of MPI_Wait rather than MPI_Waitall: the same progress, and GCC 12

@@ -1,0 +1,289 @@
+/*
+ * The argument check's exchange across nodes. Every rank's packet
+ * (check_packet.h) is combined into every rank's.
+ *
+ * Where several ranks share a node, by one MPI all-reduce of the packets
+ * (a packet datatype, a user-defined op over packet_combine): MPICH's
+ * blocking all-reduce is node-aware there, its ranks meet in shared memory
+ * and one of each node crosses the network, which rondo's own exchange
+ * below cannot match for small packets (8 ranks of a node would cross the
+ * link at once in each step). No data rides with it but the packet's own.
+ *
+ * Where each node holds one rank, by rondo's own recursive doubling:
+ * lg p' steps in which partners at distance 1, 2, 4 .. swap what they have
+ * combined so far, with the fold of fold.c first where the size is no
+ * power of two (the rank below it sends its packet to its odd neighbour and
+ * gets the result back at the end). That is what MPICH's MPI_Allreduce does
+ * with a small packet; the check was one until 2026-11-29.
+ *
+ * It runs over point-to-point messages so that an all-reduce can send its
+ * own data in the same steps: Rabenseifner's halving pairs the same ranks
+ * in the same order (its rider, allreduce_rabenseifner.c), so the check
+ * costs it no round of its own. The packets decide, step by step, who
+ * sends data: a rank sends its data with its packet while its packet so
+ * far says every rank it has heard from made the same valid call and
+ * rides (packet_rides). It also posts the receive of its partner's data
+ * then, before the partner's packet is in: under a rendezvous protocol (or
+ * SimGrid's SMPI, where a message moves once both sides are there) data
+ * whose receive waits for the packet would pay the latency twice per step.
+ * The data's tag comes from the call's signature. When the partner's
+ * packet shows another call, or no data, the posted receive is cancelled,
+ * and data the partner sent for its own call is received and dropped.
+ * Every rank takes every step whatever its call, and every message sent
+ * is received: a mismatch still ends in an error on every rank, never a
+ * hang or a stray message.
+ */
+#include "algo/common/check_exchange.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "algo/common/algo.h"
+#include "topo/topo.h"
+
+void check_nap(double *nap)
+{
+  struct timespec ts = {0, (long)(*nap * 1e9)};
+  nanosleep(&ts, NULL);
+  *nap = *nap * 2 < 1e-3 ? *nap * 2 : 1e-3;
+}
+
+/* Waits for n requests: in algo_waitall, or testing with poll and a nap
+ * between the tests. */
+static rondo_status_t wait_all(rondo_comm_t comm, int n, MPI_Request *reqs,
+                               void (*poll)(rondo_comm_t))
+{
+  if (poll == NULL)
+    return algo_waitall(comm, n, reqs);
+  double nap = 20e-6;
+  for (int i = 0; i < n; i++) {
+    for (;;) {
+      int done = 0;
+      MPI_CHECK(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE));
+      if (done)
+        break;
+      poll(comm);
+      check_nap(&nap);
+    }
+  }
+  return RONDO_SUCCESS;
+}
+
+/* The tag of the data that rides with packet p on comm: from a hash of
+ * its signature, so that data of another call seldom matches a receive
+ * posted for this call's (drop_data deals with the rest), and of the
+ * parity of the comm's exchanges, so that it never matches the next
+ * call's: a partner can run at most one exchange ahead (it cannot finish
+ * the next one without this rank's packet). */
+static int data_tag(rondo_comm_t comm, const packet_t *p)
+{
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ (comm->check_calls & 1);
+  for (int i = 0; i < PACKET_WORDS; i++) {
+    h = (h ^ (uint64_t)p->v[i]) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  return ALGO_TAG_CHECK_DATA + (int)(h % ALGO_TAG_CHECK_DATAS);
+}
+
+/* Receives and drops the data peer sent with tag after its packet, of a
+ * call other than this rank's. Only a failing check gets here. */
+static rondo_status_t drop_data(rondo_comm_t comm, int peer, int tag)
+{
+  MPI_Status s;
+  int bytes = 0;
+  MPI_CHECK(MPI_Probe(peer, tag, comm->mpi, &s));
+  MPI_CHECK(MPI_Get_count(&s, MPI_BYTE, &bytes));
+  /* (MPI_UNDEFINED beyond INT_MAX bytes: the receive below is truncated.) */
+  void *buf = bytes > 0 ? malloc((size_t)bytes) : NULL;
+  /* Without a buffer, a receive of 0 bytes still takes the message: MPI
+   * truncates it and says so, which is of no interest here. */
+  int rc = MPI_Recv(buf, buf != NULL ? bytes : 0, MPI_BYTE, peer, tag, comm->mpi,
+                    MPI_STATUS_IGNORE);
+  free(buf);
+  if (rc != MPI_SUCCESS && buf != NULL)
+    return rondo__mpi_fail(rc, "MPI_Recv", __FILE__, __LINE__);
+  return RONDO_SUCCESS;
+}
+
+/* Withdraws this rank's receive of peer's data, posted before peer's
+ * packet said that no such data comes. Whether it took a message anyway
+ * (data of another call whose tag is the same): *took. Its status is of
+ * no interest (it may be a truncation). */
+static rondo_status_t withdraw(MPI_Request *req, int *took)
+{
+  MPI_Status s;
+  int cancelled = 0;
+  MPI_CHECK(MPI_Cancel(req));
+  (void)MPI_Wait(req, &s);
+  MPI_CHECK(MPI_Test_cancelled(&s, &cancelled));
+  *took = !cancelled;
+  return RONDO_SUCCESS;
+}
+
+/* One step with peer: this rank's packet (and data) out if send, peer's
+ * packet in and combined into mine if recv, peer's data reduced or
+ * dropped. theirs: room for a packet. */
+static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, int peer,
+                           int mask, int send, int recv, check_rider_t *rider,
+                           void (*poll)(rondo_comm_t))
+{
+  size_t bytes = packet_bytes(comm);
+  MPI_Request in[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Request out[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int rides = rider != NULL && packet_rides(mine), tag = rides ? data_tag(comm, mine) : -1;
+  if (recv) {
+    RONDO_CHECK(algo_irecv_tag(comm, theirs, bytes, peer, ALGO_TAG_CHECK, &in[0]));
+    if (rides) {
+      void *buf;
+      size_t n;
+      rider->recv_buf(rider, mask, &buf, &n);
+      RONDO_CHECK(algo_irecv_tag(comm, buf, n, peer, tag, &in[1]));
+    }
+  }
+  if (send) {
+    RONDO_CHECK(algo_isend_tag(comm, mine, bytes, peer, ALGO_TAG_CHECK, &out[0]));
+    if (rides) {
+      const void *buf;
+      size_t n;
+      rider->send_buf(rider, mask, &buf, &n);
+      RONDO_CHECK(algo_isend_tag(comm, buf, n, peer, tag, &out[1]));
+    }
+  }
+  if (recv) {
+    RONDO_CHECK(wait_all(comm, 1, &in[0], poll));
+    int they_ride = packet_rides(theirs);
+    int same = they_ride && rides && memcmp(mine->v, theirs->v, sizeof mine->v) == 0;
+    int took = 0;
+    if (same) {
+      RONDO_CHECK(wait_all(comm, 1, &in[1], poll));
+      rider->reduce(rider, mask, peer);
+    } else if (rides) {
+      RONDO_CHECK(withdraw(&in[1], &took));
+    }
+    if (they_ride && !same && !(took && data_tag(comm, theirs) == tag))
+      RONDO_CHECK(drop_data(comm, peer, data_tag(comm, theirs)));
+  }
+  RONDO_CHECK(wait_all(comm, 2, out, poll)); /* mine is sent: it may change */
+  if (recv)
+    packet_combine(theirs, mine);
+  return RONDO_SUCCESS;
+}
+
+/* ---- several ranks per node: one MPI all-reduce ---------------------------------------- */
+
+/* MPI_User_function over packets: packet_combine. */
+static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+  (void)type;
+  size_t stride = sizeof(packet_t) + (size_t)((const packet_t *)in)->room;
+  for (int k = 0; k < *len; k++)
+    packet_combine((const packet_t *)((char *)in + (size_t)k * stride),
+                   (packet_t *)((char *)inout + (size_t)k * stride));
+}
+
+/* One datatype per room (0, then 64 B to 16 KiB: powers of two), made at
+ * its first use; one op. */
+enum { ROOMS = 10 };
+static MPI_Datatype types[ROOMS];
+static int typed[ROOMS]; /* types[k] was made */
+static MPI_Op packet_op = MPI_OP_NULL;
+static pthread_mutex_t made = PTHREAD_MUTEX_INITIALIZER;
+
+static int room_index(size_t room)
+{
+  int k = 0;
+  for (size_t r = 64; room != 0 && r <= room; r <<= 1)
+    k++;
+  return k;
+}
+
+static rondo_status_t packet_mpi(rondo_comm_t comm, MPI_Datatype *type, MPI_Op *op)
+{
+  int k = room_index(comm->check_room), rc = MPI_SUCCESS;
+  pthread_mutex_lock(&made);
+  if (packet_op == MPI_OP_NULL)
+    rc = MPI_Op_create(packet_reduce, 1, &packet_op);
+  if (rc == MPI_SUCCESS && !typed[k]) {
+    MPI_Datatype t;
+    rc = MPI_Type_contiguous((int)packet_bytes(comm), MPI_BYTE, &t);
+    if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&t)) == MPI_SUCCESS) {
+      types[k] = t;
+      typed[k] = 1;
+    }
+  }
+  *type = types[k];
+  *op = packet_op;
+  pthread_mutex_unlock(&made);
+  if (rc != MPI_SUCCESS)
+    return rondo__mpi_fail(rc, "MPI_Type_contiguous/MPI_Op_create", __FILE__, __LINE__);
+  return RONDO_SUCCESS;
+}
+
+void check_free(void)
+{
+  for (int k = 0; k < ROOMS; k++)
+    if (typed[k]) {
+      MPI_CHECK_LOG(MPI_Type_free(&types[k]));
+      typed[k] = 0;
+    }
+  if (packet_op != MPI_OP_NULL)
+    MPI_CHECK_LOG(MPI_Op_free(&packet_op));
+}
+
+/* Blocking where no rank yields, so MPI picks its best all-reduce (its
+ * nonblocking one is not node-aware); where some rank yields, nonblocking
+ * on every rank (a blocking collective may not match a nonblocking one),
+ * waited for as the caller asks. */
+static rondo_status_t by_mpi(rondo_comm_t comm, packet_t *mine, packet_t *all,
+                             void (*poll)(rondo_comm_t))
+{
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  RONDO_CHECK(packet_mpi(comm, &type, &op));
+  if (!comm->yield_any) {
+    MPI_CHECK(MPI_Allreduce(mine, all, 1, type, op, comm->mpi));
+  } else {
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(mine, all, 1, type, op, comm->mpi, &req));
+    RONDO_CHECK(wait_all(comm, 1, &req, poll));
+  }
+  memcpy(mine, all, packet_bytes(comm));
+  return RONDO_SUCCESS;
+}
+
+int check_by_exchange(rondo_comm_t comm) { return comm->topo->max_local == 1; }
+
+/* ---- one rank per node: rondo's recursive doubling -------------------------------------- */
+
+rondo_status_t check_exchange(rondo_comm_t comm, packet_t *mine, check_rider_t *rider,
+                              void (*poll)(rondo_comm_t))
+{
+  int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
+  packet_t *theirs = (packet_t *)buf;
+  if (!check_by_exchange(comm))
+    return rider == NULL ? by_mpi(comm, mine, theirs, poll)
+                         : rondo__fail(RONDO_ERR_INTERNAL, "no data rides in an MPI all-reduce");
+  int rank = comm->rank, newrank = algo_fold_newrank(comm);
+  comm->check_calls++;
+  int folded = rank < 2 * (comm->size - comm->pof2);
+  if (newrank < 0) { /* folded onto rank + 1: gives, then gets the result */
+    RONDO_CHECK(step(comm, mine, theirs, rank + 1, 0, 1, 0, rider, poll));
+    MPI_Request req = MPI_REQUEST_NULL;
+    RONDO_CHECK(algo_irecv_tag(comm, mine, packet_bytes(comm), rank + 1, ALGO_TAG_CHECK, &req));
+    return wait_all(comm, 1, &req, poll);
+  }
+  if (folded)
+    RONDO_CHECK(step(comm, mine, theirs, rank - 1, 0, 0, 1, rider, poll));
+  for (int mask = 1; mask < comm->pof2; mask <<= 1)
+    RONDO_CHECK(step(comm, mine, theirs, algo_fold_rank(comm, newrank ^ mask), mask, 1, 1,
+                     rider, poll));
+  if (folded) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    RONDO_CHECK(algo_isend_tag(comm, mine, packet_bytes(comm), rank - 1, ALGO_TAG_CHECK, &req));
+    RONDO_CHECK(wait_all(comm, 1, &req, poll));
+  }
+  return RONDO_SUCCESS;
+}

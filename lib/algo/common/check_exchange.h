@@ -1,0 +1,48 @@
+/*
+ * The argument check's exchange across nodes (check_exchange.c): every
+ * rank's packet combined into every rank's, by one MPI all-reduce where
+ * ranks share nodes, else by recursive doubling over point-to-point
+ * messages, where an all-reduce may send its own data in the same steps (a
+ * rider). agree.c runs it. Internal (prefix check_).
+ */
+#ifndef RONDO_ALGO_CHECK_EXCHANGE_H
+#define RONDO_ALGO_CHECK_EXCHANGE_H
+
+#include "algo/common/check_packet.h"
+
+/* An all-reduce whose data rides in the exchange (Rabenseifner's halving).
+ * step is the exchange's: 0 the fold of a rank below 2 (size - pof2) onto
+ * its odd neighbour, then 1, 2, 4 .. pof2/2, the distance in new ranks.
+ * The exchange asks for buffers only while this rank's packet says the
+ * data rides (packet_rides): what to send, where the peer's data goes (the
+ * receive is posted before the peer's packet is in, so the data need not
+ * wait for it), and, once the peer's packet showed the same call, to
+ * reduce what came. A rider that sent but did not receive in a step is
+ * out of step, and so is the whole check: it fails. */
+struct check_rider {
+  void (*send_buf)(check_rider_t *r, int step, const void **buf, size_t *bytes);
+  void (*recv_buf)(check_rider_t *r, int step, void **buf, size_t *bytes);
+  void (*reduce)(check_rider_t *r, int step, int peer);
+};
+
+/* Whether comm's check is rondo's own exchange, where data can ride (each
+ * node holds one rank), not an MPI all-reduce. Equal on every rank. */
+int check_by_exchange(rondo_comm_t comm);
+
+/* Combines every rank's packet into *mine (packet_bytes(comm) bytes; the
+ * same result on every rank). rider: this rank's data rides (only where
+ * check_by_exchange), or NULL.
+ * poll: called between the tests of a wait that naps (agree_leave), or
+ * NULL to wait in algo_waitall. Collective. */
+rondo_status_t check_exchange(rondo_comm_t comm, packet_t *mine, check_rider_t *rider,
+                              void (*poll)(rondo_comm_t));
+
+/* Frees the packets' MPI datatypes and op (rondo_finalize, while MPI is
+ * usable). */
+void check_free(void);
+
+/* A nap between the polls of a wait that may be long (another rank still
+ * busy elsewhere): from 20 us, doubling up to 1 ms, never spinning. */
+void check_nap(double *nap);
+
+#endif /* RONDO_ALGO_CHECK_EXCHANGE_H */
