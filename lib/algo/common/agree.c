@@ -270,6 +270,17 @@ void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
   flag_store(flag(b, b->w.rank, call), call, local == RONDO_SUCCESS ? sig_sum(sig) : 0);
 }
 
+/* MPI's progress, while this rank waits on the board: a rank may still
+ * wait for its last call's sends to complete, which under a rendezvous
+ * protocol takes this rank's MPI to answer (UCX's acknowledgement of a
+ * shared-memory get), and a wait that polls only shared memory would then
+ * wait for that rank forever. */
+static void board_progress(rondo_comm_t comm)
+{
+  int flag = 0;
+  MPI_CHECK_LOG(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm->mpi, &flag, MPI_STATUS_IGNORE));
+}
+
 /* On a mismatch: whether every rank's payload names this collective. */
 static int board_same_call(const struct agree_board *b, uint64_t call, agree_coll_t coll)
 {
@@ -296,6 +307,8 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
     unsigned polls = 0;
     while (__atomic_load_n(&f->call, __ATOMIC_ACQUIRE) != call) {
       topo_backoff(comm->topo, polls++);
+      if ((polls & 255) == 0)
+        board_progress(comm);
       if ((polls & 1023) == 0)
         board_stall(comm, sig, call, &w);
     }
@@ -533,6 +546,7 @@ static void leave_board_step(rondo_comm_t comm, leave_t *st, const agree_sig_t *
     all &= f->sum == st->mine;
   }
   if (missing) { /* still open: say once, after the warning time, whom it waits for */
+    board_progress(comm);
     double now = rondo__now();
     if (st->since == 0)
       st->since = now;
