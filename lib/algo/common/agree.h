@@ -65,7 +65,8 @@ rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const 
  * leaving the other comms. Collective over each comm. */
 rondo_status_t agree_leave(rondo_comm_t *comms, int n, void (*poll)(rondo_comm_t));
 /* Whether agree_leave's wait polls (the board, or the exchange across
- * nodes where some rank yields); else it waits in algo_waitall. */
+ * nodes where some rank yields); else it blocks in MPI (MPI_Allreduce, or
+ * algo_waitall on the exchange's messages). */
 int agree_leave_polls(rondo_comm_t comm);
 /* The shared-memory board of a one-node comm (none elsewhere): made when a
  * user comm is created (lib/comm), freed with it. */

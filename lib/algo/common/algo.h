@@ -224,14 +224,16 @@ rondo_status_t algo_check_message(size_t bytes);
 /* Tags on the comm's private communicator: the algorithms' messages
  * (hierarchical's cross-node steps number theirs from 1, on their own
  * communicators), and the argument check's exchange (check_exchange.c):
- * its packets, and the data that rides with them, ALGO_TAG_CHECK_DATA plus
- * a hash of the call below ALGO_TAG_CHECK_DATAS. The p2p API's tags start
- * at 16384 (lib/api/p2p.c). */
+ * its packets, and the data that rides with them, from ALGO_TAG_CHECK_WIDE
+ * where MPI's tags reach that far, else ALGO_TAG_CHECK_DATA plus less than
+ * ALGO_TAG_CHECK_DATAS. The p2p API's tags are 16384-32767
+ * (lib/api/p2p.c). */
 enum {
   ALGO_TAG = 0,
   ALGO_TAG_CHECK_DATA = 8192,
   ALGO_TAG_CHECK_DATAS = 8190,
-  ALGO_TAG_CHECK = 16382
+  ALGO_TAG_CHECK = 16382,
+  ALGO_TAG_CHECK_WIDE = 32768
 };
 rondo_status_t algo_isend_tag(rondo_comm_t comm, const void *buf, size_t bytes, int peer,
                               int tag, MPI_Request *req);

@@ -72,20 +72,29 @@ static rondo_status_t wait_all(rondo_comm_t comm, int n, MPI_Request *reqs,
   return RONDO_SUCCESS;
 }
 
-/* The tag of the data that rides with packet p on comm: from a hash of
- * its signature, so that data of another call seldom matches a receive
- * posted for this call's (drop_data deals with the rest), and of the
- * parity of the comm's exchanges, so that it never matches the next
- * call's: a partner can run at most one exchange ahead (it cannot finish
- * the next one without this rank's packet). */
+/* The tag of the data that rides with packet p on comm: a hash of its
+ * signature, so that data of another call seldom matches a receive posted
+ * for this call's, and, as its lowest bit, the parity of the comm's
+ * exchanges, so that it never matches the next call's (a partner can run
+ * at most one exchange ahead: it cannot finish the next one without this
+ * rank's packet). Where MPI's tags reach 2^23 above 32768 (MPICH, Open
+ * MPI) the hash takes 22 bits, else 12 below the p2p API's tags. A hash
+ * that collides is taken care of (step()), unless the other call's data is
+ * the larger: a receive posted for fewer bytes is truncated, which MPICH
+ * reports as fatal. That needs two riding calls that differ and whose
+ * hashes collide, about 1 in 4 million where the tags are wide. */
 static int data_tag(rondo_comm_t comm, const packet_t *p)
 {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ (comm->check_calls & 1);
+  uint64_t h = 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < PACKET_WORDS; i++) {
     h = (h ^ (uint64_t)p->v[i]) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
   }
-  return ALGO_TAG_CHECK_DATA + (int)(h % ALGO_TAG_CHECK_DATAS);
+  int *ub = NULL, found = 0, parity = (int)(comm->check_calls & 1);
+  (void)MPI_Comm_get_attr(comm->mpi, MPI_TAG_UB, &ub, &found);
+  if (found && ub != NULL && *ub >= ALGO_TAG_CHECK_WIDE + (2 << 22))
+    return ALGO_TAG_CHECK_WIDE + 2 * (int)(h % (1u << 22)) + parity;
+  return ALGO_TAG_CHECK_DATA + 2 * (int)(h % (ALGO_TAG_CHECK_DATAS / 2)) + parity;
 }
 
 /* Receives and drops the data peer sent with tag after its packet, of a
@@ -93,19 +102,24 @@ static int data_tag(rondo_comm_t comm, const packet_t *p)
 static rondo_status_t drop_data(rondo_comm_t comm, int peer, int tag)
 {
   MPI_Status s;
-  int bytes = 0;
   MPI_CHECK(MPI_Probe(peer, tag, comm->mpi, &s));
+#if MPI_VERSION >= 4
+  MPI_Count bytes = 0;
+  MPI_CHECK(MPI_Get_count_c(&s, MPI_BYTE, &bytes));
+#else
+  int bytes = 0; /* (MPI_UNDEFINED beyond INT_MAX bytes: truncated below) */
   MPI_CHECK(MPI_Get_count(&s, MPI_BYTE, &bytes));
-  /* (MPI_UNDEFINED beyond INT_MAX bytes: the receive below is truncated.) */
+#endif
   void *buf = bytes > 0 ? malloc((size_t)bytes) : NULL;
-  /* Without a buffer, a receive of 0 bytes still takes the message: MPI
-   * truncates it and says so, which is of no interest here. */
-  int rc = MPI_Recv(buf, buf != NULL ? bytes : 0, MPI_BYTE, peer, tag, comm->mpi,
-                    MPI_STATUS_IGNORE);
+  /* Without memory for it, a receive of 0 bytes still takes the message:
+   * MPI truncates it (which MPICH reports as fatal: only out of memory, in
+   * a call that fails anyway). */
+  MPI_Request req = MPI_REQUEST_NULL;
+  rondo_status_t st = algo_irecv_tag(comm, buf, buf != NULL ? (size_t)bytes : 0, peer, tag, &req);
+  if (st == RONDO_SUCCESS)
+    st = algo_waitall(comm, 1, &req);
   free(buf);
-  if (rc != MPI_SUCCESS && buf != NULL)
-    return rondo__mpi_fail(rc, "MPI_Recv", __FILE__, __LINE__);
-  return RONDO_SUCCESS;
+  return buf != NULL ? st : RONDO_SUCCESS;
 }
 
 /* Withdraws this rank's receive of peer's data, posted before peer's

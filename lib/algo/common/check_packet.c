@@ -25,8 +25,9 @@
  * The exchange is recursive doubling (rondo's own, or MPI's all-reduce of
  * one packet element: MPICH's for any size of one element), so the data
  * that rides is reduced as recursive doubling reduces it: up to
- * AGREE_INLINE_BYTES (16 KiB) the check and the data together take less
- * than the check and Rabenseifner. Open MPI's all-reduce turns into a
+ * AGREE_INLINE_BYTES (16 KiB) the check and the data together took less
+ * than the check and Rabenseifner when Rabenseifner still paid the check
+ * (where nodes hold several ranks it does). Open MPI's all-reduce turns into a
  * reduce and a broadcast above 10000 bytes, so there AGREE_INLINE_BYTES is
  * 8 KiB.
  */
