@@ -104,12 +104,14 @@ pass "2 tasks with SLURM_PROCID and SLURM_STEP_NUM_TASKS: one world, $(sed -n "s
 bench=$builddir/tools/rondo-bench
 for victim in 1 0; do
   MASTER_PORT=$(free_port); export MASTER_PORT
-  start_rank "$tmp/k0" 0 2 "$bench" -b 64K -e 64K -n 1000000 -a ring
+  start_rank "$tmp/k0" 0 2 "$bench" -b 8 -e 512 -f 2 -n 1000000 -a ring
   first=$!
-  start_rank "$tmp/k1" 1 2 "$bench" -b 64K -e 64K -n 1000000 -a ring
+  start_rank "$tmp/k1" 1 2 "$bench" -b 8 -e 512 -f 2 -n 1000000 -a ring
   second=$!
   wait_for "$tmp/k0" "^# topology"
-  sleep 1 # in the timed loop (a million calls of 64 KiB: many seconds)
+  sleep 1 # in the timed loop (a million calls at each of 7 sizes, 8-512 B: seconds; small
+  # enough for MPI to send eagerly: a rendezvous transfer from a dead process
+  # makes UCX abort the survivor before rondo can end it)
   if [ $victim = 1 ]; then dead=$second alive=$first out=k0; else dead=$first alive=$second out=k1; fi
   # the process under timeout, not timeout itself
   kill -9 "$(pgrep -P "$dead")"
