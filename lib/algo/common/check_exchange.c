@@ -72,6 +72,16 @@ static rondo_status_t wait_all(rondo_comm_t comm, int n, MPI_Request *reqs,
   return RONDO_SUCCESS;
 }
 
+static pthread_once_t tags_looked = PTHREAD_ONCE_INIT;
+static int wide_tags; /* MPI_TAG_UB reaches the wide range (the same everywhere) */
+
+static void look_at_tags(void)
+{
+  int *ub = NULL, found = 0;
+  (void)MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+  wide_tags = found && ub != NULL && *ub >= ALGO_TAG_CHECK_WIDE + (2 << 22);
+}
+
 /* The tag of the data that rides with packet p on comm: a hash of its
  * signature, so that data of another call seldom matches a receive posted
  * for this call's, and, as its lowest bit, the parity of the comm's
@@ -90,9 +100,9 @@ static int data_tag(rondo_comm_t comm, const packet_t *p)
     h = (h ^ (uint64_t)p->v[i]) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
   }
-  int *ub = NULL, found = 0, parity = (int)(comm->check_calls & 1);
-  (void)MPI_Comm_get_attr(comm->mpi, MPI_TAG_UB, &ub, &found);
-  if (found && ub != NULL && *ub >= ALGO_TAG_CHECK_WIDE + (2 << 22))
+  int parity = (int)(comm->check_calls & 1);
+  pthread_once(&tags_looked, look_at_tags);
+  if (wide_tags)
     return ALGO_TAG_CHECK_WIDE + 2 * (int)(h % (1u << 22)) + parity;
   return ALGO_TAG_CHECK_DATA + 2 * (int)(h % (ALGO_TAG_CHECK_DATAS / 2)) + parity;
 }
@@ -198,25 +208,16 @@ static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
                    (packet_t *)((char *)inout + (size_t)k * stride));
 }
 
-/* One datatype per room (0, then 64 B to 16 KiB: powers of two), made at
- * its first use; one op. */
-enum { ROOMS = 10 };
-static MPI_Datatype types[ROOMS];
-static int typed[ROOMS]; /* types[k] was made */
+/* One datatype per room class (packet_room_class), made at its first use;
+ * one op. */
+static MPI_Datatype types[PACKET_ROOMS];
+static int typed[PACKET_ROOMS]; /* types[k] was made */
 static MPI_Op packet_op = MPI_OP_NULL;
 static pthread_mutex_t made = PTHREAD_MUTEX_INITIALIZER;
 
-static int room_index(size_t room)
-{
-  int k = 0;
-  for (size_t r = 64; room != 0 && r <= room; r <<= 1)
-    k++;
-  return k;
-}
-
 static rondo_status_t packet_mpi(rondo_comm_t comm, MPI_Datatype *type, MPI_Op *op)
 {
-  int k = room_index(comm->check_room), rc = MPI_SUCCESS;
+  int k = packet_room_class(comm->check_room), rc = MPI_SUCCESS;
   pthread_mutex_lock(&made);
   if (packet_op == MPI_OP_NULL)
     rc = MPI_Op_create(packet_reduce, 1, &packet_op);
@@ -238,7 +239,7 @@ static rondo_status_t packet_mpi(rondo_comm_t comm, MPI_Datatype *type, MPI_Op *
 
 void check_free(void)
 {
-  for (int k = 0; k < ROOMS; k++)
+  for (int k = 0; k < PACKET_ROOMS; k++)
     if (typed[k]) {
       MPI_CHECK_LOG(MPI_Type_free(&types[k]));
       typed[k] = 0;

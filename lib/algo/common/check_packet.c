@@ -41,6 +41,17 @@
 #define ROOM_MIN 64 /* the smallest room that is not 0 */
 #define SHRINK_AFTER 8
 
+_Static_assert((ROOM_MIN << (PACKET_ROOMS - 2)) >= AGREE_INLINE_BYTES,
+               "a room class for every room up to AGREE_INLINE_BYTES");
+
+int packet_room_class(size_t room)
+{
+  int k = 0;
+  for (size_t r = ROOM_MIN; room != 0 && r <= room; r <<= 1)
+    k++;
+  return k;
+}
+
 /* The smallest class that holds bytes (<= AGREE_INLINE_BYTES). */
 static size_t room_ceil(size_t bytes)
 {

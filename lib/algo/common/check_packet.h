@@ -33,6 +33,11 @@ static inline unsigned char *packet_data(packet_t *p) { return (unsigned char *)
  * 2 dtype, 3 op, 4 algorithm: rondo_allreduce_algo's order). */
 static inline int64_t packet_field(const packet_t *p, int i) { return p->v[2 + 2 * i]; }
 
+/* The rooms a packet can have: 0, then 64 B to AGREE_INLINE_BYTES in
+ * powers of two; room's class, 0..PACKET_ROOMS-1 (the exchange's MPI
+ * datatype per class). */
+enum { PACKET_ROOMS = 10 };
+int packet_room_class(size_t room);
 /* The bytes of a packet with comm's present room. */
 size_t packet_bytes(rondo_comm_t comm);
 /* inout = the combination of in and inout (the same in either order): the
