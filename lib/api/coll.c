@@ -298,7 +298,7 @@ static rondo_status_t explain(const char *fn, rondo_comm_t comm, size_t count,
   int want = select_explain(algo_menu(), &res, &in, buf, len);
   if (comm->topo->node_count > 1 && want >= 0) {
     /* The network the inter-node terms were priced with. */
-    char net[256];
+    char net[384];
     net_describe(&comm->topo->net, comm->topo->node_count, net, sizeof net);
     want = append_line(want, buf, len, net);
     /* Whether the ring pipelines across that link. */

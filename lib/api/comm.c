@@ -157,7 +157,7 @@ rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len, siz
     return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_comm_topology: buf is NULL with len %zu",
                        len);
   const topo_t *t = comm->topo;
-  char net[256];
+  char net[384];
   net_describe(&t->net, t->node_count, net, sizeof net);
   int want = snprintf(buf, len,
                       "%d ranks on %d %snode(s) of %d-%d ranks; this rank: node %d, local "

@@ -237,7 +237,7 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
     RONDO_CHECK(net_measure(c->mpi, c->topo, c->cfg.net_latency_us, c->cfg.net_gbits,
                             c->cfg.net_calibrate, &c->topo->net));
     if (c->node_count > 1) {
-      char text[256];
+      char text[384];
       net_describe(&c->topo->net, c->node_count, text, sizeof text);
       LOG_INFO("%s", text);
     }

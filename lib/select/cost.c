@@ -8,10 +8,14 @@
  * which one stream crosses). A butterfly step (select_step_time) runs at the
  * intra level when no partner is on another node, else at the inter level
  * with the node's crossing ranks sharing its link: the inter level's beta is
- * per byte through one node's link. alpha(m) is the level's alpha for a
- * message of m bytes (rndv_alpha above eager_limit). Across nodes every
- * algorithm also pays the argument check, an MPI all-reduce of its packet
- * (recursive doubling + mpi_alpha), except mpi for calls that ride in it.
+ * per byte through one node's link; where the network was measured per
+ * butterfly distance (params.dists), the alpha and beta of the nodes'
+ * distance. alpha(m) is the level's alpha for a message of m bytes
+ * (rndv_alpha above eager_limit). Across nodes every algorithm also pays
+ * the argument check, an exchange of its packet (recursive doubling, or
+ * node-aware where MPI's all-reduce carries it and is: check_time, +
+ * mpi_alpha), except mpi for calls that ride in it and Rabenseifner where
+ * its halving carries it.
  * Each algorithm's formula lives with its code (lib/algo/allreduce/allreduce_*.c);
  * for reference, all of them:
  *
@@ -26,8 +30,10 @@
  *                       M = beta * 2n (p-1)/p, R = gamma * n (p-1)/p; across
  *                       nodes, where a chunk takes over 1 ms on the link,
  *                       c = n/p (whole segments: algo_ring_chunk)
- *   mpi                 min(recursive doubling, Rabenseifner if eligible)
- *                       + mpi_alpha
+ *   mpi                 min(recursive doubling, Rabenseifner if eligible,
+ *                       node-aware where MPI's is: select_mpi_node_aware)
+ *                       + mpi_alpha; riding in the check, one of them on
+ *                       n + the packet's header
  *   shm                 2 shm alphas (copied in, reduced) + shm beta * 2n
  *                       (copy in, copy out) + shm gamma * n (each rank reduces
  *                       n/L bytes of L inputs: it reads n)
@@ -151,6 +157,12 @@ double select_step_time(const select_params_t *prm, const select_input_t *in, do
       streams += (r ^ distance) >= in->max_local;
   if (streams == 0)
     return select_msg_alpha(&prm->intra, bytes) + prm->intra.beta * bytes;
+  if (prm->dists > 0) {
+    int k = 0, apart = distance / in->max_local;
+    while (k + 1 < prm->dists && (2 << k) <= apart)
+      k++;
+    return prm->dist_alpha[k] + prm->dist_beta[k] * bytes * streams;
+  }
   return select_msg_alpha(&prm->inter, bytes) + prm->inter.beta * bytes * streams;
 }
 
@@ -166,12 +178,31 @@ double select_rd_steps_time(const select_params_t *prm, const select_input_t *in
   return t;
 }
 
+int select_mpi_node_aware(const select_params_t *prm, const select_input_t *in)
+{
+  return prm->mpi_node_aware && in->nodes > 1 && in->max_local > 1;
+}
+
+double select_node_aware_steps_time(const select_params_t *prm, const select_input_t *in,
+                                    double bytes)
+{
+  select_input_t node = *in, cross = *in;
+  node.ranks = in->max_local;
+  node.nodes = 1;
+  cross.ranks = in->nodes;
+  cross.min_local = cross.max_local = 1;
+  return 2 * select_rd_steps_time(prm, &node, bytes) + select_rd_steps_time(prm, &cross, bytes);
+}
+
 /* The argument check across nodes: recursive doubling of the check's
- * packet (check_exchange.c: rondo's own, or MPICH's all-reduce of it),
- * plus a call's overhead. */
+ * packet (check_exchange.c: rondo's own, or MPI's all-reduce of it, which
+ * MPICH makes node-aware), plus a call's overhead. */
 static double check_time(const select_params_t *prm, const select_input_t *in)
 {
-  return prm->mpi_alpha + select_rd_steps_time(prm, in, (double)prm->check_bytes);
+  double b = (double)prm->check_bytes;
+  return prm->mpi_alpha + (select_mpi_node_aware(prm, in) && !in->check_exchange
+                               ? select_node_aware_steps_time(prm, in, b)
+                               : select_rd_steps_time(prm, in, b));
 }
 
 static select_input_t normalized(const select_input_t *in)

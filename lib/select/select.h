@@ -57,6 +57,8 @@ typedef struct {
   double rndv_alpha;
 } select_level_t;
 
+#define SELECT_DISTS 16 /* butterfly distances between nodes: 1 .. 2^15 */
+
 typedef struct {
   select_level_t shm;   /* through a shared-memory window, within a node */
   select_level_t intra; /* MPI point-to-point between ranks of one node */
@@ -75,6 +77,17 @@ typedef struct {
                            (RONDO_HIER_CHUNK_BYTES); 0 means 1 MiB */
   size_t check_bytes;   /* the argument check's packet across nodes
                            (lib/algo/common/agree.c) */
+  /* The inter level per butterfly distance, where measured (lib/topo/net.c):
+   * a step between nodes 2^k apart takes dist_alpha[k] + dist_beta[k] per
+   * byte (x the streams sharing the link); k < dists. dists 0: inter's
+   * alpha and beta at every distance. */
+  int dists;
+  double dist_alpha[SELECT_DISTS];
+  double dist_beta[SELECT_DISTS];
+  int mpi_node_aware;   /* the MPI library's blocking all-reduce reduces
+                           inside each node first where nodes hold several
+                           ranks (MPICH, and SimGrid's MPICH selector), so
+                           it crosses the network once per node */
 } select_params_t;
 
 /* The defaults, fitted to the 2-rank sweep of docs/PERFORMANCE.md (2-core
@@ -93,7 +106,8 @@ const select_level_t *select_p2p_level(const select_params_t *prm, const select_
  * no partner is on another node the step runs at the intra level: alpha +
  * beta * bytes. Otherwise the ranks whose partner is away share their
  * node's link: inter alpha + inter beta * bytes * (how many of them), since
- * the inter level's beta is per byte through one node's link. */
+ * the inter level's beta is per byte through one node's link; alpha and
+ * beta of the nodes' distance (distance / max_local) where measured. */
 double select_step_time(const select_params_t *prm, const select_input_t *in, double bytes,
                         int distance);
 /* The steps of recursive doubling on bytes among in's ranks: at distance 1,
@@ -101,6 +115,15 @@ double select_step_time(const select_params_t *prm, const select_input_t *in, do
  * two; each a select_step_time. */
 double select_rd_steps_time(const select_params_t *prm, const select_input_t *in,
                             double bytes);
+
+/* Whether MPI's own all-reduce on in's ranks is node-aware: the library is
+ * (params.mpi_node_aware) and nodes hold several ranks. */
+int select_mpi_node_aware(const select_params_t *prm, const select_input_t *in);
+/* A node-aware all-reduce's steps on bytes: recursive doubling among a
+ * node's ranks at the intra level (a reduce), among one rank per node, and
+ * again inside the node (the broadcast). */
+double select_node_aware_steps_time(const select_params_t *prm, const select_input_t *in,
+                                    double bytes);
 
 /* ---- candidates -------------------------------------------------------------- */
 

@@ -13,6 +13,19 @@
  * timed and the median counts. The growing steps drain whatever burst
  * allowance the link grants (a switch buffer, a token bucket), so the last
  * ones see its sustained rate; beta = (time - alpha) / bytes.
+ *
+ * Then the butterfly's distances: for k = 0, 1, .. every leader below the
+ * largest power of two swaps with the leader 2^k away (XOR), all pairs at
+ * once, as recursive doubling's and Rabenseifner's steps do: a latency
+ * (the median of DIST_LAT_STEPS 8-byte swaps) and, at a quarter of the
+ * size the ring's growth reached (at least 16 KiB), a bandwidth (the faster
+ * of two swaps): on SimGrid's dragonfly at 256 nodes, where far pairs get
+ * an eighth of the link, the whole size took the measurement from 2.6 to
+ * 33 ms. The ring's values
+ * price the ring, which its slowest link paces; these price each butterfly
+ * step by its distance (select_step_time). Under one switch of a tree near
+ * pairs are faster than the ring's slowest link, which crosses the tree;
+ * on a dragonfly far pairs share a few links between router groups.
  */
 #include "topo/net.h"
 
@@ -21,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/numbers.h"
 #include "topo/topo.h"
 
 #define LAT_STEPS 15                    /* 8-byte steps timed for a latency */
@@ -29,6 +43,7 @@
 #define STEP_TARGET 0.5e-3              /* a step this long measures the rate */
 #define NET_BUDGET 0.02                 /* stop growing after this many seconds */
 #define INTRA_BYTES ((size_t)256 * 1024)
+#define DIST_LAT_STEPS 7                /* 8-byte swaps timed per distance */
 
 static int by_value(const void *a, const void *b)
 {
@@ -43,7 +58,8 @@ static int by_value(const void *a, const void *b)
 static rondo_status_t wait_two(const topo_t *topo, MPI_Request req[2])
 {
   if (!topo->yield) {
-    MPI_CHECK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+    MPI_Status st[2]; /* (GCC 12 takes MPICH's MPI_STATUSES_IGNORE for an empty array) */
+    MPI_CHECK(MPI_Waitall(2, req, st));
     return RONDO_SUCCESS;
   }
   unsigned polls = 0;
@@ -57,6 +73,15 @@ static rondo_status_t wait_two(const topo_t *topo, MPI_Request req[2])
     }
   }
   return RONDO_SUCCESS;
+}
+
+/* Seconds per byte from the time of a transfer of bytes and the latency
+ * (at least a twentieth of the time moves: a link faster than the latency
+ * can show). */
+static double per_byte(double time, double alpha, size_t bytes)
+{
+  double moving = time - alpha;
+  return (moving > time * 0.05 ? moving : time * 0.05) / (double)bytes;
 }
 
 /* One ring step of bytes; its duration in *sec. */
@@ -102,7 +127,8 @@ static rondo_status_t slowest_step(const topo_t *topo, MPI_Comm c, int right, in
  * counts, so one descheduled step (an oversubscribed node) does not stop
  * the growth early, inside a burst allowance. Collective over c. */
 static rondo_status_t bandwidth(const topo_t *topo, MPI_Comm c, int right, int left,
-                                char *sbuf, char *rbuf, double alpha, double *beta)
+                                char *sbuf, char *rbuf, double alpha, double *beta,
+                                size_t *reached)
 {
   double start = MPI_Wtime(), agreed[2];
   size_t bytes = BW_FIRST;
@@ -121,12 +147,38 @@ static rondo_status_t bandwidth(const topo_t *topo, MPI_Comm c, int right, int l
   for (int i = 0; i < 3; i++)
     RONDO_CHECK(slowest_step(topo, c, right, left, sbuf, rbuf, bytes, &t[i]));
   qsort(t, 3, sizeof *t, by_value);
-  double best = t[1]; /* the median: one step that rode a burst or was
-                         descheduled does not count */
-  double moving = best - alpha;
-  if (moving < best * 0.05) /* a link faster than the latency can show */
-    moving = best * 0.05;
-  *beta = moving / (double)bytes;
+  /* the median: one step that rode a burst or was descheduled does not
+   * count */
+  *beta = per_byte(t[1], alpha, bytes);
+  *reached = bytes;
+  return RONDO_SUCCESS;
+}
+
+/* The butterfly's distances among the leaders on c (see the top of the
+ * file): alpha[k] and beta[k] for k < lg p', this rank's view (the caller
+ * takes the slowest); beta only when bytes > 0. Leaders at or above p'
+ * take no part (their zeros lose to the others' values). */
+static rondo_status_t butterfly(const topo_t *topo, MPI_Comm c, int rank, int pof2,
+                                char *sbuf, char *rbuf, size_t bytes, double *alpha,
+                                double *beta)
+{
+  if (rank >= pof2)
+    return RONDO_SUCCESS;
+  for (int k = 0; (1 << k) < pof2; k++) {
+    int peer = rank ^ (1 << k);
+    char s[8] = {0}, r[8];
+    double t[DIST_LAT_STEPS], bw[2];
+    RONDO_CHECK(ring_step(topo, c, peer, peer, s, r, sizeof s, &t[0]));
+    for (int i = 0; i < DIST_LAT_STEPS; i++)
+      RONDO_CHECK(ring_step(topo, c, peer, peer, s, r, sizeof s, &t[i]));
+    qsort(t, DIST_LAT_STEPS, sizeof *t, by_value);
+    alpha[k] = t[DIST_LAT_STEPS / 2];
+    if (bytes == 0)
+      continue;
+    for (int i = 0; i < 2; i++)
+      RONDO_CHECK(ring_step(topo, c, peer, peer, sbuf, rbuf, bytes, &bw[i]));
+    beta[k] = per_byte(bw[0] < bw[1] ? bw[0] : bw[1], alpha[k], bytes);
+  }
   return RONDO_SUCCESS;
 }
 
@@ -147,8 +199,7 @@ static rondo_status_t measure_intra(const topo_t *topo, char *sbuf, char *rbuf, 
     if (i == 0 || t < best)
       best = t;
   }
-  double moving = best - *alpha;
-  *beta = (moving > 0 ? moving : best * 0.05) / (double)INTRA_BYTES;
+  *beta = per_byte(best, *alpha, INTRA_BYTES);
   return RONDO_SUCCESS;
 }
 
@@ -183,7 +234,51 @@ static rondo_status_t node_bcast(const topo_t *topo, double *v, int n)
   return wait_idle(topo, &req);
 }
 
-enum { V_ALPHA, V_BETA, V_INTRA_ALPHA, V_INTRA_BETA, V_SECONDS, V_COUNT };
+/* What the leaders agree on and hand to their ranks: the values of net_t
+ * in this order, then the butterfly's alphas and betas. */
+enum { V_ALPHA, V_BETA, V_INTRA_ALPHA, V_INTRA_BETA, V_SECONDS, V_DIST_ALPHA,
+       V_DIST_BETA = V_DIST_ALPHA + NET_DISTS, V_COUNT = V_DIST_BETA + NET_DISTS };
+
+/* Among the node leaders (local rank 0): the ring's latency and bandwidth,
+ * then the butterfly's, what the knobs leave open (want_*), into v, which
+ * every leader then holds alike (the slowest values, the intra level's
+ * included; a knob's value stands for every distance). */
+static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, int want_alpha,
+                                      int want_beta, char *sbuf, char *rbuf, double start,
+                                      double *v)
+{
+  MPI_Comm lead = topo->cross[0]; /* local rank 0 owns slice 0 */
+  int rank, size;
+  MPI_CHECK(MPI_Comm_rank(lead, &rank));
+  MPI_CHECK(MPI_Comm_size(lead, &size));
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  double alpha = known->alpha, beta = known->beta;
+  size_t reached = 0;
+  MPI_Request req; /* node 0's pair measures first; the others sleep */
+  MPI_CHECK(MPI_Ibarrier(lead, &req));
+  RONDO_CHECK(wait_idle(topo, &req));
+  if (want_alpha) {
+    RONDO_CHECK(latency(topo, lead, right, left, &alpha));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &alpha, 1, MPI_DOUBLE, MPI_MAX, lead));
+  }
+  if (want_beta)
+    RONDO_CHECK(bandwidth(topo, lead, right, left, sbuf, rbuf, alpha, &beta, &reached));
+  int pof2 = rondo__pof2_floor(size), dists = 0;
+  while ((1 << dists) < pof2 && dists < NET_DISTS)
+    dists++;
+  double da[NET_DISTS] = {0}, db[NET_DISTS] = {0};
+  size_t each = reached / 4 > BW_FIRST ? reached / 4 : reached; /* see the top of the file */
+  RONDO_CHECK(butterfly(topo, lead, rank, 1 << dists, sbuf, rbuf, each, da, db));
+  for (int k = 0; k < dists; k++) { /* what a knob set stays set */
+    v[V_DIST_ALPHA + k] = want_alpha ? da[k] : alpha;
+    v[V_DIST_BETA + k] = want_beta ? db[k] : beta;
+  }
+  v[V_ALPHA] = alpha;
+  v[V_BETA] = beta;
+  v[V_SECONDS] = MPI_Wtime() - start;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, V_COUNT, MPI_DOUBLE, MPI_MAX, lead));
+  return RONDO_SUCCESS;
+}
 
 rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us, double gbits,
                            int calibrate, net_t *out)
@@ -217,25 +312,8 @@ rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us,
   RONDO_CHECK_GOTO(measure_intra(topo, sbuf, rbuf, &v[V_INTRA_ALPHA], &v[V_INTRA_BETA]), st,
                    done);
   if (topo->local_rank == 0) {
-    MPI_Comm lead = topo->cross[0]; /* local rank 0 owns slice 0 */
-    int rank, size;
-    MPI_CHECK_GOTO(MPI_Comm_rank(lead, &rank), st, done);
-    MPI_CHECK_GOTO(MPI_Comm_size(lead, &size), st, done);
-    int right = (rank + 1) % size, left = (rank + size - 1) % size;
-    double alpha = out->alpha, beta = out->beta;
-    MPI_Request req; /* node 0's pair measures first; the others sleep */
-    MPI_CHECK_GOTO(MPI_Ibarrier(lead, &req), st, done);
-    RONDO_CHECK_GOTO(wait_idle(topo, &req), st, done);
-    if (want_alpha) {
-      RONDO_CHECK_GOTO(latency(topo, lead, right, left, &alpha), st, done);
-      MPI_CHECK_GOTO(MPI_Allreduce(MPI_IN_PLACE, &alpha, 1, MPI_DOUBLE, MPI_MAX, lead), st, done);
-    }
-    if (want_beta)
-      RONDO_CHECK_GOTO(bandwidth(topo, lead, right, left, sbuf, rbuf, alpha, &beta), st, done);
-    v[V_ALPHA] = alpha;
-    v[V_BETA] = beta;
-    v[V_SECONDS] = MPI_Wtime() - start;
-    MPI_CHECK_GOTO(MPI_Allreduce(MPI_IN_PLACE, v, V_COUNT, MPI_DOUBLE, MPI_MAX, lead), st, done);
+    RONDO_CHECK_GOTO(measure_leaders(topo, out, want_alpha, want_beta, sbuf, rbuf, start, v),
+                     st, done);
   }
   RONDO_CHECK_GOTO(node_bcast(topo, v, V_COUNT), st, done);
   out->alpha = v[V_ALPHA];
@@ -247,6 +325,11 @@ rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us,
   out->intra_alpha = v[V_INTRA_ALPHA];
   out->intra_beta = v[V_INTRA_BETA];
   out->seconds = v[V_SECONDS];
+  for (int k = 0; k < NET_DISTS && v[V_DIST_ALPHA + k] > 0; k++) {
+    out->dist_alpha[k] = v[V_DIST_ALPHA + k];
+    out->dist_beta[k] = v[V_DIST_BETA + k];
+    out->dists = k + 1;
+  }
 done:
   free(sbuf);
   free(rbuf);
@@ -270,6 +353,20 @@ void net_describe(const net_t *net, int nodes, char *buf, size_t len)
   if (n >= 0 && (size_t)n < len && net->intra_alpha > 0)
     n += snprintf(buf + n, len - (size_t)n, "; inside a node %.1f us, %.2f GB/s",
                   net->intra_alpha * 1e6, 1.0 / net->intra_beta / 1e9);
+  if (n >= 0 && (size_t)n < len && net->dists > 0) {
+    double a[2] = {net->dist_alpha[0], net->dist_alpha[0]};
+    double b[2] = {net->dist_beta[0], net->dist_beta[0]};
+    for (int k = 1; k < net->dists; k++) {
+      a[0] = net->dist_alpha[k] < a[0] ? net->dist_alpha[k] : a[0];
+      a[1] = net->dist_alpha[k] > a[1] ? net->dist_alpha[k] : a[1];
+      b[0] = net->dist_beta[k] < b[0] ? net->dist_beta[k] : b[0];
+      b[1] = net->dist_beta[k] > b[1] ? net->dist_beta[k] : b[1];
+    }
+    n += snprintf(buf + n, len - (size_t)n,
+                  "; butterfly steps 1-%d nodes apart: latency %.1f-%.1f us, %.2f-%.2f Gbit/s",
+                  1 << (net->dists - 1), a[0] * 1e6, a[1] * 1e6, 8.0 / b[1] / 1e9,
+                  8.0 / b[0] / 1e9);
+  }
   if (n >= 0 && (size_t)n < len && net->seconds > 0)
     snprintf(buf + n, len - (size_t)n, "; measuring took %.1f ms", net->seconds * 1e3);
 }

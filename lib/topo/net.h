@@ -17,6 +17,8 @@ typedef enum {
   NET_KNOB         /* RONDO_NET_LATENCY_US / RONDO_NET_GBITS */
 } net_source_t;
 
+#define NET_DISTS 16 /* node distances 1 .. 2^15 */
+
 typedef struct {
   double alpha;          /* seconds per message step between nodes */
   double beta;           /* seconds per byte through one node's link (each way) */
@@ -25,6 +27,15 @@ typedef struct {
   double intra_beta;     /* seconds per byte; 0 when not measured (one rank
                             per node, or no measurement): the defaults hold */
   double seconds;        /* what the measurement cost (0: none) */
+  /* The butterfly's steps: node leaders 2^k apart (XOR) swapping at once,
+   * as recursive doubling's and Rabenseifner's steps do. On a tree of
+   * switches near pairs are faster than the ring's slowest link, and on a
+   * dragonfly far pairs share few links; one alpha and beta miss both.
+   * dists = lg of the largest power of two <= the node count when
+   * measured, else 0 (the model uses alpha and beta). */
+  int dists;
+  double dist_alpha[NET_DISTS]; /* seconds per step at node distance 2^k */
+  double dist_beta[NET_DISTS];  /* seconds per byte through one node's link */
 } net_t;
 
 /* The guesses used when nothing is measured or set. */
@@ -37,9 +48,11 @@ struct topo;
  * knobs win (latency_us, gbits > 0), and what they leave open is measured
  * unless calibrate is 0: some steps between local ranks 0 and 1 of node 0,
  * then a few 8-byte steps and one growing transfer among the node leaders
- * (one rank per node, in a ring). The growth stops after 20 ms of
- * transfers; the leaders agree on the slowest values and each node's
- * leader hands them to its ranks, so every rank holds the same bytes. */
+ * (one rank per node, in a ring), then the same at each butterfly distance
+ * (the transfer at the size the ring's growth reached). The growth stops
+ * after 20 ms of transfers; the leaders agree on the slowest values and
+ * each node's leader hands them to its ranks, so every rank holds the same
+ * bytes. */
 rondo_status_t net_measure(MPI_Comm comm, const struct topo *topo, double latency_us,
                            double gbits, int calibrate, net_t *out);
 

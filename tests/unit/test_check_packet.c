@@ -13,18 +13,39 @@
 #include "algo/common/check_packet.h"
 #include "base/comm.h"
 
+/* A call's sum as hand-made packets carry it: any value that differs
+ * when a field does (the packet code only compares sums). */
+static uint64_t sum_of(agree_coll_t coll, int64_t count, rondo_dtype_t dtype, rondo_algo_t algo)
+{
+  return 1 + (uint64_t)coll + 16 * ((uint64_t)dtype + 64 * ((uint64_t)algo + 64 * (uint64_t)count));
+}
+
 /* A reduced packet in which every rank called coll with these fields. */
 static packet_t agreed(agree_coll_t coll, int64_t count, rondo_dtype_t dtype, rondo_algo_t algo)
 {
   packet_t p;
   memset(&p, 0, sizeof p);
-  int64_t x[AGREE_SIG_MAX + 1] = {coll, count, dtype, RONDO_SUM, algo}; /* the rest 0 */
-  p.v[1] = -2;
-  for (int i = 0; i <= AGREE_SIG_MAX; i++) {
-    p.v[2 + 2 * i] = x[i];
-    p.v[3 + 2 * i] = ~x[i];
+  p.sig = sum_of(coll, count, dtype, algo);
+  p.not_sig = ~p.sig;
+  p.coll = coll;
+  if (coll == AGREE_ALLREDUCE) {
+    p.count = count;
+    p.dtype = dtype;
+    p.op = RONDO_SUM;
+    p.algo = algo;
   }
-  p.leaving = -2;
+  return p;
+}
+
+/* p, combined with the packet of a rank that called the same but with
+ * count: the sums differ (a mismatch). */
+static packet_t disagreed(packet_t p, int64_t count)
+{
+  packet_t q = agreed((agree_coll_t)p.coll, count, (rondo_dtype_t)p.dtype, (rondo_algo_t)p.algo);
+  q.room = p.room;
+  q.first = p.first;
+  q.rides = p.rides;
+  packet_combine(&q, &p);
   return p;
 }
 
@@ -108,11 +129,11 @@ static void test_unchanged_by_others(void **state)
   struct rondo_comm c;
   new_comm(&c);
   packet_t p = agreed(AGREE_ALLREDUCE, 4096, RONDO_FLOAT32, RONDO_ALGO_MPI);
-  p.v[0] = 1; /* a rank failed its local check */
+  p.failed = 1; /* a rank failed its local check */
   packet_next_room(&c, &p);
   assert_int_equal(c.check_room, AGREE_FIRST_ROOM);
   p = agreed(AGREE_ALLREDUCE, 4096, RONDO_FLOAT32, RONDO_ALGO_MPI);
-  p.v[5] = ~(int64_t)1000; /* the counts differed: max 1024, min 1000 */
+  p = disagreed(p, 1000); /* the counts differed */
   packet_next_room(&c, &p);
   assert_int_equal(c.check_room, AGREE_FIRST_ROOM);
   p = agreed(AGREE_BARRIER, 0, 0, 0);
@@ -127,20 +148,18 @@ static void test_unchanged_by_others(void **state)
   assert_int_equal(c.check_room, 64);
 }
 
-/* A packet of one rank, of `ranks`, that calls an mpi all-reduce of n
+/* A packet of one rank that calls an mpi all-reduce of n
  * float32 (riding in the packet: the room holds them) with this data. */
 typedef struct {
   packet_t p;
   float data[4];
 } one_t;
 
-static one_t rank_packet(int rank, int ranks, const float *x)
+static one_t rank_packet(int rank, const float *x)
 {
   one_t o;
   o.p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
-  o.p.v[1] = -ranks;
   o.p.first = rank;
-  o.p.leaving = -ranks;
   o.p.room = sizeof o.data;
   memcpy(o.data, x, sizeof o.data);
   return o;
@@ -152,27 +171,28 @@ static void test_combine(void **state)
 {
   (void)state;
   float x0[4] = {1, 2, 3, 4}, x1[4] = {10, 20, 30, 1e30f};
-  one_t a = rank_packet(0, 2, x0), b = rank_packet(1, 2, x1);
+  one_t a = rank_packet(0, x0), b = rank_packet(1, x1);
   a.p.rides = 1;
   b.p.rides = 0;
-  b.p.leaving = -1; /* rank 1 is destroying the comm */
+  b.p.leaving = 1; /* rank 1 of 2 is destroying the comm */
   one_t ab = b, ba = a;
   packet_combine(&a.p, &ab.p);
   packet_combine(&b.p, &ba.p);
   assert_memory_equal(&ab, &ba, sizeof ab);
   assert_int_equal(ab.p.first, 0);
   assert_int_equal(ab.p.rides, 0);
-  assert_int_equal(ab.p.leaving, -1);
+  assert_int_equal(ab.p.leaving, 1);
   float want[4] = {11, 22, 33, 1e30f};
   assert_memory_equal(ab.data, want, sizeof want);
   /* a rank that failed: MAX shows it, and no data is reduced */
-  one_t c = rank_packet(1, 2, x1);
-  c.p.v[0] = 1;
-  c.p.v[1] = -1;
+  one_t c = rank_packet(1, x1);
+  c.p.failed = 1; /* rank 1 of 2 */
+  c.p.sig = 0;
+  c.p.not_sig = ~(uint64_t)0;
   one_t ac = a;
   packet_combine(&c.p, &ac.p);
-  assert_int_equal(ac.p.v[0], 1);
-  assert_int_equal(ac.p.v[1], -1);
+  assert_int_equal(ac.p.failed, 1);
+  assert_false(packet_agrees(&ac.p));
   assert_memory_equal(ac.data, x0, sizeof x0);
 }
 
@@ -186,19 +206,38 @@ static void test_rides(void **state)
   p.rides = 1;
   assert_true(packet_rides(&p));
   packet_t q = p;
-  q.v[0] = 1; /* a rank failed */
+  q.failed = 1; /* a rank failed */
+  assert_false(packet_rides(&q));
+  q = disagreed(p, 4000); /* counts from 4000 to 4096 */
   assert_false(packet_rides(&q));
   q = p;
-  q.v[5] = ~(int64_t)4000; /* counts from 4000 to 4096 */
-  assert_false(packet_rides(&q));
-  q = p;
-  q.v[2] = AGREE_BROADCAST; /* a broadcast on some rank, all-reduces elsewhere */
+  packet_t b = agreed(AGREE_BROADCAST, 4096, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
+  b.rides = 1;
+  packet_combine(&b, &q); /* a broadcast on some rank, all-reduces elsewhere */
   assert_false(packet_rides(&q));
   q = agreed(AGREE_ALLREDUCE, 4000, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
   q.rides = 1;
   packet_combine(&q, &p); /* two riding groups whose counts differ */
   assert_int_equal(p.rides, 1);
   assert_false(packet_rides(&p));
+}
+
+/* A packet sends its header and the data it carries, not its whole room. */
+static void test_sends_only_what_it_carries(void **state)
+{
+  (void)state;
+  packet_t p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
+  p.room = 64;
+  assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t) + 16);
+  p.room = 8; /* more than the room: it does not ride */
+  assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t));
+  p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_RING);
+  p.room = 64; /* another algorithm: no data */
+  assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t));
+  p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
+  p.room = 64;
+  p = disagreed(p, 3); /* ranks that disagree on the count: no data */
+  assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t));
 }
 
 int main(void)
@@ -211,6 +250,7 @@ int main(void)
       cmocka_unit_test(test_unchanged_by_others),
       cmocka_unit_test(test_combine),
       cmocka_unit_test(test_rides),
+      cmocka_unit_test(test_sends_only_what_it_carries),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

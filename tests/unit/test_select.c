@@ -462,6 +462,73 @@ static void test_butterfly_steps_share_the_node_link(void **state)
   assert_close(select_step_time(&unit_params, &in, n, 4), 1 * us + n * 1 * ns);
 }
 
+/* Where the network was measured per butterfly distance, a step across
+ * nodes costs the alpha and beta of its nodes' distance: rank distance over
+ * ranks per node, the largest measured distance beyond. */
+static void test_butterfly_steps_priced_by_distance(void **state)
+{
+  (void)state;
+  double n = 1 << 20, us = 1e-6, ns = 1e-9;
+  select_params_t p = unit_params;
+  p.dists = 3; /* nodes 1, 2 and 4 apart */
+  for (int k = 0; k < 3; k++) {
+    p.dist_alpha[k] = (k + 1) * us;
+    p.dist_beta[k] = (k + 1) * 0.1 * ns;
+  }
+  select_input_t in = layout(1 << 18, 16, 16, HOST_ALGOS); /* one rank per node */
+  assert_close(select_step_time(&p, &in, n, 1), 1 * us + n * 0.1 * ns);
+  assert_close(select_step_time(&p, &in, n, 2), 2 * us + n * 0.2 * ns);
+  assert_close(select_step_time(&p, &in, n, 4), 3 * us + n * 0.3 * ns);
+  assert_close(select_step_time(&p, &in, n, 8), 3 * us + n * 0.3 * ns); /* beyond: the last */
+  /* 4 ranks per node: rank distance 8 is 2 nodes apart, all 4 crossing */
+  in = layout(1 << 18, 64, 16, HOST_ALGOS);
+  assert_close(select_step_time(&p, &in, n, 2), unit_params.intra.alpha + n * 1 * ns);
+  assert_close(select_step_time(&p, &in, n, 4), 1 * us + n * 0.1 * ns * 4);
+  assert_close(select_step_time(&p, &in, n, 8), 2 * us + n * 0.2 * ns * 4);
+  /* recursive doubling on one rank per node sums them */
+  in = layout(16, 8, 8, HOST_ALGOS);
+  assert_close(select_rd_steps_time(&p, &in, 64), (1 + 2 + 3) * us + 64 * 0.6 * ns);
+}
+
+/* Where MPI's all-reduce is node-aware (MPICH) and nodes hold several
+ * ranks, mpi is priced as a reduce inside each node, one rank per node
+ * across, and a broadcast inside, when that is cheaper; so is the check. */
+static void test_node_aware_mpi_crosses_once_per_node(void **state)
+{
+  (void)state;
+  double us = 1e-6, ns = 1e-9;
+  select_params_t p = unit_params;
+  select_input_t in = layout(16, 64, 8, BIT(RONDO_ALGO_MPI)); /* 64 B, 8 nodes x 8 */
+  select_candidate_t flat[SELECT_MAX_ALGOS], aware[SELECT_MAX_ALGOS];
+  select_predict(&p, menu(), &in, flat);
+  p.mpi_node_aware = 1;
+  select_predict(&p, menu(), &in, aware);
+  double n = 64, work = n * 0.25 * ns + n * 2 * ns * 6; /* copy, 6 reductions */
+  double inside = 3 * (1 * us + n * 1 * ns), across = 3 * (10 * us + n * 4 * ns);
+  assert_close(aware[RONDO_ALGO_MPI].seconds, work + 2 * inside + across + 3 * us);
+  /* flat: 3 steps inside, 3 across with all 8 ranks of a node on its link */
+  double flat_steps = 3 * (1 * us + n * 1 * ns) + 3 * (10 * us + n * 4 * ns * 8);
+  assert_close(flat[RONDO_ALGO_MPI].seconds, work + flat_steps + 3 * us);
+  /* one rank per node: nothing changes */
+  in = layout(16, 8, 8, BIT(RONDO_ALGO_MPI));
+  select_predict(&p, menu(), &in, aware);
+  p.mpi_node_aware = 0;
+  select_predict(&p, menu(), &in, flat);
+  assert_close(aware[RONDO_ALGO_MPI].seconds, flat[RONDO_ALGO_MPI].seconds);
+  /* the check on several ranks per node (MPI's all-reduce of the packet) too */
+  p.check_bytes = 160;
+  in = layout(1 << 16, 64, 8, BIT(RONDO_ALGO_RING));
+  in.mpi_check = 1;
+  select_predict(&p, menu(), &in, flat);
+  p.mpi_node_aware = 1;
+  select_predict(&p, menu(), &in, aware);
+  double b = 160;
+  double check_flat = 3 * (1 * us + b * 1 * ns) + 3 * (10 * us + b * 4 * ns * 8);
+  double check_aware = 2 * 3 * (1 * us + b * 1 * ns) + 3 * (10 * us + b * 4 * ns);
+  assert_close(flat[RONDO_ALGO_RING].seconds - aware[RONDO_ALGO_RING].seconds,
+               check_flat - check_aware);
+}
+
 /* Rabenseifner sends its big halves to the nearest ranks: on 2 nodes x 2
  * ranks only the n/4 step crosses, with both ranks of a node. */
 static void test_rabenseifner_crosses_with_its_small_pieces(void **state)
@@ -494,7 +561,11 @@ static void test_small_calls_across_nodes_ride_in_the_check(void **state)
   select_predict(&p, menu(), &in, with);
   in.mpi_check = 0;
   select_predict(&p, menu(), &in, without);
-  assert_close(with[RONDO_ALGO_MPI].seconds, without[RONDO_ALGO_MPI].seconds);
+  /* riding, mpi's messages hold the packet's header too: one recursive
+   * doubling step of 384 more bytes (with its copy and reduction) */
+  assert_close(with[RONDO_ALGO_MPI].seconds,
+               without[RONDO_ALGO_MPI].seconds +
+                   384 * (p.inter.beta + p.copy_beta + p.intra.gamma));
   assert_true(with[RONDO_ALGO_RING].seconds > without[RONDO_ALGO_RING].seconds + 6e-6);
   /* Rabenseifner's halving carries the check, at any size */
   assert_close(with[RONDO_ALGO_RABENSEIFNER].seconds, without[RONDO_ALGO_RABENSEIFNER].seconds);
@@ -961,6 +1032,8 @@ int main(void)
       cmocka_unit_test(test_default_params_pick_shm_on_one_node),
       cmocka_unit_test(test_default_params_pick_hierarchical_across_nodes),
       cmocka_unit_test(test_butterfly_steps_share_the_node_link),
+      cmocka_unit_test(test_butterfly_steps_priced_by_distance),
+      cmocka_unit_test(test_node_aware_mpi_crosses_once_per_node),
       cmocka_unit_test(test_rabenseifner_crosses_with_its_small_pieces),
       cmocka_unit_test(test_small_calls_across_nodes_ride_in_the_check),
       cmocka_unit_test(test_hierarchical_not_chosen_with_one_rank_per_node),

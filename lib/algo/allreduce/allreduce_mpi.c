@@ -46,15 +46,24 @@ static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
 
 /* Cost: MPICH's own choice, the cheaper of recursive doubling and
  * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha;
- * recursive doubling alone when the data rides in the check (its packet
- * is one element). */
+ * where MPI's all-reduce is node-aware (select_mpi_node_aware) the cheaper
+ * of those and the node-aware one. When the data rides in the check, one
+ * all-reduce of the check's packet with the data in it (recursive
+ * doubling, or node-aware). */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  double n = (double)in->bytes, t = algo_rd_time(prm, in, n, prm->copy_beta);
   int rides = in->mpi_check && in->bytes <= AGREE_INLINE_BYTES;
+  double n = (double)in->bytes, m = rides ? n + (double)prm->check_bytes : n;
+  double t = algo_rd_time(prm, in, m, prm->copy_beta);
   if (!rides && in->count >= (size_t)rondo__pof2_floor(in->ranks)) {
     double rab = algo_rab_time(prm, in, n, prm->copy_beta);
     t = rab < t ? rab : t;
+  }
+  if (select_mpi_node_aware(prm, in)) {
+    double lg = rondo__log2(rondo__pof2_floor(in->ranks));
+    double aware = prm->copy_beta * m + prm->intra.gamma * m * lg +
+                   select_node_aware_steps_time(prm, in, m);
+    t = aware < t ? aware : t;
   }
   return t + prm->mpi_alpha;
 }

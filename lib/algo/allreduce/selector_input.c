@@ -40,12 +40,23 @@ select_params_t algo_params(rondo_comm_t comm)
   params.ring_chunk = comm->cfg.ring_chunk;
   params.hier_chunk = comm->cfg.hier_chunk;
   params.check_bytes = agree_packet_bytes();
+#ifdef OPEN_MPI
+  params.mpi_node_aware = 0; /* tuned's all-reduce is flat (HAN is not the default) */
+#else
+  params.mpi_node_aware = 1;
+#endif
   const topo_t *topo = comm->topo;
   if (topo == NULL || topo->node_count < 2)
     return params;
   params.inter.alpha = params.inter.rndv_alpha = topo->net.alpha;
   params.inter.beta = topo->net.beta;
   params.inter.eager_limit = 0;
+  _Static_assert(SELECT_DISTS >= NET_DISTS, "a model distance for every measured one");
+  params.dists = topo->net.dists;
+  for (int k = 0; k < topo->net.dists; k++) {
+    params.dist_alpha[k] = topo->net.dist_alpha[k];
+    params.dist_beta[k] = topo->net.dist_beta[k];
+  }
   if (topo->net.intra_alpha > 0) {
     /* Measured on this comm's nodes: the one-node fit (MPICH's shared
      * memory) may not be what these ranks use between themselves. */

@@ -378,33 +378,77 @@ static rondo_status_t left(rondo_comm_t comm, const agree_sig_t *sig, int rank)
 
 /* ---- the check across nodes ---------------------------------------------------------------- */
 
-/* One exchange of packets (check_exchange.c). The maximum of ~value is
- * ~(the minimum), so one combination tells whether any rank failed and
- * whether every field is equal everywhere (~ never overflows, unlike
- * negation). */
 /* This rank's packet, without data; rides: its all-reduce's data rides in
  * the exchange. */
 static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                         int rides, packet_t *p)
 {
   memset(p, 0, sizeof *p + comm->check_room);
-  int fields = AGREE_SIG_MAX + 1;
-  int64_t *v = p->v;
-  v[0] = local != RONDO_SUCCESS;
-  v[1] = local != RONDO_SUCCESS ? -(int64_t)comm->rank : -(int64_t)comm->size;
-  for (int i = 0; i < fields; i++) {
-    int64_t x = i == 0 ? (int64_t)sig->coll : i <= sig->n ? sig->value[i - 1] : 0;
-    v[2 + 2 * i] = local == RONDO_SUCCESS ? x : INT64_MIN;
-    v[3 + 2 * i] = local == RONDO_SUCCESS ? ~x : INT64_MIN;
+  int ok = local == RONDO_SUCCESS;
+  p->sig = ok ? sig_sum(sig) : 0;
+  p->not_sig = ~p->sig;
+  p->coll = (int32_t)sig->coll;
+  if (ok && sig->coll == AGREE_ALLREDUCE && sig->n >= 4) { /* rondo_allreduce_algo's order */
+    p->count = sig->value[0];
+    p->dtype = (int32_t)sig->value[1];
+    p->op = (int32_t)sig->value[2];
+    p->algo = (int32_t)sig->value[3];
   }
+  p->failed = ok ? 0 : comm->size - comm->rank;
+  p->leaving = sig->coll == AGREE_COMM_DESTROY ? comm->size - comm->rank : 0;
   p->first = comm->rank;
-  p->leaving = sig->coll == AGREE_COMM_DESTROY ? -(int64_t)comm->rank : -(int64_t)comm->size;
-  p->rides = rides && local == RONDO_SUCCESS;
-  p->room = (int64_t)comm->check_room;
+  p->rides = rides && ok;
+  p->room = (int32_t)comm->check_room;
 }
 
-/* data: this rank's inline all-reduce input (NULL: none), its result into
- * out; rider: the all-reduce whose data rides in the exchange, or NULL. */
+/* The detail of a mismatch, after packets that disagree: the collective and
+ * each field as value, ~value, combined by MAX over every rank in one MPI
+ * all-reduce, so max and ~(max of ~value) = min say what differs (~ never
+ * overflows, unlike negation). Only a failing call pays it; every rank of
+ * it does, since every rank holds the same combined packet. */
+enum { DETAIL_WORDS = 2 * (AGREE_SIG_MAX + 1) };
+
+static rondo_status_t detail(rondo_comm_t comm, const agree_sig_t *sig, int64_t v[DETAIL_WORDS])
+{
+  for (int i = 0; i <= AGREE_SIG_MAX; i++) {
+    int64_t x = i == 0 ? (int64_t)sig->coll : i <= sig->n ? sig->value[i - 1] : 0;
+    v[2 * i] = x;
+    v[2 * i + 1] = ~x;
+  }
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, DETAIL_WORDS, MPI_INT64_T, MPI_MAX, comm->mpi));
+  return RONDO_SUCCESS;
+}
+
+/* What differs, from the detail: the collective, or the first field in
+ * report order. */
+static rondo_status_t mismatch(const agree_sig_t *sig, const int64_t r[DETAIL_WORDS])
+{
+  mismatch_same_call = r[0] == ~r[1];
+  if (r[0] != ~r[1])
+    return rondo__fail(RONDO_ERR_MISMATCH,
+                       "ranks called different collectives at the same time (this rank: %s)",
+                       agree_coll_name(sig->coll));
+  for (int k = 0; k < sig->n; k++) {
+    int i = report_order(sig, k) + 1;
+    long long hi = r[2 * i], lo = ~r[2 * i + 1];
+    if (hi != lo && is_hash(sig->field[i - 1]))
+      return rondo__fail(RONDO_ERR_MISMATCH, "%s: ranks passed different %s",
+                         agree_coll_name(sig->coll), sig->field[i - 1]);
+    if (hi != lo)
+      return rondo__fail(RONDO_ERR_MISMATCH,
+                         "%s: ranks passed different %s (values from %lld to %lld; this rank: "
+                         "%lld)",
+                         agree_coll_name(sig->coll), sig->field[i - 1], lo, hi,
+                         (long long)sig->value[i - 1]);
+  }
+  /* Sums equal on fields that differ: about 2^-64 */
+  return rondo__fail(RONDO_ERR_MISMATCH, "%s: ranks passed different arguments",
+                     agree_coll_name(sig->coll));
+}
+
+/* One exchange of packets (check_exchange.c), then what it says. data:
+ * this rank's inline all-reduce input (NULL: none), its result into out;
+ * rider: the all-reduce whose data rides in the exchange, or NULL. */
 static rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                                 const void *data, size_t bytes, void *out, check_rider_t *rider)
 {
@@ -414,37 +458,25 @@ static rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, cons
   int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
   packet_t *all = (packet_t *)buf;
   packet_fill(comm, local, sig, rider != NULL, all);
-  int64_t *r = all->v;
   if (data != NULL && local == RONDO_SUCCESS)
     memcpy(packet_data(all), data, bytes);
   RONDO_CHECK(check_exchange(comm, all, local == RONDO_SUCCESS ? rider : NULL, NULL));
   packet_next_room(comm, all);
+  int64_t r[DETAIL_WORDS];
+  int differ = all->failed == 0 && all->leaving == 0 && !packet_agrees(all);
+  if (differ) /* (a rank whose arguments were bad sets failed: not here) */
+    RONDO_CHECK(detail(comm, sig, r));
   if (local != RONDO_SUCCESS)
     return local;
-  if (all->leaving > -(int64_t)comm->size)
-    return left(comm, sig, (int)-all->leaving);
-  if (r[0])
+  if (all->leaving != 0)
+    return left(comm, sig, comm->size - all->leaving);
+  if (all->failed != 0)
     return rondo__fail(RONDO_ERR_PEER,
-                       "%s: rank %lld of this comm passed invalid arguments (see its log line or "
+                       "%s: rank %d of this comm passed invalid arguments (see its log line or "
                        "rondo_last_error())",
-                       agree_coll_name(sig->coll), (long long)-r[1]);
-  mismatch_same_call = r[2] == ~r[3];
-  if (r[2] != ~r[3])
-    return rondo__fail(RONDO_ERR_MISMATCH,
-                       "ranks called different collectives at the same time (this rank: %s)",
-                       agree_coll_name(sig->coll));
-  for (int k = 0; k < sig->n; k++) {
-    int i = report_order(sig, k) + 1;
-    long long hi = r[2 + 2 * i], lo = ~r[3 + 2 * i];
-    if (hi != lo && is_hash(sig->field[i - 1]))
-      return rondo__fail(RONDO_ERR_MISMATCH, "%s: ranks passed different %s",
-                         agree_coll_name(sig->coll), sig->field[i - 1]);
-    if (hi != lo)
-      return rondo__fail(RONDO_ERR_MISMATCH,
-                         "%s: ranks passed different %s (values from %lld to %lld; this rank: "
-                         "%lld)",
-                         agree_coll_name(sig->coll), sig->field[i - 1], lo, hi, (long long)sig->value[i - 1]);
-  }
+                       agree_coll_name(sig->coll), comm->size - all->failed);
+  if (differ)
+    return mismatch(sig, r);
   if (rider != NULL && !all->rides)
     return rondo__fail(RONDO_ERR_INTERNAL, "%s: the data did not ride in every step",
                        agree_coll_name(sig->coll)); /* (agreed calls always ride alike) */
@@ -574,8 +606,9 @@ static rondo_status_t leave_across(rondo_comm_t comm, const agree_sig_t *sig,
   packet_fill(comm, RONDO_SUCCESS, sig, 0, all);
   RONDO_CHECK(check_exchange(comm, all, NULL, comm->yield_any ? poll : NULL));
   packet_next_room(comm, all);
-  /* every rank's collective was this one: max == min */
-  *all_left = all->v[0] == 0 && all->v[2] == ~all->v[3];
+  /* every rank's call was this one (no mismatch is told here: a rank in
+   * another call sees this one's leaving) */
+  *all_left = packet_agrees(all);
   return RONDO_SUCCESS;
 }
 

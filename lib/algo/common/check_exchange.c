@@ -82,8 +82,8 @@ static void look_at_tags(void)
   wide_tags = found && ub != NULL && *ub >= ALGO_TAG_CHECK_WIDE + (2 << 22);
 }
 
-/* The tag of the data that rides with packet p on comm: a hash of its
- * signature, so that data of another call seldom matches a receive posted
+/* The tag of the data that rides with packet p on comm: from the sum of
+ * its signature, so that data of another call seldom matches a receive posted
  * for this call's, and, as its lowest bit, the parity of the comm's
  * exchanges, so that it never matches the next call's (a partner can run
  * at most one exchange ahead: it cannot finish the next one without this
@@ -95,11 +95,7 @@ static void look_at_tags(void)
  * hashes collide, about 1 in 4 million where the tags are wide. */
 static int data_tag(rondo_comm_t comm, const packet_t *p)
 {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int i = 0; i < PACKET_WORDS; i++) {
-    h = (h ^ (uint64_t)p->v[i]) * 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 31;
-  }
+  uint64_t h = p->sig; /* a 64-bit sum already */
   int parity = (int)(comm->check_calls & 1);
   pthread_once(&tags_looked, look_at_tags);
   if (wide_tags)
@@ -154,7 +150,7 @@ static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, 
                            int mask, int send, int recv, check_rider_t *rider,
                            void (*poll)(rondo_comm_t))
 {
-  size_t bytes = packet_bytes(comm);
+  size_t bytes = packet_bytes(comm), sent = packet_sent_bytes(mine);
   MPI_Request in[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   MPI_Request out[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int rides = rider != NULL && packet_rides(mine), tag = rides ? data_tag(comm, mine) : -1;
@@ -168,7 +164,7 @@ static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, 
     }
   }
   if (send) {
-    RONDO_CHECK(algo_isend_tag(comm, mine, bytes, peer, ALGO_TAG_CHECK, &out[0]));
+    RONDO_CHECK(algo_isend_tag(comm, mine, sent, peer, ALGO_TAG_CHECK, &out[0]));
     if (rides) {
       const void *buf;
       size_t n;
@@ -179,7 +175,7 @@ static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, 
   if (recv) {
     RONDO_CHECK(wait_all(comm, 1, &in[0], poll));
     int they_ride = packet_rides(theirs);
-    int same = they_ride && rides && memcmp(mine->v, theirs->v, sizeof mine->v) == 0;
+    int same = they_ride && rides && packet_same_call(mine, theirs);
     int took = 0;
     if (same) {
       RONDO_CHECK(wait_all(comm, 1, &in[1], poll));
@@ -297,7 +293,8 @@ rondo_status_t check_exchange(rondo_comm_t comm, packet_t *mine, check_rider_t *
                      rider, poll));
   if (folded) {
     MPI_Request req = MPI_REQUEST_NULL;
-    RONDO_CHECK(algo_isend_tag(comm, mine, packet_bytes(comm), rank - 1, ALGO_TAG_CHECK, &req));
+    RONDO_CHECK(algo_isend_tag(comm, mine, packet_sent_bytes(mine), rank - 1, ALGO_TAG_CHECK,
+                               &req));
     RONDO_CHECK(wait_all(comm, 1, &req, poll));
   }
   return RONDO_SUCCESS;

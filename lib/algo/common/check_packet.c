@@ -6,9 +6,10 @@
  * after the header too. So a small all-reduce and its check cost one
  * exchange instead of two.
  *
- * The room for that data follows the calls. Every rank must send the same
- * packet shape whatever its call (a mismatch is then still reported, never
- * a hang), so the room cannot depend on this call's arguments; it depends
+ * The room for that data follows the calls. Every rank must receive the
+ * same packet shape whatever its call (a mismatch is then still reported,
+ * never a hang or a truncation), so the room cannot depend on this call's
+ * arguments; it depends
  * on the calls before, through what every rank got back from the last
  * check, which is the same bytes everywhere (packet_next_room):
  *   - an mpi all-reduce of B <= AGREE_INLINE_BYTES bytes grows the room to
@@ -20,7 +21,13 @@
  *     traffic;
  *   - other collectives, failed or mismatched calls leave it as it is.
  * The first call of a new small size, and the first after a larger
- * all-reduce, takes two exchanges (the check, then the data).
+ * all-reduce, takes two exchanges (the check, then the data). A rank's
+ * own exchange sends only the header and the data a packet carries
+ * (packet_sent_bytes): 16 B ride in 176 B, not in a 64 B room's 224 (in
+ * SimGrid's dragonfly, where small messages' bytes cost 5x the link's rate
+ * through contention, the padding was a quarter of what separated small
+ * mpi calls from MPI_Allreduce); MPI's all-reduce of packets sends them
+ * whole.
  *
  * The exchange is recursive doubling (rondo's own, or MPI's all-reduce of
  * one packet element: MPICH's for any size of one element), so the data
@@ -76,17 +83,11 @@ static size_t room_floor(size_t bytes)
  * agrees (every rank, once reduced), and its bytes and algorithm. */
 static int allreduce_of(const packet_t *p, size_t *bytes, int64_t *algo)
 {
-  if (p->v[0] != 0)
+  if (!packet_agrees(p) || p->coll != AGREE_ALLREDUCE || p->dtype < 0 ||
+      p->dtype >= RONDO_DTYPE_COUNT || p->count <= 0)
     return 0;
-  for (int i = 0; i <= 4; i++)
-    if (packet_field(p, i) != ~p->v[3 + 2 * i])
-      return 0; /* a partial result of ranks that disagree */
-  int64_t count = packet_field(p, 1), dtype = packet_field(p, 2);
-  if (packet_field(p, 0) != AGREE_ALLREDUCE || dtype < 0 || dtype >= RONDO_DTYPE_COUNT ||
-      count <= 0)
-    return 0;
-  *bytes = (size_t)count * rondo_dtype_size((rondo_dtype_t)dtype);
-  *algo = packet_field(p, 4);
+  *bytes = (size_t)p->count * rondo_dtype_size((rondo_dtype_t)p->dtype);
+  *algo = p->algo;
   return 1;
 }
 
@@ -98,6 +99,9 @@ static int carries(const packet_t *p, size_t *bytes)
          *bytes <= (size_t)p->room;
 }
 
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
 /* The data reduced with rondo's kernels when both packets carry the same
  * inline all-reduce, the partial result of the lower ranks first (as
  * reduce_ordered does), so two partners combining the same two partials
@@ -105,32 +109,40 @@ static int carries(const packet_t *p, size_t *bytes)
 void packet_combine(const packet_t *a, packet_t *b)
 {
   size_t na, nb;
-  if (carries(a, &na) && carries(b, &nb) && memcmp(a->v, b->v, sizeof a->v) == 0) {
-    rondo_dtype_t dtype = (rondo_dtype_t)packet_field(a, 2);
-    rondo_op_t op = (rondo_op_t)packet_field(a, 3);
+  if (carries(a, &na) && carries(b, &nb) && packet_same_call(a, b)) {
     const unsigned char *lo = a->first < b->first ? packet_data((packet_t *)a) : packet_data(b);
     const unsigned char *hi = a->first < b->first ? packet_data(b) : packet_data((packet_t *)a);
-    reduce_apply(packet_data(b), lo, hi, (size_t)packet_field(a, 1), dtype,
+    rondo_op_t op = (rondo_op_t)a->op;
+    reduce_apply(packet_data(b), lo, hi, (size_t)a->count, (rondo_dtype_t)a->dtype,
                  op == RONDO_AVG ? RONDO_SUM : op);
   }
-  for (int i = 0; i < PACKET_WORDS; i++)
-    b->v[i] = a->v[i] > b->v[i] ? a->v[i] : b->v[i];
-  b->first = a->first < b->first ? a->first : b->first;
-  b->leaving = a->leaving > b->leaving ? a->leaving : b->leaving;
-  b->rides = a->rides < b->rides ? a->rides : b->rides;
+  b->sig = MAX(a->sig, b->sig);
+  b->not_sig = MAX(a->not_sig, b->not_sig);
+  b->count = MAX(a->count, b->count);
+  b->coll = MAX(a->coll, b->coll);
+  b->dtype = MAX(a->dtype, b->dtype);
+  b->op = MAX(a->op, b->op);
+  b->algo = MAX(a->algo, b->algo);
+  b->failed = MAX(a->failed, b->failed);
+  b->leaving = MAX(a->leaving, b->leaving);
+  b->first = MIN(a->first, b->first);
+  b->rides = MIN(a->rides, b->rides);
 }
 
-int packet_rides(const packet_t *p)
+int packet_same_call(const packet_t *a, const packet_t *b)
 {
-  if (!p->rides || p->v[0] != 0)
-    return 0;
-  for (int i = 0; i <= AGREE_SIG_MAX; i++)
-    if (packet_field(p, i) != ~p->v[3 + 2 * i])
-      return 0; /* ranks that disagree */
-  return 1;
+  return packet_agrees(a) && packet_agrees(b) && a->sig == b->sig;
 }
+
+int packet_rides(const packet_t *p) { return p->rides && packet_agrees(p); }
 
 size_t packet_bytes(rondo_comm_t comm) { return sizeof(packet_t) + comm->check_room; }
+
+size_t packet_sent_bytes(const packet_t *p)
+{
+  size_t n;
+  return sizeof(packet_t) + (carries(p, &n) ? n : 0);
+}
 
 void packet_next_room(rondo_comm_t comm, const packet_t *all)
 {

@@ -7,43 +7,61 @@
 #ifndef RONDO_ALGO_CHECK_PACKET_H
 #define RONDO_ALGO_CHECK_PACKET_H
 
+#include <stdint.h>
+
 #include "algo/common/agree.h"
 
-/* The header: [failed, -lowest failed rank, then for the collective and
- * each field: value, ~value], combined by MAX; the lowest rank whose data
- * the packet holds (MIN); -the lowest rank destroying the comm, or -size
- * (MAX); whether every rank's all-reduce sends its own data in the
- * exchange's steps (MIN; check_exchange.h); the room. Then room bytes of
- * inline data. */
-enum { PACKET_WORDS = 2 + 2 * (AGREE_SIG_MAX + 1) };
+/* The header, 64 bytes. A call is told by sig, agree.c's 64-bit sum of
+ * its collective and every field (what the board inside a node compares
+ * too): combined by MAX with its complement, so sig == ~not_sig after the
+ * exchange says every rank made the same call, and a mismatch is then told
+ * in detail by one more all-reduce (agree.c). An all-reduce's count, dtype,
+ * op and algorithm are here in the clear, since the inline data is reduced
+ * by them. Ranks are encoded as size - rank, 0 for none, so MAX finds the
+ * lowest. Then room bytes of inline data. */
 typedef struct {
-  int64_t v[PACKET_WORDS];
-  int64_t first;
-  int64_t leaving;
-  int64_t rides;
-  int64_t room; /* bytes of data after the header: equal on every rank */
+  uint64_t sig;     /* the call's sum; 0 where the arguments were bad: MAX */
+  uint64_t not_sig; /* ~sig: MAX */
+  int64_t count;    /* an all-reduce's count, else 0: MAX */
+  int32_t coll;     /* agree_coll_t: MAX */
+  int32_t dtype, op, algo; /* an all-reduce's, else 0: MAX */
+  int32_t failed;   /* size - the lowest rank whose arguments were bad, or 0: MAX */
+  int32_t leaving;  /* size - the lowest rank destroying the comm, or 0: MAX */
+  int32_t first;    /* the lowest rank whose data the packet holds: MIN */
+  int32_t rides;    /* every rank's all-reduce sends its own data in the
+                       exchange's steps (check_exchange.h): MIN */
+  int32_t room;     /* bytes of data after the header: equal on every rank */
+  int32_t pad;
 } packet_t;
-
 /* Room for the largest packet, header included (a caller's buffer). */
 #define PACKET_MAX_BYTES (sizeof(packet_t) + AGREE_INLINE_BYTES)
 
 static inline unsigned char *packet_data(packet_t *p) { return (unsigned char *)(p + 1); }
 
-/* Field i of a packet (0: the collective; for an all-reduce 1 count,
- * 2 dtype, 3 op, 4 algorithm: rondo_allreduce_algo's order). */
-static inline int64_t packet_field(const packet_t *p, int i) { return p->v[2 + 2 * i]; }
+/* Whether every rank whose packet p combines made the same call, and no
+ * rank's arguments were bad. */
+static inline int packet_agrees(const packet_t *p)
+{
+  return p->failed == 0 && p->sig != 0 && p->sig == ~p->not_sig;
+}
 
 /* The rooms a packet can have: 0, then 64 B to AGREE_INLINE_BYTES in
  * powers of two; room's class, 0..PACKET_ROOMS-1 (the exchange's MPI
  * datatype per class). */
 enum { PACKET_ROOMS = 10 };
 int packet_room_class(size_t room);
-/* The bytes of a packet with comm's present room. */
+/* The bytes of a packet with comm's present room: what a receive takes. */
 size_t packet_bytes(rondo_comm_t comm);
+/* The bytes of p worth sending: its header and the data it carries, if
+ * any (the room beyond stays home; a receive of packet_bytes takes the
+ * shorter message, and packet_combine reads only data that was sent). */
+size_t packet_sent_bytes(const packet_t *p);
 /* inout = the combination of in and inout (the same in either order): the
- * header's words by MAX and MIN, and the inline data reduced when both
+ * header's fields by MAX and MIN, and the inline data reduced when both
  * carry the same all-reduce. */
 void packet_combine(const packet_t *in, packet_t *inout);
+/* Whether packets a and b each agree (packet_agrees) on the same call. */
+int packet_same_call(const packet_t *a, const packet_t *b);
 /* Whether every rank whose packet p combines made the same valid call and
  * sends its own data after its packet (p->rides): then so does the rank
  * that sent p, in this step of the exchange. */
