@@ -12,9 +12,9 @@
  * butterfly distance (params.dists), the alpha and beta of the nodes'
  * distance. alpha(m) is the level's alpha for a message of m bytes
  * (rndv_alpha above eager_limit). Across nodes every algorithm also pays
- * the argument check, an exchange of its packet (recursive doubling, or
- * node-aware where MPI's all-reduce carries it and is: check_time, +
- * mpi_alpha), except mpi for calls that ride in it and Rabenseifner where
+ * the argument check, an exchange of its packet (rondo's recursive doubling
+ * where nodes hold one rank, else MPI's all-reduce, + mpi_alpha, node-aware
+ * where MPI's is: check_time), except mpi for calls that ride in it and Rabenseifner where
  * its halving carries it.
  * Each algorithm's formula lives with its code (lib/algo/allreduce/allreduce_*.c);
  * for reference, all of them:
@@ -33,7 +33,8 @@
  *   mpi                 min(recursive doubling, Rabenseifner if eligible,
  *                       node-aware where MPI's is: select_mpi_node_aware)
  *                       + mpi_alpha; riding in the check, one of them on
- *                       n + the packet's header
+ *                       n + the packet's header (no mpi_alpha in rondo's
+ *                       own exchange)
  *   shm                 2 shm alphas (copied in, reduced) + shm beta * 2n
  *                       (copy in, copy out) + shm gamma * n (each rank reduces
  *                       n/L bytes of L inputs: it reads n)
@@ -161,7 +162,8 @@ double select_step_time(const select_params_t *prm, const select_input_t *in, do
     int k = 0, apart = distance / in->max_local;
     while (k + 1 < prm->dists && (2 << k) <= apart)
       k++;
-    return prm->dist_alpha[k] + prm->dist_beta[k] * bytes * streams;
+    double rndv = select_msg_alpha(&prm->inter, bytes) - prm->inter.alpha; /* above eager */
+    return prm->dist_alpha[k] + rndv + prm->dist_beta[k] * bytes * streams;
   }
   return select_msg_alpha(&prm->inter, bytes) + prm->inter.beta * bytes * streams;
 }
@@ -195,14 +197,15 @@ double select_node_aware_steps_time(const select_params_t *prm, const select_inp
 }
 
 /* The argument check across nodes: recursive doubling of the check's
- * packet (check_exchange.c: rondo's own, or MPI's all-reduce of it, which
- * MPICH makes node-aware), plus a call's overhead. */
+ * packet, rondo's own (check_exchange.c), or MPI's all-reduce of it, which
+ * MPICH makes node-aware, plus that call's overhead. */
 static double check_time(const select_params_t *prm, const select_input_t *in)
 {
   double b = (double)prm->check_bytes;
-  return prm->mpi_alpha + (select_mpi_node_aware(prm, in) && !in->check_exchange
-                               ? select_node_aware_steps_time(prm, in, b)
-                               : select_rd_steps_time(prm, in, b));
+  if (in->check_exchange)
+    return select_rd_steps_time(prm, in, b);
+  return prm->mpi_alpha + (select_mpi_node_aware(prm, in) ? select_node_aware_steps_time(prm, in, b)
+                                                          : select_rd_steps_time(prm, in, b));
 }
 
 static select_input_t normalized(const select_input_t *in)

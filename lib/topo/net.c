@@ -128,9 +128,9 @@ static rondo_status_t slowest_step(const topo_t *topo, MPI_Comm c, int right, in
  * the growth early, inside a burst allowance. Collective over c. */
 static rondo_status_t bandwidth(const topo_t *topo, MPI_Comm c, int right, int left,
                                 char *sbuf, char *rbuf, double alpha, double *beta,
-                                size_t *reached)
+                                double *rndv_alpha, size_t *reached)
 {
-  double start = MPI_Wtime(), agreed[2];
+  double start = MPI_Wtime(), agreed[2], first = 0;
   size_t bytes = BW_FIRST;
   for (;;) {
     double t[2], mine[2];
@@ -139,6 +139,8 @@ static rondo_status_t bandwidth(const topo_t *topo, MPI_Comm c, int right, int l
     mine[0] = t[0] < t[1] ? t[0] : t[1];
     mine[1] = MPI_Wtime() - start;
     MPI_CHECK(MPI_Allreduce(mine, agreed, 2, MPI_DOUBLE, MPI_MAX, c));
+    if (bytes == BW_FIRST)
+      first = agreed[0];
     if (agreed[0] >= STEP_TARGET || bytes >= BW_LAST || agreed[1] > NET_BUDGET)
       break;
     bytes *= 2;
@@ -151,6 +153,10 @@ static rondo_status_t bandwidth(const topo_t *topo, MPI_Comm c, int right, int l
    * count */
   *beta = per_byte(t[1], alpha, bytes);
   *reached = bytes;
+  /* The first step's latency beyond its bytes (BW_FIRST is above
+   * NET_EAGER_BYTES) */
+  double rndv = first - *beta * (double)BW_FIRST;
+  *rndv_alpha = rndv > alpha ? rndv : alpha;
   return RONDO_SUCCESS;
 }
 
@@ -236,7 +242,7 @@ static rondo_status_t node_bcast(const topo_t *topo, double *v, int n)
 
 /* What the leaders agree on and hand to their ranks: the values of net_t
  * in this order, then the butterfly's alphas and betas. */
-enum { V_ALPHA, V_BETA, V_INTRA_ALPHA, V_INTRA_BETA, V_SECONDS, V_DIST_ALPHA,
+enum { V_ALPHA, V_RNDV_ALPHA, V_BETA, V_INTRA_ALPHA, V_INTRA_BETA, V_SECONDS, V_DIST_ALPHA,
        V_DIST_BETA = V_DIST_ALPHA + NET_DISTS, V_COUNT = V_DIST_BETA + NET_DISTS };
 
 /* Among the node leaders (local rank 0): the ring's latency and bandwidth,
@@ -252,7 +258,7 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
   MPI_CHECK(MPI_Comm_rank(lead, &rank));
   MPI_CHECK(MPI_Comm_size(lead, &size));
   int right = (rank + 1) % size, left = (rank + size - 1) % size;
-  double alpha = known->alpha, beta = known->beta;
+  double alpha = known->alpha, beta = known->beta, rndv_alpha = 0;
   size_t reached = 0;
   MPI_Request req; /* node 0's pair measures first; the others sleep */
   MPI_CHECK(MPI_Ibarrier(lead, &req));
@@ -262,7 +268,8 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &alpha, 1, MPI_DOUBLE, MPI_MAX, lead));
   }
   if (want_beta)
-    RONDO_CHECK(bandwidth(topo, lead, right, left, sbuf, rbuf, alpha, &beta, &reached));
+    RONDO_CHECK(bandwidth(topo, lead, right, left, sbuf, rbuf, alpha, &beta, &rndv_alpha,
+                          &reached));
   int pof2 = rondo__pof2_floor(size), dists = 0;
   while ((1 << dists) < pof2 && dists < NET_DISTS)
     dists++;
@@ -274,6 +281,7 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
     v[V_DIST_BETA + k] = want_beta ? db[k] : beta;
   }
   v[V_ALPHA] = alpha;
+  v[V_RNDV_ALPHA] = rndv_alpha > alpha ? rndv_alpha : alpha;
   v[V_BETA] = beta;
   v[V_SECONDS] = MPI_Wtime() - start;
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, V_COUNT, MPI_DOUBLE, MPI_MAX, lead));
@@ -284,10 +292,10 @@ rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us,
                            int calibrate, net_t *out)
 {
   memset(out, 0, sizeof *out);
-  out->alpha = NET_DEFAULT_ALPHA;
+  out->alpha = out->rndv_alpha = NET_DEFAULT_ALPHA;
   out->beta = NET_DEFAULT_BETA;
   if (latency_us > 0) {
-    out->alpha = latency_us * 1e-6;
+    out->alpha = out->rndv_alpha = latency_us * 1e-6;
     out->alpha_src = NET_KNOB;
   }
   if (gbits > 0) {
@@ -317,6 +325,7 @@ rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us,
   }
   RONDO_CHECK_GOTO(node_bcast(topo, v, V_COUNT), st, done);
   out->alpha = v[V_ALPHA];
+  out->rndv_alpha = v[V_RNDV_ALPHA];
   out->beta = v[V_BETA];
   if (want_alpha)
     out->alpha_src = NET_MEASURED;
@@ -350,6 +359,9 @@ void net_describe(const net_t *net, int nodes, char *buf, size_t len)
   int n = snprintf(buf, len, "network between nodes: latency %.1f us (%s), %.2f Gbit/s per "
                    "node link (%s)", net->alpha * 1e6, source_name(net->alpha_src),
                    8.0 / net->beta / 1e9, source_name(net->beta_src));
+  if (n >= 0 && (size_t)n < len && net->rndv_alpha > net->alpha * 1.05)
+    n += snprintf(buf + n, len - (size_t)n, "; %.1f us above %d bytes", net->rndv_alpha * 1e6,
+                  NET_EAGER_BYTES);
   if (n >= 0 && (size_t)n < len && net->intra_alpha > 0)
     n += snprintf(buf + n, len - (size_t)n, "; inside a node %.1f us, %.2f GB/s",
                   net->intra_alpha * 1e6, 1.0 / net->intra_beta / 1e9);

@@ -18,9 +18,17 @@ typedef enum {
 } net_source_t;
 
 #define NET_DISTS 16 /* node distances 1 .. 2^15 */
+#define NET_EAGER_BYTES 8192 /* taken as the library's eager limit (MPICH's
+                                over UCX; the measured rndv_alpha says what
+                                crossing it costs) */
 
 typedef struct {
   double alpha;          /* seconds per message step between nodes */
+  double rndv_alpha;     /* the same for a message above NET_EAGER_BYTES:
+                            the ring's 16 KiB step less its bytes' time, at
+                            least alpha (MPI's rendezvous protocol, where
+                            it costs more: 3-4 us on two virtual nodes of
+                            MPICH ch4:ucx, nothing in SimGrid) */
   double beta;           /* seconds per byte through one node's link (each way) */
   net_source_t alpha_src, beta_src;
   double intra_alpha;    /* point-to-point inside a node: seconds per step, */

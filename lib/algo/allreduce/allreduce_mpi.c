@@ -45,7 +45,8 @@ static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
 }
 
 /* Cost: MPICH's own choice, the cheaper of recursive doubling and
- * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha;
+ * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha
+ * (not where the data rides in rondo's own exchange);
  * where MPI's all-reduce is node-aware (select_mpi_node_aware) the cheaper
  * of those and the node-aware one. When the data rides in the check, one
  * all-reduce of the check's packet with the data in it (recursive
@@ -65,7 +66,8 @@ static double cost(const select_params_t *prm, const select_input_t *in)
                    select_node_aware_steps_time(prm, in, m);
     t = aware < t ? aware : t;
   }
-  return t + prm->mpi_alpha;
+  /* riding in rondo's own exchange, no MPI_Allreduce is called */
+  return t + (rides && in->check_exchange ? 0 : prm->mpi_alpha);
 }
 
 const algo_desc_t algo_mpi = {

@@ -48,9 +48,10 @@ select_params_t algo_params(rondo_comm_t comm)
   const topo_t *topo = comm->topo;
   if (topo == NULL || topo->node_count < 2)
     return params;
-  params.inter.alpha = params.inter.rndv_alpha = topo->net.alpha;
+  params.inter.alpha = topo->net.alpha;
+  params.inter.rndv_alpha = topo->net.rndv_alpha;
   params.inter.beta = topo->net.beta;
-  params.inter.eager_limit = 0;
+  params.inter.eager_limit = NET_EAGER_BYTES;
   _Static_assert(SELECT_DISTS >= NET_DISTS, "a model distance for every measured one");
   params.dists = topo->net.dists;
   for (int k = 0; k < topo->net.dists; k++) {
