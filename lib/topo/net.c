@@ -17,11 +17,14 @@
  * Then the butterfly's distances: for k = 0, 1, .. every leader below the
  * largest power of two swaps with the leader 2^k away (XOR), all pairs at
  * once, as recursive doubling's and Rabenseifner's steps do: a latency
- * (the median of DIST_LAT_STEPS 8-byte swaps) and, at a quarter of the
+ * (the median of DIST_LAT_STEPS 8-byte swaps) and, at a sixteenth of the
  * size the ring's growth reached (at least 16 KiB), a bandwidth (the faster
- * of two swaps): on SimGrid's dragonfly at 256 nodes, where far pairs get
- * an eighth of the link, the whole size took the measurement from 2.6 to
- * 33 ms. The ring's values
+ * of two swaps, less the latency of a message of that size: the ring's
+ * rendezvous latency above the eager limit). On SimGrid's dragonfly far
+ * pairs get an eighth of the link at 256 nodes and a hundredth at 1024;
+ * with the ring's whole size the measurement took 33 ms at 256 nodes
+ * (2.6 without the butterfly), with a quarter of it 10 ms at 256 and 55
+ * at 1024. The ring's values
  * price the ring, which its slowest link paces; these price each butterfly
  * step by its distance (select_step_time). Under one switch of a tree near
  * pairs are faster than the ring's slowest link, which crosses the tree;
@@ -165,8 +168,8 @@ static rondo_status_t bandwidth(const topo_t *topo, MPI_Comm c, int right, int l
  * takes the slowest); beta only when bytes > 0. Leaders at or above p'
  * take no part (their zeros lose to the others' values). */
 static rondo_status_t butterfly(const topo_t *topo, MPI_Comm c, int rank, int pof2,
-                                char *sbuf, char *rbuf, size_t bytes, double *alpha,
-                                double *beta)
+                                char *sbuf, char *rbuf, size_t bytes, double rndv_extra,
+                                double *alpha, double *beta)
 {
   if (rank >= pof2)
     return RONDO_SUCCESS;
@@ -183,7 +186,8 @@ static rondo_status_t butterfly(const topo_t *topo, MPI_Comm c, int rank, int po
       continue;
     for (int i = 0; i < 2; i++)
       RONDO_CHECK(ring_step(topo, c, peer, peer, sbuf, rbuf, bytes, &bw[i]));
-    beta[k] = per_byte(bw[0] < bw[1] ? bw[0] : bw[1], alpha[k], bytes);
+    double lat = alpha[k] + (bytes > NET_EAGER_BYTES ? rndv_extra : 0);
+    beta[k] = per_byte(bw[0] < bw[1] ? bw[0] : bw[1], lat, bytes);
   }
   return RONDO_SUCCESS;
 }
@@ -274,8 +278,9 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
   while ((1 << dists) < pof2 && dists < NET_DISTS)
     dists++;
   double da[NET_DISTS] = {0}, db[NET_DISTS] = {0};
-  size_t each = reached / 4 > BW_FIRST ? reached / 4 : reached; /* see the top of the file */
-  RONDO_CHECK(butterfly(topo, lead, rank, 1 << dists, sbuf, rbuf, each, da, db));
+  size_t each = reached / 16 > BW_FIRST ? reached / 16 : reached; /* see the top of the file */
+  double rndv_extra = rndv_alpha > alpha ? rndv_alpha - alpha : 0;
+  RONDO_CHECK(butterfly(topo, lead, rank, 1 << dists, sbuf, rbuf, each, rndv_extra, da, db));
   for (int k = 0; k < dists; k++) { /* what a knob set stays set */
     v[V_DIST_ALPHA + k] = want_alpha ? da[k] : alpha;
     v[V_DIST_BETA + k] = want_beta ? db[k] : beta;
