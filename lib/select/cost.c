@@ -14,8 +14,8 @@
  * (rndv_alpha above eager_limit). Across nodes every algorithm also pays
  * the argument check, an exchange of its packet (rondo's recursive doubling
  * where nodes hold one rank, else MPI's all-reduce, + mpi_alpha, node-aware
- * where MPI's is: check_time), except mpi for calls that ride in it and Rabenseifner where
- * its halving carries it.
+ * where MPI's is: check_time), except mpi for calls that ride in it and
+ * Rabenseifner where its halving carries it.
  * Each algorithm's formula lives with its code (lib/algo/allreduce/allreduce_*.c);
  * for reference, all of them:
  *

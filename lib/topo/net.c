@@ -20,13 +20,10 @@
  * (the median of DIST_LAT_STEPS 8-byte swaps) and, at a sixteenth of the
  * size the ring's growth reached (at least 16 KiB), a bandwidth (the faster
  * of two swaps, less the latency of a message of that size: the ring's
- * rendezvous latency above the eager limit). On SimGrid's dragonfly far
- * pairs get an eighth of the link at 256 nodes and a hundredth at 1024;
- * with the ring's whole size the measurement took 33 ms at 256 nodes
- * (2.6 without the butterfly), with a quarter of it 10 ms at 256 and 55
- * at 1024. The ring's values
- * price the ring, which its slowest link paces; these price each butterfly
- * step by its distance (select_step_time). Under one switch of a tree near
+ * rendezvous latency above the eager limit): small, since on a dragonfly
+ * the far pairs may get a hundredth of the link (CHANGELOG, 2026-11-29).
+ * The ring's values price the ring, which its slowest link paces; these
+ * price each butterfly step by its distance (select_step_time). Under one switch of a tree near
  * pairs are faster than the ring's slowest link, which crosses the tree;
  * on a dragonfly far pairs share a few links between router groups.
  */
@@ -100,18 +97,18 @@ static rondo_status_t ring_step(const topo_t *topo, MPI_Comm c, int right, int l
   return RONDO_SUCCESS;
 }
 
-/* The median of LAT_STEPS 8-byte steps, after one untimed step (which also
- * opens the connection). */
-static rondo_status_t latency(const topo_t *topo, MPI_Comm c, int right, int left,
+/* The median of steps (at most LAT_STEPS) 8-byte steps, after one untimed
+ * step (which also opens the connection). */
+static rondo_status_t latency(const topo_t *topo, MPI_Comm c, int right, int left, int steps,
                               double *alpha)
 {
   char s[8] = {0}, r[8];
   double t[LAT_STEPS];
   RONDO_CHECK(ring_step(topo, c, right, left, s, r, sizeof s, &t[0]));
-  for (int i = 0; i < LAT_STEPS; i++)
+  for (int i = 0; i < steps; i++)
     RONDO_CHECK(ring_step(topo, c, right, left, s, r, sizeof s, &t[i]));
-  qsort(t, LAT_STEPS, sizeof *t, by_value);
-  *alpha = t[LAT_STEPS / 2];
+  qsort(t, (size_t)steps, sizeof *t, by_value);
+  *alpha = t[steps / 2];
   return RONDO_SUCCESS;
 }
 
@@ -175,13 +172,8 @@ static rondo_status_t butterfly(const topo_t *topo, MPI_Comm c, int rank, int po
     return RONDO_SUCCESS;
   for (int k = 0; (1 << k) < pof2; k++) {
     int peer = rank ^ (1 << k);
-    char s[8] = {0}, r[8];
-    double t[DIST_LAT_STEPS], bw[2];
-    RONDO_CHECK(ring_step(topo, c, peer, peer, s, r, sizeof s, &t[0]));
-    for (int i = 0; i < DIST_LAT_STEPS; i++)
-      RONDO_CHECK(ring_step(topo, c, peer, peer, s, r, sizeof s, &t[i]));
-    qsort(t, DIST_LAT_STEPS, sizeof *t, by_value);
-    alpha[k] = t[DIST_LAT_STEPS / 2];
+    double bw[2];
+    RONDO_CHECK(latency(topo, c, peer, peer, DIST_LAT_STEPS, &alpha[k]));
     if (bytes == 0)
       continue;
     for (int i = 0; i < 2; i++)
@@ -202,7 +194,7 @@ static rondo_status_t measure_intra(const topo_t *topo, char *sbuf, char *rbuf, 
   if (topo->node_id != 0 || topo->local_size < 2 || topo->local_rank > 1)
     return RONDO_SUCCESS;
   int peer = 1 - topo->local_rank;
-  RONDO_CHECK(latency(topo, topo->node, peer, peer, alpha));
+  RONDO_CHECK(latency(topo, topo->node, peer, peer, LAT_STEPS, alpha));
   double best = 0, t;
   for (int i = 0; i < 3; i++) {
     RONDO_CHECK(ring_step(topo, topo->node, peer, peer, sbuf, rbuf, INTRA_BYTES, &t));
@@ -268,7 +260,7 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
   MPI_CHECK(MPI_Ibarrier(lead, &req));
   RONDO_CHECK(wait_idle(topo, &req));
   if (want_alpha) {
-    RONDO_CHECK(latency(topo, lead, right, left, &alpha));
+    RONDO_CHECK(latency(topo, lead, right, left, LAT_STEPS, &alpha));
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &alpha, 1, MPI_DOUBLE, MPI_MAX, lead));
   }
   if (want_beta)
@@ -286,7 +278,7 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
     v[V_DIST_BETA + k] = want_beta ? db[k] : beta;
   }
   v[V_ALPHA] = alpha;
-  v[V_RNDV_ALPHA] = rndv_alpha > alpha ? rndv_alpha : alpha;
+  v[V_RNDV_ALPHA] = alpha + rndv_extra;
   v[V_BETA] = beta;
   v[V_SECONDS] = MPI_Wtime() - start;
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, V_COUNT, MPI_DOUBLE, MPI_MAX, lead));
