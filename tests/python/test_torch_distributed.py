@@ -49,12 +49,17 @@ for var in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
 import rondo  # noqa: E402
 import rondo.torch  # noqa: E402,F401 - registers the backend
 import rondo.torch.distributed as rdist  # noqa: E402
+from rondo.torch.distributed import rendezvous  # noqa: E402
 import mpitest  # noqa: E402
 from mpitest import check, raises, run  # noqa: E402
 
 torch.set_num_threads(1)
 rondo.init()
 R, N = rondo.rank(), rondo.size()
+# test_start_up's groups wait at most this long for the others: a rendezvous
+# that cannot complete fails the test with torch's own message, not the
+# launcher's timeout.
+START = datetime.timedelta(seconds=60)
 
 
 def close(a, b, tol=0.0):
@@ -69,16 +74,17 @@ def test_start_up():
                                           ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")})
     ports = rondo.world().allgather_object(os.environ.get("MASTER_PORT"))
     check(len(set(ports)) == 1, "MASTER_PORT differs across ranks: %s", ports)
-    dist.init_process_group("rondo")
+    dist.init_process_group("rondo", timeout=START)
     check(dist.is_initialized() and dist.get_backend() == "rondo", "backend %s",
           dist.get_backend())
     check(dist.get_rank() == R and dist.get_world_size() == N, "rank %d of %d",
           dist.get_rank(), dist.get_world_size())
     _destroy()
     # what torchrun sets: used as given (rank 0 shares its port over MPI)
-    _new_master_port()
+    held = _new_master_port()
     os.environ.update(RANK=str(R), WORLD_SIZE=str(N), MASTER_ADDR="127.0.0.1")
-    dist.init_process_group("rondo", timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group("rondo", timeout=START)
+    _let_go(held)
     t = torch.ones(3)
     dist.all_reduce(t)
     check(torch.equal(t, torch.full((3,), float(N))), "all_reduce after a torchrun start")
@@ -86,14 +92,16 @@ def test_start_up():
     # rank= and world_size= given. Each start-up in this process gets a port
     # of its own: torch's env:// store of the last group may still be
     # closing on rank 0 while another rank connects (gloo's too).
-    _new_master_port()
-    dist.init_process_group("rondo", rank=R, world_size=N)
+    held = _new_master_port()
+    dist.init_process_group("rondo", rank=R, world_size=N, timeout=START)
+    _let_go(held)
     check(dist.get_rank() == R, "rank= given")
     _destroy()
     # init_method tcp:// (torch's own rendezvous)
-    port = rondo.world().broadcast_object(_free_port() if R == 0 else None, 0)
+    held, port = _reserved_port()
     dist.init_process_group("rondo", init_method="tcp://127.0.0.1:%d" % port, rank=R,
-                            world_size=N)
+                            world_size=N, timeout=START)
+    _let_go(held)
     t = torch.ones(2)
     dist.all_reduce(t)
     check(torch.equal(t, torch.full((2,), float(N))), "all_reduce after a tcp:// start")
@@ -108,8 +116,10 @@ def test_start_up():
         e = raises(ValueError, dist.init_process_group, "rondo", store=dist.HashStore(),
                    rank=(R + 1) % N, world_size=N)
         check(e is not None and "MPI rank" in str(e), "ranks that are not MPI's: %s", e)
-    _new_master_port()
+    # the group the other tests use keeps torch's default timeout (long)
+    held = _new_master_port()
     dist.init_process_group("rondo")
+    _let_go(held)
 
 
 def _destroy():
@@ -122,15 +132,23 @@ def _destroy():
 
 
 def _new_master_port():
-    os.environ["MASTER_PORT"] = str(
-        rondo.world().broadcast_object(_free_port() if R == 0 else None, 0))
+    """A new MASTER_PORT on every rank; returns what holds it on rank 0."""
+    held, port = _reserved_port()
+    os.environ["MASTER_PORT"] = str(port)
+    return held
 
 
-def _free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _reserved_port():
+    """A port rank 0 holds (rendezvous.reserve_port: no MPI connection can
+    take it before torch's store binds it) and every rank knows: (the
+    holding socket on rank 0 else None, port)."""
+    held, port = rendezvous.reserve_port() if R == 0 else (None, None)
+    return held, rondo.world().broadcast_object(port, 0)
+
+
+def _let_go(held):
+    if held is not None:
+        held.close()
 
 
 DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,

@@ -14,6 +14,7 @@ MPI always carries the data. What differs is who starts MPI's world:
   starts rondo (and MPI) through it, as rank `rank` of `size`
   (lib/launch serves MPI's start-up there).
 """
+import atexit
 import contextlib
 import os
 import socket
@@ -47,18 +48,34 @@ def my_address():
     return name
 
 
-def free_port():
-    """A TCP port nobody listens on now (the kernel's choice). Whoever binds
-    it next binds with SO_REUSEADDR, as torch's and rondo's servers do."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def reserve_port():
+    """A TCP port for a server that starts later, and a socket that holds
+    it until then: (socket, port). The socket is bound to the port with
+    SO_REUSEADDR and does not listen, so the kernel gives the port to no
+    other bind or outgoing connection in the meantime (a port only looked
+    up and let go can be taken by MPI's own connections before the server
+    binds it), while the server, binding with SO_REUSEADDR as torch's store
+    and rondo's rendezvous do, still can. Close the socket once the server
+    is bound."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("", 0))
-        return s.getsockname()[1]
+        return s, s.getsockname()[1]
+    except OSError:
+        s.close()
+        raise
+
+
+# The port fill_env_from_mpi() chose for torch's store, held for the life of
+# the process: torch binds it at each init_process_group, maybe several times.
+_master_port_held = None
 
 
 def fill_env_from_mpi():
     """Under an MPI launcher, sets whichever of RANK, WORLD_SIZE,
     MASTER_ADDR and MASTER_PORT is missing from MPI's world (MPI starts
-    here): rank 0 picks a free port and every rank learns it. Does nothing
+    here): rank 0 reserves a free port and every rank learns it. Does nothing
     elsewhere, or when all four are set."""
     if mpi_launcher() is None:
         return
@@ -67,11 +84,15 @@ def fill_env_from_mpi():
         return
     _r.init()
     world = _r.world()
+    global _master_port_held
     where = None
     if world.rank == 0:
+        port = os.environ.get("MASTER_PORT")
+        if not port:
+            _master_port_held, port = reserve_port()
+            atexit.register(_master_port_held.close)
         where = (os.environ.get("MASTER_ADDR")
-                 or ("127.0.0.1" if world.nodes == 1 else my_address()),
-                 os.environ.get("MASTER_PORT") or str(free_port()))
+                 or ("127.0.0.1" if world.nodes == 1 else my_address()), str(port))
     where = world.broadcast_object(where, 0)
     values = {"RANK": str(world.rank), "WORLD_SIZE": str(world.size),
               "MASTER_ADDR": where[0], "MASTER_PORT": where[1]}
@@ -100,24 +121,32 @@ def form_world(store, rank, size):
     when rondo already runs, that is MPI's world (the caller checks it
     matches). Otherwise through the store: rank 0 publishes the rendezvous
     address (RONDO_RENDEZVOUS, or MASTER_ADDR, else this host's address,
-    and a free port), every rank reads it and starts rondo there."""
+    and a port it holds until its rondo listens there), every rank reads it
+    and starts rondo there."""
     if _r.is_initialized() or mpi_launcher() is not None or size == 1:
         with _environment(RANK=str(rank), WORLD_SIZE=str(size)) if mpi_launcher() is None \
                 else contextlib.nullcontext():
             _r.init()
         return _r.world()
+    held = None
     if rank == 0:
-        try:
-            where = os.environ.get("RONDO_RENDEZVOUS") or "%s:%d" % (
-                os.environ.get("MASTER_ADDR") or my_address(), free_port())
-        except OSError as e:
-            store.set(STORE_KEY, "error: rank 0 found no port for rondo's rendezvous: %s" % e)
-            raise
+        where = os.environ.get("RONDO_RENDEZVOUS")
+        if not where:
+            try:
+                held, port = reserve_port()
+            except OSError as e:
+                store.set(STORE_KEY, "error: rank 0 found no port for rondo's rendezvous: %s" % e)
+                raise
+            where = "%s:%d" % (os.environ.get("MASTER_ADDR") or my_address(), port)
         store.set(STORE_KEY, where)
     else:
         where = store.get(STORE_KEY).decode()
         if where.startswith("error: "):
             raise RuntimeError("rondo: %s" % where[7:])
-    with _environment(RANK=str(rank), WORLD_SIZE=str(size), RONDO_RENDEZVOUS=where):
-        _r.init()
+    try:
+        with _environment(RANK=str(rank), WORLD_SIZE=str(size), RONDO_RENDEZVOUS=where):
+            _r.init()
+    finally:
+        if held is not None:
+            held.close()
     return _r.world()
