@@ -7,6 +7,9 @@
 #     element checked on every rank (rondo-bench exits 1 on a wrong one);
 #   - 32 ranks, 8 per host of the multicore platform: the node-shared
 #     windows between simulated ranks, shm's and the hierarchical path's;
+#     the check there is MPICH's node-aware all-reduce, and with
+#     RONDO_CHECK_EXCHANGE=rondo rondo's exchange, which Rabenseifner's
+#     halving and mpi's small calls ride in, checked;
 #   - explain: the subcommand reaches rondo-bench under smpirun, and
 #     rondo's network measurement sees the simulated network (the platform
 #     says 0.3 us and 100 Gbit/s per link);
@@ -48,11 +51,18 @@ sim multicore-100g hosts-8 32 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q -a auto,
 grep -q '^# wrong results: 0 (OK)' "$tmp/multi.out" || { cat "$tmp/multi.out"; fail "32 ranks: wrong results"; }
 grep -q 'topology: 32 ranks on 4 node(s) of 8-8 ranks' "$tmp/multi.out" ||
   { cat "$tmp/multi.out"; fail "32 ranks: not 4 nodes of 8"; }
+grep -q "argument check: MPI's all-reduce" "$tmp/multi.out" ||
+  { cat "$tmp/multi.out"; fail "32 ranks: the check is not MPICH's node-aware all-reduce"; }
 [ "$(grep -cE '^ +[0-9].* hierarchical +[0-9]' "$tmp/multi.out")" -eq 5 ] || { cat "$tmp/multi.out"; fail "no hierarchical rows"; }
 sim multicore-100g hosts-8 8 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q -a shm \
   > "$tmp/shm.out" 2>&1 || { cat "$tmp/shm.out"; fail "8 ranks on one host, shm"; }
 grep -q '^# wrong results: 0 (OK)' "$tmp/shm.out" || { cat "$tmp/shm.out"; fail "shm: wrong results"; }
-echo "ok: 8 ranks per simulated host, shm and hierarchical, checked"
+RONDO_CHECK_EXCHANGE=rondo sim multicore-100g hosts-8 32 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q \
+  -a rabenseifner,mpi > "$tmp/multi-rondo.out" 2>&1 || { cat "$tmp/multi-rondo.out"; fail "32 ranks, rondo's exchange"; }
+grep -q "argument check: rondo's exchange" "$tmp/multi-rondo.out" &&
+  grep -q '^# wrong results: 0 (OK)' "$tmp/multi-rondo.out" ||
+  { cat "$tmp/multi-rondo.out"; fail "32 ranks, 8 per host: rondo's exchange carrying Rabenseifner and mpi"; }
+echo "ok: 8 ranks per simulated host, shm and hierarchical, checked; rondo's exchange there too"
 
 sim fattree-100g hosts-1 16 explain -b 1M -e 1M > "$tmp/explain.out" 2>&1 ||
   { cat "$tmp/explain.out"; fail "explain"; }

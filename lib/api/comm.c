@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "algo/common/agree.h"
+#include "algo/common/check_exchange.h"
 #include "topo/topo.h"
 
 rondo_status_t rondo_comm_split(rondo_comm_t comm, int color, int key, rondo_comm_t *newcomm)
@@ -159,13 +160,21 @@ rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len, siz
   const topo_t *t = comm->topo;
   char net[384];
   net_describe(&t->net, t->node_count, net, sizeof net);
+  const char *check = "MPI's all-reduce";
+  if (comm->size == 1)
+    check = "none (one rank)";
+  else if (agree_board_active(comm))
+    check = "a board in shared memory";
+  else if (check_by_exchange(comm))
+    check = "rondo's exchange";
   int want = snprintf(buf, len,
                       "%d ranks on %d %snode(s) of %d-%d ranks; this rank: node %d, local "
-                      "rank %d of %d; hardware: %s; %d ranks share %d available cores%s; %s",
+                      "rank %d of %d; hardware: %s; %d ranks share %d available cores%s; "
+                      "argument check: %s; %s",
                       comm->size, t->node_count, comm->cfg.node_size ? "virtual " : "",
                       t->min_local, t->max_local, t->node_id, t->local_rank, t->local_size,
                       t->hw_summary, t->real_local_size, t->avail_cores,
-                      t->oversubscribed ? " (oversubscribed: waits yield)" : "", net);
+                      t->oversubscribed ? " (oversubscribed: waits yield)" : "", check, net);
   return api_text_result("rondo_comm_topology", want, buf, len, needed);
 }
 

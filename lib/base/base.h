@@ -241,6 +241,9 @@ rondo_status_t rondo__agree_ready(MPI_Comm comm, rondo_status_t local, const cha
 #define RONDO__KNOB_STRING_MAX 512
 #define RONDO__KNOB_NAME_MAX 32
 
+/* RONDO_CHECK_EXCHANGE's values, in its table's order. */
+enum { RONDO__CHECK_AUTO = 0, RONDO__CHECK_RONDO = 1, RONDO__CHECK_MPI = 2 };
+
 /* RONDO_TIMELINE's value for "no file now: rondo_timeline_start() starts
  * one" (Horovod's HOROVOD_TIMELINE=DYNAMIC). */
 #define RONDO__TIMELINE_DYNAMIC "DYNAMIC"
@@ -264,6 +267,7 @@ typedef struct {
   double net_latency_us;  /* RONDO_NET_LATENCY_US (0: measure) */
   double net_gbits;       /* RONDO_NET_GBITS (0: measure) */
   int net_calibrate;      /* RONDO_NET_CALIBRATE: 0 off, 1 on */
+  int check_exchange;     /* RONDO_CHECK_EXCHANGE: RONDO__CHECK_AUTO, _RONDO or _MPI */
   size_t hier_chunk;      /* RONDO_HIER_CHUNK_BYTES */
   size_t stage_chunk;     /* RONDO_STAGE_CHUNK_BYTES */
   double device_timeout_sec; /* RONDO_DEVICE_TIMEOUT_SEC (0: never) */

@@ -53,6 +53,10 @@ struct rondo_comm {
   /* The argument check's packet across nodes: its room for inline data,
    * equal on every rank (check_packet.c) */
   size_t check_room;
+  int check_by_exchange; /* the packets cross by rondo's own exchange, not
+                            MPI's all-reduce: equal on every rank, chosen
+                            once the comm knows its topology
+                            (algo_check_by_exchange) */
   int check_smaller;   /* calls in a row that needed less room */
   size_t check_recent; /* the most room those calls needed */
   unsigned check_calls; /* exchanges so far, equal on every rank: the data

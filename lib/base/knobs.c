@@ -33,6 +33,7 @@ typedef enum {
 
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
 static const char *const onoff_choices[] = {"off", "on", NULL};
+static const char *const check_exchange_choices[] = {"auto", "rondo", "mpi", NULL};
 
 typedef struct {
   const char *name;
@@ -117,6 +118,12 @@ static const knob_def_t knob_table[] = {
      "bandwidth of one node's network link in Gbit/s (each way), for the cost "
      "model; 0: measure it",
      FIELD(net_gbits), NULL, 0, 1000000, 1, NULL},
+    {"RONDO_CHECK_EXCHANGE", KNOB_ENUM, "auto",
+     "how the argument check's packets cross nodes: rondo (rondo's own recursive "
+     "doubling, whose steps Rabenseifner's carry), mpi (MPI's all-reduce of them) "
+     "or auto (rondo wherever MPI's all-reduce is flat: nodes of one rank, Open MPI, "
+     "ranks that yield; mpi where MPICH's is node-aware)",
+     FIELD(check_exchange), check_exchange_choices, 0, 0, 1, NULL},
     {"RONDO_HIER_CHUNK_BYTES", KNOB_SIZE, "1M",
      "chunk of the hierarchical all-reduce's pipeline: above one chunk the node "
      "reduce-scatter of one stripe overlaps the cross-node exchange of the one "

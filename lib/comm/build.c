@@ -248,6 +248,10 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
       if (c->cross[g] != NULL)
         c->cross[g]->link_beta = c->topo->net.beta * c->topo->max_local;
   }
+  c->check_by_exchange = algo_check_by_exchange(c);
+  if (c->node_count > 1 && c->topo->max_local > 1 && parent == NULL)
+    LOG_INFO("the argument check crosses nodes by %s (RONDO_CHECK_EXCHANGE)",
+             c->check_by_exchange ? "rondo's own exchange" : "MPI's all-reduce");
   if (c->topo->oversubscribed && !__atomic_exchange_n(&said_oversubscribed, 1, __ATOMIC_RELAXED))
     LOG_INFO("%d ranks share %d available cores on this node: waits yield the core "
              "instead of spinning (%s)",

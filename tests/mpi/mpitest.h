@@ -802,6 +802,18 @@ static inline void mt_expect_layout(rondo_comm_t comm)
     MT_EQ_INT(MT_QUERY(rondo_comm_node_count, comm), atoi(nodes));
   if (local != NULL)
     MT_EQ_INT(MT_QUERY(rondo_comm_local_size, comm), atoi(local));
+  /* A forced way for the argument check's packets to cross nodes is the
+   * one the comm runs (the topology line names it). */
+  const char *exchange = getenv("RONDO_CHECK_EXCHANGE");
+  if (exchange != NULL && strcmp(exchange, "auto") != 0 &&
+      MT_QUERY(rondo_comm_node_count, comm) > 1) {
+    char line[1024] = "";
+    const char *want = strcmp(exchange, "mpi") == 0 ? "argument check: MPI's all-reduce"
+                                                    : "argument check: rondo's exchange";
+    MT_EQ_STATUS(rondo_comm_topology(comm, line, sizeof line, NULL), RONDO_SUCCESS);
+    MT_CHECK(strstr(line, want) != NULL, "RONDO_CHECK_EXCHANGE=%s: '%s' in: %s", exchange, want,
+             line);
+  }
   if (nodes == NULL || atoi(nodes) < 2)
     return;
   /* Across nodes the network was measured when the comm was made (or set

@@ -535,6 +535,29 @@ static void test_node_aware_mpi_crosses_once_per_node(void **state)
                check_flat - check_aware);
 }
 
+/* The check's packets cross by rondo's own exchange wherever MPI's
+ * all-reduce would take the same flat steps (one rank per node, a library
+ * whose all-reduce is not node-aware), and by MPI's where it is
+ * node-aware. */
+static void test_check_by_exchange_where_mpi_is_flat(void **state)
+{
+  (void)state;
+  select_params_t p = unit_params;
+  p.mpi_node_aware = 1;
+  select_input_t in = layout(16, 8, 8, HOST_ALGOS); /* one rank per node */
+  assert_true(select_check_by_exchange(&p, &in));
+  in = layout(16, 64, 8, HOST_ALGOS); /* 8 nodes x 8 */
+  assert_false(select_check_by_exchange(&p, &in));
+  /* even where the packet alone would cross faster flat (a fast network) */
+  p.inter.alpha = 1e-6;
+  p.inter.beta = 0.01e-9;
+  assert_false(select_check_by_exchange(&p, &in));
+  p.mpi_node_aware = 0;
+  assert_true(select_check_by_exchange(&p, &in));
+  in = layout(16, 8, 1, HOST_ALGOS); /* one node */
+  assert_true(select_check_by_exchange(&p, &in));
+}
+
 /* Rabenseifner sends its big halves to the nearest ranks: on 2 nodes x 2
  * ranks only the n/4 step crosses, with both ranks of a node. */
 static void test_rabenseifner_crosses_with_its_small_pieces(void **state)
@@ -1041,6 +1064,7 @@ int main(void)
       cmocka_unit_test(test_butterfly_steps_share_the_node_link),
       cmocka_unit_test(test_butterfly_steps_priced_by_distance),
       cmocka_unit_test(test_node_aware_mpi_crosses_once_per_node),
+      cmocka_unit_test(test_check_by_exchange_where_mpi_is_flat),
       cmocka_unit_test(test_rabenseifner_crosses_with_its_small_pieces),
       cmocka_unit_test(test_small_calls_across_nodes_ride_in_the_check),
       cmocka_unit_test(test_hierarchical_not_chosen_with_one_rank_per_node),

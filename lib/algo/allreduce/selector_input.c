@@ -1,7 +1,8 @@
 /*
  * What the selector is told: a call's input (its size, the comm's shape,
  * for device memory whether there is NCCL and whether ranks share a GPU)
- * and the cost model's parameters for a comm. Apart from dispatch.c
+ * and the cost model's parameters for a comm; and, from them, how the
+ * comm's argument check crosses nodes. Apart from dispatch.c
  * because algorithms of the table ask it too (hierarchical's cross-node
  * phase chooses by cost), and dispatch.c reads the table: there, their
  * calls would run in a circle.
@@ -32,6 +33,19 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
 select_input_t algo_input(rondo_comm_t comm, size_t count, rondo_dtype_t dtype, rondo_op_t op)
 {
   return algo_input_mem(comm, count, dtype, op, SELECT_MEM_HOST);
+}
+
+int algo_check_by_exchange(rondo_comm_t comm)
+{
+  if (comm->cfg.check_exchange != RONDO__CHECK_AUTO)
+    return comm->cfg.check_exchange == RONDO__CHECK_RONDO;
+  const topo_t *t = comm->topo;
+  select_params_t prm = algo_params(comm);
+  if (comm->yield_any)
+    prm.mpi_node_aware = 0;
+  select_input_t in = {.ranks = comm->size, .nodes = t->node_count, .min_local = t->min_local,
+                       .max_local = t->max_local, .mpi_check = 1};
+  return select_check_by_exchange(&prm, &in);
 }
 
 select_params_t algo_params(rondo_comm_t comm)

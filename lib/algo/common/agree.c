@@ -32,13 +32,14 @@
  * rank has written its lines for k+1, which it does after reading k's.
  *
  * Across nodes (or where MPI cannot share memory) an exchange of small
- * packets of the status and the signature carries the check, by recursive
- * doubling (check_exchange.c): lg p latencies per call (docs/api.md). A
- * small all-reduce run by the mpi algorithm travels in its packet
- * (check_packet.c says how, and how much room it has), and Rabenseifner's
- * halving sends its data in the exchange's steps, so for those the check
- * costs no round of its own. Every rank sends the same packet shape
- * whatever its call, so a mismatch is still reported, never a hang.
+ * packets of the status and the signature carries the check, by rondo's
+ * recursive doubling or MPI's all-reduce (check_exchange.c says which):
+ * lg p latencies per call (docs/api.md). A small all-reduce run by the mpi
+ * algorithm travels in its packet (check_packet.c says how, and how much
+ * room it has), and Rabenseifner's halving sends its data in the steps of
+ * rondo's exchange, so for those the check costs no round of its own.
+ * Every rank sends the same packet shape whatever its call, so a mismatch
+ * is still reported, never a hang.
  */
 #include "algo/common/agree.h"
 
@@ -249,6 +250,10 @@ static void board_stall(rondo_comm_t comm, const agree_sig_t *sig, uint64_t call
     LOG_ERROR("%s: rank(s) %s of this comm did not call it within %.0f s "
               "(RONDO_STALL_ABORT_SEC): ending the job",
               agree_coll_name(sig->coll), ranks, waited);
+    /* A moment for the launcher to forward that line before the abort
+     * ends the job (a loaded run once ended without it). */
+    struct timespec pause = {0, 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   w->warned = 1;

@@ -131,6 +131,13 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
  * RONDO_RING_CHUNK_BYTES and RONDO_HIER_CHUNK_BYTES and, on several nodes,
  * the network its topology measured (lib/topo/net.c). */
 select_params_t algo_params(rondo_comm_t comm);
+/* How comm's argument check should cross nodes, chosen once its topology
+ * is known (equal on every rank): 1 rondo's own exchange, 0 MPI's
+ * all-reduce (check_exchange.c). RONDO_CHECK_EXCHANGE, else
+ * select_check_by_exchange, with MPI's all-reduce taken as flat where some
+ * rank yields (the check then runs MPI's nonblocking one, which is not
+ * node-aware). */
+int algo_check_by_exchange(rondo_comm_t comm);
 /* The comm's choice: its RONDO_ALLREDUCE_ALGO, then its tuning table, then
  * the cost model (algo_params). */
 rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res);

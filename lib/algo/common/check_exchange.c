@@ -1,20 +1,22 @@
 /*
  * The argument check's exchange across nodes. Every rank's packet
- * (check_packet.h) is combined into every rank's.
+ * (check_packet.h) is combined into every rank's, in one of two ways,
+ * chosen once per comm (algo_check_by_exchange):
  *
- * Where several ranks share a node, by one MPI all-reduce of the packets
- * (a packet datatype, a user-defined op over packet_combine): MPICH's
- * blocking all-reduce is node-aware there, its ranks meet in shared memory
- * and one of each node crosses the network, which rondo's own exchange
- * below cannot match for small packets (8 ranks of a node would cross the
- * link at once in each step). No data rides with it but the packet's own.
+ * By rondo's own recursive doubling: lg p' steps in which partners at
+ * distance 1, 2, 4 .. swap what they have combined so far, with the fold
+ * of fold.c first where the size is no power of two (the rank below it
+ * sends its packet to its odd neighbour and gets the result back at the
+ * end). That is what MPICH's MPI_Allreduce does with a small packet across
+ * nodes of one rank, and Open MPI's everywhere.
  *
- * Where each node holds one rank, by rondo's own recursive doubling:
- * lg p' steps in which partners at distance 1, 2, 4 .. swap what they have
- * combined so far, with the fold of fold.c first where the size is no
- * power of two (the rank below it sends its packet to its odd neighbour and
- * gets the result back at the end). That is what MPICH's MPI_Allreduce does
- * with a small packet; the check was one until 2026-11-29.
+ * By one MPI all-reduce of the packets (a packet datatype, a user-defined
+ * op over packet_combine). Where nodes hold several ranks MPICH's blocking
+ * all-reduce is node-aware: the ranks of a node meet in shared memory and
+ * one of each crosses the network, where rondo's exchange has L ranks of
+ * a node cross the link at once in each step: with data riding in the
+ * packets that is the slower (select_check_by_exchange), so it is MPI's
+ * there. No data rides with it but the packet's own.
  *
  * It runs over point-to-point messages so that an all-reduce can send its
  * own data in the same steps: Rabenseifner's halving pairs the same ranks
@@ -265,9 +267,9 @@ static rondo_status_t by_mpi(rondo_comm_t comm, packet_t *mine, packet_t *all,
   return RONDO_SUCCESS;
 }
 
-int check_by_exchange(rondo_comm_t comm) { return comm->topo->max_local == 1; }
+int check_by_exchange(rondo_comm_t comm) { return comm->check_by_exchange; }
 
-/* ---- one rank per node: rondo's recursive doubling -------------------------------------- */
+/* ---- rondo's recursive doubling ----------------------------------------------------------- */
 
 rondo_status_t check_exchange(rondo_comm_t comm, packet_t *mine, check_rider_t *rider,
                               void (*poll)(rondo_comm_t))

@@ -1,9 +1,10 @@
 /*
  * The argument check's exchange across nodes (check_exchange.c): every
- * rank's packet combined into every rank's, by one MPI all-reduce where
- * ranks share nodes, else by recursive doubling over point-to-point
- * messages, where an all-reduce may send its own data in the same steps (a
- * rider). agree.c runs it. Internal (prefix check_).
+ * rank's packet combined into every rank's, by rondo's own recursive
+ * doubling over point-to-point messages, where an all-reduce may send its
+ * own data in the same steps (a rider), or by one MPI all-reduce, which
+ * MPICH makes node-aware where nodes hold several ranks; chosen once per
+ * comm (algo_check_by_exchange). agree.c runs it. Internal (prefix check_).
  */
 #ifndef RONDO_ALGO_CHECK_EXCHANGE_H
 #define RONDO_ALGO_CHECK_EXCHANGE_H
@@ -25,8 +26,9 @@ struct check_rider {
   void (*reduce)(check_rider_t *r, int step, int peer);
 };
 
-/* Whether comm's check is rondo's own exchange, where data can ride (each
- * node holds one rank), not an MPI all-reduce. Equal on every rank. */
+/* Whether comm's check is rondo's own exchange, where data can ride, not an
+ * MPI all-reduce: comm->check_by_exchange (algo_check_by_exchange chose
+ * it). Equal on every rank. */
 int check_by_exchange(rondo_comm_t comm);
 
 /* Combines every rank's packet into *mine (packet_bytes(comm) bytes; the
