@@ -556,6 +556,24 @@ static void test_check_by_exchange_where_mpi_is_flat(void **state)
   assert_true(select_check_by_exchange(&p, &in));
   in = layout(16, 8, 1, HOST_ALGOS); /* one node */
   assert_true(select_check_by_exchange(&p, &in));
+  /* an mpi call riding in rondo's own exchange takes its flat steps,
+   * whatever MPI's all-reduce would do; in MPI's, MPI's choice */
+  select_candidate_t aware[SELECT_MAX_ALGOS], flat[SELECT_MAX_ALGOS];
+  p = unit_params;
+  p.check_bytes = 64;
+  in = layout(16, 64, 8, BIT(RONDO_ALGO_MPI)); /* 64 B, 8 nodes x 8 */
+  in.mpi_check = 1;
+  in.check_exchange = 1;
+  p.mpi_node_aware = 1;
+  select_predict(&p, menu(), &in, aware);
+  p.mpi_node_aware = 0;
+  select_predict(&p, menu(), &in, flat);
+  assert_close(aware[RONDO_ALGO_MPI].seconds, flat[RONDO_ALGO_MPI].seconds);
+  in.check_exchange = 0;
+  select_predict(&p, menu(), &in, flat);
+  p.mpi_node_aware = 1;
+  select_predict(&p, menu(), &in, aware);
+  assert_true(aware[RONDO_ALGO_MPI].seconds < flat[RONDO_ALGO_MPI].seconds);
 }
 
 /* Rabenseifner sends its big halves to the nearest ranks: on 2 nodes x 2

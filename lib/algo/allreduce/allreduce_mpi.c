@@ -49,8 +49,8 @@ static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
  * (not where the data rides in rondo's own exchange);
  * where MPI's all-reduce is node-aware (select_mpi_node_aware) the cheaper
  * of those and the node-aware one. When the data rides in the check, one
- * all-reduce of the check's packet with the data in it (recursive
- * doubling, or node-aware). */
+ * exchange of the check's packet with the data in it: recursive doubling
+ * in rondo's own exchange (in->check_exchange), MPI's choice in MPI's. */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   int rides = in->mpi_check && in->bytes <= AGREE_INLINE_BYTES;
@@ -60,7 +60,7 @@ static double cost(const select_params_t *prm, const select_input_t *in)
     double rab = algo_rab_time(prm, in, n, prm->copy_beta);
     t = rab < t ? rab : t;
   }
-  if (select_mpi_node_aware(prm, in)) {
+  if (select_mpi_node_aware(prm, in) && !(rides && in->check_exchange)) {
     double lg = rondo__log2(rondo__pof2_floor(in->ranks));
     double aware = prm->copy_beta * m + prm->intra.gamma * m * lg +
                    select_node_aware_steps_time(prm, in, m);

@@ -14,8 +14,8 @@
  * Each block's final value is computed once (by the rank that owns it after
  * the reduce-scatter) and then copied, so all ranks hold identical bytes.
  *
- * Across nodes of one rank each the halving carries the argument check
- * (a->agree): its steps pair the same ranks in the same order as the
+ * Where the check's exchange is rondo's own (check_by_exchange) the
+ * halving carries the argument check (a->agree): its steps pair the same ranks in the same order as the
  * check's exchange (check_exchange.c), so the data rides in the exchange's
  * steps and the check costs no round of its own. Until the check has
  * passed nothing may touch recvbuf (a failed call leaves it as it was), so
@@ -231,7 +231,7 @@ static const char *not_chosen(const select_input_t *in)
 const algo_desc_t algo_rabenseifner = {
     .select = {.id = RONDO_ALGO_RABENSEIFNER, .name = "rabenseifner",
                .mem = SELECT_MEM_HOST, .not_chosen = not_chosen, .cost = cost,
-               .carries_check = 1 /* its halving, across nodes of one rank */},
+               .carries_check = 1 /* its halving, in rondo's own exchange */},
     .collectives = ALGO_SERVES_ALLREDUCE,
     .allreduce = allreduce_rabenseifner,
 };

@@ -41,8 +41,6 @@ int algo_check_by_exchange(rondo_comm_t comm)
     return comm->cfg.check_exchange == RONDO__CHECK_RONDO;
   const topo_t *t = comm->topo;
   select_params_t prm = algo_params(comm);
-  if (comm->yield_any)
-    prm.mpi_node_aware = 0;
   select_input_t in = {.ranks = comm->size, .nodes = t->node_count, .min_local = t->min_local,
                        .max_local = t->max_local, .mpi_check = 1};
   return select_check_by_exchange(&prm, &in);
@@ -57,7 +55,9 @@ select_params_t algo_params(rondo_comm_t comm)
 #ifdef OPEN_MPI
   params.mpi_node_aware = 0; /* tuned's all-reduce is flat (HAN is not the default) */
 #else
-  params.mpi_node_aware = 1;
+  /* where some rank yields, the mpi algorithm and the check call MPI's
+   * nonblocking all-reduce, which is flat */
+  params.mpi_node_aware = !comm->yield_any;
 #endif
   const topo_t *topo = comm->topo;
   if (topo == NULL || topo->node_count < 2)

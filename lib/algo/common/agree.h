@@ -5,8 +5,8 @@
  * all ranks before any data moves: in shared memory on a one-node comm (the
  * comm's board), with an exchange of small packets across nodes
  * (check_exchange.c). The shm all-reduce folds the board into its first
- * round (shm.c), Rabenseifner's halving carries the exchange where each
- * node holds one rank (agree_call_riding). Internal (prefix agree_).
+ * round (shm.c), Rabenseifner's halving carries the exchange where it is
+ * rondo's own (agree_call_riding). Internal (prefix agree_).
  */
 #ifndef RONDO_ALGO_AGREE_H
 #define RONDO_ALGO_AGREE_H

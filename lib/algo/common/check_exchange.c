@@ -194,7 +194,7 @@ static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, 
   return RONDO_SUCCESS;
 }
 
-/* ---- several ranks per node: one MPI all-reduce ---------------------------------------- */
+/* ---- one MPI all-reduce ----------------------------------------------------------------- */
 
 /* MPI_User_function over packets: packet_combine. */
 static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)

@@ -34,7 +34,7 @@
  * that rides is reduced as recursive doubling reduces it: up to
  * AGREE_INLINE_BYTES (16 KiB) the check and the data together took less
  * than the check and Rabenseifner when Rabenseifner still paid the check
- * (where nodes hold several ranks it does). Open MPI's all-reduce turns into a
+ * (where the check is MPI's all-reduce it does). Open MPI's all-reduce turns into a
  * reduce and a broadcast above 10000 bytes, so there AGREE_INLINE_BYTES is
  * 8 KiB.
  */

@@ -55,8 +55,9 @@ def reserve_port():
     other bind or outgoing connection in the meantime (a port only looked
     up and let go can be taken by MPI's own connections before the server
     binds it), while the server, binding with SO_REUSEADDR as torch's store
-    and rondo's rendezvous do, still can. Close the socket once the server
-    is bound."""
+    and rondo's rendezvous do, still can (one that binds without it gets
+    EADDRINUSE; a child forked meanwhile holds the port too). Close the
+    socket once the server is bound."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -88,12 +89,19 @@ def fill_env_from_mpi():
     where = None
     if world.rank == 0:
         port = os.environ.get("MASTER_PORT")
-        if not port:
-            _master_port_held, port = reserve_port()
-            atexit.register(_master_port_held.close)
-        where = (os.environ.get("MASTER_ADDR")
-                 or ("127.0.0.1" if world.nodes == 1 else my_address()), str(port))
+        try:
+            if not port:
+                if _master_port_held is not None:
+                    _master_port_held.close()
+                _master_port_held, port = reserve_port()
+                atexit.register(_master_port_held.close)
+            where = (os.environ.get("MASTER_ADDR")
+                     or ("127.0.0.1" if world.nodes == 1 else my_address()), str(port))
+        except OSError as e:  # every rank learns it, none waits
+            where = ("error", "rank 0 found no port for torch's store: %s" % e)
     where = world.broadcast_object(where, 0)
+    if where[0] == "error":
+        raise RuntimeError("rondo: %s; set MASTER_PORT" % where[1])
     values = {"RANK": str(world.rank), "WORLD_SIZE": str(world.size),
               "MASTER_ADDR": where[0], "MASTER_PORT": where[1]}
     for k in missing:
