@@ -13,8 +13,8 @@
  * distance. alpha(m) is the level's alpha for a message of m bytes
  * (rndv_alpha above eager_limit). Across nodes every algorithm also pays
  * the argument check, an exchange of its packet (rondo's recursive doubling,
- * or MPI's all-reduce, + mpi_alpha, where MPI's is node-aware: check_time,
- * select_check_by_exchange), except mpi for calls that ride in it and
+ * or MPI's all-reduce, + mpi_alpha, where MPI's is node-aware: check_time;
+ * algo_check_by_exchange chooses), except mpi for calls that ride in it and
  * Rabenseifner where its halving carries it.
  * Each algorithm's formula lives with its code (lib/algo/allreduce/allreduce_*.c);
  * for reference, all of them:
@@ -206,11 +206,6 @@ static double check_time(const select_params_t *prm, const select_input_t *in)
     return select_rd_steps_time(prm, in, b);
   return prm->mpi_alpha + (select_mpi_node_aware(prm, in) ? select_node_aware_steps_time(prm, in, b)
                                                           : select_rd_steps_time(prm, in, b));
-}
-
-int select_check_by_exchange(const select_params_t *prm, const select_input_t *in)
-{
-  return !select_mpi_node_aware(prm, in);
 }
 
 static select_input_t normalized(const select_input_t *in)

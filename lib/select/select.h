@@ -43,7 +43,7 @@ typedef struct {
                           algorithms that carry it (select_algo_t) */
   int check_exchange;  /* that exchange is rondo's own, whose steps an
                           algorithm can carry, not MPI's all-reduce
-                          (select_check_by_exchange) */
+                          (algo_check_by_exchange) */
 } select_input_t;
 
 /* One level of the machine: alpha = seconds per message (or per
@@ -125,17 +125,6 @@ int select_mpi_node_aware(const select_params_t *prm, const select_input_t *in);
  * again inside the node (the broadcast). */
 double select_node_aware_steps_time(const select_params_t *prm, const select_input_t *in,
                                     double bytes);
-
-/* Whether the argument check's packets should cross nodes by rondo's own
- * recursive doubling rather than MPI's all-reduce (check_exchange.c):
- * wherever MPI's all-reduce is not node-aware (one rank per node, Open
- * MPI's default), since it would take the same steps with MPI's overhead
- * on top and carry no algorithm's data. Where it is node-aware, MPI's: one
- * rank of a node crossing the link, not all of them, which data riding in
- * the packet needs (docs/scale.md: with rondo's own exchange on 8 ranks
- * per simulated host AUTO was 1.04-1.15x MPICH's all-reduce at 16-64 B
- * but 0.42-0.91x at 256 B-4 KiB, whose calls ride in the packet). */
-int select_check_by_exchange(const select_params_t *prm, const select_input_t *in);
 
 /* ---- candidates -------------------------------------------------------------- */
 

@@ -23,9 +23,10 @@
  * rendezvous latency above the eager limit): small, since on a dragonfly
  * the far pairs may get a hundredth of the link (CHANGELOG, 2026-11-29).
  * The ring's values price the ring, which its slowest link paces; these
- * price each butterfly step by its distance (select_step_time). Under one switch of a tree near
- * pairs are faster than the ring's slowest link, which crosses the tree;
- * on a dragonfly far pairs share a few links between router groups.
+ * price each butterfly step by its distance (select_step_time). Under one
+ * switch of a tree near pairs are faster than the ring's slowest link,
+ * which crosses the tree; on a dragonfly far pairs share a few links
+ * between router groups.
  */
 #include "topo/net.h"
 

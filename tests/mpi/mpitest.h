@@ -820,7 +820,8 @@ static inline void mt_expect_layout(rondo_comm_t comm)
     int flat = max_local == 1 || strstr(line, "(oversubscribed") != NULL;
 #endif
     int own = auto_exchange ? flat : strcmp(exchange, "rondo") == 0;
-    const char *want = own ? "argument check: rondo's exchange" : "argument check: MPI's all-reduce";
+    const char *want =
+        own ? "argument check: rondo's exchange" : "argument check: MPI's all-reduce";
     MT_CHECK(strstr(line, want) != NULL, "RONDO_CHECK_EXCHANGE=%s: '%s' in: %s",
              exchange ? exchange : "(unset)", want, line);
   }

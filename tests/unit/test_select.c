@@ -536,26 +536,26 @@ static void test_node_aware_mpi_crosses_once_per_node(void **state)
 }
 
 /* The check's packets cross by rondo's own exchange wherever MPI's
- * all-reduce would take the same flat steps (one rank per node, a library
- * whose all-reduce is not node-aware), and by MPI's where it is
- * node-aware. */
+ * all-reduce is not node-aware (algo_check_by_exchange's rule: one rank
+ * per node, a library whose all-reduce is flat), and by MPI's where it is;
+ * the network does not enter it. */
 static void test_check_by_exchange_where_mpi_is_flat(void **state)
 {
   (void)state;
   select_params_t p = unit_params;
   p.mpi_node_aware = 1;
   select_input_t in = layout(16, 8, 8, HOST_ALGOS); /* one rank per node */
-  assert_true(select_check_by_exchange(&p, &in));
+  assert_false(select_mpi_node_aware(&p, &in));
   in = layout(16, 64, 8, HOST_ALGOS); /* 8 nodes x 8 */
-  assert_false(select_check_by_exchange(&p, &in));
+  assert_true(select_mpi_node_aware(&p, &in));
   /* even where the packet alone would cross faster flat (a fast network) */
   p.inter.alpha = 1e-6;
   p.inter.beta = 0.01e-9;
-  assert_false(select_check_by_exchange(&p, &in));
+  assert_true(select_mpi_node_aware(&p, &in));
   p.mpi_node_aware = 0;
-  assert_true(select_check_by_exchange(&p, &in));
+  assert_false(select_mpi_node_aware(&p, &in));
   in = layout(16, 8, 1, HOST_ALGOS); /* one node */
-  assert_true(select_check_by_exchange(&p, &in));
+  assert_false(select_mpi_node_aware(&p, &in));
   /* an mpi call riding in rondo's own exchange takes its flat steps,
    * whatever MPI's all-reduce would do; in MPI's, MPI's choice */
   select_candidate_t aware[SELECT_MAX_ALGOS], flat[SELECT_MAX_ALGOS];

@@ -15,9 +15,10 @@
  * the reduce-scatter) and then copied, so all ranks hold identical bytes.
  *
  * Where the check's exchange is rondo's own (check_by_exchange) the
- * halving carries the argument check (a->agree): its steps pair the same ranks in the same order as the
- * check's exchange (check_exchange.c), so the data rides in the exchange's
- * steps and the check costs no round of its own. Until the check has
+ * halving carries the argument check (a->agree): its steps pair the same
+ * ranks in the same order as the check's exchange (check_exchange.c), so
+ * the data rides in the exchange's steps and the check costs no round of
+ * its own. Until the check has
  * passed nothing may touch recvbuf (a failed call leaves it as it was), so
  * the halving reduces into scratch until its last step, whose two packets
  * together combine every rank's: that one reduces into recvbuf. (Copying

@@ -133,9 +133,10 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
 select_params_t algo_params(rondo_comm_t comm);
 /* How comm's argument check should cross nodes, chosen once its topology
  * is known (equal on every rank): 1 rondo's own exchange, 0 MPI's
- * all-reduce (check_exchange.c). RONDO_CHECK_EXCHANGE, else
- * select_check_by_exchange on algo_params (whose MPI all-reduce is flat
- * where some rank yields: the check then runs MPI's nonblocking one). */
+ * all-reduce (check_exchange.c). RONDO_CHECK_EXCHANGE, else rondo's own
+ * wherever MPI's all-reduce is not node-aware (select_mpi_node_aware on
+ * algo_params, whose MPI all-reduce is flat where some rank yields: the
+ * check then runs MPI's nonblocking one). */
 int algo_check_by_exchange(rondo_comm_t comm);
 /* The comm's choice: its RONDO_ALLREDUCE_ALGO, then its tuning table, then
  * the cost model (algo_params). */

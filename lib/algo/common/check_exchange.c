@@ -15,7 +15,7 @@
  * all-reduce is node-aware: the ranks of a node meet in shared memory and
  * one of each crosses the network, where rondo's exchange has L ranks of
  * a node cross the link at once in each step: with data riding in the
- * packets that is the slower (select_check_by_exchange), so it is MPI's
+ * packets that is the slower (algo_check_by_exchange), so it is MPI's
  * there. No data rides with it but the packet's own.
  *
  * It runs over point-to-point messages so that an all-reduce can send its
