@@ -4,7 +4,7 @@
 # MPI_Allreduce under SMPI's MPICH and Open MPI selectors.
 #
 #   bench/simulate.sh [-B BUILD] [-o DIR] [-p "PLATFORM..."] [-r "RANKS..."]
-#                     [-b MIN] [-e MAX] [-f FACTOR] [-a ALGOS] [-s SELECTOR]
+#                     [-b MIN] [-e MAX] [-f FACTOR] [-a ALGOS] [-s SELECTOR] [-n ROUNDS]
 #
 #   -B BUILD  the SMPI build (default build-smpi; scripts/build-smpi.sh makes it)
 #   -o DIR    where the results go (default simulate-results)
@@ -17,6 +17,10 @@
 #             simulation with MPI_Allreduce, and skip the MPICH selector:
 #             its collectives make each communicator SMP-aware first (a ring
 #             all-gather, p^2 messages), which is too slow at 4096 ranks
+#   -n ROUNDS timed calls per row (default 1), each in a round of its own,
+#             the rows in another order each round, and the median kept:
+#             a single call's time depends on how out of step the call
+#             before left the ranks, which a median of 3 mostly takes out
 #
 # Per platform and rank count, three runs, each one simulation:
 #   NAME-R-mpich.json   rondo-bench (every algorithm, AUTO, MPI_Allreduce)
@@ -41,16 +45,18 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=build-smpi out=simulate-results
 platforms="fattree-10g fattree-100g flat-10g flat-100g dragonfly-10g dragonfly-100g multicore-10g multicore-100g"
-ranks="16 64 256 1024 4096" min=16 max=64M factor=4 algos= rondo_sel=mpich
-while getopts B:o:p:r:b:e:f:a:s: opt; do
+ranks="16 64 256 1024 4096" min=16 max=64M factor=4 algos= rondo_sel=mpich rounds=1
+while getopts B:o:p:r:b:e:f:a:s:n: opt; do
   case $opt in
     B) build=$OPTARG ;; o) out=$OPTARG ;; p) platforms=$OPTARG ;; r) ranks=$OPTARG ;;
     b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;; a) algos="-a $OPTARG" ;;
-    s) rondo_sel=$OPTARG ;;
-    *) sed -n '2,28p' "$0" >&2; exit 2 ;;
+    s) rondo_sel=$OPTARG ;; n) rounds=$OPTARG ;;
+    *) sed -n '2,32p' "$0" >&2; exit 2 ;;
   esac
 done
 case $rondo_sel in mpich | ompi) ;; *) echo "simulate.sh: -s takes mpich or ompi" >&2; exit 2 ;; esac
+case $rounds in '' | *[!0-9]* | 0) echo "simulate.sh: -n takes a count of rounds" >&2; exit 2 ;; esac
+timing="-n $rounds -w 1 --rounds $rounds -q"
 bench=$build/tools/rondo-bench
 [ -f "$bench" ] || { echo "simulate.sh: no $bench: run scripts/build-smpi.sh $build first" >&2; exit 1; }
 mkdir -p "$out"
@@ -85,12 +91,12 @@ for p in $platforms; do
     fast=
     [ "$np" -lt 1024 ] || fast=--cfg=smpi/bcast:binomial_tree
     if [ "$rondo_sel" = ompi ]; then
-      sim ompi "$fast" "$out/$p-$np-ompi.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
+      sim ompi "$fast" "$out/$p-$np-ompi.txt" -c 0 $sizes $algos $timing \
         --json "$out/$p-$np-ompi.json"
     else
-      sim mpich "$fast" "$out/$p-$np-mpich.txt" -c 0 $sizes $algos -n 1 -w 1 --rounds 1 -q \
+      sim mpich "$fast" "$out/$p-$np-mpich.txt" -c 0 $sizes $algos $timing \
         --json "$out/$p-$np-mpich.json"
-      sim ompi "" "$out/$p-$np-ompi.txt" -c 0 $sizes -n 1 -w 1 --rounds 1 -q -a MPI_Allreduce \
+      sim ompi "" "$out/$p-$np-ompi.txt" -c 0 $sizes $timing -a MPI_Allreduce \
         --json "$out/$p-$np-ompi.json"
     fi
     sim "$rondo_sel" "$fast" "$out/$p-$np-explain.txt" explain -v $sizes

@@ -7,9 +7,10 @@
 #     element checked on every rank (rondo-bench exits 1 on a wrong one);
 #   - 32 ranks, 8 per host of the multicore platform: the node-shared
 #     windows between simulated ranks, shm's and the hierarchical path's;
-#     the check there is MPICH's node-aware all-reduce, and with
-#     RONDO_CHECK_EXCHANGE=rondo rondo's exchange, which Rabenseifner's
-#     halving and mpi's small calls ride in, checked;
+#     the check there is rondo's exchange, in which the inline data of
+#     mpi's calls above a few hundred bytes crosses from one rank a host and
+#     Rabenseifner's halving carries the packets, and, with
+#     RONDO_CHECK_EXCHANGE=mpi, MPICH's node-aware all-reduce, checked;
 #   - explain: the subcommand reaches rondo-bench under smpirun, and
 #     rondo's network measurement sees the simulated network (the platform
 #     says 0.3 us and 100 Gbit/s per link);
@@ -46,23 +47,23 @@ for algo in auto mpi ring recursive_doubling rabenseifner MPI_Allreduce; do
 done
 echo "ok: 64 simulated ranks, every algorithm, checked"
 
-sim multicore-100g hosts-8 32 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q -a auto,hierarchical,mpi \
+sim multicore-100g hosts-8 32 -b 16 -e 1M -f 4 -n 1 -w 1 --rounds 1 -q -a auto,hierarchical,mpi,rabenseifner \
   > "$tmp/multi.out" 2>&1 || { cat "$tmp/multi.out"; fail "32 ranks, 8 per host"; }
 grep -q '^# wrong results: 0 (OK)' "$tmp/multi.out" || { cat "$tmp/multi.out"; fail "32 ranks: wrong results"; }
 grep -q 'topology: 32 ranks on 4 node(s) of 8-8 ranks' "$tmp/multi.out" ||
   { cat "$tmp/multi.out"; fail "32 ranks: not 4 nodes of 8"; }
-grep -q "argument check: MPI's all-reduce" "$tmp/multi.out" ||
-  { cat "$tmp/multi.out"; fail "32 ranks: the check is not MPICH's node-aware all-reduce"; }
-[ "$(grep -cE '^ +[0-9].* hierarchical +[0-9]' "$tmp/multi.out")" -eq 5 ] || { cat "$tmp/multi.out"; fail "no hierarchical rows"; }
+grep -q "argument check: rondo's exchange, inline data above [0-9]* B across from one rank a node" \
+  "$tmp/multi.out" || { cat "$tmp/multi.out"; fail "32 ranks: the check is not rondo's, one rank a host"; }
+[ "$(grep -cE '^ +[0-9].* hierarchical +[0-9]' "$tmp/multi.out")" -eq 9 ] || { cat "$tmp/multi.out"; fail "no hierarchical rows"; }
 sim multicore-100g hosts-8 8 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q -a shm \
   > "$tmp/shm.out" 2>&1 || { cat "$tmp/shm.out"; fail "8 ranks on one host, shm"; }
 grep -q '^# wrong results: 0 (OK)' "$tmp/shm.out" || { cat "$tmp/shm.out"; fail "shm: wrong results"; }
-RONDO_CHECK_EXCHANGE=rondo sim multicore-100g hosts-8 32 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q \
-  -a rabenseifner,mpi > "$tmp/multi-rondo.out" 2>&1 || { cat "$tmp/multi-rondo.out"; fail "32 ranks, rondo's exchange"; }
-grep -q "argument check: rondo's exchange" "$tmp/multi-rondo.out" &&
-  grep -q '^# wrong results: 0 (OK)' "$tmp/multi-rondo.out" ||
-  { cat "$tmp/multi-rondo.out"; fail "32 ranks, 8 per host: rondo's exchange carrying Rabenseifner and mpi"; }
-echo "ok: 8 ranks per simulated host, shm and hierarchical, checked; rondo's exchange there too"
+RONDO_CHECK_EXCHANGE=mpi sim multicore-100g hosts-8 32 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q \
+  -a rabenseifner,mpi > "$tmp/multi-mpi.out" 2>&1 || { cat "$tmp/multi-mpi.out"; fail "32 ranks, MPI's all-reduce"; }
+grep -q "argument check: MPI's all-reduce" "$tmp/multi-mpi.out" &&
+  grep -q '^# wrong results: 0 (OK)' "$tmp/multi-mpi.out" ||
+  { cat "$tmp/multi-mpi.out"; fail "32 ranks, 8 per host: the check by MPI's all-reduce"; }
+echo "ok: 8 ranks per simulated host, shm and hierarchical, checked; both ways of the check there"
 
 sim fattree-100g hosts-1 16 explain -b 1M -e 1M > "$tmp/explain.out" 2>&1 ||
   { cat "$tmp/explain.out"; fail "explain"; }

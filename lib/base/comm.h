@@ -57,6 +57,10 @@ struct rondo_comm {
                             MPI's all-reduce: equal on every rank, chosen
                             once the comm knows its topology
                             (algo_check_by_exchange) */
+  size_t check_home_from; /* in rondo's exchange where a node's first rank
+                            carries the inline data across (check_leaders_carry),
+                            it does so for data above this many bytes: equal
+                            on every rank (algo_check_home_from) */
   int check_smaller;   /* calls in a row that needed less room */
   size_t check_recent; /* the most room those calls needed */
   unsigned check_calls; /* exchanges so far, equal on every rank: the data

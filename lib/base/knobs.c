@@ -120,9 +120,11 @@ static const knob_def_t knob_table[] = {
      FIELD(net_gbits), NULL, 0, 1000000, 1, NULL},
     {"RONDO_CHECK_EXCHANGE", KNOB_ENUM, "auto",
      "how the argument check's packets cross nodes: rondo (rondo's own recursive "
-     "doubling, whose steps Rabenseifner's carry), mpi (MPI's all-reduce of them) "
-     "or auto (rondo wherever MPI's all-reduce is flat: nodes of one rank, Open MPI, "
-     "ranks that yield; mpi where MPICH's is node-aware)",
+     "doubling, whose steps Rabenseifner's carry; where nodes are equal blocks of "
+     "consecutive ranks, a power of two of them and of ranks in each, inline data "
+     "crosses from one rank a node), mpi (MPI's all-reduce of them) or auto (rondo "
+     "wherever MPI's all-reduce is flat, nodes of one rank, Open MPI, ranks that "
+     "yield, or nodes are such blocks; mpi elsewhere, where MPICH's is node-aware)",
      FIELD(check_exchange), check_exchange_choices, 0, 0, 1, NULL},
     {"RONDO_HIER_CHUNK_BYTES", KNOB_SIZE, "1M",
      "chunk of the hierarchical all-reduce's pipeline: above one chunk the node "

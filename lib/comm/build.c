@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "algo/common/algo.h"
+#include "algo/common/check_exchange.h"
 #include "algo/common/gpu.h"
 #include "algo/common/shm.h"
 #include "base/numbers.h"
@@ -173,6 +174,7 @@ static rondo_status_t sub_comm(const struct rondo_comm *parent, MPI_Comm mpi,
   c->yield_any = parent->yield_any;
   c->check_room = AGREE_FIRST_ROOM;
   c->check_by_exchange = 1; /* one rank per node; no check runs on it today */
+  c->check_home_from = SIZE_MAX;
   MPI_CHECK_GOTO(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_rank(mpi, &c->rank), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_size(mpi, &c->size), st, fail);
@@ -250,7 +252,12 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
         c->cross[g]->link_beta = c->topo->net.beta * c->topo->max_local;
   }
   c->check_by_exchange = algo_check_by_exchange(c);
-  if (c->node_count > 1 && parent == NULL)
+  c->check_home_from = algo_check_home_from(c);
+  if (c->node_count > 1 && parent == NULL && c->check_home_from < SIZE_MAX)
+    LOG_INFO("the argument check crosses nodes by rondo's own exchange, inline data above "
+             "%zu B from one rank a node (RONDO_CHECK_EXCHANGE)",
+             c->check_home_from);
+  else if (c->node_count > 1 && parent == NULL)
     LOG_INFO("the argument check crosses nodes by %s (RONDO_CHECK_EXCHANGE)",
              c->check_by_exchange ? "rondo's own exchange" : "MPI's all-reduce");
   if (c->topo->oversubscribed && !__atomic_exchange_n(&said_oversubscribed, 1, __ATOMIC_RELAXED))

@@ -13,7 +13,8 @@
  * distance. alpha(m) is the level's alpha for a message of m bytes
  * (rndv_alpha above eager_limit). Across nodes every algorithm also pays
  * the argument check, an exchange of its packet (rondo's recursive doubling,
- * or MPI's all-reduce, + mpi_alpha, where MPI's is node-aware: check_time;
+ * or MPI's all-reduce, + mpi_alpha, where MPI's is node-aware and rondo's
+ * cannot send inline data from one rank a node: check_time;
  * algo_check_by_exchange chooses), except mpi for calls that ride in it and
  * Rabenseifner where its halving carries it.
  * Each algorithm's formula lives with its code (lib/algo/allreduce/allreduce_*.c);

@@ -44,6 +44,10 @@ typedef struct {
   int check_exchange;  /* that exchange is rondo's own, whose steps an
                           algorithm can carry, not MPI's all-reduce
                           (algo_check_by_exchange) */
+  int check_leaders;   /* in that exchange this call's inline data would
+                          cross nodes from each node's first rank alone,
+                          once per node (check_leaders_carry, above
+                          comm->check_home_from bytes) */
 } select_input_t;
 
 /* One level of the machine: alpha = seconds per message (or per

@@ -144,7 +144,8 @@ void topo_slice(size_t count, int slices, int g, size_t *start, size_t *len)
 }
 
 /* Node ids: the node's leaders (local rank 0), numbered by rank; the
- * smallest and largest node, and whether any node is oversubscribed. The
+ * smallest and largest node, whether the nodes are blocks of consecutive
+ * ranks, and whether any node is oversubscribed. The
  * leaders are found in a bitmap of the comm's ranks, OR-reduced a stretch
  * of LEADER_WORDS words (16384 ranks) at a time on the stack, so that no
  * rank can run out of memory alone; not in a communicator of their own,
@@ -153,7 +154,7 @@ void topo_slice(size_t count, int slices, int g, size_t *start, size_t *len)
 enum { BITS_PER_WORD = 8 * sizeof(unsigned long), LEADER_WORDS = 256 };
 static rondo_status_t number_nodes(MPI_Comm comm, int rank, topo_t *t)
 {
-  int size, sizes[3], maxima[3], below = 0, count = 0;
+  int size, sizes[4], maxima[4], below = 0, count = 0;
   MPI_CHECK(MPI_Comm_size(comm, &size));
   int span = LEADER_WORDS * BITS_PER_WORD; /* ranks per stretch */
   for (int first = 0; first < size; first += span) {
@@ -180,10 +181,12 @@ static rondo_status_t number_nodes(MPI_Comm comm, int rank, topo_t *t)
   sizes[0] = -t->local_size;
   sizes[1] = t->local_size;
   sizes[2] = t->oversubscribed;
-  MPI_CHECK(MPI_Allreduce(sizes, maxima, 3, MPI_INT, MPI_MAX, comm));
+  sizes[3] = rank != t->node_id * t->local_size + t->local_rank; /* out of its block */
+  MPI_CHECK(MPI_Allreduce(sizes, maxima, 4, MPI_INT, MPI_MAX, comm));
   t->min_local = -maxima[0];
   t->max_local = maxima[1];
   t->any_oversubscribed = maxima[2];
+  t->blocks = maxima[3] == 0 && t->min_local == t->max_local;
   return RONDO_SUCCESS;
 }
 

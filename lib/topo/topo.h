@@ -27,6 +27,9 @@ typedef struct topo {
   int node_count;
   int local_rank, local_size;
   int min_local, max_local; /* smallest and largest node size */
+  int blocks;         /* every node holds max_local ranks, node n the comm's
+                         ranks n L .. n L + L - 1 (L = max_local): equal
+                         on every rank */
   int slices;         /* G = max_local */
   MPI_Comm *cross;    /* [slices]: cross[g] if this rank owns slice g, else MPI_COMM_NULL */
   /* hwloc, for the real node this rank is on */

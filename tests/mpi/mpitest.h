@@ -804,24 +804,32 @@ static inline void mt_expect_layout(rondo_comm_t comm)
     MT_EQ_INT(MT_QUERY(rondo_comm_local_size, comm), atoi(local));
   /* The way the argument check's packets cross nodes is the one the
    * topology line names: a forced one, or AUTO's where every node is on
-   * this host (virtual nodes): rondo's exchange wherever MPI's all-reduce
-   * is flat (nodes of one rank, Open MPI, ranks that yield), else MPI's. */
+   * this host (virtual nodes, blocks of consecutive ranks): rondo's
+   * exchange wherever MPI's all-reduce is flat (nodes of one rank, Open
+   * MPI, ranks that yield) or nodes are equal and they and their number
+   * powers of two (the inline data then crosses from one rank a node),
+   * else MPI's. */
   const char *exchange = getenv("RONDO_CHECK_EXCHANGE");
   int auto_exchange = exchange == NULL || strcmp(exchange, "auto") == 0;
   if (MT_QUERY(rondo_comm_node_count, comm) > 1 &&
       (!auto_exchange || getenv("RONDO_NODE_SIZE") != NULL)) {
     char line[1024] = "";
     MT_EQ_STATUS(rondo_comm_topology(comm, line, sizeof line, NULL), RONDO_SUCCESS);
-    int local = MT_QUERY(rondo_comm_local_size, comm), max_local = 0;
+    int local = MT_QUERY(rondo_comm_local_size, comm), max_local = 0, min_local = 0;
+    int node_count = MT_QUERY(rondo_comm_node_count, comm);
     MPI_Allreduce(&local, &max_local, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&local, &min_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    int leaders = max_local > 1 && min_local == max_local && (max_local & (max_local - 1)) == 0 &&
+                  (node_count & (node_count - 1)) == 0;
 #ifdef OPEN_MPI
     int flat = 1;
 #else
     int flat = max_local == 1 || strstr(line, "(oversubscribed") != NULL;
 #endif
-    int own = auto_exchange ? flat : strcmp(exchange, "rondo") == 0;
-    const char *want =
-        own ? "argument check: rondo's exchange" : "argument check: MPI's all-reduce";
+    int own = auto_exchange ? flat || leaders : strcmp(exchange, "rondo") == 0;
+    const char *want = !own    ? "argument check: MPI's all-reduce"
+                       : leaders ? "argument check: rondo's exchange, inline data above "
+                                 : "argument check: rondo's exchange";
     MT_CHECK(strstr(line, want) != NULL, "RONDO_CHECK_EXCHANGE=%s: '%s' in: %s",
              exchange ? exchange : "(unset)", want, line);
   }

@@ -263,18 +263,24 @@ static void mismatch_errors(rondo_comm_t w)
   /* The mpi algorithm: across nodes a small call's data rides in the
    * check's packet (check_packet.c). Two such calls that differ; one that
    * rides against one too large to ride; after a valid call of 1 KiB (the
-   * room is then 1 KiB), 800 bytes that ride against 1200 that do not. */
-  size_t counts[][2] = {{N, N - 1}, {N, BIG_N}, {200, 300}};
+   * room is then 1 KiB), 800 bytes that ride against 1200 that do not, and
+   * 800 bytes on the lower half of the ranks against 200 on the upper (on
+   * two nodes of 2 each node agrees within, and where one rank a node
+   * carries data from 387 bytes across, the first's stays home, the
+   * second's crosses from every rank). */
+  size_t counts[][2] = {{N, N - 1}, {N, BIG_N}, {200, 300}, {200, 50}};
   for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
     call_t c = valid_call(ALLREDUCE_ALGO, w);
     c.algo = RONDO_ALGO_MPI;
-    if (k == 2) {
+    if (k >= 2) {
       c.count = 256;
       mt_where("mpi: count 256 on every rank");
       EXPECT(&c, RONDO_SUCCESS);
     }
-    c.count = counts[k][mt.rank == last];
-    mt_where("mpi: count %zu on rank %d, %zu on the others", counts[k][1], last, counts[k][0]);
+    int upper = k == 3 ? mt.rank >= mt.size / 2 : mt.rank == last;
+    c.count = counts[k][upper];
+    mt_where("mpi: count %zu on %s, %zu on the others", counts[k][1],
+             k == 3 ? "the upper half" : "the last rank", counts[k][0]);
     EXPECT(&c, RONDO_ERR_MISMATCH);
   }
 }

@@ -194,6 +194,12 @@ static void test_combine(void **state)
   assert_int_equal(ac.p.failed, 1);
   assert_false(packet_agrees(&ac.p));
   assert_memory_equal(ac.data, x0, sizeof x0);
+  /* the headers alone (a step whose data stayed home): the same header as
+   * a whole combine, the data left as it was */
+  one_t hb = b;
+  packet_combine_header(&a.p, &hb.p);
+  assert_memory_equal(&hb.p, &ab.p, sizeof hb.p);
+  assert_memory_equal(hb.data, x1, sizeof x1);
 }
 
 /* Data rides with a packet only while every rank it combines called alike,
@@ -238,6 +244,10 @@ static void test_sends_only_what_it_carries(void **state)
   p.room = 64;
   p = disagreed(p, 3); /* ranks that disagree on the count: no data */
   assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t));
+  assert_int_equal(packet_data_bytes(&p), 0);
+  p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
+  p.room = 64;
+  assert_int_equal(packet_data_bytes(&p), 16);
 }
 
 int main(void)

@@ -537,8 +537,10 @@ static void test_node_aware_mpi_crosses_once_per_node(void **state)
 
 /* The check's packets cross by rondo's own exchange wherever MPI's
  * all-reduce is not node-aware (algo_check_by_exchange's rule: one rank
- * per node, a library whose all-reduce is flat), and by MPI's where it is;
- * the network does not enter it. */
+ * per node, a library whose all-reduce is flat) or nodes are blocks whose
+ * first ranks carry the data across (the layout's part of the rule, which
+ * the mpi tests check on virtual nodes: mt_expect_layout), and by MPI's
+ * elsewhere; the network does not enter it. */
 static void test_check_by_exchange_where_mpi_is_flat(void **state)
 {
   (void)state;
@@ -574,6 +576,15 @@ static void test_check_by_exchange_where_mpi_is_flat(void **state)
   p.mpi_node_aware = 1;
   select_predict(&p, menu(), &in, aware);
   assert_true(aware[RONDO_ALGO_MPI].seconds < flat[RONDO_ALGO_MPI].seconds);
+  /* where one rank of a node carries the data across in rondo's exchange
+   * (check_leaders), its steps are the node-aware ones, whatever MPI's
+   * all-reduce would do, without MPI's per-call overhead */
+  select_candidate_t leaders[SELECT_MAX_ALGOS];
+  in.check_exchange = 1;
+  in.check_leaders = 1;
+  p.mpi_node_aware = 0;
+  select_predict(&p, menu(), &in, leaders);
+  assert_close(leaders[RONDO_ALGO_MPI].seconds, aware[RONDO_ALGO_MPI].seconds - p.mpi_alpha);
 }
 
 /* Rabenseifner sends its big halves to the nearest ranks: on 2 nodes x 2

@@ -50,7 +50,9 @@ static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
  * where MPI's all-reduce is node-aware (select_mpi_node_aware) the cheaper
  * of those and the node-aware one. When the data rides in the check, one
  * exchange of the check's packet with the data in it: recursive doubling
- * in rondo's own exchange (in->check_exchange), MPI's choice in MPI's. */
+ * in rondo's own exchange (in->check_exchange), with the node-aware one's
+ * steps where one rank of a node carries the data across
+ * (in->check_leaders), MPI's choice in MPI's. */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   int rides = in->mpi_check && in->bytes <= AGREE_INLINE_BYTES;
@@ -60,14 +62,15 @@ static double cost(const select_params_t *prm, const select_input_t *in)
     double rab = algo_rab_time(prm, in, n, prm->copy_beta);
     t = rab < t ? rab : t;
   }
-  if (select_mpi_node_aware(prm, in) && !(rides && in->check_exchange)) {
+  int own = rides && in->check_exchange; /* rondo's exchange's steps, not MPI's choice */
+  if ((select_mpi_node_aware(prm, in) && !own) || (own && in->check_leaders)) {
     double lg = rondo__log2(rondo__pof2_floor(in->ranks));
     double aware = prm->copy_beta * m + prm->intra.gamma * m * lg +
                    select_node_aware_steps_time(prm, in, m);
-    t = aware < t ? aware : t;
+    t = aware < t || own ? aware : t;
   }
   /* riding in rondo's own exchange, no MPI_Allreduce is called */
-  return t + (rides && in->check_exchange ? 0 : prm->mpi_alpha);
+  return t + (own ? 0 : prm->mpi_alpha);
 }
 
 const algo_desc_t algo_mpi = {

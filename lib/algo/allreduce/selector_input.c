@@ -11,6 +11,7 @@
 
 #include "algo/common/check_exchange.h"
 #include "algo/common/gpu.h"
+#include "base/numbers.h"
 #include "topo/topo.h"
 
 select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
@@ -22,6 +23,7 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
                        .max_local = comm->topo->max_local, .mem = mem,
                        .mpi_check = comm->size > 1 && comm->board == NULL};
   in.check_exchange = in.mpi_check && check_by_exchange(comm);
+  in.check_leaders = in.check_exchange && in.bytes > comm->check_home_from;
   if (mem == SELECT_MEM_DEVICE) {
     in.has_nccl = dev_backend()->coll_id != NULL;
     in.gpu_shared = comm->gpu != NULL ? comm->gpu->shared : -1;
@@ -42,12 +44,25 @@ int algo_check_by_exchange(rondo_comm_t comm)
   /* Where MPI's all-reduce is flat it would take the same steps with its
    * overhead on top and carry no algorithm's data. Where it is node-aware,
    * one rank of a node crosses the link, not all of them, which the data
-   * riding in the packet needs (docs/scale.md: with rondo's own exchange on
-   * 8 ranks per simulated host AUTO was 1.04-1.15x MPICH's all-reduce at
-   * 16-64 B but 0.42-0.91x at 256 B-4 KiB, whose calls ride in it). */
+   * riding in the packet needs: rondo's exchange does that too where nodes
+   * are blocks (check_leaders_carry), and elsewhere sends it from every
+   * rank (docs/scale.md: so on 8 ranks per simulated host AUTO was
+   * 1.04-1.15x MPICH's all-reduce at 16-64 B but 0.42-0.91x at 256 B-4 KiB,
+   * whose calls ride in it). */
   select_params_t prm = algo_params(comm);
   select_input_t in = algo_input(comm, 0, RONDO_FLOAT32, RONDO_SUM);
-  return !select_mpi_node_aware(&prm, &in);
+  return check_leaders_carry(comm) || !select_mpi_node_aware(&prm, &in);
+}
+
+size_t algo_check_home_from(rondo_comm_t comm)
+{
+  if (!check_by_exchange(comm) || !check_leaders_carry(comm))
+    return SIZE_MAX;
+  select_params_t prm = algo_params(comm);
+  int local = comm->topo->max_local, nodes = comm->topo->node_count;
+  double copies = (local - 1) * prm.inter.beta * rondo__log2(nodes);
+  double bytes = rondo__log2(local) * prm.intra.alpha / copies;
+  return bytes < (double)AGREE_INLINE_BYTES ? (size_t)bytes : AGREE_INLINE_BYTES;
 }
 
 select_params_t algo_params(rondo_comm_t comm)

@@ -37,7 +37,9 @@
  * lg p latencies per call (docs/api.md). A small all-reduce run by the mpi
  * algorithm travels in its packet (check_packet.c says how, and how much
  * room it has), and Rabenseifner's halving sends its data in the steps of
- * rondo's exchange, so for those the check costs no round of its own.
+ * rondo's exchange, so for those the check costs no round of its own
+ * (where nodes are blocks of several ranks, larger inline data crosses
+ * nodes from one rank a node).
  * Every rank sends the same packet shape whatever its call, so a mismatch
  * is still reported, never a hang.
  */

@@ -136,8 +136,16 @@ select_params_t algo_params(rondo_comm_t comm);
  * all-reduce (check_exchange.c). RONDO_CHECK_EXCHANGE, else rondo's own
  * wherever MPI's all-reduce is not node-aware (select_mpi_node_aware on
  * algo_params, whose MPI all-reduce is flat where some rank yields: the
- * check then runs MPI's nonblocking one). */
+ * check then runs MPI's nonblocking one) and wherever one rank a node can
+ * carry the inline data across (check_leaders_carry). */
 int algo_check_by_exchange(rondo_comm_t comm);
+/* Where a node's first rank can carry the check's inline data across
+ * (check_leaders_carry): the bytes above which it does, the others leaving
+ * theirs home; SIZE_MAX elsewhere. The model's break-even: from there the
+ * L - 1 more copies that would cross each node's link in each of the lg N
+ * steps take longer than the lg L steps that bring the data from the
+ * first rank. Equal on every rank (the network's measurement is). */
+size_t algo_check_home_from(rondo_comm_t comm);
 /* The comm's choice: its RONDO_ALLREDUCE_ALGO, then its tuning table, then
  * the cost model (algo_params). */
 rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res);
@@ -256,6 +264,11 @@ rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
 /* Waits for n requests; yields the core between polls when the comm's node
  * is oversubscribed (comm->yield_waits). */
 rondo_status_t algo_waitall(rondo_comm_t comm, int n, MPI_Request *reqs);
+/* After a failure midway: the posted receives cancelled and completed, so
+ * that none writes into its buffer later, and the sends let go
+ * (MPI_Request_free: MPI cannot cancel them). Null requests are skipped;
+ * errors are logged, not returned (the caller already fails). */
+void algo_abandon(int nrecv, MPI_Request *recvs, int nsend, MPI_Request *sends);
 
 /* dst = lower-ranked data (op) higher-ranked data, so both partners of an
  * exchange compute the same bytes. mine/theirs are element buffers. ADASUM

@@ -10,13 +10,25 @@
  * end). That is what MPICH's MPI_Allreduce does with a small packet across
  * nodes of one rank, and Open MPI's everywhere.
  *
+ * Where nodes of L ranks are blocks of consecutive ranks, L and their
+ * number powers of two (check_leaders_carry), the first lg L steps stay
+ * inside each node, so when the first step across nodes begins every rank
+ * of a node holds the node's packet. From there, for inline data (an mpi
+ * call's, check_packet.h) above comm->check_home_from bytes, only each
+ * node's first rank sends it across; the others send their header alone,
+ * and at the end get the data from it, in lg L steps inside the node. The
+ * links between nodes carry the data once per node, as in MPICH's
+ * node-aware all-reduce, where L copies of it crossed at once. Smaller
+ * data crosses from every rank, which costs less than those lg L steps
+ * (algo_check_home_from).
+ *
  * By one MPI all-reduce of the packets (a packet datatype, a user-defined
  * op over packet_combine). Where nodes hold several ranks MPICH's blocking
  * all-reduce is node-aware: the ranks of a node meet in shared memory and
- * one of each crosses the network, where rondo's exchange has L ranks of
- * a node cross the link at once in each step: with data riding in the
- * packets that is the slower (algo_check_by_exchange), so it is MPI's
- * there. No data rides with it but the packet's own.
+ * one of each crosses the network. It takes those layouts whose nodes are
+ * not such blocks (algo_check_by_exchange): there rondo's exchange would
+ * have L copies of the riding data cross at once. No data rides with it
+ * but the packet's own.
  *
  * It runs over point-to-point messages so that an all-reduce can send its
  * own data in the same steps: Rabenseifner's halving pairs the same ranks
@@ -44,6 +56,7 @@
 #include <time.h>
 
 #include "algo/common/algo.h"
+#include "base/numbers.h"
 #include "topo/topo.h"
 
 void check_nap(double *nap)
@@ -126,6 +139,8 @@ static rondo_status_t drop_data(rondo_comm_t comm, int peer, int tag)
   rondo_status_t st = algo_irecv_tag(comm, buf, buf != NULL ? (size_t)bytes : 0, peer, tag, &req);
   if (st == RONDO_SUCCESS)
     st = algo_waitall(comm, 1, &req);
+  if (st != RONDO_SUCCESS)
+    algo_abandon(1, &req, 0, NULL); /* before buf goes */
   free(buf);
   return buf != NULL ? st : RONDO_SUCCESS;
 }
@@ -145,52 +160,103 @@ static rondo_status_t withdraw(MPI_Request *req, int *took)
   return RONDO_SUCCESS;
 }
 
+/* Whether a packet's inline data stays home in a step across nodes whose
+ * ranks are not their node's first (bare): above comm->check_home_from
+ * bytes. Either side of the step asks it of the packet the other side sent
+ * too. */
+static int stays_home(rondo_comm_t comm, int bare, const packet_t *p)
+{
+  return bare && packet_data_bytes(p) > comm->check_home_from;
+}
+
+/* Waits for one message, a receive if recv; on a failure abandons it
+ * (algo_abandon), so that a receive does not outlive its buffer. */
+static rondo_status_t wait_one(rondo_comm_t comm, MPI_Request *req, int recv,
+                               void (*poll)(rondo_comm_t))
+{
+  rondo_status_t st = wait_all(comm, 1, req, poll);
+  if (st != RONDO_SUCCESS)
+    algo_abandon(recv, req, !recv, req);
+  return st;
+}
+
 /* One step with peer: this rank's packet (and data) out if send, peer's
  * packet in and combined into mine if recv, peer's data reduced or
- * dropped. theirs: room for a packet. */
+ * dropped. theirs: room for a packet. bare: a step across nodes between
+ * ranks that are not their node's first (check_leaders_carry), where the
+ * larger inline data stays home (stays_home). */
 static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, int peer,
-                           int mask, int send, int recv, check_rider_t *rider,
+                           int mask, int send, int recv, int bare, check_rider_t *rider,
                            void (*poll)(rondo_comm_t))
 {
-  size_t bytes = packet_bytes(comm), sent = packet_sent_bytes(mine);
+  int home = stays_home(comm, bare, mine);
+  size_t bytes = packet_bytes(comm), sent = home ? sizeof(packet_t) : packet_sent_bytes(mine);
   MPI_Request in[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   MPI_Request out[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int rides = rider != NULL && packet_rides(mine), tag = rides ? data_tag(comm, mine) : -1;
+  rondo_status_t st = RONDO_SUCCESS;
   if (recv) {
-    RONDO_CHECK(algo_irecv_tag(comm, theirs, bytes, peer, ALGO_TAG_CHECK, &in[0]));
+    RONDO_CHECK_GOTO(algo_irecv_tag(comm, theirs, bytes, peer, ALGO_TAG_CHECK, &in[0]), st,
+                     abandon);
     if (rides) {
       void *buf;
       size_t n;
       rider->recv_buf(rider, mask, &buf, &n);
-      RONDO_CHECK(algo_irecv_tag(comm, buf, n, peer, tag, &in[1]));
+      RONDO_CHECK_GOTO(algo_irecv_tag(comm, buf, n, peer, tag, &in[1]), st, abandon);
     }
   }
   if (send) {
-    RONDO_CHECK(algo_isend_tag(comm, mine, sent, peer, ALGO_TAG_CHECK, &out[0]));
+    RONDO_CHECK_GOTO(algo_isend_tag(comm, mine, sent, peer, ALGO_TAG_CHECK, &out[0]), st, abandon);
     if (rides) {
       const void *buf;
       size_t n;
       rider->send_buf(rider, mask, &buf, &n);
-      RONDO_CHECK(algo_isend_tag(comm, buf, n, peer, tag, &out[1]));
+      RONDO_CHECK_GOTO(algo_isend_tag(comm, buf, n, peer, tag, &out[1]), st, abandon);
     }
   }
   if (recv) {
-    RONDO_CHECK(wait_all(comm, 1, &in[0], poll));
+    RONDO_CHECK_GOTO(wait_all(comm, 1, &in[0], poll), st, abandon);
     int they_ride = packet_rides(theirs);
     int same = they_ride && rides && packet_same_call(mine, theirs);
     int took = 0;
     if (same) {
-      RONDO_CHECK(wait_all(comm, 1, &in[1], poll));
+      RONDO_CHECK_GOTO(wait_all(comm, 1, &in[1], poll), st, abandon);
       rider->reduce(rider, mask, peer);
     } else if (rides) {
-      RONDO_CHECK(withdraw(&in[1], &took));
+      RONDO_CHECK_GOTO(withdraw(&in[1], &took), st, abandon);
     }
     if (they_ride && !same && !(took && data_tag(comm, theirs) == tag))
-      RONDO_CHECK(drop_data(comm, peer, data_tag(comm, theirs)));
+      RONDO_CHECK_GOTO(drop_data(comm, peer, data_tag(comm, theirs)), st, abandon);
   }
-  RONDO_CHECK(wait_all(comm, 2, out, poll)); /* mine is sent: it may change */
-  if (recv)
+  RONDO_CHECK_GOTO(wait_all(comm, 2, out, poll), st, abandon); /* mine is sent: it may change */
+  if (recv && (home || stays_home(comm, bare, theirs)))
+    packet_combine_header(theirs, mine);
+  else if (recv)
     packet_combine(theirs, mine);
+  return RONDO_SUCCESS;
+abandon: /* no receive may outlive theirs or the rider's buffer */
+  algo_abandon(2, in, 2, out);
+  return st;
+}
+
+/* The node's first rank's packet to every rank of the node, by a binomial
+ * tree over local ranks (a node is a block: check_leaders_carry). */
+static rondo_status_t spread(rondo_comm_t comm, packet_t *mine, void (*poll)(rondo_comm_t))
+{
+  int local = comm->local_rank;
+  for (int mask = comm->local_size / 2; mask > 0; mask >>= 1) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    int low = local & (2 * mask - 1);
+    if (low == 0)
+      RONDO_CHECK(algo_isend_tag(comm, mine, packet_sent_bytes(mine), comm->rank + mask,
+                                 ALGO_TAG_CHECK, &req));
+    else if (low == mask)
+      RONDO_CHECK(algo_irecv_tag(comm, mine, packet_bytes(comm), comm->rank - mask,
+                                 ALGO_TAG_CHECK, &req));
+    else
+      continue;
+    RONDO_CHECK(wait_one(comm, &req, low == mask, poll));
+  }
   return RONDO_SUCCESS;
 }
 
@@ -269,6 +335,14 @@ static rondo_status_t by_mpi(rondo_comm_t comm, packet_t *mine, packet_t *all,
 
 int check_by_exchange(rondo_comm_t comm) { return comm->check_by_exchange; }
 
+int check_leaders_carry(rondo_comm_t comm)
+{
+  const struct topo *t = comm->topo;
+  return t != NULL && t->blocks && t->max_local > 1 && t->node_count > 1 &&
+         rondo__pof2_floor(t->max_local) == t->max_local &&
+         rondo__pof2_floor(t->node_count) == t->node_count;
+}
+
 /* ---- rondo's recursive doubling ----------------------------------------------------------- */
 
 rondo_status_t check_exchange(rondo_comm_t comm, packet_t *mine, check_rider_t *rider,
@@ -281,23 +355,29 @@ rondo_status_t check_exchange(rondo_comm_t comm, packet_t *mine, check_rider_t *
                          : rondo__fail(RONDO_ERR_INTERNAL, "no data rides in an MPI all-reduce");
   int rank = comm->rank, newrank = algo_fold_newrank(comm);
   comm->check_calls++;
+  /* where the node's first rank alone carries the data across, the steps
+   * from distance L on cross nodes (the size is a power of two: no fold) */
+  int across = check_leaders_carry(comm) ? comm->local_size : comm->pof2;
+  int bare = across < comm->pof2 && comm->local_rank != 0;
   int folded = rank < 2 * (comm->size - comm->pof2);
   if (newrank < 0) { /* folded onto rank + 1: gives, then gets the result */
-    RONDO_CHECK(step(comm, mine, theirs, rank + 1, 0, 1, 0, rider, poll));
+    RONDO_CHECK(step(comm, mine, theirs, rank + 1, 0, 1, 0, 0, rider, poll));
     MPI_Request req = MPI_REQUEST_NULL;
     RONDO_CHECK(algo_irecv_tag(comm, mine, packet_bytes(comm), rank + 1, ALGO_TAG_CHECK, &req));
-    return wait_all(comm, 1, &req, poll);
+    return wait_one(comm, &req, 1, poll);
   }
   if (folded)
-    RONDO_CHECK(step(comm, mine, theirs, rank - 1, 0, 0, 1, rider, poll));
+    RONDO_CHECK(step(comm, mine, theirs, rank - 1, 0, 0, 1, 0, rider, poll));
   for (int mask = 1; mask < comm->pof2; mask <<= 1)
     RONDO_CHECK(step(comm, mine, theirs, algo_fold_rank(comm, newrank ^ mask), mask, 1, 1,
-                     rider, poll));
+                     mask >= across && bare, rider, poll));
+  if (across < comm->pof2 && stays_home(comm, 1, mine))
+    RONDO_CHECK(spread(comm, mine, poll)); /* the data, which crossed with the first ranks */
   if (folded) {
     MPI_Request req = MPI_REQUEST_NULL;
     RONDO_CHECK(algo_isend_tag(comm, mine, packet_sent_bytes(mine), rank - 1, ALGO_TAG_CHECK,
                                &req));
-    RONDO_CHECK(wait_all(comm, 1, &req, poll));
+    RONDO_CHECK(wait_one(comm, &req, 0, poll));
   }
   return RONDO_SUCCESS;
 }

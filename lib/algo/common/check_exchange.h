@@ -2,9 +2,11 @@
  * The argument check's exchange across nodes (check_exchange.c): every
  * rank's packet combined into every rank's, by rondo's own recursive
  * doubling over point-to-point messages, where an all-reduce may send its
- * own data in the same steps (a rider), or by one MPI all-reduce, which
- * MPICH makes node-aware where nodes hold several ranks; chosen once per
- * comm (algo_check_by_exchange). agree.c runs it. Internal (prefix check_).
+ * own data in the same steps (a rider) and, where nodes are blocks of
+ * several ranks, larger inline data crosses from one rank a node, or by
+ * one MPI all-reduce, which MPICH makes node-aware where nodes hold
+ * several ranks; chosen once per comm (algo_check_by_exchange). agree.c
+ * runs it. Internal (prefix check_).
  */
 #ifndef RONDO_ALGO_CHECK_EXCHANGE_H
 #define RONDO_ALGO_CHECK_EXCHANGE_H
@@ -30,6 +32,12 @@ struct check_rider {
  * MPI all-reduce: comm->check_by_exchange (algo_check_by_exchange chose
  * it). Equal on every rank. */
 int check_by_exchange(rondo_comm_t comm);
+
+/* Whether rondo's exchange on comm sends the inline data across nodes from
+ * each node's first rank alone: nodes of several ranks that are blocks of
+ * consecutive ranks (topo->blocks), their size and number powers of two.
+ * Equal on every rank. */
+int check_leaders_carry(rondo_comm_t comm);
 
 /* Combines every rank's packet into *mine (packet_bytes(comm) bytes; the
  * same result on every rank). rider: this rank's data rides (only where

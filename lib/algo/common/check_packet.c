@@ -116,6 +116,11 @@ void packet_combine(const packet_t *a, packet_t *b)
     reduce_apply(packet_data(b), lo, hi, (size_t)a->count, (rondo_dtype_t)a->dtype,
                  op == RONDO_AVG ? RONDO_SUM : op);
   }
+  packet_combine_header(a, b);
+}
+
+void packet_combine_header(const packet_t *a, packet_t *b)
+{
   b->sig = MAX(a->sig, b->sig);
   b->not_sig = MAX(a->not_sig, b->not_sig);
   b->count = MAX(a->count, b->count);
@@ -138,11 +143,13 @@ int packet_rides(const packet_t *p) { return p->rides && packet_agrees(p); }
 
 size_t packet_bytes(rondo_comm_t comm) { return sizeof(packet_t) + comm->check_room; }
 
-size_t packet_sent_bytes(const packet_t *p)
+size_t packet_data_bytes(const packet_t *p)
 {
   size_t n;
-  return sizeof(packet_t) + (carries(p, &n) ? n : 0);
+  return carries(p, &n) ? n : 0;
 }
+
+size_t packet_sent_bytes(const packet_t *p) { return sizeof(packet_t) + packet_data_bytes(p); }
 
 void packet_next_room(rondo_comm_t comm, const packet_t *all)
 {

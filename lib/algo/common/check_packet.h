@@ -56,10 +56,14 @@ size_t packet_bytes(rondo_comm_t comm);
  * any (the room beyond stays home; a receive of packet_bytes takes the
  * shorter message, and packet_combine reads only data that was sent). */
 size_t packet_sent_bytes(const packet_t *p);
+/* The inline data p carries: an agreed all-reduce's bytes, or 0. */
+size_t packet_data_bytes(const packet_t *p);
 /* inout = the combination of in and inout (the same in either order): the
  * header's fields by MAX and MIN, and the inline data reduced when both
  * carry the same all-reduce. */
 void packet_combine(const packet_t *in, packet_t *inout);
+/* The same for the headers alone: inout's data stays as it is. */
+void packet_combine_header(const packet_t *in, packet_t *inout);
 /* Whether packets a and b each agree (packet_agrees) on the same call. */
 int packet_same_call(const packet_t *a, const packet_t *b);
 /* Whether every rank whose packet p combines made the same valid call and

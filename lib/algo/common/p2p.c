@@ -93,6 +93,18 @@ rondo_status_t algo_waitall(rondo_comm_t comm, int n, MPI_Request *reqs)
   return RONDO_SUCCESS;
 }
 
+void algo_abandon(int nrecv, MPI_Request *recvs, int nsend, MPI_Request *sends)
+{
+  for (int i = 0; i < nrecv; i++)
+    if (recvs[i] != MPI_REQUEST_NULL) {
+      MPI_CHECK_LOG(MPI_Cancel(&recvs[i]));
+      MPI_CHECK_LOG(MPI_Wait(&recvs[i], MPI_STATUS_IGNORE));
+    }
+  for (int i = 0; i < nsend; i++)
+    if (sends[i] != MPI_REQUEST_NULL)
+      MPI_CHECK_LOG(MPI_Request_free(&sends[i]));
+}
+
 rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
                              int dest, void *rbuf, size_t rbytes, int src)
 {
@@ -101,11 +113,7 @@ rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
   if (st == RONDO_SUCCESS)
     st = algo_isend(comm, sbuf, sbytes, dest, &req[1]);
   if (st != RONDO_SUCCESS) {
-    /* A posted receive must not outlive this frame. */
-    if (req[0] != MPI_REQUEST_NULL) {
-      MPI_CHECK_LOG(MPI_Cancel(&req[0]));
-      MPI_CHECK_LOG(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
-    }
+    algo_abandon(1, &req[0], 1, &req[1]); /* the receive must not outlive rbuf */
     return st;
   }
   return algo_waitall(comm, 2, req);
