@@ -25,10 +25,11 @@
  * By one MPI all-reduce of the packets (a packet datatype, a user-defined
  * op over packet_combine). Where nodes hold several ranks MPICH's blocking
  * all-reduce is node-aware: the ranks of a node meet in shared memory and
- * one of each crosses the network. It takes those layouts whose nodes are
- * not such blocks (algo_check_by_exchange): there rondo's exchange would
- * have L copies of the riding data cross at once. No data rides with it
- * but the packet's own.
+ * one of each crosses the network. A comm takes this way where MPI's
+ * all-reduce is node-aware and its nodes are not such blocks
+ * (algo_check_by_exchange): there rondo's exchange would have L copies of
+ * the riding data cross at once. No data rides with it but the packet's
+ * own.
  *
  * It runs over point-to-point messages so that an all-reduce can send its
  * own data in the same steps: Rabenseifner's halving pairs the same ranks
