@@ -160,17 +160,13 @@ rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len, siz
   const topo_t *t = comm->topo;
   char net[384];
   net_describe(&t->net, t->node_count, net, sizeof net);
-  char check[128] = "MPI's all-reduce";
+  char check[128];
   if (comm->size == 1)
     snprintf(check, sizeof check, "none (one rank)");
   else if (agree_board_active(comm))
     snprintf(check, sizeof check, "a board in shared memory");
-  else if (check_by_exchange(comm) && comm->check_home_from < SIZE_MAX)
-    snprintf(check, sizeof check,
-             "rondo's exchange, inline data above %zu B across from one rank a node",
-             comm->check_home_from);
-  else if (check_by_exchange(comm))
-    snprintf(check, sizeof check, "rondo's exchange");
+  else
+    check_describe(comm, check, sizeof check);
   int want = snprintf(buf, len,
                       "%d ranks on %d %snode(s) of %d-%d ranks; this rank: node %d, local "
                       "rank %d of %d; hardware: %s; %d ranks share %d available cores%s; "

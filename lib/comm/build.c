@@ -253,13 +253,11 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
   }
   c->check_by_exchange = algo_check_by_exchange(c);
   c->check_home_from = algo_check_home_from(c);
-  if (c->node_count > 1 && parent == NULL && c->check_home_from < SIZE_MAX)
-    LOG_INFO("the argument check crosses nodes by rondo's own exchange, inline data above "
-             "%zu B from one rank a node (RONDO_CHECK_EXCHANGE)",
-             c->check_home_from);
-  else if (c->node_count > 1 && parent == NULL)
-    LOG_INFO("the argument check crosses nodes by %s (RONDO_CHECK_EXCHANGE)",
-             c->check_by_exchange ? "rondo's own exchange" : "MPI's all-reduce");
+  if (c->node_count > 1 && parent == NULL) {
+    char way[128];
+    check_describe(c, way, sizeof way);
+    LOG_INFO("the argument check crosses nodes by %s (RONDO_CHECK_EXCHANGE)", way);
+  }
   if (c->topo->oversubscribed && !__atomic_exchange_n(&said_oversubscribed, 1, __ATOMIC_RELAXED))
     LOG_INFO("%d ranks share %d available cores on this node: waits yield the core "
              "instead of spinning (%s)",

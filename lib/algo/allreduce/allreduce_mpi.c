@@ -63,12 +63,13 @@ static double cost(const select_params_t *prm, const select_input_t *in)
     t = rab < t ? rab : t;
   }
   int own = rides && in->check_exchange; /* rondo's exchange's steps, not MPI's choice */
-  if ((select_mpi_node_aware(prm, in) && !own) || (own && in->check_leaders)) {
-    double lg = rondo__log2(rondo__pof2_floor(in->ranks));
-    double aware = prm->copy_beta * m + prm->intra.gamma * m * lg +
-                   select_node_aware_steps_time(prm, in, m);
-    t = aware < t || own ? aware : t;
-  }
+  double lg = rondo__log2(rondo__pof2_floor(in->ranks));
+  double aware = prm->copy_beta * m + prm->intra.gamma * m * lg +
+                 select_node_aware_steps_time(prm, in, m);
+  if (own && in->check_leaders)
+    t = aware; /* one rank a node carries the data across */
+  else if (!own && select_mpi_node_aware(prm, in) && aware < t)
+    t = aware; /* MPI's choice */
   /* riding in rondo's own exchange, no MPI_Allreduce is called */
   return t + (own ? 0 : prm->mpi_alpha);
 }

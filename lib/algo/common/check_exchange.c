@@ -52,6 +52,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -176,8 +177,10 @@ static rondo_status_t wait_one(rondo_comm_t comm, MPI_Request *req, int recv,
                                void (*poll)(rondo_comm_t))
 {
   rondo_status_t st = wait_all(comm, 1, req, poll);
-  if (st != RONDO_SUCCESS)
-    algo_abandon(recv, req, !recv, req);
+  if (st != RONDO_SUCCESS && recv)
+    algo_abandon(1, req, 0, NULL);
+  else if (st != RONDO_SUCCESS)
+    algo_abandon(0, NULL, 1, req);
   return st;
 }
 
@@ -335,6 +338,17 @@ static rondo_status_t by_mpi(rondo_comm_t comm, packet_t *mine, packet_t *all,
 }
 
 int check_by_exchange(rondo_comm_t comm) { return comm->check_by_exchange; }
+
+void check_describe(rondo_comm_t comm, char *buf, size_t len)
+{
+  if (!check_by_exchange(comm))
+    snprintf(buf, len, "MPI's all-reduce");
+  else if (comm->check_home_from < SIZE_MAX)
+    snprintf(buf, len, "rondo's exchange, inline data above %zu B across from one rank a node",
+             comm->check_home_from);
+  else
+    snprintf(buf, len, "rondo's exchange");
+}
 
 int check_leaders_carry(rondo_comm_t comm)
 {

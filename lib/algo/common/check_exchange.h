@@ -39,6 +39,11 @@ int check_by_exchange(rondo_comm_t comm);
  * Equal on every rank. */
 int check_leaders_carry(rondo_comm_t comm);
 
+/* How comm's packets cross nodes, in words for the topology line and the
+ * log: "rondo's exchange, inline data above N B across from one rank a
+ * node", "rondo's exchange" or "MPI's all-reduce". */
+void check_describe(rondo_comm_t comm, char *buf, size_t len);
+
 /* Combines every rank's packet into *mine (packet_bytes(comm) bytes; the
  * same result on every rank). rider: this rank's data rides (only where
  * check_by_exchange), or NULL.
