@@ -90,7 +90,7 @@ int main(int argc, char **argv)
   for (size_t i = 0; i < maxn; i++)
     in[i] = (float)((i * 7 + (size_t)rank * 13) % 101) / 50.0f - 1.0f;
   if (rank == 0) {
-    char topo[256] = "";
+    char topo[1024] = "";
     rondo_comm_topology(comm, topo, sizeof topo, NULL);
     printf("# adasum_bench, rondo %s, %d ranks, float32, out of place, %d rounds; defaults "
            "(no RONDO_ALLREDUCE_ALGO for the adasum and sum auto rows)\n# %s\n",

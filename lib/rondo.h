@@ -266,9 +266,7 @@ RONDO_API void rondo_free(void *ptr);
  * rondo_allreduce() chooses the algorithm (RONDO_ALLREDUCE_ALGO forces one);
  * rondo_allreduce_algo() runs the given one (RONDO_ALGO_AUTO chooses), or
  * fails with RONDO_ERR_UNSUPPORTED on every rank when it cannot run the
- * call (rondo_algo_available() says why). Rabenseifner with fewer elements
- * than the largest power of two <= size falls back to recursive doubling
- * and says so at RONDO_LOG=debug. */
+ * call (rondo_algo_available() says why). */
 /* Both buffers in host memory, or both in the memory of one CUDA device
  * (cudaMalloc, managed): device buffers run the nccl, staged or
  * hierarchical_nccl algorithm (docs/gpu.md); mixed buffers fail with
@@ -291,8 +289,7 @@ RONDO_API rondo_status_t rondo_allreduce_choice(rondo_comm_t comm, size_t count,
  * use (shm needs every rank on one node, nccl a device buffer).
  *  - RONDO_SUCCESS: it can. *why is NULL when the selector would consider
  *    it, else why it would not although it runs ("one node: use shm" for
- *    hierarchical, "count < largest power of two <= ranks" for Rabenseifner,
- *    which then falls back to recursive doubling).
+ *    hierarchical).
  *  - RONDO_ERR_UNSUPPORTED: it cannot; *why says why (also in
  *    rondo_last_error()).
  *  - RONDO_ERR_INVALID_ALGO for auto or a value outside rondo_algo_t.

@@ -371,7 +371,7 @@ static void print_header(trainer_t *t, const char *blas)
 {
   const train_opts_t *o = &t->o;
   size_t n = t->data.train.n, B = o->batch, first, mine, tail = n % B;
-  char shape[128], topo[512], last[64] = "", allreduce[256];
+  char shape[128], topo[1024], last[64] = "", allreduce[256];
   mlp_shape(t->m.sizes, t->m.nlayers + 1, shape, sizeof shape);
   if (tail != 0 && n > B)
     snprintf(last, sizeof last, ", the last with %zu samples", tail);

@@ -25,7 +25,10 @@
  *                       + gamma * n * (lg p' (+1)) + copy
  *   Rabenseifner        halving and doubling steps of n/2 at distance 1, n/4
  *                       at 2, .., n/p' at p'/2 (+2 fold steps of n)
- *                       + gamma * (n (p'-1)/p' (+n)) + copy
+ *                       + gamma * (n (p'-1)/p' (+n)) + copy; below p'
+ *                       elements the first steps are uneven, messages of
+ *                       up to min(count, p'/2^k) elements with the same
+ *                       mean (select_step_time_uneven)
  *   ring                2 (p-1) steps of chunks of c = min(n/p, ring_chunk):
  *                       alpha(c) * steps + max(M, R) + min(M, R) * c / (n/p),
  *                       M = beta * 2n (p-1)/p, R = gamma * n (p-1)/p; across
@@ -79,7 +82,8 @@
  * doubling beating the ring at 8 KiB and losing at 32 KiB needs rndv_alpha
  * < 4 alpha, so the model underestimates the measured jump at 16 KiB.
  *
- * Predicted / measured, us (rab at 4 B is recursive doubling: count < p'):
+ * Predicted / measured, us (rab not at 4 B, where it then ran recursive
+ * doubling: count < p'):
  *      bytes   recursive_doubling   rabenseifner    ring            mpi
  *          4      0.31/0.38          -               0.62/0.56       0.67/0.68
  *         1K      0.55/0.41          0.85/0.72       0.83/0.82       0.91/0.98
@@ -113,6 +117,7 @@
 
 #include "base/numbers.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -150,23 +155,35 @@ const select_level_t *select_p2p_level(const select_params_t *prm, const select_
   return in->nodes > 1 ? &prm->inter : &prm->intra;
 }
 
-double select_step_time(const select_params_t *prm, const select_input_t *in, double bytes,
-                        int distance)
+double select_step_time_uneven(const select_params_t *prm, const select_input_t *in,
+                               double most, double mean, int distance)
 {
   int streams = 0;
   if (in->nodes > 1)
     for (int r = 0; r < in->max_local; r++)
       streams += (r ^ distance) >= in->max_local;
   if (streams == 0)
-    return select_msg_alpha(&prm->intra, bytes) + prm->intra.beta * bytes;
+    return select_msg_alpha(&prm->intra, most) + prm->intra.beta * most;
   if (prm->dists > 0) {
     int k = 0, apart = distance / in->max_local;
     while (k + 1 < prm->dists && (2 << k) <= apart)
       k++;
-    double rndv = select_msg_alpha(&prm->inter, bytes) - prm->inter.alpha; /* above eager */
-    return prm->dist_alpha[k] + rndv + prm->dist_beta[k] * bytes * streams;
+    double rndv = select_msg_alpha(&prm->inter, most) - prm->inter.alpha; /* above eager */
+    /* dist_beta was measured with every pair sending: the links all pairs
+     * share carry the mean, but no message moves faster than one pair
+     * alone (lone_beta), nor slower than with every pair sending */
+    double wire = prm->dist_beta[k] * most;
+    if (prm->lone_beta > 0 && mean < most)
+      wire = fmin(wire, fmax(prm->dist_beta[k] * mean, prm->lone_beta * most));
+    return prm->dist_alpha[k] + rndv + wire * streams;
   }
-  return select_msg_alpha(&prm->inter, bytes) + prm->inter.beta * bytes * streams;
+  return select_msg_alpha(&prm->inter, most) + prm->inter.beta * most * streams;
+}
+
+double select_step_time(const select_params_t *prm, const select_input_t *in, double bytes,
+                        int distance)
+{
+  return select_step_time_uneven(prm, in, bytes, bytes, distance);
 }
 
 double select_rd_steps_time(const select_params_t *prm, const select_input_t *in,

@@ -89,6 +89,13 @@ typedef struct {
   int dists;
   double dist_alpha[SELECT_DISTS];
   double dist_beta[SELECT_DISTS];
+  /* Seconds per byte of one pair of nodes sending alone, butterfly
+   * distance's farthest pair (lib/topo/net.c); 0: not measured. Where the
+   * pairs share links (a backbone, the links between a dragonfly's groups)
+   * dist_beta, measured with every pair sending, is larger: a step in which
+   * few ranks send is priced by the mean of what they send
+   * (select_step_time_uneven). */
+  double lone_beta;
   int mpi_node_aware;   /* the MPI library's blocking all-reduce reduces
                            inside each node first where nodes hold several
                            ranks (MPICH, and SimGrid's MPICH selector), so
@@ -115,6 +122,15 @@ const select_level_t *select_p2p_level(const select_params_t *prm, const select_
  * beta of the nodes' distance (distance / max_local) where measured. */
 double select_step_time(const select_params_t *prm, const select_input_t *in, double bytes,
                         int distance);
+/* The same for a step in which ranks send different amounts: most, the
+ * largest message; mean, what a rank sends on average (less where some
+ * send little or nothing, as in Rabenseifner's steps on fewer elements
+ * than ranks). Across nodes where the butterfly was measured, the bytes
+ * through shared links are the mean at dist_beta, but no message moves
+ * faster than one pair alone (lone_beta x most); with lone_beta unknown,
+ * most at dist_beta. */
+double select_step_time_uneven(const select_params_t *prm, const select_input_t *in,
+                               double most, double mean, int distance);
 /* The steps of recursive doubling on bytes among in's ranks: at distance 1,
  * 2, .., p'/2, plus 2 folding steps (distance 1) when p is not a power of
  * two; each a select_step_time. */
@@ -145,9 +161,8 @@ typedef struct select_algo {
    * NULL. May be NULL: it runs whenever mem matches. */
   const char *(*cannot_run)(const select_input_t *in);
   /* Why the selector should not choose it although it can run (forcing it
-   * still works: Rabenseifner falls back to recursive doubling below
-   * count p', hierarchical on one node is shm with extra steps), or NULL.
-   * May be NULL. */
+   * still works: hierarchical on one node is shm with extra steps), or
+   * NULL. May be NULL. */
   const char *(*not_chosen)(const select_input_t *in);
   /* Predicted seconds for the call (ranks >= 2: the selector prices one
    * rank itself, as a copy). */

@@ -22,6 +22,9 @@
  * of two swaps, less the latency of a message of that size: the ring's
  * rendezvous latency above the eager limit): small, since on a dragonfly
  * the far pairs may get a hundredth of the link (CHANGELOG, 2026-11-29).
+ * Last, the farthest pair swaps that size alone, the others waiting: where
+ * the pairs share links (a backbone) one pair alone is faster, which
+ * prices the steps in which few ranks send (select_step_time_uneven).
  * The ring's values price the ring, which its slowest link paces; these
  * price each butterfly step by its distance (select_step_time). Under one
  * switch of a tree near pairs are faster than the ring's slowest link,
@@ -75,6 +78,8 @@ static rondo_status_t wait_two(const topo_t *topo, MPI_Request req[2])
   }
   return RONDO_SUCCESS;
 }
+
+static rondo_status_t wait_idle(const topo_t *topo, MPI_Request *req);
 
 /* Seconds per byte from the time of a transfer of bytes and the latency
  * (at least a twentieth of the time moves: a link faster than the latency
@@ -185,6 +190,25 @@ static rondo_status_t butterfly(const topo_t *topo, MPI_Comm c, int rank, int po
   return RONDO_SUCCESS;
 }
 
+/* Leader 0 and the leader pof2/2 away swap bytes alone, after the others
+ * have finished the butterfly: lone_beta (0 on the other leaders, whose
+ * zeros lose to it). */
+static rondo_status_t lone_pair(const topo_t *topo, MPI_Comm c, int rank, int pof2, char *sbuf,
+                                char *rbuf, size_t bytes, double lat, double *lone_beta)
+{
+  MPI_Request req;
+  MPI_CHECK(MPI_Ibarrier(c, &req));
+  RONDO_CHECK(wait_idle(topo, &req));
+  if (rank != 0 && rank != pof2 / 2)
+    return RONDO_SUCCESS;
+  double t[2];
+  int peer = rank ^ (pof2 / 2);
+  for (int i = 0; i < 2; i++)
+    RONDO_CHECK(ring_step(topo, c, peer, peer, sbuf, rbuf, bytes, &t[i]));
+  *lone_beta = per_byte(t[0] < t[1] ? t[0] : t[1], lat, bytes);
+  return RONDO_SUCCESS;
+}
+
 /* Local ranks 0 and 1 of node 0 swap 8 bytes and INTRA_BYTES: the
  * point-to-point level inside a node (nodes are taken to be alike, and one
  * pair measuring alone is not disturbed by the others). */
@@ -239,7 +263,8 @@ static rondo_status_t node_bcast(const topo_t *topo, double *v, int n)
 
 /* What the leaders agree on and hand to their ranks: the values of net_t
  * in this order, then the butterfly's alphas and betas. */
-enum { V_ALPHA, V_RNDV_ALPHA, V_BETA, V_INTRA_ALPHA, V_INTRA_BETA, V_SECONDS, V_DIST_ALPHA,
+enum { V_ALPHA, V_RNDV_ALPHA, V_BETA, V_INTRA_ALPHA, V_INTRA_BETA, V_SECONDS, V_LONE_BETA,
+       V_DIST_ALPHA,
        V_DIST_BETA = V_DIST_ALPHA + NET_DISTS, V_COUNT = V_DIST_BETA + NET_DISTS };
 
 /* Among the node leaders (local rank 0): the ring's latency and bandwidth,
@@ -274,6 +299,11 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
   size_t each = reached / 16 > BW_FIRST ? reached / 16 : reached; /* see the top of the file */
   double rndv_extra = rndv_alpha > alpha ? rndv_alpha - alpha : 0;
   RONDO_CHECK(butterfly(topo, lead, rank, 1 << dists, sbuf, rbuf, each, rndv_extra, da, db));
+  if (want_beta && dists > 0) {
+    double lat = da[dists - 1] + (each > NET_EAGER_BYTES ? rndv_extra : 0);
+    RONDO_CHECK(lone_pair(topo, lead, rank, 1 << dists, sbuf, rbuf, each, lat,
+                          &v[V_LONE_BETA]));
+  }
   for (int k = 0; k < dists; k++) { /* what a knob set stays set */
     v[V_DIST_ALPHA + k] = want_alpha ? da[k] : alpha;
     v[V_DIST_BETA + k] = want_beta ? db[k] : beta;
@@ -332,6 +362,7 @@ rondo_status_t net_measure(MPI_Comm comm, const topo_t *topo, double latency_us,
   out->intra_alpha = v[V_INTRA_ALPHA];
   out->intra_beta = v[V_INTRA_BETA];
   out->seconds = v[V_SECONDS];
+  out->lone_beta = v[V_LONE_BETA];
   for (int k = 0; k < NET_DISTS && v[V_DIST_ALPHA + k] > 0; k++) {
     out->dist_alpha[k] = v[V_DIST_ALPHA + k];
     out->dist_beta[k] = v[V_DIST_BETA + k];
@@ -377,6 +408,9 @@ void net_describe(const net_t *net, int nodes, char *buf, size_t len)
                   1 << (net->dists - 1), a[0] * 1e6, a[1] * 1e6, 8.0 / b[1] / 1e9,
                   8.0 / b[0] / 1e9);
   }
+  if (n >= 0 && (size_t)n < len && net->lone_beta > 0)
+    n += snprintf(buf + n, len - (size_t)n, "; one pair alone %.2f Gbit/s",
+                  8.0 / net->lone_beta / 1e9);
   if (n >= 0 && (size_t)n < len && net->seconds > 0)
     snprintf(buf + n, len - (size_t)n, "; measuring took %.1f ms", net->seconds * 1e3);
 }

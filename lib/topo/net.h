@@ -44,6 +44,7 @@ typedef struct {
   int dists;
   double dist_alpha[NET_DISTS]; /* seconds per step at node distance 2^k */
   double dist_beta[NET_DISTS];  /* seconds per byte through one node's link */
+  double lone_beta;     /* the farthest pair swapping alone; 0: not measured */
 } net_t;
 
 /* The guesses used when nothing is measured or set. */

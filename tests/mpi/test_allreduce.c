@@ -183,9 +183,11 @@ static void print_big_plan(void)
   fflush(stdout);
 }
 
-/* Rabenseifner needs count >= the largest power of two <= size; below that
- * it falls back (to recursive doubling) and must still be right. */
-static void test_rabenseifner_fallback(rondo_comm_t comm, const bufs_t *b)
+/* Below the largest power of two <= size elements Rabenseifner's blocks are
+ * of one element or none: its first halving steps gather the data on fewer
+ * ranks and its last doubling steps spread it again. Still right, on every
+ * dtype's kind of op. */
+static void test_rabenseifner_below_pof2(rondo_comm_t comm, const bufs_t *b)
 {
   int pof2 = 1;
   while (pof2 * 2 <= mt.size)
@@ -205,7 +207,7 @@ static void test_rabenseifner_fallback(rondo_comm_t comm, const bufs_t *b)
       mt.salt = 1000 + c;
       mt_fill_input(cases[k].dt, cases[k].op, 0, counts[c], b->input);
       mt_fill_reduced(cases[k].dt, cases[k].op, 0, counts[c], b->want);
-      run_case(comm, "fallback (count < pof2) ", &variants[VARIANT_RABENSEIFNER], cases[k].dt,
+      run_case(comm, "below pof2 elements ", &variants[VARIANT_RABENSEIFNER], cases[k].dt,
                cases[k].op, counts[c], (int)(k % 2), b);
     }
 }
@@ -313,7 +315,7 @@ int main(int argc, char **argv)
     mt_hash_flush();
   }
   if (variant_enabled(VARIANT_RABENSEIFNER))
-    test_rabenseifner_fallback(comm, &b);
+    test_rabenseifner_below_pof2(comm, &b);
 
   free(b.input);
   free(b.want);

@@ -674,7 +674,7 @@ int main(int argc, char **argv)
   who_t me = {{0}, 0, 0}, *who = mt_alloc((size_t)mt.size * sizeof *who);
   int len = 0, local = 0, local_size = 0;
   MPI_Get_processor_name(me.host, &len);
-  char topo[512] = "";
+  char topo[1024] = "";
   rondo_comm_topology(world, topo, sizeof topo, NULL);
   const char *at = strstr(topo, "this rank: node ");
   me.node = at != NULL ? atoi(at + strlen("this rank: node ")) : 0;

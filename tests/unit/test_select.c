@@ -204,26 +204,70 @@ static void test_one_rank_predicts_a_copy_and_mpi_wins_the_tie(void **state)
 
 /* ---- eligibility --------------------------------------------------------------- */
 
-static void test_rabenseifner_needs_count_at_least_pof2(void **state)
+/* Below p' elements Rabenseifner's first steps are uneven: half the ranks
+ * send their range's whole data, the others nothing (a binomial reduce,
+ * and in the doubling a broadcast). 2 float32 on 8 nodes: the steps send
+ * at most 8, 8 and 4 bytes, 4, 2 and 1 on average. Where one pair alone
+ * is faster than every pair at once (lone_beta), the shared links carry
+ * the mean; unmeasured, the largest message is priced at dist_beta. */
+static void test_rabenseifner_below_pof2_elements(void **state)
 {
   (void)state;
-  select_candidate_t c[SELECT_MAX_ALGOS];
-  select_input_t in = layout(3, 6, 1, P2P_ALGOS); /* p' = 4 > 3 elements */
-  select_predict(&unit_params, menu(), &in, c);
-  assert_string_equal(c[RONDO_ALGO_RABENSEIFNER].why_not,
-                      "count < largest power of two <= ranks");
-  /* mpi is then modelled on recursive doubling alone */
-  assert_close(c[RONDO_ALGO_MPI].seconds,
-               c[RONDO_ALGO_RECURSIVE_DOUBLING].seconds + unit_params.mpi_alpha);
-  in = layout(4, 6, 1, P2P_ALGOS);
-  select_predict(&unit_params, menu(), &in, c);
-  assert_null(c[RONDO_ALGO_RABENSEIFNER].why_not);
-  /* even where it would be cheapest, an ineligible rabenseifner is not chosen */
+  double us = 1e-6, ns = 1e-9;
   select_params_t p = unit_params;
-  p.intra.alpha = 0;
-  in = layout(3, 6, 1, BIT(RONDO_ALGO_RABENSEIFNER));
-  select_result_t res;
-  assert_int_equal(choose(&p, NULL, &in, &res), RONDO_ALGO_AUTO);
+  p.dists = 3;
+  for (int k = 0; k < 3; k++) {
+    p.dist_alpha[k] = 1 * us;
+    p.dist_beta[k] = 1 * ns;
+  }
+  p.lone_beta = 0.1 * ns;
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  select_input_t in = layout(2, 8, 8, P2P_ALGOS);
+  select_predict(&p, menu(), &in, c);
+  assert_null(c[RONDO_ALGO_RABENSEIFNER].why_not);
+  double fixed = 8 * p.copy_beta + (8 + 8 + 4) * p.intra.gamma + 6 * us;
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, fixed + 2 * (4 + 2 + 1) * ns);
+  /* no step is priced below one pair alone: 8 bytes at 0.5 ns, not 2 at 1 */
+  p.lone_beta = 0.5 * ns;
+  select_predict(&p, menu(), &in, c);
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, fixed + 2 * (4 + 4 + 2) * ns);
+  p.lone_beta = 0;
+  select_predict(&p, menu(), &in, c);
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, fixed + 2 * (8 + 8 + 4) * ns);
+  /* from p' elements on, every rank sends n/2^k: as before */
+  p.lone_beta = 0.1 * ns;
+  in = layout(8, 8, 8, P2P_ALGOS);
+  select_predict(&p, menu(), &in, c);
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds,
+               32 * p.copy_beta + 28 * p.intra.gamma + 6 * us + 2 * (16 + 8 + 4) * ns);
+}
+
+/* 1 KiB on 4096 ranks, each a node, where every pair at once gets a
+ * fortieth of the link (a backbone of 100 links for 4096 hosts, the flat
+ * cluster of docs/scale.md): recursive doubling's 12 steps of 1 KiB from
+ * every rank cost more than Rabenseifner's 24 short or uneven ones, so the
+ * call that rode in the check's exchange (mpi) gives way to the halving
+ * that carries it. With full bisection (one pair alone no faster) mpi stays. */
+static void test_rabenseifner_below_pof2_on_a_shared_backbone(void **state)
+{
+  (void)state;
+  double us = 1e-6, ns = 1e-9;
+  select_params_t p = select_default_params;
+  p.inter.alpha = 0.7 * us;
+  p.inter.beta = 3.4 * ns;
+  p.check_bytes = 64;
+  p.dists = 12;
+  for (int k = 0; k < 12; k++) {
+    p.dist_alpha[k] = 0.8 * us;
+    p.dist_beta[k] = 3.4 * ns;
+  }
+  p.lone_beta = 0.08 * ns; /* 100 Gbit/s */
+  select_input_t in = layout(256, 4096, 4096, P2P_ALGOS);
+  in.mpi_check = in.check_exchange = 1;
+  expect_choice(&p, &in, RONDO_ALGO_RABENSEIFNER);
+  for (int k = 0; k < 12; k++)
+    p.dist_beta[k] = 0.08 * ns;
+  expect_choice(&p, &in, RONDO_ALGO_MPI);
 }
 
 static void test_shm_only_on_one_node_and_hierarchical_only_across(void **state)
@@ -921,12 +965,12 @@ static void test_table_skips_rules_whose_algorithm_is_not_eligible(void **state)
   assert_string_equal(res.reason,
                       "tuning file t.txt line 2; skipped tuning file t.txt line 1: shm not "
                       "eligible");
-  /* 3 elements on 4 ranks: rabenseifner is not eligible either */
+  /* 3 elements on 4 ranks: rabenseifner still (it runs below p' elements) */
   in = layout(3, 4, 2, HOST_ALGOS);
-  assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_RING);
-  assert_string_equal(res.reason,
-                      "tuning file t.txt line 3; skipped tuning file t.txt line 1: shm not "
-                      "eligible");
+  assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_RABENSEIFNER);
+  /* 1 node: shm is eligible */
+  in = layout(3, 4, 1, HOST_ALGOS);
+  assert_int_equal(choose(&select_default_params, t, &in, &res), RONDO_ALGO_SHM);
   /* lookup itself ignores eligibility */
   int line;
   assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_SHM);
@@ -1078,7 +1122,8 @@ int main(void)
       cmocka_unit_test(test_ring_wins_when_bandwidth_dominates),
       cmocka_unit_test(test_recursive_doubling_wins_when_latency_dominates),
       cmocka_unit_test(test_one_rank_predicts_a_copy_and_mpi_wins_the_tie),
-      cmocka_unit_test(test_rabenseifner_needs_count_at_least_pof2),
+      cmocka_unit_test(test_rabenseifner_below_pof2_elements),
+      cmocka_unit_test(test_rabenseifner_below_pof2_on_a_shared_backbone),
       cmocka_unit_test(test_shm_only_on_one_node_and_hierarchical_only_across),
       cmocka_unit_test(test_unavailable_algorithms_are_not_eligible),
       cmocka_unit_test(test_host_memory_never_picks_nccl),

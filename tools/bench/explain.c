@@ -16,7 +16,7 @@ int explain_main(const bench_opts_t *o)
   rondo_comm_t comm = rondo_world();
   if (meas_rank(comm) != 0)
     return 0;
-  char topo[512];
+  char topo[1024];
   rondo_comm_topology(comm, topo, sizeof topo, NULL);
   printf("# rondo-bench %s: explain, what rondo_allreduce() chooses on these ranks\n",
          rondo_version_string());

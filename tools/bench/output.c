@@ -161,7 +161,7 @@ int out_start(const bench_opts_t *o, rondo_comm_t comm, const char *title)
   if (!out.writer)
     return 0;
 
-  char cmd[1024], lib[MPI_MAX_LIBRARY_VERSION_STRING], topo[512], when[64];
+  char cmd[1024], lib[MPI_MAX_LIBRARY_VERSION_STRING], topo[1024], when[64];
   int len;
   command_line(o, cmd, sizeof cmd);
   MPI_Get_library_version(lib, &len);

@@ -51,7 +51,6 @@ static void tune_size(meas_t *m, const bench_opts_t *o, const rondo_algo_t *all,
   int n = 0;
   for (int i = 0; i < nall; i++) {
     /* Candidates: what the selector would consider at this size (not
-     * Rabenseifner below count p', which is recursive doubling then; not
      * hierarchical on one node). */
     const char *why = NULL;
     if (rondo_algo_available(m->comm, all[i], count, RONDO_FLOAT32, RONDO_SUM, &why) ==
@@ -128,7 +127,7 @@ static int write_table(const bench_opts_t *o, rondo_comm_t comm, const size_resu
     return -1;
   }
   int ranks = meas_size(comm), nodes = meas_nodes(comm);
-  char lib[MPI_MAX_LIBRARY_VERSION_STRING], topo[256], when[64];
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING], topo[1024], when[64];
   int len;
   MPI_Get_library_version(lib, &len);
   lib[strcspn(lib, "\n")] = '\0';
@@ -187,7 +186,7 @@ int tune_main(const bench_opts_t *o)
   if (meas_init(&m, o->maxbytes) != 0)
     return 1;
   if (rank == 0) {
-    char topo[256];
+    char topo[1024];
     rondo_comm_topology(comm, topo, sizeof topo, NULL);
     printf("# rondo-bench tune: %s\n", topo);
     if (o->ignored_table)

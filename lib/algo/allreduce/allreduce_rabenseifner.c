@@ -9,10 +9,18 @@
  * it wins at medium sizes. Non-powers of two are folded first (as fold.c).
  *
  * The buffer is cut into pof2 blocks (sizes differ by at most one element);
- * a rank owns a contiguous range of blocks that halves each round, so it
- * needs count >= pof2: smaller inputs fall back to recursive doubling.
- * Each block's final value is computed once (by the rank that owns it after
- * the reduce-scatter) and then copied, so all ranks hold identical bytes.
+ * a rank owns a contiguous range of blocks that halves each round. Each
+ * block's final value is computed once (by the rank that owns it after the
+ * reduce-scatter) and then copied, so all ranks hold identical bytes.
+ *
+ * Below pof2 elements the blocks are of one element or none, the empty
+ * ones last. Then in the first steps half the ranks send their range's
+ * whole data and the others an empty half: the data gathers on fewer
+ * ranks, a reduce by a binomial tree, until the ranges are as narrow as
+ * the data; the doubling's last steps are the mirror, a broadcast. Where
+ * the ranks share the network's links (a backbone, thousands of ranks)
+ * that sends far fewer bytes at once than recursive doubling, in which
+ * every rank sends everything in every step (docs/scale.md).
  *
  * Where the check's exchange is rondo's own (check_by_exchange) the
  * halving carries the argument check (a->agree): its steps pair the same
@@ -29,6 +37,8 @@
 
 #include "algo/common/check_exchange.h"
 #include "base/numbers.h"
+
+#include <math.h>
 
 /* Element offset of block b of pof2 blocks. */
 static size_t block_start(const algo_allreduce_args_t *a, int b)
@@ -157,12 +167,6 @@ static rondo_status_t allreduce_rabenseifner(const algo_allreduce_args_t *a)
   rondo_comm_t comm = a->comm;
   size_t bytes = a->count * a->esize;
   int riding = a->agree != NULL;
-  if (a->count < (size_t)comm->pof2 && !riding) {
-    LOG_DEBUG("rabenseifner needs count >= %d (largest power of two <= %d ranks), "
-              "got %zu: falling back to recursive doubling",
-              comm->pof2, comm->size, a->count);
-    return algo_recursive_doubling.allreduce(a);
-  }
   if (comm->size == 1) {
     algo_copy_input(a);
     return RONDO_SUCCESS;
@@ -195,24 +199,43 @@ static rondo_status_t allreduce_rabenseifner(const algo_allreduce_args_t *a)
   return algo_fold_out(a, a->recvbuf, h.newrank);
 }
 
+/* A halving step's bytes where the ranges are w blocks wide before it, n
+ * bytes of elements of esize over pof2 blocks: mean, what a rank sends on
+ * average, n w / (2 p'), and most, the largest message: the same, or,
+ * below p' elements (blocks of one element or none), the elements in a
+ * half range, min(count, w/2). The doubling step at that distance sends
+ * the same. */
+static void step_bytes(double n, double esize, int pof2, int w, double *most, double *mean)
+{
+  double count = n / esize, half = w / 2;
+  *mean = n * half / pof2;
+  *most = fmax(*mean, fmin(count, half) * esize);
+}
+
 /* Cost: a halving and a doubling step of n/2 at distance 1, n/4 at
  * distance 2, .., n/p' at distance p'/2 (+2 fold steps of n), each priced
- * by select_step_time, plus gamma * (n (p'-1)/p' (+n)) and the input copy.
- * The big halves go to the nearest ranks, on the same node when ranks sit
- * on nodes in blocks, so only the small ones cross the network. */
+ * by select_step_time, plus gamma on what the halving reduces (n (p'-1)/p'
+ * (+n)) and the input copy. The big halves go to the nearest ranks, on the
+ * same node when ranks sit on nodes in blocks, so only the small ones
+ * cross the network. Below p' elements the first steps are uneven: half
+ * the ranks of a step send the whole data of their range and the others
+ * nothing, a reduce and (in the doubling) a broadcast by a binomial tree
+ * (select_step_time_uneven). */
 double algo_rab_time(const select_params_t *prm, const select_input_t *in, double n,
                      double copy)
 {
   int pof2 = rondo__pof2_floor(in->ranks);
   int fold = in->ranks != pof2;
-  double share = (double)(pof2 - 1) / pof2;
-  double t = copy * n + prm->intra.gamma * (n * share + (fold ? n : 0));
+  size_t size = rondo_dtype_size(in->dtype);
+  double esize = size > 0 ? (double)size : 1;
+  double t = copy * n + prm->intra.gamma * (fold ? n : 0);
   if (fold)
     t += 2 * select_step_time(prm, in, n, 1);
-  double part = n;
-  for (int mask = 1; mask < pof2; mask <<= 1) {
-    part /= 2;
-    t += 2 * select_step_time(prm, in, part, mask); /* a halving and a doubling step */
+  for (int mask = 1, w = pof2; mask < pof2; mask <<= 1, w >>= 1) {
+    double most, mean;
+    step_bytes(n, esize, pof2, w, &most, &mean);
+    t += prm->intra.gamma * most; /* what the halving step reduces */
+    t += 2 * select_step_time_uneven(prm, in, most, mean, mask); /* it and its doubling */
   }
   return t;
 }
@@ -222,16 +245,9 @@ static double cost(const select_params_t *prm, const select_input_t *in)
   return algo_rab_time(prm, in, (double)in->bytes, prm->copy_beta);
 }
 
-static const char *not_chosen(const select_input_t *in)
-{
-  if (in->count < (size_t)rondo__pof2_floor(in->ranks))
-    return "count < largest power of two <= ranks";
-  return NULL;
-}
-
 const algo_desc_t algo_rabenseifner = {
     .select = {.id = RONDO_ALGO_RABENSEIFNER, .name = "rabenseifner",
-               .mem = SELECT_MEM_HOST, .not_chosen = not_chosen, .cost = cost,
+               .mem = SELECT_MEM_HOST, .cost = cost,
                .carries_check = 1 /* its halving, in rondo's own exchange */},
     .collectives = ALGO_SERVES_ALLREDUCE,
     .allreduce = allreduce_rabenseifner,

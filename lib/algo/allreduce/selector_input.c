@@ -87,6 +87,7 @@ select_params_t algo_params(rondo_comm_t comm)
   params.inter.eager_limit = NET_EAGER_BYTES;
   _Static_assert(SELECT_DISTS >= NET_DISTS, "a model distance for every measured one");
   params.dists = topo->net.dists;
+  params.lone_beta = topo->net.lone_beta;
   for (int k = 0; k < topo->net.dists; k++) {
     params.dist_alpha[k] = topo->net.dist_alpha[k];
     params.dist_beta[k] = topo->net.dist_beta[k];

@@ -513,8 +513,7 @@ rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
 int agree_rider_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count)
 {
   return comm->size > 1 && comm->board == NULL && !agree_skip &&
-         algo == RONDO_ALGO_RABENSEIFNER && count >= (size_t)comm->pof2 &&
-         check_by_exchange(comm);
+         algo == RONDO_ALGO_RABENSEIFNER && count > 0 && check_by_exchange(comm);
 }
 
 rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
