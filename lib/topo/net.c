@@ -191,22 +191,23 @@ static rondo_status_t butterfly(const topo_t *topo, MPI_Comm c, int rank, int po
 }
 
 /* Leader 0 and the leader pof2/2 away swap bytes alone, after the others
- * have finished the butterfly: lone_beta (0 on the other leaders, whose
- * zeros lose to it). */
+ * have finished the butterfly and while they sleep (wait_idle): lone_beta
+ * (0 on the other leaders, whose zeros lose to it). */
 static rondo_status_t lone_pair(const topo_t *topo, MPI_Comm c, int rank, int pof2, char *sbuf,
                                 char *rbuf, size_t bytes, double lat, double *lone_beta)
 {
   MPI_Request req;
   MPI_CHECK(MPI_Ibarrier(c, &req));
   RONDO_CHECK(wait_idle(topo, &req));
-  if (rank != 0 && rank != pof2 / 2)
-    return RONDO_SUCCESS;
-  double t[2];
-  int peer = rank ^ (pof2 / 2);
-  for (int i = 0; i < 2; i++)
-    RONDO_CHECK(ring_step(topo, c, peer, peer, sbuf, rbuf, bytes, &t[i]));
-  *lone_beta = per_byte(t[0] < t[1] ? t[0] : t[1], lat, bytes);
-  return RONDO_SUCCESS;
+  if (rank == 0 || rank == pof2 / 2) {
+    double t[2];
+    int peer = rank ^ (pof2 / 2);
+    for (int i = 0; i < 2; i++)
+      RONDO_CHECK(ring_step(topo, c, peer, peer, sbuf, rbuf, bytes, &t[i]));
+    *lone_beta = per_byte(t[0] < t[1] ? t[0] : t[1], lat, bytes);
+  }
+  MPI_CHECK(MPI_Ibarrier(c, &req));
+  return wait_idle(topo, &req);
 }
 
 /* Local ranks 0 and 1 of node 0 swap 8 bytes and INTRA_BYTES: the

@@ -363,6 +363,9 @@ static void riding_agreement(rondo_comm_t w)
        RONDO_ALGO_RABENSEIFNER, RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
       {"count 7 instead of 8 on the last rank, in place", N - 1, 1, 1, RONDO_ALGO_RABENSEIFNER,
        RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
+      /* below p' elements: blocks of one element or none, empty messages */
+      {"count 1 instead of 8 on the upper half", 1, 0, 0, RONDO_ALGO_RABENSEIFNER,
+       RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
       {"mpi (riding in the packet) on the last rank", N, 1, 0, RONDO_ALGO_MPI,
        RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
       {"ring on the upper half", N, 0, 0, RONDO_ALGO_RING, RONDO_ERR_MISMATCH,
@@ -388,9 +391,10 @@ static void riding_agreement(rondo_comm_t w)
   c = valid_call(last ? BARRIER : ALLREDUCE_ALGO, w);
   c.algo = RONDO_ALGO_RABENSEIFNER;
   EXPECT(&c, RONDO_ERR_MISMATCH);
-  /* and then a valid one, in place and not, of N and of BIG_N elements */
-  for (int k = 0; k < 4; k++) {
-    size_t n = k < 2 ? N : BIG_N;
+  /* and then a valid one, in place and not, of N, of BIG_N and of 1
+   * element (below p': empty blocks) */
+  for (int k = 0; k < 6; k++) {
+    size_t n = k < 2 ? N : k < 4 ? BIG_N : 1;
     float *x = mt_alloc(n * sizeof *x), *y = mt_alloc(n * sizeof *y);
     for (size_t i = 0; i < n; i++)
       x[i] = (float)((mt.rank + 1) * (int)(i % 7 + 1));

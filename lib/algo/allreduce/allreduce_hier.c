@@ -48,6 +48,7 @@ static select_params_t cross_params(const select_params_t *prm, int max_local)
 {
   select_params_t p = *prm;
   p.inter.beta *= max_local;
+  p.lone_beta *= max_local;
   for (int k = 0; k < p.dists; k++)
     p.dist_beta[k] *= max_local;
   return p;

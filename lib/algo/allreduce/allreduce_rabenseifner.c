@@ -4,9 +4,10 @@
  * 2005). The halving starts with the nearest partner (distance 1) and the
  * doubling ends with it, as MPICH's does: when ranks sit on nodes in
  * blocks, the big halves stay inside the node and only the small pieces
- * cross the network. Each rank sends and receives about 2 (p-1)/p of the buffer in
- * 2 lg p messages: bandwidth-optimal like the ring with far fewer steps, so
- * it wins at medium sizes. Non-powers of two are folded first (as fold.c).
+ * cross the network. From p elements up each rank sends and receives
+ * about 2 (p-1)/p of the buffer in 2 lg p messages: bandwidth-optimal like
+ * the ring with far fewer steps, so it wins at medium sizes. Non-powers of
+ * two are folded first (as fold.c).
  *
  * The buffer is cut into pof2 blocks (sizes differ by at most one element);
  * a rank owns a contiguous range of blocks that halves each round. Each
@@ -215,7 +216,7 @@ static void step_bytes(double n, double esize, int pof2, int w, double *most, do
 /* Cost: a halving and a doubling step of n/2 at distance 1, n/4 at
  * distance 2, .., n/p' at distance p'/2 (+2 fold steps of n), each priced
  * by select_step_time, plus gamma on what the halving reduces (n (p'-1)/p'
- * (+n)) and the input copy. The big halves go to the nearest ranks, on the
+ * (+n); below p' elements each step's largest message) and the input copy. The big halves go to the nearest ranks, on the
  * same node when ranks sit on nodes in blocks, so only the small ones
  * cross the network. Below p' elements the first steps are uneven: half
  * the ranks of a step send the whole data of their range and the others
