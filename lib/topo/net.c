@@ -22,7 +22,8 @@
  * of two swaps, less the latency of a message of that size: the ring's
  * rendezvous latency above the eager limit): small, since on a dragonfly
  * the far pairs may get a hundredth of the link (CHANGELOG, 2026-11-29).
- * Last, the farthest pair swaps that size alone, the others waiting: where
+ * Last, the farthest pair swaps that size alone, the others waiting (on
+ * two nodes the butterfly's one pair already was alone): where
  * the pairs share links (a backbone) one pair alone is faster, which
  * prices the steps in which few ranks send (select_step_time_uneven).
  * The ring's values price the ring, which its slowest link paces; these
@@ -166,6 +167,20 @@ static rondo_status_t bandwidth(const topo_t *topo, MPI_Comm c, int right, int l
   return RONDO_SUCCESS;
 }
 
+/* Seconds per byte of a swap of bytes with peer on c: the faster of two,
+ * less lat, the latency of a message of that size (alpha, plus rndv_extra
+ * above NET_EAGER_BYTES). */
+static rondo_status_t swap_beta(const topo_t *topo, MPI_Comm c, int peer, char *sbuf, char *rbuf,
+                                size_t bytes, double alpha, double rndv_extra, double *beta)
+{
+  double t[2];
+  for (int i = 0; i < 2; i++)
+    RONDO_CHECK(ring_step(topo, c, peer, peer, sbuf, rbuf, bytes, &t[i]));
+  double lat = alpha + (bytes > NET_EAGER_BYTES ? rndv_extra : 0);
+  *beta = per_byte(t[0] < t[1] ? t[0] : t[1], lat, bytes);
+  return RONDO_SUCCESS;
+}
+
 /* The butterfly's distances among the leaders on c (see the top of the
  * file): alpha[k] and beta[k] for k < lg p', this rank's view (the caller
  * takes the slowest); beta only when bytes > 0. Leaders at or above p'
@@ -178,36 +193,33 @@ static rondo_status_t butterfly(const topo_t *topo, MPI_Comm c, int rank, int po
     return RONDO_SUCCESS;
   for (int k = 0; (1 << k) < pof2; k++) {
     int peer = rank ^ (1 << k);
-    double bw[2];
     RONDO_CHECK(latency(topo, c, peer, peer, DIST_LAT_STEPS, &alpha[k]));
-    if (bytes == 0)
-      continue;
-    for (int i = 0; i < 2; i++)
-      RONDO_CHECK(ring_step(topo, c, peer, peer, sbuf, rbuf, bytes, &bw[i]));
-    double lat = alpha[k] + (bytes > NET_EAGER_BYTES ? rndv_extra : 0);
-    beta[k] = per_byte(bw[0] < bw[1] ? bw[0] : bw[1], lat, bytes);
+    if (bytes > 0)
+      RONDO_CHECK(swap_beta(topo, c, peer, sbuf, rbuf, bytes, alpha[k], rndv_extra, &beta[k]));
   }
   return RONDO_SUCCESS;
 }
 
-/* Leader 0 and the leader pof2/2 away swap bytes alone, after the others
- * have finished the butterfly and while they sleep (wait_idle): lone_beta
- * (0 on the other leaders, whose zeros lose to it). */
-static rondo_status_t lone_pair(const topo_t *topo, MPI_Comm c, int rank, int pof2, char *sbuf,
-                                char *rbuf, size_t bytes, double lat, double *lone_beta)
+/* A barrier of c, waited for asleep (wait_idle). */
+static rondo_status_t idle_barrier(const topo_t *topo, MPI_Comm c)
 {
   MPI_Request req;
   MPI_CHECK(MPI_Ibarrier(c, &req));
-  RONDO_CHECK(wait_idle(topo, &req));
-  if (rank == 0 || rank == pof2 / 2) {
-    double t[2];
-    int peer = rank ^ (pof2 / 2);
-    for (int i = 0; i < 2; i++)
-      RONDO_CHECK(ring_step(topo, c, peer, peer, sbuf, rbuf, bytes, &t[i]));
-    *lone_beta = per_byte(t[0] < t[1] ? t[0] : t[1], lat, bytes);
-  }
-  MPI_CHECK(MPI_Ibarrier(c, &req));
   return wait_idle(topo, &req);
+}
+
+/* Leader 0 and the leader pof2/2 away swap bytes alone, after the others
+ * have finished the butterfly and while they sleep: lone_beta (0 on the
+ * other leaders, whose zeros lose to it); alpha, that pair's latency. */
+static rondo_status_t lone_pair(const topo_t *topo, MPI_Comm c, int rank, int pof2, char *sbuf,
+                                char *rbuf, size_t bytes, double alpha, double rndv_extra,
+                                double *lone_beta)
+{
+  RONDO_CHECK(idle_barrier(topo, c));
+  if (rank == 0 || rank == pof2 / 2)
+    RONDO_CHECK(swap_beta(topo, c, rank ^ (pof2 / 2), sbuf, rbuf, bytes, alpha, rndv_extra,
+                          lone_beta));
+  return idle_barrier(topo, c);
 }
 
 /* Local ranks 0 and 1 of node 0 swap 8 bytes and INTRA_BYTES: the
@@ -283,9 +295,7 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
   int right = (rank + 1) % size, left = (rank + size - 1) % size;
   double alpha = known->alpha, beta = known->beta, rndv_alpha = 0;
   size_t reached = 0;
-  MPI_Request req; /* node 0's pair measures first; the others sleep */
-  MPI_CHECK(MPI_Ibarrier(lead, &req));
-  RONDO_CHECK(wait_idle(topo, &req));
+  RONDO_CHECK(idle_barrier(topo, lead)); /* node 0's pair measures first; the others sleep */
   if (want_alpha) {
     RONDO_CHECK(latency(topo, lead, right, left, LAT_STEPS, &alpha));
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &alpha, 1, MPI_DOUBLE, MPI_MAX, lead));
@@ -300,11 +310,11 @@ static rondo_status_t measure_leaders(const topo_t *topo, const net_t *known, in
   size_t each = reached / 16 > BW_FIRST ? reached / 16 : reached; /* see the top of the file */
   double rndv_extra = rndv_alpha > alpha ? rndv_alpha - alpha : 0;
   RONDO_CHECK(butterfly(topo, lead, rank, 1 << dists, sbuf, rbuf, each, rndv_extra, da, db));
-  if (want_beta && dists > 0) {
-    double lat = da[dists - 1] + (each > NET_EAGER_BYTES ? rndv_extra : 0);
-    RONDO_CHECK(lone_pair(topo, lead, rank, 1 << dists, sbuf, rbuf, each, lat,
-                          &v[V_LONE_BETA]));
-  }
+  if (want_beta && dists > 1) /* (on 2 nodes the butterfly's one pair was alone) */
+    RONDO_CHECK(lone_pair(topo, lead, rank, 1 << dists, sbuf, rbuf, each, da[dists - 1],
+                          rndv_extra, &v[V_LONE_BETA]));
+  else if (want_beta && dists == 1)
+    v[V_LONE_BETA] = db[0];
   for (int k = 0; k < dists; k++) { /* what a knob set stays set */
     v[V_DIST_ALPHA + k] = want_alpha ? da[k] : alpha;
     v[V_DIST_BETA + k] = want_beta ? db[k] : beta;

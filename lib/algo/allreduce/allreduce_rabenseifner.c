@@ -227,8 +227,7 @@ double algo_rab_time(const select_params_t *prm, const select_input_t *in, doubl
 {
   int pof2 = rondo__pof2_floor(in->ranks);
   int fold = in->ranks != pof2;
-  size_t size = rondo_dtype_size(in->dtype);
-  double esize = size > 0 ? (double)size : 1;
+  double esize = (double)rondo_dtype_size(in->dtype);
   double t = copy * n + prm->intra.gamma * (fold ? n : 0);
   if (fold)
     t += 2 * select_step_time(prm, in, n, 1);
