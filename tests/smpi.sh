@@ -5,6 +5,7 @@
 #   - 64 simulated ranks, one per host of the 100 Gbit fat tree: every
 #     algorithm and AUTO from 16 B to 1 MiB, float32 sum and int32 max, every
 #     element checked on every rank (rondo-bench exits 1 on a wrong one);
+#   - Rabenseifner's doubling forced to radix 8 and 4, 4 B to 64 KiB, checked;
 #   - 32 ranks, 8 per host of the multicore platform: the node-shared
 #     windows between simulated ranks, shm's and the hierarchical path's;
 #     the check there is rondo's exchange, in which the inline data of
@@ -46,6 +47,21 @@ for algo in auto mpi ring recursive_doubling rabenseifner MPI_Allreduce; do
   [ "$n" -eq 20 ] || { cat "$tmp/flat.out"; fail "64 ranks: $n rows of $algo, not 20 (5 sizes x 2 types x 2 ops)"; }
 done
 echo "ok: 64 simulated ranks, every algorithm, checked"
+
+# Rabenseifner's doubling in radix 8 and 4 (RONDO_RAB_RADIX) at every size
+# from one element, checked: on 64 ranks two steps of 3 bits or three of
+# 2; on 48 ranks the fold to 32 first, then 5 bits in steps of 3 and 2.
+for run in "8 64" "4 64" "8 48"; do
+  set -- $run
+  RONDO_RAB_RADIX=$1 sim fattree-100g hosts-1 $2 -b 4 -e 64K -f 4 -n 1 -w 1 --rounds 1 -q \
+    -d float32,int32 -o sum,max -a rabenseifner > "$tmp/radix.out" 2>&1 ||
+    { cat "$tmp/radix.out"; fail "radix $1 on $2 ranks"; }
+  grep -q '^# wrong results: 0 (OK)' "$tmp/radix.out" &&
+    grep -q "RONDO_RAB_RADIX=$1" "$tmp/radix.out" &&
+    [ "$(grep -cE '^ +[0-9].* rabenseifner +[0-9]' "$tmp/radix.out")" -eq 32 ] ||
+    { cat "$tmp/radix.out"; fail "radix $1 on $2 ranks: wrong results or rows"; }
+done
+echo "ok: Rabenseifner's doubling in radix 8 and 4, checked"
 
 sim multicore-100g hosts-8 32 -b 16 -e 1M -f 4 -n 1 -w 1 --rounds 1 -q -a auto,hierarchical,mpi,rabenseifner \
   > "$tmp/multi.out" 2>&1 || { cat "$tmp/multi.out"; fail "32 ranks, 8 per host"; }

@@ -304,6 +304,11 @@ static rondo_status_t explain(const char *fn, rondo_comm_t comm, size_t count,
     /* Whether the ring pipelines across that link. */
     algo_ring_describe(comm->cfg.ring_chunk, comm->link_beta, net, sizeof net);
     want = append_line(want, buf, len, net);
+    /* Rabenseifner's doubling's radix at this size. */
+    if (mem == SELECT_MEM_HOST) {
+      algo_rab_describe(comm, &in, net, sizeof net);
+      want = append_line(want, buf, len, net);
+    }
     /* Whether hierarchical pipelines at this size. */
     if (comm->topo->max_local > 1 && mem == SELECT_MEM_HOST) {
       algo_hier_describe(comm, &in, net, sizeof net);

@@ -269,6 +269,7 @@ typedef struct {
   int net_calibrate;      /* RONDO_NET_CALIBRATE: 0 off, 1 on */
   int check_exchange;     /* RONDO_CHECK_EXCHANGE: RONDO__CHECK_AUTO, _RONDO or _MPI */
   size_t hier_chunk;      /* RONDO_HIER_CHUNK_BYTES */
+  int rab_radix;          /* RONDO_RAB_RADIX: 0 auto, k: radix 2^k (its table's order) */
   size_t stage_chunk;     /* RONDO_STAGE_CHUNK_BYTES */
   double device_timeout_sec; /* RONDO_DEVICE_TIMEOUT_SEC (0: never) */
   char mpi_intercept[RONDO__KNOB_STRING_MAX]; /* RONDO_MPI_INTERCEPT (librondo-mpi's

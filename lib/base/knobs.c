@@ -34,6 +34,7 @@ typedef enum {
 static const char *const log_choices[] = {"off", "error", "warn", "info", "debug", NULL};
 static const char *const onoff_choices[] = {"off", "on", NULL};
 static const char *const check_exchange_choices[] = {"auto", "rondo", "mpi", NULL};
+static const char *const rab_radix_choices[] = {"auto", "2", "4", "8", NULL}; /* 2^index */
 
 typedef struct {
   const char *name;
@@ -131,6 +132,12 @@ static const knob_def_t knob_table[] = {
      "reduce-scatter of one stripe overlaps the cross-node exchange of the one "
      "before; stripes of a chunk on a fast link, of 1-16 chunks on a slow one",
      FIELD(hier_chunk), NULL, 4096, (size_t)1 << 30, 1, NULL},
+    {"RONDO_RAB_RADIX", KNOB_ENUM, "auto",
+     "radix of the doubling of Rabenseifner's all-reduce: 2, 4 or 8 (each step "
+     "swaps with radix - 1 ranks at once, lg radix of radix 2's steps in one), "
+     "or auto (the cost model's choice below p' elements, the largest power of "
+     "two <= ranks, where the steps are latency; 2 from there)",
+     FIELD(rab_radix), rab_radix_choices, 0, 0, 1, NULL},
     {"RONDO_STAGE_CHUNK_BYTES", KNOB_SIZE, "1M",
      "pipeline chunk of the staged all-reduce of device buffers: the copies of "
      "one chunk to and from pinned host memory overlap the host all-reduce of "

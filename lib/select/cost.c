@@ -28,7 +28,9 @@
  *                       + gamma * (n (p'-1)/p' (+n)) + copy; below p'
  *                       elements the first steps are uneven, messages of
  *                       up to min(count, p'/2^k) elements with the same
- *                       mean (select_step_time_uneven), gamma on those
+ *                       mean (select_step_time_uneven), gamma on those,
+ *                       and the doubling in radix k: lg k of its steps in
+ *                       one of k - 1 messages (algo_rab_radix)
  *   ring                2 (p-1) steps of chunks of c = min(n/p, ring_chunk):
  *                       alpha(c) * steps + max(M, R) + min(M, R) * c / (n/p),
  *                       M = beta * 2n (p-1)/p, R = gamma * n (p-1)/p; across

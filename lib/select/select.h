@@ -80,6 +80,8 @@ typedef struct {
                            0 means its default, 256 KiB */
   size_t hier_chunk;    /* the hierarchical pipeline's stripe
                            (RONDO_HIER_CHUNK_BYTES); 0 means 1 MiB */
+  int rab_radix;        /* Rabenseifner's doubling's radix (RONDO_RAB_RADIX):
+                           2, 4 or 8; 0 means the model's choice */
   size_t check_bytes;   /* the argument check's packet across nodes
                            (lib/algo/common/agree.c) */
   /* The inter level per butterfly distance, where measured (lib/topo/net.c):

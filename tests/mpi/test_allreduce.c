@@ -284,8 +284,20 @@ int main(int argc, char **argv)
   /* What rondo_explain must say, on every rank, of the big float32 count
    * across the nodes: MPITEST_RING=whole or pipelined, how the ring crosses
    * (algo_ring_chunk); MPITEST_HIER_STRIPES=k, that hierarchical pipelines
-   * it in k stripes (algo_hier_stripes). */
+   * it in k stripes (algo_hier_stripes); MPITEST_RAB_RADIX=k, that
+   * Rabenseifner's doubling of one element goes in radix k
+   * (algo_rab_radix). */
   const char *ring = getenv("MPITEST_RING"), *stripes = getenv("MPITEST_HIER_STRIPES");
+  const char *radix = getenv("MPITEST_RAB_RADIX");
+  if (radix != NULL) {
+    char text[4096] = "", want[64];
+    mt_where("rondo_explain names the radix of Rabenseifner's doubling");
+    if (MT_EQ_STATUS(rondo_explain(comm, 1, RONDO_FLOAT32, RONDO_SUM, text, sizeof text, NULL),
+                     RONDO_SUCCESS)) {
+      snprintf(want, sizeof want, "doubling in radix %s (", radix);
+      MT_CHECK(strstr(text, want) != NULL, "'%s' in: %s", want, text);
+    }
+  }
   if (ring != NULL || stripes != NULL) {
     char text[4096] = "", want[64];
     mt_where("rondo_explain names the ring's chunking and the hierarchical stripes");

@@ -204,6 +204,20 @@ static void test_one_rank_predicts_a_copy_and_mpi_wins_the_tie(void **state)
 
 /* ---- eligibility --------------------------------------------------------------- */
 
+/* 8 nodes, 3 butterfly distances of 1 us and 1 ns a byte with every pair
+ * sending, 0.1 ns for one pair alone. */
+static select_params_t eight_nodes_params(void)
+{
+  select_params_t p = unit_params;
+  p.dists = 3;
+  for (int k = 0; k < 3; k++) {
+    p.dist_alpha[k] = 1e-6;
+    p.dist_beta[k] = 1e-9;
+  }
+  p.lone_beta = 0.1e-9;
+  return p;
+}
+
 /* Below p' elements Rabenseifner's first steps are uneven: half the ranks
  * send their range's whole data, the others nothing (a binomial reduce,
  * and in the doubling a broadcast). 2 float32 on 8 nodes: the steps send
@@ -214,13 +228,8 @@ static void test_rabenseifner_below_pof2_elements(void **state)
 {
   (void)state;
   double us = 1e-6, ns = 1e-9;
-  select_params_t p = unit_params;
-  p.dists = 3;
-  for (int k = 0; k < 3; k++) {
-    p.dist_alpha[k] = 1 * us;
-    p.dist_beta[k] = 1 * ns;
-  }
-  p.lone_beta = 0.1 * ns;
+  select_params_t p = eight_nodes_params();
+  p.rab_radix = 2; /* the doubling's radix is test_rabenseifner_doubling_radix's */
   select_candidate_t c[SELECT_MAX_ALGOS];
   select_input_t in = layout(2, 8, 8, P2P_ALGOS);
   select_predict(&p, menu(), &in, c);
@@ -240,6 +249,43 @@ static void test_rabenseifner_below_pof2_elements(void **state)
   select_predict(&p, menu(), &in, c);
   assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds,
                32 * p.copy_beta + 28 * p.intra.gamma + 6 * us + 2 * (16 + 8 + 4) * ns);
+}
+
+/* Below p' elements the doubling's steps are latency, and the model does
+ * lg radix of them at once: 2 elements on 8 nodes, 1 us a step. In radix
+ * 8 its one step sends 7 messages of one element (28 bytes, 7 on average
+ * through the shared links: 7 ns) where radix 2's three steps send 4, 8
+ * and 8 bytes (1 + 2 + 4 on average: 7 ns): 2 us less. From p' elements,
+ * radix 2 (its steps are bandwidth there). On a link so slow that bytes
+ * outweigh steps, radix 4: its first step sends 3 x 4 bytes where radix
+ * 2's first two send 4 + 8, and radix 8's one 28 in all. RONDO_RAB_RADIX
+ * forces one. */
+static void test_rabenseifner_doubling_radix(void **state)
+{
+  (void)state;
+  double us = 1e-6, ns = 1e-9;
+  select_params_t p = eight_nodes_params();
+  select_candidate_t c[SELECT_MAX_ALGOS];
+  select_input_t in = layout(2, 8, 8, P2P_ALGOS);
+  assert_int_equal(algo_rab_radix(&p, &in), 8);
+  select_predict(&p, menu(), &in, c);
+  double fixed = 8 * p.copy_beta + (8 + 8 + 4) * p.intra.gamma + 3 * us + 7 * ns;
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, fixed + 1 * us + 7 * ns);
+  /* radix 4: a step of 3 messages of one element (masks 4 and 2; 3 ns on
+   * average), then radix 2's last (up to 2 elements, 4 bytes on average) */
+  p.rab_radix = 4;
+  select_predict(&p, menu(), &in, c);
+  assert_close(c[RONDO_ALGO_RABENSEIFNER].seconds, fixed + 2 * us + (3 + 4) * ns);
+  p.rab_radix = 0;
+  in = layout(8, 8, 8, P2P_ALGOS);
+  assert_int_equal(algo_rab_radix(&p, &in), 2);
+  in = layout(2, 8, 8, P2P_ALGOS);
+  p.lone_beta = 0;
+  for (int k = 0; k < 3; k++)
+    p.dist_beta[k] = 1 * us;
+  assert_int_equal(algo_rab_radix(&p, &in), 4);
+  p.rab_radix = 8;
+  assert_int_equal(algo_rab_radix(&p, &in), 8);
 }
 
 /* 1 KiB on 4096 ranks, each a node, where every pair at once gets a
@@ -1123,6 +1169,7 @@ int main(void)
       cmocka_unit_test(test_recursive_doubling_wins_when_latency_dominates),
       cmocka_unit_test(test_one_rank_predicts_a_copy_and_mpi_wins_the_tie),
       cmocka_unit_test(test_rabenseifner_below_pof2_elements),
+      cmocka_unit_test(test_rabenseifner_doubling_radix),
       cmocka_unit_test(test_rabenseifner_below_pof2_on_a_shared_backbone),
       cmocka_unit_test(test_shm_only_on_one_node_and_hierarchical_only_across),
       cmocka_unit_test(test_unavailable_algorithms_are_not_eligible),

@@ -435,7 +435,7 @@ static double stripe_wire(const select_params_t *link, const select_input_t *in,
   double slice = stripe / in->max_local;
   select_input_t cin = cross_input(in, slice);
   int pof2 = rondo__pof2_floor(in->nodes) == in->nodes;
-  return pof2 ? algo_rab_time(link, &cin, slice, 0) : algo_rd_time(link, &cin, slice, 0);
+  return pof2 ? algo_rab_time(link, &cin, slice, 0, 2) : algo_rd_time(link, &cin, slice, 0);
 }
 
 static hier_times_t hier_times(const select_params_t *prm, const select_input_t *in)

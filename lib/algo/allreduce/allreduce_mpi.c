@@ -59,7 +59,7 @@ static double cost(const select_params_t *prm, const select_input_t *in)
   double n = (double)in->bytes, m = rides ? n + (double)prm->check_bytes : n;
   double t = algo_rd_time(prm, in, m, prm->copy_beta);
   if (!rides && in->count >= (size_t)rondo__pof2_floor(in->ranks)) {
-    double rab = algo_rab_time(prm, in, n, prm->copy_beta);
+    double rab = algo_rab_time(prm, in, n, prm->copy_beta, 2);
     t = rab < t ? rab : t;
   }
   int own = rides && in->check_exchange; /* rondo's exchange's steps, not MPI's choice */

@@ -40,6 +40,7 @@
 #include "base/numbers.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* Element offset of block b of pof2 blocks. */
 static size_t block_start(const algo_allreduce_args_t *a, int b)
@@ -146,19 +147,56 @@ static rondo_status_t halving_alone(halving_t *h)
   return RONDO_SUCCESS;
 }
 
-static rondo_status_t allgather_doubling(const algo_allreduce_args_t *a, int newrank,
-                                         int lo, int hi)
+/* j's low s bits in reverse order. */
+static int reverse_bits(int j, int s)
 {
-  for (int mask = a->comm->pof2 >> 1; mask > 0; mask >>= 1) {
-    int peer = algo_fold_rank(a->comm, newrank ^ mask);
-    int width = hi - lo;
-    int plo = (newrank & mask) ? lo - width : hi;
-    int phi = plo + width;
-    char *buf = a->recvbuf;
-    RONDO_CHECK(algo_sendrecv(a->comm, buf + RANGE_OFF(a, lo), RANGE_BYTES(a, lo, hi), peer,
-                              buf + RANGE_OFF(a, plo), RANGE_BYTES(a, plo, phi), peer));
-    lo = lo < plo ? lo : plo;
-    hi = hi > phi ? hi : phi;
+  int r = 0;
+  for (int i = 0; i < s; i++)
+    r |= ((j >> i) & 1) << (s - 1 - i);
+  return r;
+}
+
+/* The doubling in steps of the given radix (a power of two): each step
+ * does lg radix of radix 2's steps at once, the rank swapping its range
+ * with the radix - 1 ranks that differ from it in those bits of the new
+ * rank, so the range grows radix-fold in one latency instead of lg radix
+ * (the last step does what bits are left). A rank's range after the
+ * halving is the block whose index is its new rank's bits reversed, so
+ * the peer that differs by j m holds the range w reverse(j) away (w the
+ * present width). Each rank sends and receives the bytes of radix 2's
+ * steps, in fewer rounds of more messages. Empty ranges (below p'
+ * elements) are not sent: both sides know the sizes. */
+static rondo_status_t allgather_doubling(const algo_allreduce_args_t *a, int newrank, int lo,
+                                         int hi, int radix)
+{
+  rondo_comm_t comm = a->comm;
+  char *buf = a->recvbuf;
+  int bits = rondo__log2(radix);
+  for (int left = rondo__log2(comm->pof2); left > 0;) {
+    int s = bits < left ? bits : left;
+    left -= s;
+    int m = 1 << left, w = hi - lo, nr = 0, ns = 0;
+    MPI_Request recvs[ALGO_RAB_RADIX_MAX - 1], sends[ALGO_RAB_RADIX_MAX - 1];
+    size_t mine = RANGE_BYTES(a, lo, hi);
+    rondo_status_t st = RONDO_SUCCESS;
+    for (int j = 1; j < 1 << s && st == RONDO_SUCCESS; j++) {
+      int peer = algo_fold_rank(comm, newrank ^ (j * m));
+      int plo = lo ^ (reverse_bits(j, s) * w);
+      size_t theirs = RANGE_BYTES(a, plo, plo + w);
+      recvs[nr] = sends[ns] = MPI_REQUEST_NULL;
+      if (theirs > 0)
+        st = algo_irecv(comm, buf + RANGE_OFF(a, plo), theirs, peer, &recvs[nr++]);
+      if (st == RONDO_SUCCESS && mine > 0)
+        st = algo_isend(comm, buf + RANGE_OFF(a, lo), mine, peer, &sends[ns++]);
+    }
+    if (st != RONDO_SUCCESS) {
+      algo_abandon(nr, recvs, ns, sends); /* no receive may outlive the call */
+      return st;
+    }
+    RONDO_CHECK(algo_waitall(comm, nr, recvs));
+    RONDO_CHECK(algo_waitall(comm, ns, sends));
+    lo &= ~(w * (1 << s) - 1);
+    hi = lo + w * (1 << s);
   }
   return RONDO_SUCCESS;
 }
@@ -195,8 +233,11 @@ static rondo_status_t allreduce_rabenseifner(const algo_allreduce_args_t *a)
     RONDO_CHECK(st);
     RONDO_CHECK(halving_alone(&h));
   }
-  if (h.newrank >= 0)
-    RONDO_CHECK(allgather_doubling(a, h.newrank, h.lo, h.hi));
+  if (h.newrank >= 0) {
+    select_params_t prm = algo_params(comm);
+    select_input_t in = algo_input(comm, a->count, a->dtype, a->op);
+    RONDO_CHECK(allgather_doubling(a, h.newrank, h.lo, h.hi, algo_rab_radix(&prm, &in)));
+  }
   return algo_fold_out(a, a->recvbuf, h.newrank);
 }
 
@@ -213,17 +254,73 @@ static void step_bytes(double n, double esize, int pof2, int w, double *most, do
   *most = fmax(*mean, fmin(count, half) * esize);
 }
 
+/* The doubling's steps in the given radix: each of radix - 1 messages of
+ * a range w blocks wide (step_bytes of a halving step 2w wide), all sent
+ * at once through the rank's link, at the distance of the step's
+ * farthest bit. */
+static double doubling_time(const select_params_t *prm, const select_input_t *in, double n,
+                            double esize, int pof2, int radix)
+{
+  double t = 0;
+  int bits = rondo__log2(radix);
+  for (int left = rondo__log2(pof2); left > 0;) {
+    int s = bits < left ? bits : left;
+    left -= s;
+    int m = 1 << left, w = pof2 / (m << s), peers = (1 << s) - 1;
+    double most, mean;
+    step_bytes(n, esize, pof2, 2 * w, &most, &mean);
+    t += select_step_time_uneven(prm, in, peers * most, peers * mean, m << (s - 1));
+  }
+  return t;
+}
+
+int algo_rab_radix(const select_params_t *prm, const select_input_t *in)
+{
+  int pof2 = rondo__pof2_floor(in->ranks);
+  if (prm->rab_radix > 0)
+    return prm->rab_radix;
+  if (in->count >= (size_t)pof2)
+    return 2;
+  double n = (double)in->bytes, esize = (double)rondo_dtype_size(in->dtype);
+  int best = 2;
+  double best_t = doubling_time(prm, in, n, esize, pof2, 2);
+  for (int radix = 4; radix <= ALGO_RAB_RADIX_MAX; radix *= 2) {
+    double t = doubling_time(prm, in, n, esize, pof2, radix);
+    if (t < best_t) {
+      best = radix;
+      best_t = t;
+    }
+  }
+  return best;
+}
+
+int algo_rab_describe(rondo_comm_t comm, const select_input_t *in, char *buf, size_t len)
+{
+  select_params_t prm = algo_params(comm);
+  int radix = algo_rab_radix(&prm, in), pof2 = rondo__pof2_floor(in->ranks);
+  if (prm.rab_radix > 0)
+    return snprintf(buf, len, "rabenseifner at %zu bytes: doubling in radix %d (RONDO_RAB_RADIX)",
+                    in->bytes, radix);
+  if (in->count >= (size_t)pof2)
+    return snprintf(buf, len, "rabenseifner at %zu bytes: doubling in radix 2 (%zu elements, "
+                    "at least p' = %d: its steps are bandwidth)", in->bytes, in->count, pof2);
+  return snprintf(buf, len, "rabenseifner at %zu bytes: doubling in radix %d (%zu elements, "
+                  "below p' = %d: the cost model's lowest of radix 2-%d)", in->bytes, radix,
+                  in->count, pof2, ALGO_RAB_RADIX_MAX);
+}
+
 /* Cost: a halving and a doubling step of n/2 at distance 1, n/4 at
  * distance 2, .., n/p' at distance p'/2 (+2 fold steps of n), each priced
  * by select_step_time, plus gamma on what the halving reduces (n (p'-1)/p'
- * (+n); below p' elements each step's largest message) and the input copy. The big halves go to the nearest ranks, on the
- * same node when ranks sit on nodes in blocks, so only the small ones
- * cross the network. Below p' elements the first steps are uneven: half
- * the ranks of a step send the whole data of their range and the others
- * nothing, a reduce and (in the doubling) a broadcast by a binomial tree
- * (select_step_time_uneven). */
+ * (+n); below p' elements each step's largest message) and the input copy.
+ * The big halves go to the nearest ranks, on the same node when ranks sit
+ * on nodes in blocks, so only the small ones cross the network. Below p'
+ * elements the first steps are uneven: half the ranks of a step send the
+ * whole data of their range and the others nothing, a reduce and (in the
+ * doubling) a broadcast by a binomial tree (select_step_time_uneven). The
+ * doubling goes in the given radix (doubling_time). */
 double algo_rab_time(const select_params_t *prm, const select_input_t *in, double n,
-                     double copy)
+                     double copy, int radix)
 {
   int pof2 = rondo__pof2_floor(in->ranks);
   int fold = in->ranks != pof2;
@@ -235,14 +332,14 @@ double algo_rab_time(const select_params_t *prm, const select_input_t *in, doubl
     double most, mean;
     step_bytes(n, esize, pof2, w, &most, &mean);
     t += prm->intra.gamma * most; /* what the halving step reduces */
-    t += 2 * select_step_time_uneven(prm, in, most, mean, mask); /* it and its doubling */
+    t += select_step_time_uneven(prm, in, most, mean, mask);
   }
-  return t;
+  return t + doubling_time(prm, in, n, esize, pof2, radix);
 }
 
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  return algo_rab_time(prm, in, (double)in->bytes, prm->copy_beta);
+  return algo_rab_time(prm, in, (double)in->bytes, prm->copy_beta, algo_rab_radix(prm, in));
 }
 
 const algo_desc_t algo_rabenseifner = {

@@ -70,6 +70,7 @@ select_params_t algo_params(rondo_comm_t comm)
   select_params_t params = select_default_params;
   params.ring_chunk = comm->cfg.ring_chunk;
   params.hier_chunk = comm->cfg.hier_chunk;
+  params.rab_radix = comm->cfg.rab_radix > 0 ? 1 << comm->cfg.rab_radix : 0;
   params.check_bytes = agree_packet_bytes();
 #ifdef OPEN_MPI
   params.mpi_node_aware = 0; /* tuned's all-reduce is flat (HAN is not the default) */

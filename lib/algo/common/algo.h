@@ -102,12 +102,22 @@ const char *algo_names(void);
  * (ring); copy = seconds per byte of the input copy (0 in place), chunk =
  * the ring's pipeline chunk (0: its default), which algo_ring_chunk turns
  * into whole segments where lv is a slow node link (across: lv is the link
- * between nodes, not a level within one). */
+ * between nodes, not a level within one); radix = Rabenseifner's doubling's
+ * (2 for MPI's and the hierarchical cross phase's, which are radix 2). */
 double algo_rd_time(const select_params_t *prm, const select_input_t *in, double n,
                     double copy);
 double algo_rab_time(const select_params_t *prm, const select_input_t *in, double n,
-                     double copy);
+                     double copy, int radix);
 double algo_ring_time(const select_level_t *lv, double n, int p, size_t chunk, int across);
+/* The radix of Rabenseifner's doubling (allreduce_rabenseifner.c): prm's
+ * (RONDO_RAB_RADIX) where set; else below p' elements, where its steps
+ * are latency, the one of 2 .. ALGO_RAB_RADIX_MAX the model prices
+ * lowest, and 2 from p' elements. Equal on every rank (prm and in are). */
+enum { ALGO_RAB_RADIX_MAX = 8 };
+int algo_rab_radix(const select_params_t *prm, const select_input_t *in);
+/* One line for rondo_explain: the radix of Rabenseifner's doubling for in
+ * on comm, and why. Returns what snprintf returns. */
+int algo_rab_describe(rondo_comm_t comm, const select_input_t *in, char *buf, size_t len);
 /* The ring's pipeline chunk (bytes): chunk (RONDO_RING_CHUNK_BYTES, 0: its
  * default), or 1 GiB (each segment whole, in messages of at most 1 GiB)
  * where the ring crosses a node link of link_beta seconds per byte per
