@@ -5,10 +5,11 @@
 # The Debian packages a build and 'make check' need (python3-matplotlib:
 # bench/plot.py, which the tests run on a real rondo-bench result;
 # libopenblas-dev, zlib1g-dev and dataset-fashion-mnist: rondo-train;
+# libssl-dev: OpenSSL's libcrypto for the rendezvous's key;
 # python3-numpy, python3-torch, python3-pip, python3-venv, python3-dev: the Python
 # bindings and their tests, docs/python.md).
 RONDO_DEBS="build-essential autoconf automake libtool pkg-config mpich libmpich-dev
-libhwloc-dev libcmocka-dev python3 python3-matplotlib libopenblas-dev zlib1g-dev
+libhwloc-dev libssl-dev libcmocka-dev python3 python3-matplotlib libopenblas-dev zlib1g-dev
 dataset-fashion-mnist python3-numpy python3-torch python3-pip python3-venv python3-dev"
 
 # rondo_apt_install PKG...: installs those of the packages that are missing.

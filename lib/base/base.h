@@ -276,6 +276,8 @@ typedef struct {
                                                  list, checked there) */
   char rendezvous[RONDO__KNOB_STRING_MAX]; /* RONDO_RENDEZVOUS ("" for MASTER_ADDR:MASTER_PORT+1) */
   double rendezvous_timeout_sec;          /* RONDO_RENDEZVOUS_TIMEOUT_SEC */
+  char rendezvous_key_file[RONDO__KNOB_STRING_MAX]; /* RONDO_RENDEZVOUS_KEY_FILE ("" for none) */
+  int rendezvous_open;                    /* RONDO_RENDEZVOUS_OPEN: 0 off, 1 on */
 } rondo__knobs_t;
 
 /* Reads every knob from the environment into *out. On a malformed value

@@ -162,6 +162,15 @@ static const knob_def_t knob_table[] = {
      "seconds the ranks wait at the rendezvous for every rank to arrive before they "
      "fail, naming the ranks that did not",
      FIELD(rendezvous_timeout_sec), NULL, 1, 1000000, 0, NULL},
+    {"RONDO_RENDEZVOUS_KEY_FILE", KNOB_STRING, "",
+     "a file (mode 600) whose first line is the job's secret, the same on every rank: "
+     "each connection to the rendezvous proves it (HMAC-SHA256); or the secret itself "
+     "in RONDO_RENDEZVOUS_KEY, which is never shown (docs/launching.md#who-can-join)",
+     FIELD(rendezvous_key_file), NULL, 0, 0, 0, NULL}, /* read before MPI starts */
+    {"RONDO_RENDEZVOUS_OPEN", KNOB_ENUM, "off",
+     "on: a job across hosts without a key accepts its unauthenticated rendezvous "
+     "without rank 0's warning",
+     FIELD(rendezvous_open), onoff_choices, 0, 0, 0, NULL}, /* read before MPI starts */
 };
 
 enum { KNOB_COUNT = sizeof knob_table / sizeof knob_table[0] };

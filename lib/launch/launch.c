@@ -57,6 +57,7 @@ rondo_status_t launch_before_mpi(void)
                        "built on MPICH (docs/launching.md)",
                        v.source, v.size, other);
   RONDO_CHECK(launch_read_address(&v));
+  RONDO_CHECK(launch_endpoint_decide(&v));
   if (v.rank == 0)
     RONDO_CHECK(launch_serve(&v));
   int fd = -1;
@@ -65,6 +66,7 @@ rondo_status_t launch_before_mpi(void)
     launch_forget_env();
     close(fd);
   }
+  launch_key_forget(); /* the world has formed, or cannot: no more handshakes */
   if (st != RONDO_SUCCESS) {
     if (v.rank == 0)
       launch_serve_join(0);
@@ -72,10 +74,47 @@ rondo_status_t launch_before_mpi(void)
   }
   formed = v;
   by_rendezvous = 1;
-  snprintf(description, sizeof description,
-           "%s, through rondo's rendezvous at %s:%d (from %s)", v.source, v.host, v.port,
-           v.address_from);
+  char where[LAUNCH_HOST_MAX + LAUNCH_PATH_MAX];
+  snprintf(description, sizeof description, "%s, through rondo's rendezvous at %s (from %s; %s)",
+           v.source, launch_endpoint_name(&v, where, sizeof where), v.address_from,
+           v.keyed  ? "the job's key proven"
+           : v.local ? "this user's processes only"
+                     : "unauthenticated");
   return RONDO_SUCCESS;
+}
+
+/* This process's rank among the processes MPI puts on its node.
+ * Collective over MPI_COMM_WORLD. */
+static rondo_status_t mpi_local_rank(int *local, int *local_size)
+{
+  MPI_Comm node;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int a = MPI_Comm_rank(node, local), b = MPI_Comm_size(node, local_size);
+  MPI_Comm_free(&node);
+  MPI_CHECK(a);
+  MPI_CHECK(b);
+  return RONDO_SUCCESS;
+}
+
+/* Into why (len bytes): how the launcher's variables in v contradict MPI's
+ * rank and size, or "" when they do not. Only the variables present are
+ * compared: under an MPI launcher MPI is the authority. */
+static void contradiction(const launch_vars_t *v, int rank, int size, char *why, size_t len)
+{
+  why[0] = '\0';
+  int rank_off = v->rank_set && v->rank != rank, size_off = v->size_set && v->size != size;
+  if (v->rank_set && v->size_set && (rank_off || size_off))
+    snprintf(why, len, "%s says rank %d of %d, but MPI made this process rank %d of %d%s",
+             v->source, v->rank, v->size, rank, size,
+             size == 1 ? ": MPI was started without rondo's rendezvous (call rondo_init() "
+                         "before MPI_Init(), or launch with mpiexec)"
+                       : ": unset the variables, or make them MPI's");
+  else if (size_off)
+    snprintf(why, len, "%s=%d, but MPI's world has %d processes: unset it, or make it MPI's",
+             v->size_var, v->size, size);
+  else if (rank_off)
+    snprintf(why, len, "%s=%d, but MPI made this process rank %d of %d: unset it, or make it "
+             "MPI's", v->rank_var, v->rank, rank, size);
 }
 
 rondo_status_t launch_check_world(int collective)
@@ -90,13 +129,19 @@ rondo_status_t launch_check_world(int collective)
   rondo_status_t st = launch_read(&v);
   if (st != RONDO_SUCCESS)
     snprintf(why, sizeof why, "%s", rondo_last_error());
-  else if (v.source != NULL && (v.size != size || v.rank != rank))
-    snprintf(why, sizeof why,
-             "%s says rank %d of %d, but MPI made this process rank %d of %d%s", v.source,
-             v.rank, v.size, rank, size,
-             size == 1 ? ": MPI was started without rondo's rendezvous (call rondo_init() "
-                         "before MPI_Init(), or launch with mpiexec)"
-                       : ": unset the variables, or make them MPI's");
+  else
+    contradiction(&v, rank, size, why, sizeof why);
+  /* LOCAL_RANK (SLURM_LOCALID) against MPI's node, where every rank takes
+   * part (the split is collective). */
+  if (collective && size > 1) {
+    int local = 0, local_size = 1;
+    RONDO_CHECK(mpi_local_rank(&local, &local_size));
+    if (why[0] == '\0' && v.local_rank >= 0 && v.local_rank != local)
+      snprintf(why, sizeof why,
+               "%s=%d, but this process is rank %d of the %d processes MPI puts on its node: "
+               "unset it, or make it MPI's",
+               v.local_var, v.local_rank, local, local_size);
+  }
   if (strcmp(description, "not started") == 0)
     snprintf(description, sizeof description, "MPI was initialized by the application");
   /* Every rank learns whether any rank disagrees. */

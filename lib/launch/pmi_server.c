@@ -1,26 +1,36 @@
 /*
  * Rank 0's rendezvous server: a thread that
- *  1. waits until every rank has said hello (rendezvous.c), checks that the
- *     ranks agree (one of each rank, the same world size, the same attempt)
- *     and sends each its welcome, or every rank the reason the job cannot
- *     form, naming the ranks that never came;
- *  2. then answers MPI's process-manager questions in PMI-1, MPICH's simple
+ *  1. admits the job's ranks and nobody else (docs/launching.md#who-can-join):
+ *     every connection first hears a greeting; with a key it must answer
+ *     the challenge in it (auth.c) and then say hello, within
+ *     HANDSHAKE_SEC; a Unix-domain peer must be this user (endpoint.c).
+ *     Until then it is a stranger: strangers have slots of their own (the
+ *     oldest gives way to a newcomer), and nothing a stranger does, closing
+ *     included, touches the job. A hello that names a rank already taken,
+ *     another world size or another attempt is turned away and logged, and
+ *     the job waits on for the real rank;
+ *  2. once every rank has arrived, sends each its welcome (or, at the
+ *     timeout, every rank the reason the job cannot form, naming the ranks
+ *     that never came), and stops listening;
+ *  3. then answers MPI's process-manager questions in PMI-1, MPICH's simple
  *     wire protocol (one "cmd=... key=value ..." line each way): the world's
  *     size and rank are in the environment, the node map is the
  *     PMI_process_mapping key, and MPI exchanges its own addresses through
- *     put, barrier_in and get;
- *  3. ends when every rank has finalized, or at once when a rank leaves
+ *     put, barrier_in and get (a rank writes only its own keys);
+ *  4. ends when every rank has finalized, or at once when a rank leaves
  *     without finalizing or aborts: it closes every connection, and every
  *     rank's watcher (watch.c) ends that rank, so no rank waits for one
  *     that is gone.
- * It waits in poll() and does nothing between messages.
+ * Every value from the wire is checked before use; no send blocks (a peer
+ * that does not read is dropped). It waits in poll() and does nothing
+ * between messages.
  */
-#define _GNU_SOURCE /* accept4, pipe2, strndup */
+#define _GNU_SOURCE /* accept4, pipe2 */
 #include "launch/launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -31,14 +41,31 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { LINE_MAX_BYTES = 65536, KEY_MAX = 64, VAL_MAX = 1024 };
+enum {
+  LINE_MAX_BYTES = 65536, /* a longer line is nobody's */
+  KEY_MAX = 64,           /* PMI key and value sizes, as told to MPI */
+  VAL_MAX = 1024,
+  STRANGERS_MAX = 64,     /* connections not yet admitted */
+  HANDSHAKE_SEC = 5,      /* a stranger's time to prove the key and say hello */
+  REFUSED_LOGGED = 8      /* refusals logged one by one; the rest are counted */
+};
+
+typedef enum {
+  AWAIT_AUTH,  /* greeted with a challenge: the answer comes next */
+  AWAIT_HELLO, /* the hello comes next */
+  RANKED       /* admitted: one of the job's ranks */
+} phase_t;
 
 typedef struct {
   int fd;
-  int rank;        /* -1 until its hello is accepted */
-  int hello;       /* it said hello: it hears why the job cannot form */
+  phase_t phase;
+  int rank;        /* -1 until admitted */
   int finalized;
   int in_barrier;
+  const char *dead; /* why it is to be dropped (the loop's sweep does it), or NULL */
+  double since;    /* when it connected */
+  char nonce[LAUNCH_HEX_LEN + 1]; /* the challenge it was sent */
+  char peer[128];  /* who connected, for the log */
   char host[LAUNCH_HOST_MAX];
   char *buf;       /* bytes read and not yet a whole line */
   size_t used;
@@ -47,6 +74,7 @@ typedef struct {
 typedef struct {
   char key[KEY_MAX];
   char *value;
+  int owner; /* the rank that put it; -1: the server's */
 } kv_t;
 
 static struct {
@@ -54,15 +82,18 @@ static struct {
   int running;
   int listen_fd;
   int stop[2];     /* a byte on stop[1] ends the thread (launch_serve_join's give-up) */
+  launch_vars_t v; /* where it serves, and the job's size */
   int size;
   double deadline; /* of the hello phase */
-  double timeout_sec;
   char run[160];
   client_t *clients;
   int nclients, cap;
   int welcomed;    /* every rank arrived: PMI from now on */
+  int finalized;   /* ranks that said finalize */
   int done;        /* the thread's own: its work is over */
   int exited;      /* under lock: the thread is about to return */
+  int refused;     /* connections that did not prove the key, or another user's */
+  char turned_away[512]; /* the last hello turned away, for the timeout's message */
   kv_t *kvs;
   int nkv, kvcap;
   char kvsname[64];
@@ -101,6 +132,8 @@ int launch_serve_why(char *why, size_t len)
   return status;
 }
 
+/* One line to client c, never blocking: a client that does not take it
+ * whole (it stopped reading, or left) is marked to be dropped. */
 static void send_line(client_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void send_line(client_t *c, const char *fmt, ...)
 {
@@ -109,17 +142,19 @@ static void send_line(client_t *c, const char *fmt, ...)
   va_start(ap, fmt);
   int n = vsnprintf(line, sizeof line - 1, fmt, ap);
   va_end(ap);
-  if (n < 0)
+  if (n < 0 || c->dead != NULL)
     return;
   if ((size_t)n > sizeof line - 2)
     n = (int)sizeof line - 2;
   line[n++] = '\n';
   for (int off = 0; off < n;) {
-    ssize_t w = send(c->fd, line + off, (size_t)(n - off), MSG_NOSIGNAL);
+    ssize_t w = send(c->fd, line + off, (size_t)(n - off), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0 && errno == EINTR)
+      continue;
     if (w <= 0) {
-      if (w < 0 && errno == EINTR)
-        continue;
-      return; /* it is gone; its end of file tells the loop */
+      c->dead = errno == EAGAIN ? "it stopped reading from the rendezvous"
+                                : "its connection to the rendezvous closed";
+      return;
     }
     off += (int)w;
   }
@@ -138,7 +173,18 @@ static void close_all(void)
     drop_client(srv.nclients - 1);
 }
 
-/* "1, 3, 5-7": the ranks in [0, size) that no client holds. */
+/* A refused connection: logged one by one up to REFUSED_LOGGED, then
+ * counted (said at the end of the hello phase). */
+static void refuse(client_t *c, const char *why)
+{
+  srv.refused++;
+  if (srv.refused <= REFUSED_LOGGED)
+    LOG_WARN("rendezvous: refused %s: %s%s", c->peer, why,
+             srv.refused == REFUSED_LOGGED ? " (further refusals are only counted)" : "");
+  c->dead = why;
+}
+
+/* "1, 3, 5-7": the ranks in [0, size) no admitted client holds. */
 static void missing_ranks(char *buf, size_t len)
 {
   char *seen = calloc((size_t)srv.size, 1);
@@ -146,7 +192,7 @@ static void missing_ranks(char *buf, size_t len)
   if (seen == NULL)
     return;
   for (int i = 0; i < srv.nclients; i++)
-    if (srv.clients[i].rank >= 0)
+    if (srv.clients[i].phase == RANKED)
       seen[srv.clients[i].rank] = 1;
   size_t n = 0;
   for (int r = 0; r < srv.size && n + 32 < len; r++) {
@@ -163,7 +209,7 @@ static void missing_ranks(char *buf, size_t len)
   free(seen);
 }
 
-/* The job cannot form: every rank that arrived hears why. */
+/* The job cannot form: every admitted rank hears why. */
 static void fail_job(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail_job(const char *fmt, ...)
 {
@@ -173,12 +219,14 @@ static void fail_job(const char *fmt, ...)
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   for (int i = 0; i < srv.nclients; i++)
-    if (srv.clients[i].hello)
+    if (srv.clients[i].phase == RANKED)
       send_line(&srv.clients[i], "cmd=rondo_welcome rc=1 msg=%s", msg);
   close_all();
   srv.done = 1;
 }
 
+/* The value of " key=" in line into out (len bytes with its NUL), or NULL
+ * when it is missing or does not fit. */
 static const char *word(const char *line, const char *key, char *out, size_t len)
 {
   size_t klen = strlen(key);
@@ -187,13 +235,37 @@ static const char *word(const char *line, const char *key, char *out, size_t len
       p += klen + 1;
       size_t n = strcspn(p, " ");
       if (n >= len)
-        n = len - 1;
+        return NULL;
       memcpy(out, p, n);
       out[n] = '\0';
       return out;
     }
   }
   return NULL;
+}
+
+/* A whole decimal number in [lo, hi] from text, or -1. */
+static int number(const char *text, long lo, long hi, int *out)
+{
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (text[0] == '\0' || end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
+    return -1;
+  *out = (int)v;
+  return 0;
+}
+
+/* A host name as a hello may carry it: 1 to LAUNCH_HOST_MAX - 1 printable
+ * bytes (the client replaced spaces and '='). */
+static int plain_word(const char *s)
+{
+  if (s[0] == '\0')
+    return 0;
+  for (; *s != '\0'; s++)
+    if (*s <= ' ' || *s > '~' || *s == '=')
+      return 0;
+  return 1;
 }
 
 static int find_host(char (*hosts)[LAUNCH_HOST_MAX], int n, const char *h)
@@ -204,41 +276,59 @@ static int find_host(char (*hosts)[LAUNCH_HOST_MAX], int n, const char *h)
   return -1;
 }
 
-static void kv_put(const char *key, const char *value)
+static kv_t *kv_find(const char *key)
 {
   for (int i = 0; i < srv.nkv; i++)
-    if (strcmp(srv.kvs[i].key, key) == 0) {
-      char *v = strdup(value);
-      if (v != NULL) {
-        free(srv.kvs[i].value);
-        srv.kvs[i].value = v;
-      }
-      return;
-    }
+    if (strcmp(srv.kvs[i].key, key) == 0)
+      return &srv.kvs[i];
+  return NULL;
+}
+
+/* Stores key = value for owner (a rank, or -1 for the server); NULL when
+ * stored, else why not. A rank writes its own keys only, and the store
+ * holds at most 64 keys a rank. */
+static const char *kv_put(const char *key, const char *value, int owner)
+{
+  kv_t *kv = kv_find(key);
+  if (kv != NULL && kv->owner != owner)
+    return "another rank's key";
+  char *copy = strdup(value);
+  if (copy == NULL)
+    return "out of memory";
+  if (kv != NULL) {
+    free(kv->value);
+    kv->value = copy;
+    return NULL;
+  }
+  if (srv.nkv >= 64 * srv.size + 64) {
+    free(copy);
+    return "the store is full";
+  }
   if (srv.nkv == srv.kvcap) {
     int cap = srv.kvcap ? 2 * srv.kvcap : 64;
     kv_t *k = realloc(srv.kvs, (size_t)cap * sizeof *k);
-    if (k == NULL)
-      return;
+    if (k == NULL) {
+      free(copy);
+      return "out of memory";
+    }
     srv.kvs = k;
     srv.kvcap = cap;
   }
   snprintf(srv.kvs[srv.nkv].key, KEY_MAX, "%s", key);
-  srv.kvs[srv.nkv].value = strdup(value);
-  if (srv.kvs[srv.nkv].value != NULL)
-    srv.nkv++;
+  srv.kvs[srv.nkv].value = copy;
+  srv.kvs[srv.nkv].owner = owner;
+  srv.nkv++;
+  return NULL;
 }
 
 static const char *kv_get(const char *key)
 {
-  for (int i = 0; i < srv.nkv; i++)
-    if (strcmp(srv.kvs[i].key, key) == 0)
-      return srv.kvs[i].value;
-  return NULL;
+  kv_t *kv = kv_find(key);
+  return kv != NULL ? kv->value : NULL;
 }
 
 /* Every rank is here: number the nodes by their hosts in rank order, write
- * the node map MPICH reads, and welcome each rank. */
+ * the node map MPICH reads, welcome each rank, and let nobody else in. */
 static void welcome_all(void)
 {
   char(*hosts)[LAUNCH_HOST_MAX] = calloc((size_t)srv.size, LAUNCH_HOST_MAX);
@@ -250,7 +340,10 @@ static void welcome_all(void)
     return;
   }
   for (int i = 0; i < srv.nclients; i++)
-    by_rank[srv.clients[i].rank] = i;
+    if (srv.clients[i].phase == RANKED)
+      by_rank[srv.clients[i].rank] = i;
+    else
+      srv.clients[i].dead = "the job formed without it";
   int nodes = 0;
   for (int r = 0; r < srv.size; r++) {
     const char *h = srv.clients[by_rank[r]].host;
@@ -275,69 +368,109 @@ static void welcome_all(void)
   }
   if (m + 2 < sizeof map) {
     snprintf(map + m, sizeof map - m, ")");
-    kv_put("PMI_process_mapping", map);
+    kv_put("PMI_process_mapping", map, -1);
   }
-  for (int i = 0; i < srv.nclients; i++) {
-    int r = srv.clients[i].rank, local = 0, local_size = 0;
+  for (int r = 0; r < srv.size; r++) {
+    int local = 0, local_size = 0;
     for (int q = 0; q < srv.size; q++)
       if (node[q] == node[r]) {
         local_size++;
         local += q < r;
       }
-    send_line(&srv.clients[i], "cmd=rondo_welcome rc=0 nodes=%d local_rank=%d local_size=%d",
-              nodes, local, local_size);
+    send_line(&srv.clients[by_rank[r]],
+              "cmd=rondo_welcome rc=0 nodes=%d local_rank=%d local_size=%d", nodes, local,
+              local_size);
   }
   LOG_DEBUG("rendezvous: %d ranks on %d nodes arrived; node map %s", srv.size, nodes,
             kv_get("PMI_process_mapping") ? kv_get("PMI_process_mapping") : "(too long)");
+  if (srv.refused > REFUSED_LOGGED)
+    LOG_WARN("rendezvous: refused %d connections in all while the job formed", srv.refused);
+  launch_endpoint_close(&srv.v, srv.listen_fd);
+  srv.listen_fd = -1;
   srv.welcomed = 1;
   free(hosts), free(node), free(by_rank);
 }
 
-/* A hello from client i. */
-static void on_hello(int i, const char *line)
+/* The answer to the challenge client c was sent: "cmd=rondo_auth nonce=N mac=M". */
+static void on_auth(client_t *c, const char *line)
 {
-  client_t *c = &srv.clients[i];
-  char rank[32], size[32], run[160];
-  if (word(line, "rank", rank, sizeof rank) == NULL ||
-      word(line, "size", size, sizeof size) == NULL ||
-      word(line, "host", c->host, sizeof c->host) == NULL ||
-      word(line, "run", run, sizeof run) == NULL) {
-    drop_client(i); /* not one of ours */
+  char cmd[32], nonce[LAUNCH_HEX_LEN + 1], mac[LAUNCH_HEX_LEN + 1];
+  char want[LAUNCH_HEX_LEN + 1], proof[LAUNCH_HEX_LEN + 1];
+  if (word(line, "cmd", cmd, sizeof cmd) == NULL || strcmp(cmd, "rondo_auth") != 0 ||
+      word(line, "nonce", nonce, sizeof nonce) == NULL || !launch_auth_is_hex(nonce) ||
+      word(line, "mac", mac, sizeof mac) == NULL || !launch_auth_is_hex(mac)) {
+    refuse(c, "it did not answer the key's challenge");
     return;
   }
-  int r = atoi(rank), n = atoi(size);
-  c->hello = 1;
+  if (launch_auth_mac("client", c->nonce, nonce, want) != 0 || !launch_auth_equal(mac, want)) {
+    refuse(c, "it does not hold the job's key (RONDO_RENDEZVOUS_KEY)");
+    return;
+  }
+  if (launch_auth_mac("server", c->nonce, nonce, proof) != 0) {
+    c->dead = "no key to answer with";
+    return;
+  }
+  send_line(c, "cmd=rondo_auth_ok mac=%s", proof);
+  c->phase = AWAIT_HELLO;
+}
+
+/* A hello that cannot be admitted: client c hears why, rank 0's log too,
+ * and the job waits on for the real rank. */
+static void turn_away(client_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void turn_away(client_t *c, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(srv.turned_away, sizeof srv.turned_away, fmt, ap);
+  va_end(ap);
+  LOG_WARN("rendezvous: turned away %s: %s", c->peer, srv.turned_away);
+  send_line(c, "cmd=rondo_welcome rc=1 msg=%s", srv.turned_away);
+  c->dead = "turned away";
+}
+
+/* "cmd=rondo_hello rank=R size=N host=H run=ID" from client c. */
+static void on_hello(client_t *c, const char *line)
+{
+  char cmd[32], rank[32], size[32], run[160];
+  int r = -1, n = -1;
+  if (word(line, "cmd", cmd, sizeof cmd) == NULL || strcmp(cmd, "rondo_hello") != 0 ||
+      word(line, "rank", rank, sizeof rank) == NULL ||
+      word(line, "size", size, sizeof size) == NULL ||
+      word(line, "host", c->host, sizeof c->host) == NULL || !plain_word(c->host) ||
+      word(line, "run", run, sizeof run) == NULL || !plain_word(run) ||
+      number(rank, 0, INT_MAX, &r) != 0 || number(size, 1, INT_MAX, &n) != 0) {
+    refuse(c, "it did not say a rondo hello");
+    return;
+  }
   if (strcmp(run, srv.run) != 0) {
     /* a process of another attempt (an earlier torchrun restart, say) */
-    send_line(c,
-              "cmd=rondo_welcome rc=1 msg=this process belongs to attempt %s, but rank 0 "
-              "serves attempt %s",
-              run, srv.run);
-    drop_client(i);
+    turn_away(c, "rank %d (host %s) belongs to attempt %s, not to the one rank 0 serves", r,
+              c->host, run);
     return;
   }
   if (n != srv.size) {
-    fail_job("rank %d (host %s) says the world has %d processes, rank 0 says %d: check "
-             "WORLD_SIZE on every rank",
-             r, c->host, n, srv.size);
+    turn_away(c, "rank %d (host %s) says the world has %d processes, rank 0 says %d: check "
+                 "WORLD_SIZE on every rank",
+              r, c->host, n, srv.size);
+    return;
+  }
+  if (r >= srv.size) {
+    turn_away(c, "a process on host %s says it is rank %d of %d", c->host, r, srv.size);
     return;
   }
   for (int j = 0; j < srv.nclients; j++)
-    if (srv.clients[j].rank == r) {
-      fail_job("two processes say they are rank %d (on hosts %s and %s): check RANK on "
-               "every rank",
-               r, srv.clients[j].host, c->host);
+    if (srv.clients[j].phase == RANKED && srv.clients[j].rank == r) {
+      turn_away(c, "two processes say they are rank %d (on hosts %s and %s): check RANK on "
+                   "every rank",
+                r, srv.clients[j].host, c->host);
       return;
     }
-  if (r < 0 || r >= srv.size) {
-    fail_job("a process on host %s says it is rank %d of %d", c->host, r, srv.size);
-    return;
-  }
   c->rank = r;
-  LOG_DEBUG("rendezvous: rank %d arrived from host %s", r, c->host);
+  c->phase = RANKED;
+  LOG_DEBUG("rendezvous: rank %d arrived from host %s (%s)", r, c->host, c->peer);
   int arrived = 0;
   for (int j = 0; j < srv.nclients; j++)
-    arrived += srv.clients[j].rank >= 0;
+    arrived += srv.clients[j].phase == RANKED;
   if (arrived == srv.size)
     welcome_all();
 }
@@ -346,7 +479,7 @@ static void barrier_check(void)
 {
   int in = 0;
   for (int i = 0; i < srv.nclients; i++)
-    in += srv.clients[i].in_barrier;
+    in += srv.clients[i].phase == RANKED && srv.clients[i].in_barrier;
   if (in < srv.size)
     return;
   for (int i = 0; i < srv.nclients; i++) {
@@ -355,13 +488,14 @@ static void barrier_check(void)
   }
 }
 
-/* One PMI-1 command from client i. */
-static void on_pmi(int i, const char *line)
+/* One PMI-1 command from rank client c. */
+static void on_pmi(client_t *c, const char *line)
 {
-  client_t *c = &srv.clients[i];
-  char cmd[64], key[KEY_MAX] = "", *value = NULL;
-  if (word(line, "cmd", cmd, sizeof cmd) == NULL)
+  char cmd[64], key[KEY_MAX] = "", value[VAL_MAX];
+  if (word(line, "cmd", cmd, sizeof cmd) == NULL) {
+    LOG_INFO("rendezvous: rank %d sent a line that is no PMI command", c->rank);
     return;
+  }
   if (strcmp(cmd, "init") == 0) {
     send_line(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
   } else if (strcmp(cmd, "get_maxes") == 0) {
@@ -374,16 +508,14 @@ static void on_pmi(int i, const char *line)
   } else if (strcmp(cmd, "get_my_kvsname") == 0) {
     send_line(c, "cmd=my_kvsname kvsname=%s", srv.kvsname);
   } else if (strcmp(cmd, "put") == 0) {
-    const char *v = strstr(line, " value=");
-    if (word(line, "key", key, sizeof key) == NULL || v == NULL) {
-      send_line(c, "cmd=put_result rc=-1 msg=put needs a key and a value");
-      return;
-    }
-    value = strndup(v + 7, strcspn(v + 7, " "));
-    if (value != NULL)
-      kv_put(key, value);
-    free(value);
-    send_line(c, "cmd=put_result rc=0 msg=success");
+    const char *why = word(line, "key", key, sizeof key) == NULL ||
+                              word(line, "value", value, sizeof value) == NULL
+                          ? "put needs a key of at most 63 bytes and a value of at most 1023"
+                          : kv_put(key, value, c->rank);
+    if (why != NULL)
+      LOG_INFO("rendezvous: rank %d's put of '%s' refused: %s", c->rank, key, why);
+    send_line(c, why == NULL ? "cmd=put_result rc=0 msg=success" : "cmd=put_result rc=-1 msg=%s",
+              why);
   } else if (strcmp(cmd, "get") == 0) {
     const char *v = word(line, "key", key, sizeof key) ? kv_get(key) : NULL;
     if (v != NULL)
@@ -394,14 +526,16 @@ static void on_pmi(int i, const char *line)
     c->in_barrier = 1;
     barrier_check();
   } else if (strcmp(cmd, "finalize") == 0) {
+    srv.finalized += !c->finalized;
     c->finalized = 1;
     send_line(c, "cmd=finalize_ack");
   } else if (strcmp(cmd, "abort") == 0) {
-    char code[32] = "?";
-    word(line, "exitcode", code, sizeof code);
-    int status = atoi(code);
-    note_broke(status > 0 && status < 256 ? status : 0,
-               "rank %d aborted the job (MPI_Abort, exit code %s)", c->rank, code);
+    char code[32] = "";
+    int status = 0;
+    if (word(line, "exitcode", code, sizeof code) == NULL || number(code, 1, 255, &status) != 0)
+      status = 0;
+    note_broke(status, "rank %d aborted the job (MPI_Abort, exit code %s)", c->rank,
+               code[0] ? code : "?");
     close_all();
     srv.done = 1;
   } else {
@@ -411,142 +545,202 @@ static void on_pmi(int i, const char *line)
   }
 }
 
-/* A whole line from client i (which it may drop). */
-static void on_line(int i, const char *line)
+/* A whole line (n bytes, NUL-terminated) from client c. */
+static void on_line(client_t *c, const char *line, size_t n)
 {
-  if (srv.clients[i].rank < 0) {
-    if (strncmp(line, "cmd=rondo_hello ", 16) == 0 && !srv.welcomed)
-      on_hello(i, line);
-    else if (strncmp(line, "cmd=rondo_hello ", 16) == 0) {
-      send_line(&srv.clients[i],
-                "cmd=rondo_welcome rc=1 msg=the job of attempt %s has already formed without "
-                "this process",
-                srv.run);
-      drop_client(i);
-    } else {
-      drop_client(i);
-    }
+  if (strlen(line) != n) {
+    if (c->phase == RANKED)
+      LOG_INFO("rendezvous: rank %d sent a line with a NUL byte; ignored", c->rank);
+    else
+      refuse(c, "it sent a NUL byte");
     return;
   }
-  on_pmi(i, line);
+  switch (c->phase) {
+  case AWAIT_AUTH:
+    on_auth(c, line);
+    break;
+  case AWAIT_HELLO:
+    on_hello(c, line);
+    break;
+  case RANKED:
+    if (srv.welcomed)
+      on_pmi(c, line);
+    else
+      LOG_INFO("rendezvous: rank %d spoke before the job formed; ignored", c->rank);
+    break;
+  }
 }
 
-/* Reads what client i sent and handles its whole lines. End of file: a rank
- * that finalized is done; one that did not has left the job. */
-static void on_readable(int i)
+/* Reads what client c sent and handles its whole lines. End of file marks
+ * it to be dropped; the sweep decides what that means. */
+static void on_readable(client_t *c)
 {
-  client_t *c = &srv.clients[i];
   if (c->buf == NULL && (c->buf = malloc(LINE_MAX_BYTES)) == NULL) {
-    drop_client(i);
+    c->dead = "out of memory";
     return;
   }
   ssize_t got = read(c->fd, c->buf + c->used, LINE_MAX_BYTES - 1 - c->used);
+  if (got < 0 && (errno == EINTR || errno == EAGAIN))
+    return;
   if (got <= 0) {
-    if (got < 0 && errno == EINTR)
-      return;
-    int rank = c->rank, finalized = c->finalized;
-    drop_client(i);
-    if (srv.welcomed && !finalized) {
-      note_broke(0, "rank %d left the job before MPI_Finalize (its connection to the "
-                    "rendezvous closed)", rank);
-      close_all();
-      srv.done = 1;
-    }
+    c->dead = "its connection to the rendezvous closed";
     return;
   }
   c->used += (size_t)got;
   c->buf[c->used] = '\0';
   char *start = c->buf, *nl;
-  int fd = c->fd;
-  while ((nl = strchr(start, '\n')) != NULL) {
+  while (!srv.done && c->dead == NULL &&
+         (nl = memchr(start, '\n', (size_t)(c->buf + c->used - start))) != NULL) {
     *nl = '\0';
-    on_line(i, start);
-    if (srv.done || i >= srv.nclients || srv.clients[i].fd != fd)
-      return; /* dropped, or everything closed */
+    on_line(c, start, (size_t)(nl - start));
     start = nl + 1;
   }
+  if (srv.done)
+    return; /* every client is closed */
   c->used = (size_t)(c->buf + c->used - start);
   memmove(c->buf, start, c->used);
-  if (c->used >= LINE_MAX_BYTES - 1)
-    drop_client(i); /* a line this long is not PMI */
+  if (c->used >= LINE_MAX_BYTES - 1 && c->dead == NULL) {
+    if (c->phase == RANKED)
+      LOG_WARN("rendezvous: rank %d sent a line longer than %d bytes", c->rank,
+               LINE_MAX_BYTES);
+    c->dead = "a line this long is not PMI";
+  }
 }
 
+/* A new connection: greeted at once, with a challenge when the job has a
+ * key. When the strangers' slots are full, the oldest stranger gives way. */
 static void accept_client(void)
 {
-  int fd = accept4(srv.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  int fd = accept4(srv.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0)
     return;
+  int strangers = 0, oldest = -1;
+  for (int i = 0; i < srv.nclients; i++)
+    if (srv.clients[i].phase != RANKED && srv.clients[i].dead == NULL) {
+      strangers++;
+      if (oldest < 0 || srv.clients[i].since < srv.clients[oldest].since)
+        oldest = i;
+    }
+  if (strangers >= STRANGERS_MAX) {
+    LOG_INFO("rendezvous: %d connections wait for their handshake; %s gives way",
+             strangers, srv.clients[oldest].peer);
+    drop_client(oldest);
+  }
   if (srv.nclients == srv.cap) {
     int cap = srv.cap ? 2 * srv.cap : srv.size + 8;
     client_t *c = realloc(srv.clients, (size_t)cap * sizeof *c);
-    if (c == NULL || cap > 4 * srv.size + 64) {
-      if (c != NULL)
-        srv.clients = c;
+    if (c == NULL) {
       close(fd);
       return;
     }
     srv.clients = c;
     srv.cap = cap;
   }
-  srv.clients[srv.nclients++] = (client_t){.fd = fd, .rank = -1};
+  client_t *c = &srv.clients[srv.nclients++];
+  *c = (client_t){.fd = fd, .rank = -1, .since = rondo__now()};
+  if (launch_endpoint_peer(&srv.v, fd, c->peer, sizeof c->peer) != 0) {
+    refuse(c, "another user's process");
+    return;
+  }
+  if (!srv.v.keyed) {
+    c->phase = AWAIT_HELLO;
+    send_line(c, "cmd=rondo_greeting version=1 auth=none");
+  } else if (launch_auth_nonce(c->nonce) != 0) {
+    c->dead = "no random bytes for its challenge";
+  } else {
+    c->phase = AWAIT_AUTH;
+    send_line(c, "cmd=rondo_greeting version=1 auth=hmac-sha256 nonce=%s", c->nonce);
+  }
 }
 
-static int all_finalized(void)
+/* Drops what is to be dropped: strangers that closed, failed or ran out of
+ * time go quietly; an admitted rank that leaves before it finalized ends
+ * the job once it has formed. */
+static void sweep(void)
 {
-  int n = 0;
-  for (int i = 0; i < srv.nclients; i++)
-    n += srv.clients[i].finalized;
-  return srv.welcomed && srv.nclients == n;
+  double now = rondo__now();
+  for (int i = srv.nclients - 1; i >= 0 && !srv.done; i--) {
+    client_t *c = &srv.clients[i];
+    if (c->dead == NULL && c->phase != RANKED && now - c->since >= HANDSHAKE_SEC) {
+      LOG_INFO("rendezvous: %s did not finish its handshake within %d s; closed", c->peer,
+               HANDSHAKE_SEC);
+      c->dead = "too slow";
+    }
+    if (c->dead == NULL)
+      continue;
+    int rank = c->phase == RANKED ? c->rank : -1, finalized = c->finalized;
+    const char *why = c->dead;
+    drop_client(i);
+    if (rank >= 0 && srv.welcomed && !finalized) {
+      note_broke(0, "rank %d left the job before MPI_Finalize (%s)", rank, why);
+      close_all();
+      srv.done = 1;
+    }
+  }
 }
+
+/* Milliseconds until the next deadline: the hello phase's, or a stranger's
+ * handshake; -1 when none. */
+static int next_wait_ms(void)
+{
+  double next = srv.welcomed ? -1 : srv.deadline;
+  for (int i = 0; i < srv.nclients; i++)
+    if (srv.clients[i].phase != RANKED) {
+      double t = srv.clients[i].since + HANDSHAKE_SEC;
+      if (next < 0 || t < next)
+        next = t;
+    }
+  if (next < 0)
+    return -1;
+  double left = next - rondo__now();
+  return left <= 0 ? 0 : (int)(left * 1000) + 1;
+}
+
 
 static void *serve(void *arg)
 {
   (void)arg;
   struct pollfd *p = NULL;
   while (!srv.done) {
-    if (srv.welcomed && all_finalized())
+    if (srv.welcomed && srv.finalized == srv.size)
+      break; /* every rank finalized (some may have closed since) */
+    if (!srv.welcomed && rondo__now() >= srv.deadline) {
+      char missing[512];
+      missing_ranks(missing, sizeof missing);
+      fail_job("rank%s %s did not arrive within %g s (RONDO_RENDEZVOUS_TIMEOUT_SEC)%s%s",
+               strchr(missing, ',') || strchr(missing, '-') ? "s" : "", missing,
+               srv.v.timeout_sec, srv.turned_away[0] ? "; rank 0 turned away: " : "",
+               srv.turned_away);
       break;
+    }
     int n = srv.nclients + 2;
     struct pollfd *q = realloc(p, (size_t)n * sizeof *q);
     if (q == NULL)
       break;
     p = q;
     p[0] = (struct pollfd){srv.stop[0], POLLIN, 0};
-    p[1] = (struct pollfd){srv.listen_fd, POLLIN, 0};
+    p[1] = (struct pollfd){srv.listen_fd, POLLIN, 0}; /* -1 once formed: not polled */
     for (int i = 0; i < srv.nclients; i++)
       p[i + 2] = (struct pollfd){srv.clients[i].fd, POLLIN, 0};
-    int wait_ms = -1;
-    if (!srv.welcomed) {
-      double left = srv.deadline - rondo__now();
-      if (left <= 0) {
-        char missing[512];
-        missing_ranks(missing, sizeof missing);
-        fail_job("rank%s %s did not arrive within %g s (RONDO_RENDEZVOUS_TIMEOUT_SEC)",
-                 strchr(missing, ',') || strchr(missing, '-') ? "s" : "", missing,
-                 srv.timeout_sec);
-        break;
-      }
-      wait_ms = (int)(left * 1000) + 1;
-    }
-    int rc = poll(p, (nfds_t)n, wait_ms);
+    int rc = poll(p, (nfds_t)n, next_wait_ms());
     if (rc < 0 && errno != EINTR)
       break;
-    if (rc <= 0)
-      continue;
-    if (p[0].revents)
+    if (rc > 0 && p[0].revents)
       break;
-    /* Clients first, by their fds: handling one may drop others. */
-    for (int k = 2; k < n && !srv.done; k++) {
+    /* Clients first, by their fds (handling one may mark others). */
+    for (int k = 2; rc > 0 && k < n && !srv.done; k++) {
       if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
         continue;
       for (int i = 0; i < srv.nclients; i++)
         if (srv.clients[i].fd == p[k].fd) {
-          on_readable(i);
+          if (srv.clients[i].dead == NULL)
+            on_readable(&srv.clients[i]);
           break;
         }
     }
-    if (!srv.done && (p[1].revents & POLLIN))
+    if (rc > 0 && !srv.done && srv.listen_fd >= 0 && (p[1].revents & POLLIN))
       accept_client();
+    sweep();
   }
   free(p);
   close_all();
@@ -559,50 +753,25 @@ static void *serve(void *arg)
 
 rondo_status_t launch_serve(const launch_vars_t *v)
 {
-  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int v6 = fd >= 0;
-  if (fd < 0)
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return rondo__fail(RONDO_ERR_LAUNCH, "rank 0: no socket for the rendezvous: %s",
-                       strerror(errno));
-  int one = 1, zero = 0;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  int rc;
-  if (v6) {
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero); /* IPv4 too */
-    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)v->port),
-                             .sin6_addr = in6addr_any};
-    rc = bind(fd, (struct sockaddr *)&a, sizeof a);
-  } else {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)v->port),
-                            .sin_addr.s_addr = htonl(INADDR_ANY)};
-    rc = bind(fd, (struct sockaddr *)&a, sizeof a);
-  }
-  if (rc != 0 || listen(fd, 1024) != 0) {
-    int err = errno;
-    close(fd);
-    return rondo__fail(RONDO_ERR_LAUNCH,
-                       "rank 0 cannot listen on port %d for the rendezvous (from %s): %s; "
-                       "choose a free one with RONDO_RENDEZVOUS=HOST:PORT",
-                       v->port, v->address_from, strerror(err));
-  }
+  int fd = -1;
+  RONDO_CHECK(launch_endpoint_listen(v, &fd));
   if (pipe2(srv.stop, O_CLOEXEC) != 0) {
-    close(fd);
+    launch_endpoint_close(v, fd);
     return rondo__fail(RONDO_ERR_LAUNCH, "rank 0: pipe: %s", strerror(errno));
   }
+  srv.v = *v;
   srv.listen_fd = fd;
   srv.size = v->size;
-  srv.timeout_sec = v->timeout_sec;
   srv.deadline = rondo__now() + v->timeout_sec;
   snprintf(srv.run, sizeof srv.run, "%s", v->run_id[0] ? v->run_id : "-");
   for (char *p = srv.run; *p; p++)
-    if (*p == ' ' || *p == '=')
+    if (*p <= ' ' || *p > '~' || *p == '=')
       *p = '_';
   snprintf(srv.kvsname, sizeof srv.kvsname, "rondo_%ld", (long)getpid());
-  srv.done = srv.welcomed = srv.exited = 0;
+  srv.done = srv.welcomed = srv.exited = srv.refused = srv.finalized = 0;
+  srv.turned_away[0] = '\0';
   if (pthread_create(&srv.thread, NULL, serve, NULL) != 0) {
-    close(fd), close(srv.stop[0]), close(srv.stop[1]);
+    launch_endpoint_close(v, fd), close(srv.stop[0]), close(srv.stop[1]);
     srv.listen_fd = srv.stop[0] = srv.stop[1] = -1;
     return rondo__fail(RONDO_ERR_LAUNCH, "rank 0: cannot start the rendezvous thread");
   }
@@ -629,7 +798,8 @@ int launch_serve_join(double timeout_sec)
   }
   pthread_mutex_unlock(&srv.lock);
   pthread_join(srv.thread, NULL);
-  close(srv.listen_fd), close(srv.stop[0]), close(srv.stop[1]);
+  launch_endpoint_close(&srv.v, srv.listen_fd);
+  close(srv.stop[0]), close(srv.stop[1]);
   srv.listen_fd = srv.stop[0] = srv.stop[1] = -1;
   for (int i = 0; i < srv.nkv; i++)
     free(srv.kvs[i].value);

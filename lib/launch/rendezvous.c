@@ -1,19 +1,24 @@
 /*
- * The client side of the rendezvous, run by every rank (rank 0 too, over
- * the loopback to its own server): connect to rank 0's server, say who this
- * process is, wait until the whole job has said so, then hand the socket to
- * MPI_Init, which speaks PMI-1 on it (PMI_FD).
+ * The client side of the rendezvous, run by every rank (rank 0 too, to its
+ * own server): connect to rank 0's server (endpoint.c), read its greeting,
+ * prove the job's key where it asks (auth.c) and check rank 0's proof in
+ * turn, say who this process is, wait until the whole job has said so,
+ * then hand the socket to MPI_Init, which speaks PMI-1 on it (PMI_FD).
  *
- * The hello is one line, "cmd=rondo_hello rank=R size=N host=H run=ID";
- * the answer is "cmd=rondo_welcome rc=0 ..." once every rank has arrived,
- * or "cmd=rondo_welcome rc=1 msg=..." with the reason the job cannot form.
+ * The conversation, one line each:
+ *   server  cmd=rondo_greeting version=1 auth=none
+ *           (or auth=hmac-sha256 nonce=SERVER_NONCE, and then)
+ *   client  cmd=rondo_auth nonce=CLIENT_NONCE mac=CLIENT_MAC
+ *   server  cmd=rondo_auth_ok mac=SERVER_MAC
+ *   client  cmd=rondo_hello rank=R size=N host=H run=ID
+ *   server  cmd=rondo_welcome rc=0 ... once every rank has arrived, or
+ *           cmd=rondo_welcome rc=1 msg=... with the reason it cannot.
  */
-#define _GNU_SOURCE /* SOCK_CLOEXEC, getaddrinfo */
+#define _GNU_SOURCE
 #include "launch/launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,77 +26,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-/* One attempt to connect to host:port, waiting at most until deadline. */
-static int connect_once(const struct addrinfo *ai, double deadline)
-{
-  int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-  if (fd < 0)
-    return -1;
-  if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-    if (errno != EINPROGRESS) {
-      close(fd);
-      return -1;
-    }
-    struct pollfd p = {fd, POLLOUT, 0};
-    int left_ms = (int)((deadline - rondo__now()) * 1000);
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (left_ms <= 0 || poll(&p, 1, left_ms) != 1) {
-      close(fd);
-      errno = ETIMEDOUT;
-      return -1;
-    }
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
-      close(fd);
-      errno = err;
-      return -1;
-    }
-  }
-  int flags = fcntl(fd, F_GETFL);
-  fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  return fd;
-}
-
-/* Connects to the rendezvous, retrying (rank 0 may not listen yet) until
- * the deadline; 100 ms between attempts. */
-static rondo_status_t connect_rendezvous(const launch_vars_t *v, double deadline, int *out)
-{
-  char port[16];
-  snprintf(port, sizeof port, "%d", v->port);
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  const char *why = "no answer";
-  for (;;) {
-    int rc = getaddrinfo(v->host, port, &hints, &res);
-    if (rc != 0) {
-      why = gai_strerror(rc);
-    } else {
-      for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        int fd = connect_once(ai, deadline);
-        if (fd >= 0) {
-          freeaddrinfo(res);
-          *out = fd;
-          return RONDO_SUCCESS;
-        }
-        why = strerror(errno);
-      }
-      freeaddrinfo(res);
-      res = NULL;
-    }
-    if (rondo__now() + 0.1 >= deadline)
-      break;
-    struct timespec tenth = {0, 100 * 1000 * 1000};
-    nanosleep(&tenth, NULL);
-  }
-  return rondo__fail(RONDO_ERR_LAUNCH,
-                     "rank %d could not reach the rendezvous at %s:%d (%s) within %g s "
-                     "(RONDO_RENDEZVOUS_TIMEOUT_SEC): is rank 0 running, and is the address "
-                     "right? It came from %s",
-                     v->rank, v->host, v->port, why, v->timeout_sec, v->address_from);
-}
 
 /* Reads one line (up to '\n', which is dropped) byte by byte, so that not
  * one byte of what follows is taken from MPI. */
@@ -125,11 +59,106 @@ static void wire_word(char *dst, size_t len, const char *src)
       *p = '_';
 }
 
+/* The greeting on fd, answered: nothing to do, or the challenge met and
+ * rank 0's own proof checked. 1: the server closed before greeting (its
+ * strangers' slots were full; connect again). */
+static int greet(const launch_vars_t *v, int fd, double deadline, const char *where)
+{
+  char line[512], nonce[LAUNCH_HEX_LEN + 1], mine[LAUNCH_HEX_LEN + 1];
+  char mac[LAUNCH_HEX_LEN + 1], want[LAUNCH_HEX_LEN + 1];
+  int rc = read_line(fd, line, sizeof line, deadline);
+  if (rc == -2)
+    return 1;
+  if (rc != 0) {
+    rondo__fail(RONDO_ERR_LAUNCH,
+                "rank %d: the rendezvous at %s gave no answer in time (is another program "
+                "listening on that port?)",
+                v->rank, where);
+    return -1;
+  }
+  if (strncmp(line, "cmd=rondo_greeting ", 19) != 0) {
+    rondo__fail(RONDO_ERR_LAUNCH, "rank %d: %s is not a rondo rendezvous (it answered '%.60s')",
+                v->rank, where, line);
+    return -1;
+  }
+  const char *auth = strstr(line, " auth=");
+  if (auth != NULL && strncmp(auth, " auth=none", 10) == 0 && (auth[10] == '\0' || auth[10] == ' ')) {
+    if (!v->keyed)
+      return 0;
+    rondo__fail(RONDO_ERR_LAUNCH,
+                "rank %d: the rendezvous at %s asks for no key, but this process has one: "
+                "give rank 0 the same RONDO_RENDEZVOUS_KEY (or KEY_FILE), or check that no "
+                "other program holds the port",
+                v->rank, where);
+    return -1;
+  }
+  const char *n = strstr(line, " nonce=");
+  if (auth == NULL || strncmp(auth, " auth=hmac-sha256 ", 18) != 0 || n == NULL ||
+      snprintf(nonce, sizeof nonce, "%.64s", n + 7) != LAUNCH_HEX_LEN ||
+      !launch_auth_is_hex(nonce)) {
+    rondo__fail(RONDO_ERR_LAUNCH,
+                "rank %d: the rendezvous at %s asks for an authentication this rondo does not "
+                "speak ('%.80s'): is rank 0 another version of rondo?",
+                v->rank, where, line);
+    return -1;
+  }
+  if (!v->keyed) {
+    rondo__fail(RONDO_ERR_LAUNCH,
+                "rank %d: the rendezvous at %s asks for the job's key, and this process has "
+                "none: set the same RONDO_RENDEZVOUS_KEY (or RONDO_RENDEZVOUS_KEY_FILE) on "
+                "every rank",
+                v->rank, where);
+    return -1;
+  }
+  if (launch_auth_nonce(mine) != 0 || launch_auth_mac("client", nonce, mine, mac) != 0 ||
+      launch_auth_mac("server", nonce, mine, want) != 0) {
+    rondo__fail(RONDO_ERR_LAUNCH, "rank %d: no random bytes or no key for the handshake",
+                v->rank);
+    return -1;
+  }
+  int len = snprintf(line, sizeof line, "cmd=rondo_auth nonce=%s mac=%s\n", mine, mac);
+  if (write(fd, line, (size_t)len) != len || read_line(fd, line, sizeof line, deadline) != 0) {
+    rondo__fail(RONDO_ERR_LAUNCH,
+                "rank %d: the rendezvous at %s refused this process's key: give every rank "
+                "the same RONDO_RENDEZVOUS_KEY (or RONDO_RENDEZVOUS_KEY_FILE)",
+                v->rank, where);
+    return -1;
+  }
+  const char *m = strstr(line, " mac=");
+  if (strncmp(line, "cmd=rondo_auth_ok ", 18) != 0 || m == NULL ||
+      !launch_auth_equal(m + 5, want)) {
+    rondo__fail(RONDO_ERR_LAUNCH,
+                "rank %d: the rendezvous at %s could not prove it holds the job's key: it is "
+                "not this job's rank 0 (another job's, or an impostor on its port)",
+                v->rank, where);
+    return -1;
+  }
+  return 0;
+}
+
 rondo_status_t launch_join(const launch_vars_t *v, int *fdp)
 {
   double deadline = rondo__now() + v->timeout_sec;
+  char where[LAUNCH_HOST_MAX + LAUNCH_PATH_MAX];
+  launch_endpoint_name(v, where, sizeof where);
   int fd = -1;
-  RONDO_CHECK(connect_rendezvous(v, deadline, &fd));
+  for (;;) {
+    RONDO_CHECK(launch_endpoint_connect(v, deadline, &fd));
+    int rc = greet(v, fd, deadline, where);
+    if (rc == 0)
+      break;
+    close(fd);
+    if (rc < 0)
+      return RONDO_ERR_LAUNCH; /* greet said why */
+    if (rondo__now() + 0.1 >= deadline)
+      return rondo__fail(RONDO_ERR_LAUNCH,
+                         "rank %d: the rendezvous at %s closed the connection without an "
+                         "answer until the timeout (is another program listening on that "
+                         "port?)",
+                         v->rank, where);
+    struct timespec tenth = {0, 100 * 1000 * 1000};
+    nanosleep(&tenth, NULL); /* closed before its greeting: rank 0 was busy; again */
+  }
 
   char name[LAUNCH_HOST_MAX], host[LAUNCH_HOST_MAX], run[160], line[4096];
   if (gethostname(name, sizeof name) != 0)
@@ -141,28 +170,25 @@ rondo_status_t launch_join(const launch_vars_t *v, int *fdp)
                    v->size, host, run);
   if (write(fd, line, (size_t)n) != n) {
     close(fd);
-    return rondo__fail(RONDO_ERR_LAUNCH, "rank %d: the rendezvous at %s:%d closed: %s", v->rank,
-                       v->host, v->port, strerror(errno));
+    return rondo__fail(RONDO_ERR_LAUNCH, "rank %d: the rendezvous at %s closed: %s", v->rank,
+                       where, strerror(errno));
   }
   /* The server answers once every rank arrived, or at its own deadline,
    * which is close to ours: give it a little longer to say why. */
   int rc = read_line(fd, line, sizeof line, deadline + 5);
   if (rc != 0) {
     close(fd);
-    return rondo__fail(RONDO_ERR_LAUNCH,
-                       "rank %d: the rendezvous at %s:%d %s (is another program listening on "
-                       "that port?)",
-                       v->rank, v->host, v->port,
-                       rc == -2 ? "closed the connection without an answer"
-                                : "gave no answer in time");
+    return rondo__fail(RONDO_ERR_LAUNCH, "rank %d: the rendezvous at %s %s", v->rank, where,
+                       rc == -2 ? "closed the connection without a welcome"
+                                : "gave no welcome in time");
   }
   if (strncmp(line, "cmd=rondo_welcome rc=0", 22) != 0) {
     close(fd);
     const char *msg = strstr(line, "msg=");
     if (strncmp(line, "cmd=rondo_welcome", 17) != 0 || msg == NULL)
       return rondo__fail(RONDO_ERR_LAUNCH,
-                         "rank %d: %s:%d is not a rondo rendezvous (it answered '%.60s')",
-                         v->rank, v->host, v->port, line);
+                         "rank %d: %s is not a rondo rendezvous (it answered '%.60s')",
+                         v->rank, where, line);
     return rondo__fail(RONDO_ERR_LAUNCH, "the job could not form: %s", msg + 4);
   }
   char num[32];
@@ -172,8 +198,7 @@ rondo_status_t launch_join(const launch_vars_t *v, int *fdp)
   setenv("PMI_RANK", num, 1);
   snprintf(num, sizeof num, "%d", v->size);
   setenv("PMI_SIZE", num, 1);
-  LOG_DEBUG("joined the rendezvous at %s:%d as rank %d of %d", v->host, v->port, v->rank,
-            v->size);
+  LOG_DEBUG("joined the rendezvous at %s as rank %d of %d", where, v->rank, v->size);
   *fdp = fd;
   return RONDO_SUCCESS;
 }

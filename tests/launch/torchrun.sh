@@ -62,8 +62,9 @@ run_torchrun 2 "$tmp/t" --no_python "$info" || { cat "$tmp/t"; fail "torchrun ro
 "$srcdir/tests/mpiexec" -n 2 "$info" > "$tmp/m" 2>&1 || { cat "$tmp/m"; fail "mpiexec rondo-info"; }
 grep -A1 "^launcher" "$tmp/m" | grep -q "an MPI launcher" ||
   { cat "$tmp/m"; fail "rondo-info under mpiexec does not say an MPI launcher started it"; }
-grep -A1 "^launcher" "$tmp/t" | grep -q "rondo's rendezvous at 127.0.0.1:" ||
-  { cat "$tmp/t"; fail "rondo-info under torchrun: the rendezvous is not at 127.0.0.1"; }
+# one host, no key: a Unix-domain socket only this user reaches (docs/launching.md#who-can-join)
+grep -A1 "^launcher" "$tmp/t" | grep -q "rondo's rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-[0-9]* (.*; this user's processes only)" ||
+  { cat "$tmp/t"; fail "rondo-info under torchrun on one host: the rendezvous is not this user's Unix socket"; }
 same_as_mpiexec "$tmp/t" "$tmp/m" "2 ranks on 1 node"
 pass "rondo-info under torchrun: 2 ranks on 1 node, the same topology, algorithms and choices as under mpiexec"
 

@@ -14,21 +14,33 @@
 #   - ranks that disagree on WORLD_SIZE, or two processes with one RANK;
 #   - RANK not below WORLD_SIZE, a malformed WORLD_SIZE, RANK without
 #     WORLD_SIZE, no rendezvous address;
+#   - the job's key: a rank without it or with another is refused, a key
+#     file others may read, a key too short, both variables;
 #   - a rendezvous port that is taken (by another program) or unreachable;
 #   - an MPI launcher whose processes carry RANK/WORLD_SIZE that contradict
-#     MPI's world: every rank fails.
+#     MPI's world: every rank fails; one of them alone (PyTorch's test
+#     runner exports WORLD_SIZE alone under mpiexec) is MPI's: no error
+#     where it agrees, and a LOCAL_RANK that contradicts MPI's node fails.
 # On Open MPI: every rank says which launchers it needs, and the last case.
 . "${top_srcdir:-.}/tests/launch/common.sh"
 export RONDO_RENDEZVOUS_TIMEOUT_SEC=4
 export MASTER_ADDR=127.0.0.1
 # (none of the caller's own launcher variables)
-unset RONDO_RENDEZVOUS RANK WORLD_SIZE LOCAL_RANK SLURM_PROCID SLURM_STEP_NUM_TASKS SLURM_LOCALID
+unset RONDO_RENDEZVOUS RONDO_RENDEZVOUS_KEY RONDO_RENDEZVOUS_KEY_FILE RANK WORLD_SIZE LOCAL_RANK \
+  LOCAL_WORLD_SIZE SLURM_PROCID SLURM_STEP_NUM_TASKS SLURM_LOCALID SLURM_STEP_NUM_NODES
 py=${RONDO_PYTHON:-/usr/bin/python3}
 
 # expect OUT STATUS PATTERN WHAT: the process of OUT exited with a failure
 # and said PATTERN (a grep -E expression).
 expect() {
   grep -q -E "$2" "$1" || { echo "--- $1"; cat "$1"; fail "$3: no '$2'"; }
+}
+# expect_alone VARS...: one process of rondo-info under VARS fails (exit
+# status 1) at once; its output in $tmp/a.
+expect_alone() {
+  env "$@" RONDO_RENDEZVOUS_TIMEOUT_SEC=4 timeout 60 "$info" > "$tmp/a" 2>&1
+  s=$?
+  [ "$s" = 1 ] || { cat "$tmp/a"; fail "$*: exit status $s, not 1"; }
 }
 # wait_all WHAT: every background process failed (none succeeded or hung).
 wait_all() {
@@ -63,6 +75,29 @@ expect "$tmp/mpi" "RANK/WORLD_SIZE says rank 0 of 5, but MPI made this process r
 expect "$tmp/mpi" "RANK/WORLD_SIZE says rank 0 of 5, but MPI made this process rank 1 of 2" \
   "mpiexec -n 2 with WORLD_SIZE=5 (rank 1)"
 pass "mpiexec -n 2 under RANK=0 WORLD_SIZE=5: both ranks fail, each saying what it saw"
+
+# Under an MPI launcher a variable alone is MPI's to confirm: WORLD_SIZE=2
+# alone (PyTorch's test runner) and LOCAL_RANK=0 on a rank that is local
+# rank 0 start; WORLD_SIZE=5 alone and a LOCAL_RANK of 1 on every rank fail
+# on every rank, naming the variable and MPI's value.
+for vars in "WORLD_SIZE=2"; do
+  env $vars timeout 120 "$srcdir/tests/mpiexec" -n 2 "$builddir/tests/mpi/test_collectives" \
+    > "$tmp/mpi" 2>&1 || { cat "$tmp/mpi"; fail "mpiexec -n 2 under $vars alone: exit status $?"; }
+  grep -q "^test_collectives (2 ranks): [0-9]* checks, 0 failed" "$tmp/mpi" ||
+    { cat "$tmp/mpi"; fail "mpiexec -n 2 under $vars alone: no '0 failed'"; }
+done
+WORLD_SIZE=5 timeout 120 "$srcdir/tests/mpiexec" -n 2 "$info" > "$tmp/mpi" 2>&1
+s=$?
+[ "$s" != 0 ] && [ "$s" != 124 ] || { cat "$tmp/mpi"; fail "mpiexec with WORLD_SIZE=5 alone: exit status $s"; }
+[ "$(grep -c -E "WORLD_SIZE=5, but MPI's world has 2 processes" "$tmp/mpi")" -ge 2 ] ||
+  { cat "$tmp/mpi"; fail "mpiexec -n 2 with WORLD_SIZE=5 alone: not both ranks name it"; }
+LOCAL_RANK=1 timeout 120 "$srcdir/tests/mpiexec" -n 2 "$info" > "$tmp/mpi" 2>&1
+s=$?
+[ "$s" != 0 ] && [ "$s" != 124 ] || { cat "$tmp/mpi"; fail "mpiexec with LOCAL_RANK=1: exit status $s"; }
+expect "$tmp/mpi" "LOCAL_RANK=1, but this process is rank 0 of the 2 processes MPI puts on its node" \
+  "mpiexec -n 2 with LOCAL_RANK=1 (rank 0)"
+expect "$tmp/mpi" "rank 0's launcher variables contradict MPI's world" "mpiexec -n 2 with LOCAL_RANK=1 (rank 1)"
+pass "mpiexec -n 2 under WORLD_SIZE=2 alone: the job runs; WORLD_SIZE=5 alone or LOCAL_RANK=1: every rank fails, naming it"
 
 # The rest is rondo's rendezvous, which only MPICH's processes start through.
 [ "$mpi" = mpich ] || exit 0
@@ -157,7 +192,9 @@ for r in 0 2; do
 done
 pass "ranks 0 and 2 of 4: both name ranks 1, 3"
 
-# Ranks that disagree on the world's size: every rank hears it at once.
+# Ranks that disagree on the world's size: the one that differs is turned
+# away at once (the job waits on for the real rank, so that a stranger's
+# hello cannot end it); at the timeout rank 0 fails quoting it too.
 MASTER_PORT=$(free_port); export MASTER_PORT
 start_rank "$tmp/s0" 0 2 "$info"
 sleep 0.5 # rank 0 first, so that the other's hello is the one that differs
@@ -167,9 +204,12 @@ for r in 0 1; do
   expect "$tmp/s$r" "rank 1 \(host [^)]*\) says the world has 3 processes, rank 0 says 2" \
     "rank $r with WORLD_SIZE 2 and 3"
 done
-pass "WORLD_SIZE=2 on rank 0 and 3 on rank 1: both fail, quoting both"
+expect "$tmp/s0" "rank 1 did not arrive within 4 s \(RONDO_RENDEZVOUS_TIMEOUT_SEC\); rank 0 turned away: rank 1" \
+  "rank 0 with WORLD_SIZE 2 and 3"
+pass "WORLD_SIZE=2 on rank 0 and 3 on rank 1: rank 1 turned away at once, rank 0 at the timeout, both quoting both"
 
-# Two processes with one RANK.
+# Two processes with one RANK: the second is turned away, the first and
+# rank 0 wait for rank 2 and then say which hello was turned away.
 MASTER_PORT=$(free_port); export MASTER_PORT
 start_rank "$tmp/d0" 0 3 "$info"
 start_rank "$tmp/d1" 1 3 "$info"
@@ -180,13 +220,48 @@ for f in d0 d1 d2; do
 done
 pass "RANK=1 twice: all three processes fail naming rank 1"
 
+# The job's key (docs/launching.md#who-can-join): a rank without it, or with
+# another, is refused and says so; the job's own ranks wait on and name
+# the missing rank. A key too short, or in a file others may read, fails
+# at once.
+key=$("$py" -c 'import secrets; print(secrets.token_hex(32))')
+MASTER_PORT=$(free_port); export MASTER_PORT
+RONDO_RENDEZVOUS_KEY=$key start_rank "$tmp/y0" 0 2 "$info"
+start_rank "$tmp/y1" 1 2 "$info"
+RONDO_RENDEZVOUS_KEY=${key}x start_rank "$tmp/y2" 1 2 "$info"
+wait_all "ranks without the job's key"
+expect "$tmp/y0" "rank 1 did not arrive within 4 s" "rank 0 with the key"
+expect "$tmp/y1" "rank 1 could not reach the rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-$((MASTER_PORT + 1)) .*does rank 0 have a RONDO_RENDEZVOUS_KEY this rank lacks\?" \
+  "rank 1 without a key"
+expect "$tmp/y2" "rank 1: the rendezvous at 127.0.0.1:$((MASTER_PORT + 1)) refused this process's key" \
+  "rank 1 with another key"
+pass "a rank without the key (it looks for the Unix socket) and one with another (refused): each says so, rank 0 waits on and names rank 1"
+MASTER_PORT=$(free_port); export MASTER_PORT
+RONDO_RENDEZVOUS_KEY=$key RONDO_RENDEZVOUS_TIMEOUT_SEC=60 start_rank "$tmp/z0" 0 2 "$info"
+sleep 0.5
+RONDO_RENDEZVOUS_KEY=${key}x start_rank "$tmp/z1" 1 2 "$info"
+pids=${pids% *} # rank 0's alone: rank 1's is waited for here
+wait "$!"
+[ $? = 1 ] || fail "a rank with another key: exit status not 1"
+expect "$tmp/z1" "refused this process's key" "rank 1 with another key"
+umask 077
+echo "$key" > "$tmp/key"
+RONDO_RENDEZVOUS_KEY_FILE=$tmp/key start_rank "$tmp/z2" 1 2 "$info"
+for p in $pids; do wait "$p" || { cat "$tmp"/z*; fail "the key in RONDO_RENDEZVOUS_KEY on rank 0 and in a file on rank 1: a rank exited with $?"; }; done
+pids=
+grep -q "the job's key proven" "$tmp/z0" || { cat "$tmp/z0"; fail "rank 0 does not say the key was proven"; }
+pass "rank 0's key in RONDO_RENDEZVOUS_KEY, rank 1's in RONDO_RENDEZVOUS_KEY_FILE: the job forms; a rank with another key before it was refused"
+chmod 644 "$tmp/key"
+expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS_KEY_FILE="$tmp/key"
+expect "$tmp/a" "RONDO_RENDEZVOUS_KEY_FILE='$tmp/key' must belong to this user and be readable by it alone \(chmod 600\): it is mode 644" \
+  "a key file others may read"
+expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS_KEY=short
+expect "$tmp/a" "the rendezvous key \(RONDO_RENDEZVOUS_KEY\) has 5 bytes; it needs at least 16" "a short key"
+expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS_KEY=$key RONDO_RENDEZVOUS_KEY_FILE="$tmp/key"
+expect "$tmp/a" "both RONDO_RENDEZVOUS_KEY and RONDO_RENDEZVOUS_KEY_FILE are set" "two keys"
+pass "a key file others may read, a key of 5 bytes, both variables: each named at once"
+
 # Variables that cannot be right, on one process: a message at once.
-# (expect_alone VARS... -- PATTERN WHAT)
-expect_alone() {
-  env "$@" RONDO_RENDEZVOUS_TIMEOUT_SEC=4 timeout 60 "$info" > "$tmp/a" 2>&1
-  s=$?
-  [ "$s" = 1 ] || { cat "$tmp/a"; fail "$*: exit status $s, not 1"; }
-}
 MASTER_PORT=$(free_port); export MASTER_PORT
 expect_alone RANK=2 WORLD_SIZE=2
 expect "$tmp/a" "RANK=2 is not below WORLD_SIZE=2" "RANK=2 of 2"
@@ -200,8 +275,10 @@ expect_alone RANK=0 WORLD_SIZE=2 RONDO_RENDEZVOUS=nowhere
 expect "$tmp/a" "RONDO_RENDEZVOUS='nowhere' is not HOST:PORT" "RONDO_RENDEZVOUS=nowhere"
 pass "RANK not below WORLD_SIZE, a malformed WORLD_SIZE, RANK alone, no address, a bad RONDO_RENDEZVOUS: each named"
 
-# The port is taken by another program that accepts and never answers:
-# rank 0 cannot listen there, rank 1 reaches the other program and gives up.
+# The port is taken by another program that accepts and never answers
+# (TCP: a job with a key): rank 0 cannot listen there, rank 1 reaches the
+# other program and gives up.
+export RONDO_RENDEZVOUS_KEY=$key
 port=$(free_port)
 "$py" -c '
 import socket, sys, time
@@ -217,7 +294,7 @@ export RONDO_RENDEZVOUS=127.0.0.1:$port
 start_rank "$tmp/p0" 0 2 "$info"
 start_rank "$tmp/p1" 1 2 "$info"
 wait_all "a taken port"
-unset RONDO_RENDEZVOUS
+unset RONDO_RENDEZVOUS RONDO_RENDEZVOUS_KEY
 kill "$listener" 2>/dev/null
 wait "$listener" 2>/dev/null
 expect "$tmp/p0" "rank 0 cannot listen on port $port for the rendezvous \(from RONDO_RENDEZVOUS\): Address already in use" \
@@ -229,6 +306,9 @@ pass "a rendezvous port another program holds: rank 0 says it cannot listen, ran
 # Unreachable: nobody listens.
 port=$(free_port)
 expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port
+expect "$tmp/a" "rank 1 could not reach the rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-$port \(No such file or directory\) within 4 s" \
+  "an unreachable rendezvous (one host, no key)"
+expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port RONDO_RENDEZVOUS_KEY=$key
 expect "$tmp/a" "rank 1 could not reach the rendezvous at 127.0.0.1:$port \(Connection refused\) within 4 s" \
-  "an unreachable rendezvous"
-pass "an unreachable rendezvous: named with its address, where it came from, and why"
+  "an unreachable rendezvous (a key: TCP)"
+pass "an unreachable rendezvous, a Unix socket and TCP: named with its address, where it came from, and why"

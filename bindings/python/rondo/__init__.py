@@ -102,6 +102,10 @@ def init():
     if _initialized:
         return
     st = _lib.init(None, None)
+    # librondo took the rendezvous key out of the C environment; take it out
+    # of Python's copy too, so that subprocesses started with os.environ do
+    # not inherit it (docs/launching.md#who-can-join).
+    os.environ.pop("RONDO_RENDEZVOUS_KEY", None)
     if st != _lib.SUCCESS:
         _raise_status(st, -1)
     _world = Comm(_lib.world(), owned=False)
