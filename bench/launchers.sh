@@ -14,8 +14,13 @@
 #     same job started by hand (N processes with RANK and WORLD_SIZE, no
 #     launcher): rondo's rendezvous without a launcher's own cost;
 #  3. DDP: the median step time of bench/ddp_step.py at 2 ranks under
-#     torchrun, on the rondo backend and on gloo, alternately, RUNS times.
-# PARTS (default "allreduce startup ddp") picks the parts.
+#     torchrun, on the rondo backend and on gloo, alternately, RUNS times;
+#  4. rendezvous: a 2-rank torchrun job of rondo-info --explain 4 without a
+#     key (one host: the Unix socket) and with RONDO_RENDEZVOUS_KEY (TCP and
+#     the challenge-response), alternately, RUNS times: the jobs' median
+#     wall time, and the median of each rank's connect-and-handshake time
+#     (rondo's own debug line: "N ms to connect and be greeted").
+# PARTS (default "allreduce startup ddp rendezvous") picks the parts.
 # torchrun is Debian's torch 1.13 (/usr/bin/python3 -m torch.distributed.run
 # --redirects 2 --tee 2, see docs/launching.md). Environment: RUNS, MPIEXEC
 # (default mpiexec).
@@ -42,7 +47,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 echo "# bench/launchers.sh: $(date -u '+%Y-%m-%d %H:%M') UTC, $(nproc) cores, RUNS=$runs"
 echo
-parts=${PARTS:-allreduce startup ddp}
+parts=${PARTS:-allreduce startup ddp rendezvous}
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 
 if want allreduce; then
@@ -123,4 +128,33 @@ r=$(median < "$tmp/dr") g=$(median < "$tmp/dg")
 echo "| backend | ms per step | gloo / rondo |"
 echo "|---|---:|---:|"
 awk -v r="$r" -v g="$g" 'BEGIN { printf "| rondo | %.2f | %.2f |\n| gloo | %.2f | 1.00 |\n", r, g / r, g }'
+fi
+
+if want rendezvous; then
+echo
+echo "## rendezvous: torchrun --nproc_per_node 2 rondo-info --explain 4, without and with a key"
+echo
+echo "| rendezvous | job: median wall s | handshake per rank: median ms | max ms |"
+echo "|---|---:|---:|---:|"
+key=$("$py" -c 'import secrets; print(secrets.token_hex(32))')
+: > "$tmp/kn"; : > "$tmp/kk"; : > "$tmp/hn"; : > "$tmp/hk"
+# keyed JOBFILE HANDSHAKEFILE KEY: one job, its wall time and each rank's handshake.
+keyed() {
+  a=$(now)
+  RONDO_RENDEZVOUS_KEY=$3 RONDO_LOG=debug RONDO_LOG_SUBSYS=launch \
+    torchrun --nproc_per_node 2 --no_python "$info" --explain 4 > "$tmp/out" 2>&1
+  b=$(now)
+  awk -v a="$a" -v b="$b" 'BEGIN { print b - a }' >> "$1"
+  sed -n 's/.* \([0-9.]*\) ms to connect and be greeted.*/\1/p' "$tmp/out" >> "$2"
+}
+for r in $(seq "$runs"); do
+  keyed "$tmp/kn" "$tmp/hn" ""
+  keyed "$tmp/kk" "$tmp/hk" "$key"
+done
+for which in "no key (one host: Unix socket)|n" "RONDO_RENDEZVOUS_KEY (TCP, HMAC-SHA256 both ways)|k"; do
+  f=${which##*|}
+  awk -v name="${which%|*}" -v j="$(median < "$tmp/k$f")" -v h="$(median < "$tmp/h$f")" \
+    -v m="$(sort -g "$tmp/h$f" | tail -n 1)" \
+    'BEGIN { printf "| %s | %.2f | %.3f | %.3f |\n", name, j, h, m }'
+done
 fi

@@ -131,12 +131,14 @@ rondo_status_t launch_check_world(int collective)
     snprintf(why, sizeof why, "%s", rondo_last_error());
   else
     contradiction(&v, rank, size, why, sizeof why);
-  /* LOCAL_RANK (SLURM_LOCALID) against MPI's node, where every rank takes
-   * part (the split is collective). */
-  if (collective && size > 1) {
+  /* Under an MPI launcher, LOCAL_RANK (SLURM_LOCALID) against MPI's node,
+   * where every rank takes part (the split is collective). Not through the
+   * rendezvous: torchrun's LOCAL_RANK counts an agent's workers, and two
+   * agents may share a host. */
+  if (collective && size > 1 && !by_rendezvous) {
     int local = 0, local_size = 1;
     RONDO_CHECK(mpi_local_rank(&local, &local_size));
-    if (why[0] == '\0' && v.local_rank >= 0 && v.local_rank != local)
+    if (why[0] == '\0' && v.mpi_launcher != NULL && v.local_rank >= 0 && v.local_rank != local)
       snprintf(why, sizeof why,
                "%s=%d, but this process is rank %d of the %d processes MPI puts on its node: "
                "unset it, or make it MPI's",

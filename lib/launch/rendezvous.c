@@ -142,9 +142,12 @@ rondo_status_t launch_join(const launch_vars_t *v, int *fdp)
   char where[LAUNCH_HOST_MAX + LAUNCH_PATH_MAX];
   launch_endpoint_name(v, where, sizeof where);
   int fd = -1;
+  double handshake = 0; /* connecting and the greeting, for the log */
   for (;;) {
+    double t0 = rondo__now();
     RONDO_CHECK(launch_endpoint_connect(v, deadline, &fd));
     int rc = greet(v, fd, deadline, where);
+    handshake = rondo__now() - t0;
     if (rc == 0)
       break;
     close(fd);
@@ -198,7 +201,11 @@ rondo_status_t launch_join(const launch_vars_t *v, int *fdp)
   setenv("PMI_RANK", num, 1);
   snprintf(num, sizeof num, "%d", v->size);
   setenv("PMI_SIZE", num, 1);
-  LOG_DEBUG("joined the rendezvous at %s as rank %d of %d", where, v->rank, v->size);
+  LOG_DEBUG("joined the rendezvous at %s as rank %d of %d (%s: %.3f ms to connect and be "
+            "greeted%s; %.3f ms until the welcome)",
+            where, v->rank, v->size, v->keyed ? "key proven" : "no key", handshake * 1e3,
+            v->keyed ? " and prove the key both ways" : "",
+            (rondo__now() - (deadline - v->timeout_sec)) * 1e3);
   *fdp = fd;
   return RONDO_SUCCESS;
 }
