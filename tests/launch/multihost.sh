@@ -5,7 +5,9 @@
 # 2 ranks and choose as it does for the same job under mpiexec -hosts:
 #   - rondo-info's topology, algorithms and choices equal mpiexec's (with
 #     RONDO_NET_CALIBRATE=off, so that a measured network cannot differ);
-#   - the collectives test passes every check on every rank.
+#   - the collectives test passes every check on every rank, and rank 0
+#     alone warns once that the rendezvous (no key, across hosts) is not
+#     authenticated.
 # Skipped (77) without torch, or where the bed cannot be built (not root).
 . "${top_srcdir:-.}/tests/launch/common.sh"
 needs_torch
@@ -36,8 +38,13 @@ sh "$bed" -H 2 -- -n 4 -ppn 2 "$info" > "$tmp/m" 2>&1 || { cat "$tmp/m"; fail "m
 same_as_mpiexec "$tmp/t" "$tmp/m" "4 ranks on 2 node(s) of 2-2 ranks"
 pass "one torchrun per host, 4 ranks: 2 nodes of 2 ranks, the same topology and choices as mpiexec -hosts"
 
-on_each_host "$tmp/c" "$builddir/tests/mpi/test_collectives" ||
+# Across hosts without a key the rendezvous is unauthenticated: rank 0, and
+# only rank 0, says so once at the default log level.
+RONDO_LOG=warn on_each_host "$tmp/c" "$builddir/tests/mpi/test_collectives" ||
   { cat "$tmp/c"; fail "torchrun test_collectives on two hosts exited with $?"; }
+[ "$(grep -c "rendezvous at .* is not authenticated: anyone who reaches that port can join or end this job" "$tmp/c")" = 1 ] &&
+  grep "is not authenticated" "$tmp/c" | grep -q "\[rondo 0\] WARN" ||
+  { cat "$tmp/c"; fail "across hosts without a key: not one warning from rank 0 that the rendezvous is unauthenticated"; }
 grep -q "test_collectives (4 ranks): [0-9]* checks, 0 failed" "$tmp/c" ||
   { cat "$tmp/c"; fail "torchrun test_collectives on two hosts: no '4 ranks: N checks, 0 failed'"; }
-pass "one torchrun per host: test_collectives at 4 ranks on 2 nodes, $(grep -o "test_collectives (4 ranks): [0-9]* checks, 0 failed" "$tmp/c" | sed 's/^.*: //')"
+pass "one torchrun per host: rank 0 warns once that the rendezvous is unauthenticated; test_collectives at 4 ranks on 2 nodes, $(grep -o "test_collectives (4 ranks): [0-9]* checks, 0 failed" "$tmp/c" | sed 's/^.*: //')"
