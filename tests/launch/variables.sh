@@ -15,7 +15,8 @@
 #   - RANK not below WORLD_SIZE, a malformed WORLD_SIZE, RANK without
 #     WORLD_SIZE, no rendezvous address;
 #   - the job's key: a rank without it or with another is refused, a key
-#     file others may read, a key too short, both variables;
+#     file others may read, a key too short, both variables; a rank refuses
+#     an impostor rank 0 (tests/launch/fake_rank0.py);
 #   - a rendezvous port that is taken (by another program) or unreachable;
 #   - an MPI launcher whose processes carry RANK/WORLD_SIZE that contradict
 #     MPI's world: every rank fails; one of them alone (PyTorch's test
@@ -274,6 +275,40 @@ expect "$tmp/a" "no rendezvous address is set: set MASTER_ADDR and MASTER_PORT" 
 expect_alone RANK=0 WORLD_SIZE=2 RONDO_RENDEZVOUS=nowhere
 expect "$tmp/a" "RONDO_RENDEZVOUS='nowhere' is not HOST:PORT" "RONDO_RENDEZVOUS=nowhere"
 pass "RANK not below WORLD_SIZE, a malformed WORLD_SIZE, RANK alone, no address, a bad RONDO_RENDEZVOUS: each named"
+
+# An impostor on rank 0's address (tests/launch/fake_rank0.py): a rank
+# with the key refuses one that asks for no key and one that cannot prove
+# the key; a keyless rank on one host meets one that asks for a key; and a
+# rank meets a web server. Each says so, and tells the impostor nothing.
+fake() { # OUT MODE KIND WHERE -- VARS...: one rank 1 against one impostor
+  out=$1 mode=$2 kind=$3 where=$4
+  shift 5
+  "$py" "$srcdir/tests/launch/fake_rank0.py" "$mode" "$kind" "$where" > "$tmp/fake" 2>&1 &
+  impostor=$!
+  wait_for "$tmp/fake" listening
+  env "$@" RONDO_RENDEZVOUS_TIMEOUT_SEC=10 timeout 60 "$info" > "$out" 2>&1
+  s=$?
+  kill "$impostor" 2>/dev/null
+  wait "$impostor" 2>/dev/null
+  [ "$s" = 1 ] || { cat "$out"; fail "rank 1 against an impostor ($mode): exit status $s, not 1"; }
+}
+port=$(free_port)
+fake "$tmp/f1" none tcp "$port" -- RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port RONDO_RENDEZVOUS_KEY=$key
+expect "$tmp/f1" "rank 1: the rendezvous at 127.0.0.1:$port asks for no key, but this process has one" \
+  "a keyed rank against an impostor that asks for no key"
+port=$(free_port)
+fake "$tmp/f2" badproof tcp "$port" -- RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port RONDO_RENDEZVOUS_KEY=$key
+expect "$tmp/f2" "rank 1: the rendezvous at 127.0.0.1:$port could not prove it holds the job's key: it is not this job's rank 0" \
+  "a keyed rank against an impostor that cannot prove the key"
+port=$(free_port)
+fake "$tmp/f3" keyed unix "/tmp/rondo-$(id -u)/rendezvous-$port" -- RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port
+expect "$tmp/f3" "rank 1: the rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-$port asks for the job's key, and this process has none" \
+  "a keyless rank against a rendezvous that asks for a key"
+port=$(free_port)
+fake "$tmp/f4" http tcp "$port" -- RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port RONDO_RENDEZVOUS_KEY=$key
+expect "$tmp/f4" "rank 1: 127.0.0.1:$port is not a rondo rendezvous \(it answered 'HTTP/1.1 400 Bad Request" \
+  "a rank against a web server"
+pass "impostors on rank 0's address: one that asks for no key, one that cannot prove the key, one that asks a keyless rank for one, a web server: each refused, saying why"
 
 # The port is taken by another program that accepts and never answers
 # (TCP: a job with a key): rank 0 cannot listen there, rank 1 reaches the
