@@ -103,12 +103,19 @@ static void contradiction(const launch_vars_t *v, int rank, int size, char *why,
 {
   why[0] = '\0';
   int rank_off = v->rank_set && v->rank != rank, size_off = v->size_set && v->size != size;
+  /* srun --mpi=pmix under an MPI that speaks no PMIx: every process is a
+   * singleton. */
+  int pmix_alone = size == 1 && v->mpi_launcher != NULL &&
+                   strcmp(v->mpi_launcher, "PMIX_RANK") == 0 && mpi_without_pmi1() == NULL;
   if (v->rank_set && v->size_set && (rank_off || size_off))
     snprintf(why, len, "%s says rank %d of %d, but MPI made this process rank %d of %d%s",
              v->source, v->rank, v->size, rank, size,
-             size == 1 ? ": MPI was started without rondo's rendezvous (call rondo_init() "
-                         "before MPI_Init(), or launch with mpiexec)"
-                       : ": unset the variables, or make them MPI's");
+             pmix_alone ? ": a PMIx launcher (srun --mpi=pmix) started it, and this rondo's "
+                          "MPI (MPICH) speaks PMI-1 and PMI-2, not PMIx: use srun --mpi=pmi2, "
+                          "or mpiexec"
+             : size == 1 ? ": MPI was started without rondo's rendezvous (call rondo_init() "
+                           "before MPI_Init(), or launch with mpiexec)"
+                         : ": unset the variables, or make them MPI's");
   else if (size_off)
     snprintf(why, len, "%s=%d, but MPI's world has %d processes: unset it, or make it MPI's",
              v->size_var, v->size, size);

@@ -274,7 +274,10 @@ expect_alone -u MASTER_ADDR RANK=0 WORLD_SIZE=2
 expect "$tmp/a" "no rendezvous address is set: set MASTER_ADDR and MASTER_PORT" "no MASTER_ADDR"
 expect_alone RANK=0 WORLD_SIZE=2 RONDO_RENDEZVOUS=nowhere
 expect "$tmp/a" "RONDO_RENDEZVOUS='nowhere' is not HOST:PORT" "RONDO_RENDEZVOUS=nowhere"
-pass "RANK not below WORLD_SIZE, a malformed WORLD_SIZE, RANK alone, no address, a bad RONDO_RENDEZVOUS: each named"
+expect_alone PMIX_RANK=1 SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=2
+expect "$tmp/a" "a PMIx launcher \(srun --mpi=pmix\) started it, and this rondo's MPI \(MPICH\) speaks PMI-1 and PMI-2, not PMIx: use srun --mpi=pmi2" \
+  "srun --mpi=pmix's variables on MPICH"
+pass "RANK not below WORLD_SIZE, a malformed WORLD_SIZE, RANK alone, no address, a bad RONDO_RENDEZVOUS, srun --mpi=pmix on MPICH: each named"
 
 # An impostor on rank 0's address (tests/launch/fake_rank0.py): a rank
 # with the key refuses one that asks for no key and one that cannot prove
