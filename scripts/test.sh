@@ -26,6 +26,7 @@ RONDO_TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$RONDO_TOP/scripts/common.sh"
 rondo_install_deps
 rondo_apt_install libsimgrid-dev # tests/smpi.sh: rondo on SimGrid's SMPI (docs/scale.md)
+rondo_apt_install slurm-wlm munge # tests/launch/slurm.sh: a private one-node Slurm
 rondo_install_openmpi
 rondo_mpi_env
 start=$(date +%s)
