@@ -27,6 +27,7 @@ RONDO_TOP=$(cd "$(dirname "$0")/.." && pwd)
 rondo_install_deps
 rondo_apt_install libsimgrid-dev # tests/smpi.sh: rondo on SimGrid's SMPI (docs/scale.md)
 rondo_apt_install slurm-wlm munge # tests/launch/slurm.sh: a private one-node Slurm
+rondo_apt_install valgrind # tests/launch/outsider-valgrind.sh: the rendezvous server under valgrind
 rondo_install_openmpi
 rondo_mpi_env
 start=$(date +%s)

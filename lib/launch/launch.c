@@ -66,12 +66,13 @@ rondo_status_t launch_before_mpi(void)
     launch_forget_env();
     close(fd);
   }
-  launch_key_forget(); /* the world has formed, or cannot: no more handshakes */
   if (st != RONDO_SUCCESS) {
     if (v.rank == 0)
       launch_serve_join(0);
+    launch_key_forget(); /* after the server, which may still check a key */
     return st;
   }
+  launch_key_forget(); /* the world has formed: no more handshakes */
   formed = v;
   by_rendezvous = 1;
   char where[LAUNCH_HOST_MAX + LAUNCH_PATH_MAX];

@@ -174,9 +174,13 @@ static void close_all(void)
 }
 
 /* A refused connection: logged one by one up to REFUSED_LOGGED, then
- * counted (said at the end of the hello phase). */
+ * counted (said at the end of the hello phase). One that failed the
+ * challenge hears that it did (and nothing about the job), so that a rank
+ * with the wrong key stops instead of connecting again. */
 static void refuse(client_t *c, const char *why)
 {
+  if (c->phase == AWAIT_AUTH && c->nonce[0] != '\0') /* it was challenged */
+    send_line(c, "cmd=rondo_auth_refused");
   srv.refused++;
   if (srv.refused <= REFUSED_LOGGED)
     LOG_WARN("rendezvous: refused %s: %s%s", c->peer, why,
@@ -402,12 +406,14 @@ static void on_auth(client_t *c, const char *line)
     refuse(c, "it did not answer the key's challenge");
     return;
   }
-  if (launch_auth_mac("client", c->nonce, nonce, want) != 0 || !launch_auth_equal(mac, want)) {
-    refuse(c, "it does not hold the job's key (RONDO_RENDEZVOUS_KEY)");
+  if (launch_auth_mac("client", c->nonce, nonce, want) != 0 ||
+      launch_auth_mac("server", c->nonce, nonce, proof) != 0) {
+    LOG_ERROR("rendezvous: rank 0 holds no key to check %s's with", c->peer);
+    c->dead = "rank 0 holds no key";
     return;
   }
-  if (launch_auth_mac("server", c->nonce, nonce, proof) != 0) {
-    c->dead = "no key to answer with";
+  if (!launch_auth_equal(mac, want)) {
+    refuse(c, "it does not hold the job's key (RONDO_RENDEZVOUS_KEY)");
     return;
   }
   send_line(c, "cmd=rondo_auth_ok mac=%s", proof);
@@ -607,8 +613,16 @@ static void on_readable(client_t *c)
   }
 }
 
+/* Whether client c has proved nothing yet: with a key, it has not met the
+ * challenge; without one, it has not said its hello. */
+static int unproven(const client_t *c)
+{
+  return c->phase == AWAIT_AUTH || (!srv.v.keyed && c->phase == AWAIT_HELLO);
+}
+
 /* A new connection: greeted at once, with a challenge when the job has a
- * key. When the strangers' slots are full, the oldest stranger gives way. */
+ * key. When the strangers' slots are full, the oldest unproven stranger
+ * gives way (one that proved the key keeps its slot). */
 static void accept_client(void)
 {
   int fd = accept4(srv.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -616,7 +630,7 @@ static void accept_client(void)
     return;
   int strangers = 0, oldest = -1;
   for (int i = 0; i < srv.nclients; i++)
-    if (srv.clients[i].phase != RANKED && srv.clients[i].dead == NULL) {
+    if (unproven(&srv.clients[i]) && srv.clients[i].dead == NULL) {
       strangers++;
       if (oldest < 0 || srv.clients[i].since < srv.clients[oldest].since)
         oldest = i;

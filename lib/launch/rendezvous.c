@@ -9,7 +9,7 @@
  *   server  cmd=rondo_greeting version=1 auth=none
  *           (or auth=hmac-sha256 nonce=SERVER_NONCE, and then)
  *   client  cmd=rondo_auth nonce=CLIENT_NONCE mac=CLIENT_MAC
- *   server  cmd=rondo_auth_ok mac=SERVER_MAC
+ *   server  cmd=rondo_auth_ok mac=SERVER_MAC (or cmd=rondo_auth_refused)
  *   client  cmd=rondo_hello rank=R size=N host=H run=ID
  *   server  cmd=rondo_welcome rc=0 ... once every rank has arrived, or
  *           cmd=rondo_welcome rc=1 msg=... with the reason it cannot.
@@ -60,8 +60,9 @@ static void wire_word(char *dst, size_t len, const char *src)
 }
 
 /* The greeting on fd, answered: nothing to do, or the challenge met and
- * rank 0's own proof checked. 1: the server closed before greeting (its
- * strangers' slots were full; connect again). */
+ * rank 0's own proof checked. 1: the server closed the connection without
+ * a word, before greeting or after the answer (its strangers' slots were
+ * full; connect again). */
 static int greet(const launch_vars_t *v, int fd, double deadline, const char *where)
 {
   char line[512], nonce[LAUNCH_HEX_LEN + 1], mine[LAUNCH_HEX_LEN + 1];
@@ -117,7 +118,12 @@ static int greet(const launch_vars_t *v, int fd, double deadline, const char *wh
     return -1;
   }
   int len = snprintf(line, sizeof line, "cmd=rondo_auth nonce=%s mac=%s\n", mine, mac);
-  if (write(fd, line, (size_t)len) != len || read_line(fd, line, sizeof line, deadline) != 0) {
+  if (write(fd, line, (size_t)len) != len)
+    return 1; /* closed meanwhile: connect again */
+  rc = read_line(fd, line, sizeof line, deadline);
+  if (rc == -2)
+    return 1; /* closed without a word: rank 0 was crowded; connect again */
+  if (rc != 0 || strcmp(line, "cmd=rondo_auth_refused") == 0) {
     rondo__fail(RONDO_ERR_LAUNCH,
                 "rank %d: the rendezvous at %s refused this process's key: give every rank "
                 "the same RONDO_RENDEZVOUS_KEY (or RONDO_RENDEZVOUS_KEY_FILE)",
