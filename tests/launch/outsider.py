@@ -370,33 +370,11 @@ def attack_control(t, a):
     if not key:
         say("control needs --key")
         sys.exit(2)
-    try:
-        s = t.connect()
-    except OSError as e:
-        violation("control: cannot connect: %s" % e)
+    seen = handshake(t, key, "control (the right key)")
+    if seen is None:
         return
-    seen = Seen(s, t, "control (the right key)")
-    seen.read_greeting()
-    if seen.nonce is None:
-        violation("control: no hmac greeting: %s" % show(seen.greeting or b""))
-        seen.close()
-        return
-    cn, line = auth_line(key, seen.nonce)
-    seen.send(line)
-    deadline = time.monotonic() + 3
-    while b"\n" not in seen.extra and not seen.closed:
-        d = seen._recv(deadline)
-        if d is None:
-            break
-        seen.extra += d
-    reply = seen.extra.split(b"\n", 1)[0]
-    want = ("cmd=rondo_auth_ok mac=%s" % mac(key, "server", seen.nonce, cn)).encode()
-    if reply != want:
-        violation("control: the right key's auth got %s, not '%s'" % (show(reply) or "nothing",
-                                                                      want.decode()))
-    else:
-        say("control: the right key: the server's rondo_auth_ok mac verifies")
-    first_nonce = seen.nonce
+    say("control: the right key: the server's rondo_auth_ok mac verifies")
+    first_nonce, line = seen.nonce, seen.auth_line
     seen.close()  # authenticated, no hello: an unranked peer whose end ends nothing
     # the same auth line on a new connection: a fresh nonce, so refused
     seen2 = one(t, "replayed auth line", line)
@@ -446,6 +424,7 @@ def handshake(t, key, what):
         x.close()
         return None
     cn, line = auth_line(key, x.nonce)
+    x.auth_line = line
     x.send(line)
     deadline = time.monotonic() + 3
     while b"\n" not in x.extra and not x.closed:

@@ -83,7 +83,7 @@ pass "mpiexec -n 2 under RANK=0 WORLD_SIZE=5: both ranks fail, each saying what 
 # on every rank, naming the variable and MPI's value.
 for vars in "WORLD_SIZE=2"; do
   env $vars timeout 120 "$srcdir/tests/mpiexec" -n 2 "$builddir/tests/mpi/test_collectives" \
-    > "$tmp/mpi" 2>&1 || { cat "$tmp/mpi"; fail "mpiexec -n 2 under $vars alone: exit status $?"; }
+    > "$tmp/mpi" 2>&1 || { s=$?; cat "$tmp/mpi"; fail "mpiexec -n 2 under $vars alone: exit status $s"; }
   grep -q "^test_collectives (2 ranks): [0-9]* checks, 0 failed" "$tmp/mpi" ||
     { cat "$tmp/mpi"; fail "mpiexec -n 2 under $vars alone: no '0 failed'"; }
 done
