@@ -141,8 +141,10 @@ key=$("$py" -c 'import secrets; print(secrets.token_hex(32))')
 # keyed JOBFILE HANDSHAKEFILE KEY: one job, its wall time and each rank's handshake.
 keyed() {
   a=$(now)
-  RONDO_RENDEZVOUS_KEY=$3 RONDO_LOG=debug RONDO_LOG_SUBSYS=launch \
+  if [ -n "$3" ]; then export RONDO_RENDEZVOUS_KEY=$3; else unset RONDO_RENDEZVOUS_KEY; fi
+  RONDO_LOG=debug RONDO_LOG_SUBSYS=launch \
     torchrun --nproc_per_node 2 --no_python "$info" --explain 4 > "$tmp/out" 2>&1
+  unset RONDO_RENDEZVOUS_KEY
   b=$(now)
   awk -v a="$a" -v b="$b" 'BEGIN { print b - a }' >> "$1"
   sed -n 's/.* \([0-9.]*\) ms to connect and be greeted.*/\1/p' "$tmp/out" >> "$2"

@@ -18,6 +18,7 @@
  */
 #include "launch/launch.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -62,10 +63,16 @@ static void load_file(const char *path)
   unsigned char buf[KEY_MAX_BYTES + 2];
   ssize_t n = read(fd, buf, sizeof buf);
   close(fd);
-  size_t len = n > 0 ? strcspn((const char *)buf, "\r\n") : 0;
-  if (n > 0 && len > (size_t)n)
-    len = (size_t)n;
-  if (len > KEY_MAX_BYTES)
+  size_t len = 0; /* the first line's bytes */
+  while (n > 0 && len < (size_t)n && buf[len] != '\n' && buf[len] != '\r')
+    len++;
+  if (n < 0)
+    snprintf(k.why, sizeof k.why, "RONDO_RENDEZVOUS_KEY_FILE='%.200s' cannot be read: %s", path,
+             strerror(errno));
+  else if (len == 0) /* never a keyless job by accident */
+    snprintf(k.why, sizeof k.why, "RONDO_RENDEZVOUS_KEY_FILE='%.200s' holds no key: its first "
+             "line is empty", path);
+  else if (len > KEY_MAX_BYTES)
     snprintf(k.why, sizeof k.why, "RONDO_RENDEZVOUS_KEY_FILE='%.200s': its first line is longer "
              "than %d bytes", path, KEY_MAX_BYTES);
   else
@@ -82,10 +89,13 @@ static void load(void)
                         &knobs) == RONDO_SUCCESS && knobs.rendezvous_key_file[0] != '\0')
     path = knobs.rendezvous_key_file;
   k.why[0] = '\0';
-  if (env != NULL && env[0] != '\0' && path != NULL) {
+  if (env != NULL && env[0] == '\0') { /* $(cat a-missing-file): never keyless by accident */
+    snprintf(k.why, sizeof k.why,
+             "RONDO_RENDEZVOUS_KEY is set but empty: give it the job's key, or unset it");
+  } else if (env != NULL && path != NULL) {
     snprintf(k.why, sizeof k.why,
              "both RONDO_RENDEZVOUS_KEY and RONDO_RENDEZVOUS_KEY_FILE are set: set one");
-  } else if (env != NULL && env[0] != '\0') {
+  } else if (env != NULL) {
     size_t len = strlen(env);
     if (len > KEY_MAX_BYTES)
       snprintf(k.why, sizeof k.why, "RONDO_RENDEZVOUS_KEY is longer than %d bytes",

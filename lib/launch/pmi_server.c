@@ -266,8 +266,8 @@ static int plain_word(const char *s)
 {
   if (s[0] == '\0')
     return 0;
-  for (; *s != '\0'; s++)
-    if (*s <= ' ' || *s > '~' || *s == '=')
+  for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+    if (*p <= ' ' || *p > '~' || *p == '=')
       return 0;
   return 1;
 }
@@ -778,8 +778,8 @@ rondo_status_t launch_serve(const launch_vars_t *v)
   srv.size = v->size;
   srv.deadline = rondo__now() + v->timeout_sec;
   snprintf(srv.run, sizeof srv.run, "%s", v->run_id[0] ? v->run_id : "-");
-  for (char *p = srv.run; *p; p++)
-    if (*p <= ' ' || *p > '~' || *p == '=')
+  for (unsigned char *p = (unsigned char *)srv.run; *p; p++)
+    if (*p <= ' ' || *p > '~' || *p == '=') /* as the clients' wire_word */
       *p = '_';
   snprintf(srv.kvsname, sizeof srv.kvsname, "rondo_%ld", (long)getpid());
   srv.done = srv.welcomed = srv.exited = srv.refused = srv.finalized = 0;

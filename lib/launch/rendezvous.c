@@ -50,12 +50,13 @@ static int read_line(int fd, char *buf, size_t len, double deadline)
   return -1;
 }
 
-/* A copy of src (not dst itself) without spaces or '=', for the wire. */
+/* A copy of src (not dst itself) for the wire: printable ASCII without
+ * spaces or '='. */
 static void wire_word(char *dst, size_t len, const char *src)
 {
   snprintf(dst, len, "%s", src[0] != '\0' ? src : "-");
-  for (char *p = dst; *p != '\0'; p++)
-    if (*p == ' ' || *p == '=' || *p == '\n' || *p == '\t')
+  for (unsigned char *p = (unsigned char *)dst; *p != '\0'; p++)
+    if (*p <= ' ' || *p > '~' || *p == '=') /* printable ASCII, as the server checks */
       *p = '_';
 }
 

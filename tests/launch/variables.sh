@@ -260,7 +260,13 @@ expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS_KEY=short
 expect "$tmp/a" "the rendezvous key \(RONDO_RENDEZVOUS_KEY\) has 5 bytes; it needs at least 16" "a short key"
 expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS_KEY=$key RONDO_RENDEZVOUS_KEY_FILE="$tmp/key"
 expect "$tmp/a" "both RONDO_RENDEZVOUS_KEY and RONDO_RENDEZVOUS_KEY_FILE are set" "two keys"
-pass "a key file others may read, a key of 5 bytes, both variables: each named at once"
+expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS_KEY=
+expect "$tmp/a" "RONDO_RENDEZVOUS_KEY is set but empty" "an empty key"
+: > "$tmp/key"
+chmod 600 "$tmp/key"
+expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS_KEY_FILE="$tmp/key"
+expect "$tmp/a" "RONDO_RENDEZVOUS_KEY_FILE='$tmp/key' holds no key: its first line is empty" "an empty key file"
+pass "a key file others may read, a key of 5 bytes, both variables, an empty key, an empty key file: each named at once"
 
 # Variables that cannot be right, on one process: a message at once.
 MASTER_PORT=$(free_port); export MASTER_PORT
