@@ -330,6 +330,11 @@ static void errors(void)
     MT_EQ_STATUS(rondo_wait(&r2), RONDO_SUCCESS);
 
   mt_where("bad arguments fail at submission");
+  /* One name per call: each failed submission is also refused in the engine
+   * (detached), and two refusals of one name in a row race on the ranks (the
+   * second meets the first still in flight on one rank and not on another),
+   * which leaves a refusal no peer matches: an engine bug of its own, not
+   * what this block checks. */
   rondo_request_t r = NULL;
   MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), NULL, a, a, 4, RONDO_FLOAT32, RONDO_SUM, NULL,
                                      &r),
@@ -337,26 +342,27 @@ static void errors(void)
   MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "", a, a, 4, RONDO_FLOAT32, RONDO_SUM, NULL,
                                      &r),
                RONDO_ERR_INVALID_ARG);
-  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "x", NULL, a, 4, RONDO_FLOAT32, RONDO_SUM,
-                                     NULL, &r),
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "bad.null", NULL, a, 4, RONDO_FLOAT32,
+                                     RONDO_SUM, NULL, &r),
                RONDO_ERR_NULL_BUFFER);
-  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "x", a, a, 4, (rondo_dtype_t)99, RONDO_SUM,
-                                     NULL, &r),
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "bad.dtype", a, a, 4, (rondo_dtype_t)99,
+                                     RONDO_SUM, NULL, &r),
                RONDO_ERR_INVALID_DTYPE);
   MT_EQ_STATUS(rondo_allreduce_async(NULL, "x", a, a, 4, RONDO_FLOAT32, RONDO_SUM, NULL, &r),
                RONDO_ERR_INVALID_COMM);
-  MT_EQ_STATUS(rondo_broadcast_async(rondo_world(), "x", a, 4, RONDO_FLOAT32, mt.size, NULL, &r),
+  MT_EQ_STATUS(
+      rondo_broadcast_async(rondo_world(), "bad.root", a, 4, RONDO_FLOAT32, mt.size, NULL, &r),
                RONDO_ERR_INVALID_ROOT);
   rondo_async_opts_t bad = RONDO_ASYNC_OPTS_INIT;
   bad.size = 3;
-  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "x", a, a, 4, RONDO_FLOAT32, RONDO_SUM, &bad,
-                                     &r),
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "bad.size", a, a, 4, RONDO_FLOAT32, RONDO_SUM,
+                                     &bad, &r),
                RONDO_ERR_INVALID_ARG);
   bad = (rondo_async_opts_t)RONDO_ASYNC_OPTS_INIT;
   bad.group = "g";
   bad.group_size = 0;
-  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "x", a, a, 4, RONDO_FLOAT32, RONDO_SUM, &bad,
-                                     &r),
+  MT_EQ_STATUS(rondo_allreduce_async(rondo_world(), "bad.group", a, a, 4, RONDO_FLOAT32, RONDO_SUM,
+                                     &bad, &r),
                RONDO_ERR_INVALID_ARG);
   MT_EQ_STATUS(rondo_wait(NULL), RONDO_ERR_INVALID_ARG);
   MT_CHECK(r == NULL, "no request after failed submissions");
