@@ -23,13 +23,28 @@ train=$builddir/examples/train/rondo-train
 args="--epochs 60 --batch 32 --lr 0.05"
 ck=$tmp/train.ck
 
+# The worker every agent starts. With SLOW_ALONE set, a worker alone in its
+# world sleeps 20 ms a step (7200 steps: minutes), so that the first attempt
+# of the grow case cannot finish before the second agent joins (alone at
+# full speed it trains in 2 s, less than torchrun takes to start on a busy
+# machine; when it finished first, its agent exited with torch's c10d store
+# and the second agent failed to reach the store). Sleeping changes no
+# number: the sums are the same.
+worker=$tmp/worker
+cat > "$worker" <<EOF
+#!/bin/sh
+if [ -n "\$SLOW_ALONE" ] && [ "\$WORLD_SIZE" = 1 ]; then exec "$train" "\$@" --debug-slow 0:20; fi
+exec "$train" "\$@"
+EOF
+chmod +x "$worker"
+
 # agent OUT PORT [LAST_CALL]: one torchrun agent of the elastic job, in the
 # background; its pid in $agent. LAST_CALL: seconds a rendezvous waits for
 # more agents once it has the minimum (1).
 agent() {
   torchrun --nnodes 1:2 --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$2" \
     --rdzv_id "elastic$2" --rdzv_conf last_call_timeout="${3:-1}" --max_restarts 3 --monitor_interval 1 \
-    --no_python "$train" $args --checkpoint "$ck" --checkpoint-every 100 --resume "$ck" \
+    --no_python "$worker" $args --checkpoint "$ck" --checkpoint-every 100 --resume "$ck" \
     > "$1" 2>&1 &
   agent=$!
 }
@@ -48,7 +63,9 @@ want=$(accuracy "$tmp/straight")
 
 # grow: 1 rank, then 2
 port=$(free_port)
+SLOW_ALONE=1 && export SLOW_ALONE # for this agent only
 agent "$tmp/a" "$port"
+unset SLOW_ALONE
 a=$agent
 wait_for "$tmp/a" "^epoch  *1/"
 agent "$tmp/b" "$port"
