@@ -121,8 +121,12 @@ typedef enum {
   RONDO_OP_COUNT = 6
 } rondo_op_t;
 
-/* The all-reduce algorithms (docs/algorithms.md); lib/algo/allreduce/table.c has one
- * row per value but auto. */
+/* The collective algorithms (docs/algorithms.md): one id space for every
+ * family. Each collective's table lists the members it has
+ * (lib/algo/allreduce/table.c, lib/algo/reduce_scatter/table.c,
+ * lib/algo/allgather/table.c): ring, shm, mpi and hierarchical serve all
+ * three; pairwise and recursive_halving are reduce-scatters, bruck an
+ * all-gather, recursive_doubling an all-reduce and an all-gather. */
 typedef enum {
   RONDO_ALGO_AUTO = 0,
   RONDO_ALGO_MPI = 1,
@@ -135,8 +139,19 @@ typedef enum {
   RONDO_ALGO_STAGED = 8, /* device buffers through pinned host memory */
   RONDO_ALGO_HIERARCHICAL_NCCL = 9, /* device buffers: NCCL in nodes, MPI across */
   RONDO_ALGO_ADASUM = 10, /* op RONDO_ADASUM, and only it */
-  RONDO_ALGO_COUNT = 11
+  RONDO_ALGO_PAIRWISE = 11, /* reduce-scatter */
+  RONDO_ALGO_RECURSIVE_HALVING = 12, /* reduce-scatter */
+  RONDO_ALGO_BRUCK = 13, /* all-gather */
+  RONDO_ALGO_COUNT = 14
 } rondo_algo_t;
+
+/* The collectives that have families of algorithms and a selector. */
+typedef enum {
+  RONDO_COLL_ALLREDUCE = 0,
+  RONDO_COLL_REDUCE_SCATTER = 1,
+  RONDO_COLL_ALLGATHER = 2,
+  RONDO_COLL_COUNT = 3
+} rondo_coll_t;
 
 /* Opaque: an MPI communicator (a private duplicate) plus rondo's state. */
 typedef struct rondo_comm *rondo_comm_t;
@@ -162,10 +177,12 @@ RONDO_API size_t rondo_dtype_size(rondo_dtype_t dtype);
 RONDO_API const char *rondo_op_name(rondo_op_t op);
 RONDO_API rondo_status_t rondo_op_from_name(const char *name, rondo_op_t *op);
 /* "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm",
- * "hierarchical", "nccl", "staged", "hierarchical_nccl", "adasum"; NULL for an invalid
- * value. */
+ * "hierarchical", "nccl", "staged", "hierarchical_nccl", "adasum",
+ * "pairwise", "recursive_halving", "bruck"; NULL for an invalid value. */
 RONDO_API const char *rondo_algo_name(rondo_algo_t algo);
 RONDO_API rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo);
+/* "allreduce", "reduce_scatter", "allgather"; NULL for an invalid value. */
+RONDO_API const char *rondo_coll_name(rondo_coll_t coll);
 
 /* Runtime version; equals the RONDO_VERSION_* macros of the header the
  * library was built with. Any pointer may be NULL. Cannot fail. */
@@ -299,6 +316,20 @@ RONDO_API rondo_status_t rondo_algo_available(rondo_comm_t comm, rondo_algo_t al
                                               size_t count, rondo_dtype_t dtype,
                                               rondo_op_t op, const char **why);
 
+/* The same questions for any collective's family: count is the call's
+ * count argument (rondo_reduce_scatter()'s recvcount, rondo_allgather()'s
+ * count: one rank's block), op is ignored by allgather. rondo_coll_choice
+ * says what rondo_reduce_scatter() / rondo_allgather() would run,
+ * rondo_coll_algo_available whether an algorithm can run the call (as
+ * rondo_algo_available(), which is its RONDO_COLL_ALLREDUCE form). Local. */
+RONDO_API rondo_status_t rondo_coll_choice(rondo_comm_t comm, rondo_coll_t coll, size_t count,
+                                           rondo_dtype_t dtype, rondo_op_t op,
+                                           rondo_algo_t *algo);
+RONDO_API rondo_status_t rondo_coll_algo_available(rondo_comm_t comm, rondo_coll_t coll,
+                                                   rondo_algo_t algo, size_t count,
+                                                   rondo_dtype_t dtype, rondo_op_t op,
+                                                   const char **why);
+
 /* The texts below go into (buf, len) as snprintf would: NUL-terminated,
  * truncated when len is too small, which fails with RONDO_ERR_TRUNCATED.
  * *needed (needed may be NULL) gets the bytes the whole text needs, NUL
@@ -311,6 +342,11 @@ RONDO_API rondo_status_t rondo_algo_available(rondo_comm_t comm, rondo_algo_t al
 RONDO_API rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtype,
                                        rondo_op_t op, char *buf, size_t len,
                                        size_t *needed);
+/* rondo_explain() for any collective's family (count as for
+ * rondo_coll_choice()). */
+RONDO_API rondo_status_t rondo_coll_explain(rondo_comm_t comm, rondo_coll_t coll,
+                                            size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                            char *buf, size_t len, size_t *needed);
 /* The same for a call on these buffers: in device memory (CUDA), the
  * choice among the device algorithms (nccl, staged), with a line on which
  * ranks use which GPUs once the comm made its first device call. Host
@@ -330,10 +366,17 @@ RONDO_API rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_
 /* buf: input on root, output elsewhere. */
 RONDO_API rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
                                          rondo_dtype_t dtype, int root);
-/* recvbuf holds size * count elements, rank i's block at i * count. */
+/* recvbuf holds size * count elements, rank i's block at i * count. In
+ * place: sendbuf is this rank's block of recvbuf. rondo chooses the
+ * algorithm (RONDO_ALLGATHER_ALGO forces one); rondo_allgather_algo() runs
+ * the given one (RONDO_ALGO_AUTO chooses) or fails with
+ * RONDO_ERR_UNSUPPORTED on every rank when it cannot run the call. */
 RONDO_API rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf,
                                          void *recvbuf, size_t count,
                                          rondo_dtype_t dtype);
+RONDO_API rondo_status_t rondo_allgather_algo(rondo_comm_t comm, const void *sendbuf,
+                                              void *recvbuf, size_t count,
+                                              rondo_dtype_t dtype, rondo_algo_t algo);
 /* Rank i contributes recvcounts[i] elements (sendcount must equal
  * recvcounts[rank]), placed at displs[i] elements into recvbuf; displs may be
  * NULL for packed blocks. recvcounts and displs are read, not kept. */
@@ -342,10 +385,28 @@ RONDO_API rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf
                                           const size_t *recvcounts, const size_t *displs,
                                           rondo_dtype_t dtype);
 /* sendbuf holds size * recvcount elements; rank i receives the reduction of
- * block i. In place (sendbuf == recvbuf) is not allowed. */
+ * block i. Any op but RONDO_ADASUM (AVG divides by the comm size). In
+ * place: recvbuf is this rank's block of sendbuf (sendbuf + rank *
+ * recvcount elements, the shard of Megatron and FSDP) or sendbuf itself
+ * (MPI_IN_PLACE's form: the result at the start); sendbuf is then
+ * scratch. Other overlaps fail. rondo chooses the algorithm
+ * (RONDO_REDUCE_SCATTER_ALGO forces one); rondo_reduce_scatter_algo() runs
+ * the given one, as rondo_allreduce_algo() does. */
 RONDO_API rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf,
                                               void *recvbuf, size_t recvcount,
                                               rondo_dtype_t dtype, rondo_op_t op);
+RONDO_API rondo_status_t rondo_reduce_scatter_algo(rondo_comm_t comm, const void *sendbuf,
+                                                   void *recvbuf, size_t recvcount,
+                                                   rondo_dtype_t dtype, rondo_op_t op,
+                                                   rondo_algo_t algo);
+/* Uneven blocks: rank i receives recvcounts[i] elements (0 allowed), the
+ * reduction of elements [sum of recvcounts[j < i], + recvcounts[i]) of
+ * sendbuf. recvcounts (size entries) must be equal on every rank and is
+ * read, not kept. In place as rondo_reduce_scatter(), recvbuf at this
+ * rank's block. Host buffers. */
+RONDO_API rondo_status_t rondo_reduce_scatterv(rondo_comm_t comm, const void *sendbuf,
+                                               void *recvbuf, const size_t *recvcounts,
+                                               rondo_dtype_t dtype, rondo_op_t op);
 /* Block i of sendbuf (count elements) goes to rank i; block j of recvbuf
  * comes from rank j. */
 RONDO_API rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf,

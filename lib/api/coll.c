@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "algo/common/algo.h"
+#include "algo/common/blocks.h"
 #include "algo/common/gpu.h"
 #include "device/device.h"
 #include "reduce/reduce.h"
@@ -286,16 +287,35 @@ static int append_line(int want, char *buf, size_t len, const char *line)
   return want + (more > 0 ? more : 0);
 }
 
-static rondo_status_t explain(const char *fn, rondo_comm_t comm, size_t count,
-                              rondo_dtype_t dtype, rondo_op_t op, select_mem_t mem, char *buf,
-                              size_t len, size_t *needed)
+/* What the selector is told about coll's call of count elements (a rank's
+ * block, for reduce-scatter and all-gather: as their calls tell it). */
+static select_input_t coll_input(rondo_comm_t comm, rondo_coll_t coll, size_t count,
+                                 rondo_dtype_t dtype, rondo_op_t op, select_mem_t mem)
+{
+  if (coll == RONDO_COLL_ALLGATHER)
+    return algo_family_input(comm, coll, NULL, count * rondo_dtype_size(dtype), RONDO_UINT8,
+                             RONDO_SUM);
+  if (coll == RONDO_COLL_REDUCE_SCATTER)
+    return algo_family_input(comm, coll, NULL, count, dtype, op == RONDO_AVG ? RONDO_SUM : op);
+  return algo_input_mem(comm, count, dtype, op, mem);
+}
+
+static rondo_status_t explain(const char *fn, rondo_comm_t comm, rondo_coll_t coll,
+                              size_t count, rondo_dtype_t dtype, rondo_op_t op, select_mem_t mem,
+                              char *buf, size_t len, size_t *needed)
 {
   if (buf == NULL && len > 0)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: buf is NULL with len %zu", fn, len);
   select_result_t res;
-  select_input_t in = algo_input_mem(comm, count, dtype, op, mem);
-  algo_choose(comm, &in, &res);
-  int want = select_explain(algo_menu(), &res, &in, buf, len);
+  select_input_t in = coll_input(comm, coll, count, dtype, op, mem);
+  const select_menu_t *menu = algo_menu();
+  if (coll == RONDO_COLL_ALLREDUCE) {
+    algo_choose(comm, &in, &res);
+  } else {
+    algo_family_choose(comm, &in, &res);
+    menu = coll == RONDO_COLL_REDUCE_SCATTER ? algo_rs_menu() : algo_ag_menu();
+  }
+  int want = select_explain(menu, &res, &in, buf, len);
   if (comm->topo->node_count > 1 && want >= 0) {
     /* The network the inter-node terms were priced with. */
     char net[384];
@@ -328,7 +348,8 @@ rondo_status_t rondo_explain(rondo_comm_t comm, size_t count, rondo_dtype_t dtyp
                              rondo_op_t op, char *buf, size_t len, size_t *needed)
 {
   RONDO_CHECK(query_args(comm, count, dtype, op));
-  return explain("rondo_explain", comm, count, dtype, op, SELECT_MEM_HOST, buf, len, needed);
+  return explain("rondo_explain", comm, RONDO_COLL_ALLREDUCE, count, dtype, op, SELECT_MEM_HOST,
+                 buf, len, needed);
 }
 
 rondo_status_t rondo_explain_call(rondo_comm_t comm, const void *sendbuf, const void *recvbuf,
@@ -339,8 +360,69 @@ rondo_status_t rondo_explain_call(rondo_comm_t comm, const void *sendbuf, const 
   RONDO_CHECK(query_args(comm, count, dtype, op));
   size_t bytes = count * rondo_dtype_size(dtype); /* query_args: no overflow */
   RONDO_CHECK(dev_call_memory("rondo_explain_call", sendbuf, bytes, recvbuf, bytes, &device));
-  return explain("rondo_explain_call", comm, count, dtype, op,
+  return explain("rondo_explain_call", comm, RONDO_COLL_ALLREDUCE, count, dtype, op,
                  device >= 0 ? SELECT_MEM_DEVICE : SELECT_MEM_HOST, buf, len, needed);
+}
+
+/* ---- every family's questions ------------------------------------------------------ */
+
+/* query_args for coll (any op for all-gather, which ignores it). */
+static rondo_status_t coll_query_args(const char *fn, rondo_comm_t comm, rondo_coll_t coll,
+                                      size_t count, rondo_dtype_t dtype, rondo_op_t op)
+{
+  if ((unsigned)coll >= RONDO_COLL_COUNT)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: collective %d is not a rondo_coll_t (0..%d)",
+                       fn, (int)coll, RONDO_COLL_COUNT - 1);
+  RONDO_CHECK(query_args(comm, count, dtype, coll == RONDO_COLL_ALLGATHER ? RONDO_SUM : op));
+  if (coll == RONDO_COLL_REDUCE_SCATTER)
+    RONDO_CHECK(api_check_elementwise_op(fn, op));
+  size_t bytes = 0, total = 0;
+  RONDO_CHECK(api_bytes(count, rondo_dtype_size(dtype), &bytes));
+  return coll == RONDO_COLL_ALLREDUCE ? RONDO_SUCCESS : all_blocks(fn, comm, bytes, &total);
+}
+
+rondo_status_t rondo_coll_choice(rondo_comm_t comm, rondo_coll_t coll, size_t count,
+                                 rondo_dtype_t dtype, rondo_op_t op, rondo_algo_t *algo)
+{
+  RONDO_CHECK(coll_query_args("rondo_coll_choice", comm, coll, count, dtype, op));
+  if (coll == RONDO_COLL_ALLREDUCE)
+    return rondo_allreduce_choice(comm, count, dtype, op, algo);
+  if (algo == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_coll_choice: algo is NULL");
+  select_input_t in = coll_input(comm, coll, count, dtype, op, SELECT_MEM_HOST);
+  rondo_algo_t choice = RONDO_ALGO_AUTO;
+  RONDO_CHECK(algo_family_resolve(comm, &in, &choice));
+  *algo = choice;
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_coll_algo_available(rondo_comm_t comm, rondo_coll_t coll,
+                                         rondo_algo_t algo, size_t count, rondo_dtype_t dtype,
+                                         rondo_op_t op, const char **why)
+{
+  if (why != NULL)
+    *why = NULL;
+  RONDO_CHECK(coll_query_args("rondo_coll_algo_available", comm, coll, count, dtype, op));
+  if (coll == RONDO_COLL_ALLREDUCE)
+    return rondo_algo_available(comm, algo, count, dtype, op, why);
+  if (algo == RONDO_ALGO_AUTO) {
+    if (why != NULL)
+      *why = "auto is not an algorithm: rondo_coll_choice() says what it picks";
+    return rondo__fail(RONDO_ERR_INVALID_ALGO,
+                       "rondo_coll_algo_available: auto is not an algorithm (ask "
+                       "rondo_coll_choice() what it picks)");
+  }
+  select_input_t in = coll_input(comm, coll, count, dtype, op, SELECT_MEM_HOST);
+  return algo_family_check(comm, algo, &in, why);
+}
+
+rondo_status_t rondo_coll_explain(rondo_comm_t comm, rondo_coll_t coll, size_t count,
+                                  rondo_dtype_t dtype, rondo_op_t op, char *buf, size_t len,
+                                  size_t *needed)
+{
+  RONDO_CHECK(coll_query_args("rondo_coll_explain", comm, coll, count, dtype, op));
+  return explain("rondo_coll_explain", comm, coll, count, dtype, op, SELECT_MEM_HOST, buf, len,
+                 needed);
 }
 
 /* ---- data movement and reduce-scatter ------------------------------------------- */
@@ -373,7 +455,8 @@ rondo_status_t rondo_broadcast(rondo_comm_t comm, void *buf, size_t count,
 
 /* The checks of a call with one block of count elements per rank in recvbuf
  * (allgather) or in sendbuf (reduce_scatter), or in both (alltoall);
- * reduce_scatter and alltoall may not run in place. *bytes gets one
+ * in_place_ok: 1 allgather's form, 2 reduce_scatter's, 0 none (alltoall).
+ * *bytes gets one
  * block's size, *device the buffers' device (-1: host; device_ok 0: host
  * only). */
 static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *sendbuf,
@@ -389,37 +472,94 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
   if (!in_place_ok && count > 0 && sendbuf == recvbuf)
     return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: in place (sendbuf == recvbuf) is not allowed",
                        fn);
-  /* allgather's in-place form: sendbuf is this rank's block of recvbuf */
-  RONDO_CHECK(in_place_ok ? api_check_overlap_except(fn, sendbuf, *bytes, recvbuf, total,
-                                                     (const char *)recvbuf +
-                                                         (size_t)comm->rank * *bytes)
-                          : api_check_overlap(fn, sendbuf, total, recvbuf, *bytes));
+  /* allgather's in-place form: sendbuf is this rank's block of recvbuf;
+   * reduce-scatter's: recvbuf is this rank's block of sendbuf, or sendbuf */
+  if (in_place_ok == 2 && recvbuf == sendbuf)
+    ;
+  else if (in_place_ok == 2)
+    RONDO_CHECK(api_check_overlap_except(fn, recvbuf, *bytes, sendbuf, total,
+                                         (const char *)sendbuf + (size_t)comm->rank * *bytes));
+  else
+    RONDO_CHECK(in_place_ok ? api_check_overlap_except(fn, sendbuf, *bytes, recvbuf, total,
+                                                       (const char *)recvbuf +
+                                                           (size_t)comm->rank * *bytes)
+                            : api_check_overlap(fn, sendbuf, total, recvbuf, *bytes));
   if (!device_ok) {
     RONDO_CHECK(api_host_only(fn, sendbuf, "sendbuf"));
     return api_host_only(fn, recvbuf, "recvbuf");
   }
   /* the blocks are in recvbuf where in place is allowed (allgather), in
    * sendbuf where not (reduce_scatter) */
-  return in_place_ok ? dev_call_memory(fn, sendbuf, *bytes, recvbuf, total, device)
-                     : dev_call_memory(fn, sendbuf, total, recvbuf, *bytes, device);
+  RONDO_CHECK(in_place_ok == 1 ? dev_call_memory(fn, sendbuf, *bytes, recvbuf, total, device)
+                                : dev_call_memory(fn, sendbuf, total, recvbuf, *bytes, device));
+  /* NCCL's in-place reduce-scatter is the shard form only */
+  if (in_place_ok == 2 && *device >= 0 && count > 0 && sendbuf == recvbuf && comm->rank > 0)
+    return rondo__fail(RONDO_ERR_INVALID_ARG,
+                       "%s: device buffers run in place only with recvbuf at this rank's block "
+                       "of sendbuf, not at its start",
+                       fn);
+  return RONDO_SUCCESS;
+}
+
+/* Whether shm agrees on a reduce-scatter's or all-gather's arguments in its
+ * first round, with the data, as for the all-reduce (rondo_allreduce_algo
+ * says why; the first call makes the window and agrees first). */
+static int shm_agrees(rondo_comm_t comm, rondo_status_t st, rondo_algo_t algo, size_t count)
+{
+  return st == RONDO_SUCCESS && algo == RONDO_ALGO_SHM && count > 0 &&
+         agree_board_active(comm) && comm->shm != NULL && !agree_skip;
+}
+
+/* A device call runs NCCL or stages through the host's choice: the family's
+ * members are host algorithms. */
+static rondo_status_t device_algo(const char *fn, rondo_algo_t algo, int device)
+{
+  if (device >= 0 && algo != RONDO_ALGO_AUTO)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED,
+                       "%s: the %s algorithm takes host buffers; device buffers run NCCL or "
+                       "stage through host memory (RONDO_ALGO_AUTO)",
+                       fn, rondo_algo_name(algo));
+  return RONDO_SUCCESS;
+}
+
+rondo_status_t rondo_allgather_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, rondo_dtype_t dtype, rondo_algo_t algo)
+{
+  size_t bytes = 0;
+  int device = -1;
+  RONDO_CHECK(api_enter(comm));
+  rondo_status_t st = api_check_algo(algo);
+  if (st == RONDO_SUCCESS)
+    st = block_args("rondo_allgather", comm, sendbuf, recvbuf, count, dtype, 1, 1, &bytes,
+                    &device);
+  if (st == RONDO_SUCCESS)
+    st = device_algo("rondo_allgather", algo, device);
+  agree_sig_t sig = {.coll = AGREE_ALLGATHER};
+  agree_sig_add(&sig, "count", (int64_t)count);
+  agree_sig_add(&sig, "dtype", dtype);
+  if (device >= 0) {
+    RONDO_CHECK(agree_memory(comm, st, &sig, device));
+    return bytes == 0 ? RONDO_SUCCESS : algo_device_allgather(comm, sendbuf, recvbuf, bytes);
+  }
+  if (st == RONDO_SUCCESS && bytes > 0) {
+    select_input_t in = algo_family_input(comm, RONDO_COLL_ALLGATHER, NULL, bytes, RONDO_UINT8,
+                                          RONDO_SUM);
+    st = algo_family_resolve(comm, &in, &algo);
+  }
+  agree_sig_add(&sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
+  agree_sig_add(&sig, AGREE_MEMORY_FIELD, 0);
+  if (shm_agrees(comm, st, algo, bytes))
+    return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, &sig);
+  RONDO_CHECK(agree_call(comm, st, &sig));
+  if (bytes == 0)
+    return RONDO_SUCCESS;
+  return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, NULL);
 }
 
 rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                size_t count, rondo_dtype_t dtype)
 {
-  size_t bytes = 0;
-  int device = -1;
-  RONDO_CHECK(api_enter(comm));
-  rondo_status_t st = block_args("rondo_allgather", comm, sendbuf, recvbuf, count, dtype, 1, 1,
-                                 &bytes, &device);
-  agree_sig_t sig = {.coll = AGREE_ALLGATHER};
-  agree_sig_add(&sig, "count", (int64_t)count);
-  agree_sig_add(&sig, "dtype", dtype);
-  RONDO_CHECK(agree_memory(comm, st, &sig, device));
-  if (bytes == 0)
-    return RONDO_SUCCESS;
-  return device >= 0 ? algo_device_allgather(comm, sendbuf, recvbuf, bytes)
-                     : algo_allgather(comm, sendbuf, recvbuf, bytes);
+  return rondo_allgather_algo(comm, sendbuf, recvbuf, count, dtype, RONDO_ALGO_AUTO);
 }
 
 /* FNV-1a over the counts and displacements, so one signature field tells
@@ -509,38 +649,121 @@ rondo_status_t rondo_allgatherv(rondo_comm_t comm, const void *sendbuf, size_t s
   if (same_call)
     return layout_mismatch(comm, recvcounts, displs);
   RONDO_CHECK(st);
-  return algo_allgatherv(comm, sendbuf, recvbuf, recvcounts, displs,
-                         rondo_dtype_size(dtype));
+  return algo_allgatherv(comm, sendbuf, recvbuf, recvcounts, displs, rondo_dtype_size(dtype));
+}
+
+/* The checks every reduce-scatter makes first. */
+static rondo_status_t rs_common(const char *fn, rondo_dtype_t dtype, rondo_op_t op,
+                                rondo_algo_t algo)
+{
+  RONDO_CHECK(api_check_dtype(dtype)); /* before the op, as everywhere */
+  RONDO_CHECK(api_check_op(op));
+  RONDO_CHECK(api_check_elementwise_op(fn, op));
+  return api_check_algo(algo);
+}
+
+/* The host reduce-scatter's choice, agreement and run (counts NULL: equal
+ * blocks of count elements). */
+static rondo_status_t rs_host(rondo_comm_t comm, rondo_status_t st, agree_sig_t *sig,
+                              const void *sendbuf, void *recvbuf, const size_t *counts,
+                              size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                              rondo_algo_t algo)
+{
+  select_input_t in = {0};
+  if (st == RONDO_SUCCESS) {
+    in = algo_family_input(comm, RONDO_COLL_REDUCE_SCATTER, counts, count, dtype,
+                           op == RONDO_AVG ? RONDO_SUM : op);
+    if (in.count > 0)
+      st = algo_family_resolve(comm, &in, &algo);
+  }
+  agree_sig_add(sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
+  agree_sig_add(sig, AGREE_MEMORY_FIELD, 0);
+  const agree_sig_t *folded = NULL;
+  if (shm_agrees(comm, st, algo, in.count))
+    folded = sig;
+  else
+    RONDO_CHECK(agree_call(comm, st, sig));
+  if (in.count == 0)
+    return RONDO_SUCCESS;
+  if (counts != NULL)
+    return algo_reduce_scatter_run(comm, sendbuf, recvbuf, counts, dtype, op, algo, folded);
+  return algo_reduce_scatter_block(comm, sendbuf, recvbuf, count, dtype, op, algo, folded);
+}
+
+rondo_status_t rondo_reduce_scatter_algo(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                         size_t recvcount, rondo_dtype_t dtype, rondo_op_t op,
+                                         rondo_algo_t algo)
+{
+  size_t bytes = 0;
+  int device = -1;
+  RONDO_CHECK(api_enter(comm));
+  rondo_status_t st = rs_common("rondo_reduce_scatter", dtype, op, algo);
+  if (st == RONDO_SUCCESS)
+    st = block_args("rondo_reduce_scatter", comm, sendbuf, recvbuf, recvcount, dtype, 2, 1,
+                    &bytes, &device);
+  if (st == RONDO_SUCCESS)
+    st = device_algo("rondo_reduce_scatter", algo, device);
+  agree_sig_t sig = {.coll = AGREE_REDUCE_SCATTER};
+  agree_sig_add(&sig, "recvcount", (int64_t)recvcount);
+  agree_sig_add(&sig, "dtype", dtype);
+  agree_sig_add(&sig, "op", op);
+  if (device >= 0) {
+    RONDO_CHECK(agree_memory(comm, st, &sig, device));
+    return recvcount == 0 ? RONDO_SUCCESS
+                          : algo_device_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype,
+                                                       op);
+  }
+  return rs_host(comm, st, &sig, sendbuf, recvbuf, NULL, recvcount, dtype, op, algo);
 }
 
 rondo_status_t rondo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t recvcount, rondo_dtype_t dtype, rondo_op_t op)
 {
-  size_t bytes = 0;
-  int device = -1;
+  return rondo_reduce_scatter_algo(comm, sendbuf, recvbuf, recvcount, dtype, op,
+                                   RONDO_ALGO_AUTO);
+}
+
+/* rondo_reduce_scatterv's local checks: the counts, the buffers, and the
+ * overlap (in place: recvbuf is sendbuf or this rank's block of it). */
+static rondo_status_t rsv_args(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                               const size_t *recvcounts, rondo_dtype_t dtype)
+{
+  const char *fn = "rondo_reduce_scatterv";
+  size_t esize = rondo_dtype_size(dtype), total = 0, bytes = 0, mine = 0, at = 0;
+  if (recvcounts == NULL)
+    return rondo__fail(RONDO_ERR_INVALID_ARG, "%s: recvcounts is NULL", fn);
+  for (int i = 0; i < comm->size; i++) {
+    if (recvcounts[i] > SIZE_MAX - total)
+      return rondo__fail(RONDO_ERR_COUNT_OVERFLOW, "%s: the counts overflow size_t", fn);
+    if (i == comm->rank)
+      at = total;
+    total += recvcounts[i];
+  }
+  mine = recvcounts[comm->rank];
+  RONDO_CHECK(api_bytes(total, esize, &bytes));
+  RONDO_CHECK(api_check_buffer(sendbuf, total, "sendbuf"));
+  RONDO_CHECK(api_check_buffer(recvbuf, mine, "recvbuf"));
+  if (recvbuf != sendbuf)
+    RONDO_CHECK(api_check_overlap_except(fn, recvbuf, mine * esize, sendbuf, bytes,
+                                         (const char *)sendbuf + at * esize));
+  RONDO_CHECK(api_host_only(fn, sendbuf, "sendbuf"));
+  return api_host_only(fn, recvbuf, "recvbuf");
+}
+
+rondo_status_t rondo_reduce_scatterv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                     const size_t *recvcounts, rondo_dtype_t dtype,
+                                     rondo_op_t op)
+{
   RONDO_CHECK(api_enter(comm));
-  rondo_status_t st = api_check_dtype(dtype); /* before the op, as everywhere */
+  rondo_status_t st = rs_common("rondo_reduce_scatterv", dtype, op, RONDO_ALGO_AUTO);
   if (st == RONDO_SUCCESS)
-    st = api_check_op(op);
-  if (st == RONDO_SUCCESS)
-    st = api_check_elementwise_op("rondo_reduce_scatter", op);
-  if (st == RONDO_SUCCESS)
-    st = block_args("rondo_reduce_scatter", comm, sendbuf, recvbuf, recvcount, dtype, 0, 1,
-                    &bytes, &device);
+    st = rsv_args(comm, sendbuf, recvbuf, recvcounts, dtype);
   agree_sig_t sig = {.coll = AGREE_REDUCE_SCATTER};
-  agree_sig_add(&sig, "recvcount", (int64_t)recvcount);
+  agree_sig_add(&sig, "recvcounts (hash)",
+                st == RONDO_SUCCESS ? layout_hash(recvcounts, NULL, comm->size) : 0);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
-  RONDO_CHECK(agree_memory(comm, st, &sig, device));
-  if (recvcount == 0)
-    return RONDO_SUCCESS;
-  if (device >= 0)
-    return algo_device_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype, op);
-  RONDO_CHECK(algo_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype,
-                                  op == RONDO_AVG ? RONDO_SUM : op));
-  if (op == RONDO_AVG)
-    reduce_average(recvbuf, recvcount, dtype, comm->size);
-  return RONDO_SUCCESS;
+  return rs_host(comm, st, &sig, sendbuf, recvbuf, recvcounts, 0, dtype, op, RONDO_ALGO_AUTO);
 }
 
 rondo_status_t rondo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recvbuf,

@@ -253,6 +253,10 @@ typedef struct {
   unsigned log_subsys;    /* RONDO_LOG_SUBSYS: a mask of rondo__subsys_t bits */
   char allreduce_algo[RONDO__KNOB_NAME_MAX]; /* RONDO_ALLREDUCE_ALGO: an algorithm's name, checked
                              against lib/algo's table when a comm is made */
+  char reduce_scatter_algo[RONDO__KNOB_NAME_MAX]; /* RONDO_REDUCE_SCATTER_ALGO: the same for
+                             reduce-scatter's family */
+  char allgather_algo[RONDO__KNOB_NAME_MAX]; /* RONDO_ALLGATHER_ALGO: the same for
+                             all-gather's family */
   size_t ring_chunk;      /* RONDO_RING_CHUNK_BYTES */
   char tuning_file[RONDO__KNOB_STRING_MAX]; /* RONDO_TUNING_FILE ("" for none) */
   int node_size;          /* RONDO_NODE_SIZE (0: real nodes) */

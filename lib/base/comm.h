@@ -35,6 +35,9 @@ struct rondo_comm {
                          what rondo_comm_set_timeout set since (read it with
                          comm_request_timeout(); 0: never) */
   rondo_algo_t forced_algo;   /* cfg.allreduce_algo resolved (AUTO: none) */
+  rondo_algo_t forced_family[RONDO_COLL_COUNT]; /* the same per collective:
+                        [RONDO_COLL_ALLREDUCE] is forced_algo, the others
+                        cfg.reduce_scatter_algo and cfg.allgather_algo */
   struct select_table *tuning; /* cfg.tuning_file's rules, or NULL */
   int owns_tuning;   /* this comm loaded tuning (an internal comm borrows its
                         parent's) */
@@ -79,6 +82,15 @@ struct rondo_comm {
   int last_mem;               /* select_mem_t */
   rondo_algo_t last_forced;   /* the forced algorithm it was chosen under */
   rondo_algo_t last_algo;     /* RONDO_ALGO_AUTO: none yet */
+  /* The same for reduce-scatter and all-gather (family.c), per collective:
+   * a training step's sharded calls repeat their sizes too. */
+  struct comm_last_choice {
+    size_t count, block_max;
+    rondo_dtype_t dtype;
+    rondo_op_t op;
+    int blocks_equal;
+    rondo_algo_t algo;        /* RONDO_ALGO_AUTO: none yet */
+  } last_family[RONDO_COLL_COUNT];
   struct gpu_state *gpu;      /* device buffers' state (lib/algo/common/gpu.c), or NULL */
 
   /* lib/engine: the asynchronous engine, or NULL */

@@ -64,6 +64,14 @@ static const knob_def_t knob_table[] = {
      "force the algorithm rondo_allreduce() runs: auto (rondo chooses) or a name "
      "of rondo-info's algorithm table",
      FIELD(allreduce_algo), NULL, 0, 0, 1, NULL},
+    {"RONDO_REDUCE_SCATTER_ALGO", KNOB_NAME, "auto",
+     "force the algorithm rondo_reduce_scatter() and the engine's reduce-scatters "
+     "run: auto or a name of rondo-info's reduce-scatter table",
+     FIELD(reduce_scatter_algo), NULL, 0, 0, 1, NULL},
+    {"RONDO_ALLGATHER_ALGO", KNOB_NAME, "auto",
+     "force the algorithm rondo_allgather(), rondo_allgatherv() and the engine's "
+     "all-gathers run: auto or a name of rondo-info's all-gather table",
+     FIELD(allgather_algo), NULL, 0, 0, 1, NULL},
     {"RONDO_RING_CHUNK_BYTES", KNOB_SIZE, "256K",
      "ring all-reduce pipeline chunk: each ring step is sent in chunks of this "
      "size so reduction overlaps communication",

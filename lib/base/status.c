@@ -165,6 +165,13 @@ rondo_status_t rondo_op_from_name(const char *name, rondo_op_t *op)
   return RONDO_SUCCESS;
 }
 
+const char *rondo_coll_name(rondo_coll_t coll)
+{
+  static const char *const names[RONDO_COLL_COUNT] = {"allreduce", "reduce_scatter",
+                                                      "allgather"};
+  return (unsigned)coll < RONDO_COLL_COUNT ? names[coll] : NULL;
+}
+
 /* ---- version and build features -------------------------------------------- */
 
 void rondo_version(int *major, int *minor, int *patch)

@@ -17,6 +17,7 @@
 #include "algo/common/algo.h"
 #include "algo/common/check_exchange.h"
 #include "algo/common/gpu.h"
+#include "algo/common/blocks.h"
 #include "algo/common/shm.h"
 #include "base/numbers.h"
 #include "select/select.h"
@@ -43,6 +44,23 @@ static rondo_status_t read_config(struct rondo_comm *c)
                                "of %s",
                                c->cfg.allreduce_algo, algo_names());
     c->forced_algo = d->select.id;
+  }
+  c->forced_family[RONDO_COLL_ALLREDUCE] = c->forced_algo;
+  const struct {
+    rondo_coll_t coll;
+    const char *knob, *value;
+  } family_knobs[] = {{RONDO_COLL_REDUCE_SCATTER, "RONDO_REDUCE_SCATTER_ALGO",
+                       c->cfg.reduce_scatter_algo},
+                      {RONDO_COLL_ALLGATHER, "RONDO_ALLGATHER_ALGO", c->cfg.allgather_algo}};
+  for (size_t i = 0; i < sizeof family_knobs / sizeof family_knobs[0]; i++) {
+    rondo_coll_t coll = family_knobs[i].coll;
+    const algo_desc_t *d = algo_family_find_name(coll, family_knobs[i].value);
+    if (strcmp(family_knobs[i].value, "auto") != 0 && d == NULL)
+      return rondo__fail_quiet(RONDO_ERR_INVALID_KNOB,
+                               "%s='%s' is not valid: expected auto or one of %s",
+                               family_knobs[i].knob, family_knobs[i].value,
+                               algo_family_names(coll));
+    c->forced_family[coll] = d != NULL ? d->select.id : RONDO_ALGO_AUTO;
   }
   if (c->cfg.tuning_file[0] != '\0') {
     RONDO_CHECK(select_table_load(c->cfg.tuning_file, algo_menu(), &c->tuning));
@@ -299,6 +317,8 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
     c->cfg = parent->cfg;
     c->request_timeout = c->cfg.stall_abort_sec;
     c->forced_algo = parent->forced_algo;
+    for (int k = 0; k < RONDO_COLL_COUNT; k++)
+      c->forced_family[k] = parent->forced_family[k];
     c->tuning = parent->tuning;
   } else if (local == RONDO_SUCCESS) {
     local = read_config(c);

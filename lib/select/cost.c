@@ -344,13 +344,15 @@ rondo_algo_t select_choose(const select_params_t *params, const select_menu_t *m
                (int)forced);
       return out->choice;
     }
+    static const char *const knob[RONDO_COLL_COUNT] = {
+        "RONDO_ALLREDUCE_ALGO", "RONDO_REDUCE_SCATTER_ALGO", "RONDO_ALLGATHER_ALGO"};
+    const char *by = (unsigned)in->coll < RONDO_COLL_COUNT ? knob[in->coll] : "a knob";
     out->choice = forced;
     if (out->cand[forced].why_not)
-      snprintf(out->reason, sizeof out->reason,
-               "forced by RONDO_ALLREDUCE_ALGO; not eligible: %s",
+      snprintf(out->reason, sizeof out->reason, "forced by %s; not eligible: %s", by,
                out->cand[forced].why_not);
     else
-      snprintf(out->reason, sizeof out->reason, "forced by RONDO_ALLREDUCE_ALGO");
+      snprintf(out->reason, sizeof out->reason, "forced by %s", by);
     return out->choice;
   }
 
@@ -404,7 +406,8 @@ static const char *plural(long long n, const char *one, const char *many)
 
 static void put_input(text_t *t, const select_input_t *in)
 {
-  put(t, "allreduce %zu %s (%zu %s), %d %s on %d %s", in->bytes,
+  const char *coll = rondo_coll_name(in->coll);
+  put(t, "%s %zu %s (%zu %s), %d %s on %d %s", coll != NULL ? coll : "?", in->bytes,
       plural((long long)in->bytes, "byte", "bytes"), in->count,
       plural((long long)in->count, "element", "elements"), in->ranks,
       plural(in->ranks, "rank", "ranks"), in->nodes, plural(in->nodes, "node", "nodes"));

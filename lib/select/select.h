@@ -48,6 +48,13 @@ typedef struct {
                           cross nodes from each node's first rank alone,
                           once per node (check_leaders_carry, above
                           comm->check_home_from bytes) */
+  rondo_coll_t coll;   /* the collective (0: all-reduce); for reduce-scatter
+                          and all-gather count and bytes are the whole
+                          buffer's, every rank's block */
+  size_t block_max;    /* reduce-scatter, all-gather: the largest block's
+                          elements */
+  int blocks_equal;    /* reduce-scatter, all-gather: every block has
+                          block_max elements */
 } select_input_t;
 
 /* One level of the machine: alpha = seconds per message (or per
@@ -182,10 +189,14 @@ typedef struct select_algo {
   int adasum;
 } select_algo_t;
 
-/* The candidates, in order of preference on a tie. */
-typedef struct {
+/* The candidates of one collective, in order of preference on a tie. The
+ * families chain (next), so that one tuning table holds the rules of
+ * every collective: a rule names its collective (coll's name) first. */
+typedef struct select_menu {
   int n;
   const select_algo_t *const *algo;
+  rondo_coll_t coll;
+  const struct select_menu *next; /* the next collective's menu, or NULL */
 } select_menu_t;
 
 typedef struct {
@@ -239,7 +250,10 @@ const select_algo_t *select_menu_find(const select_menu_t *menu, rondo_algo_t id
 
 /* ---- tuning tables -----------------------------------------------------------
  * Text, one rule per line, '#' starts a comment (also after the fields):
- *   allreduce <bytes-range> <ranks-range> <nodes-range> <mem> <algorithm>
+ *   <collective> <bytes-range> <ranks-range> <nodes-range> <mem> <algorithm>
+ * collective: allreduce, reduce_scatter or allgather (a menu of the chain
+ * handed to the parser; bytes are the whole buffer's: every rank's block
+ * for the latter two); the algorithm is a name of that collective's menu.
  * ranges: "N", "N-M", "N-" (no upper bound) or "*". Byte ranges are
  * half-open, [N, M), so consecutive rules tile without overlap ("0-8K" is
  * 0..8191 and "8K-64K" starts at 8192); byte values take K/M/G/T suffixes

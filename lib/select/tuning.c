@@ -30,6 +30,7 @@ typedef struct {
   int mem;                   /* select_mem_t or MEM_ANY */
   rondo_algo_t algo;
   const char *name;          /* the algorithm's, from the menu given to the parser */
+  rondo_coll_t coll;         /* the collective it chooses for */
   int line;
 } rule_t;
 
@@ -141,10 +142,19 @@ static rondo_status_t parse_rule(char **tok, const select_menu_t *menu, const ch
                                  int line, rule_t *r)
 {
   uint64_t lo, hi;
-  if (strcmp(tok[0], "allreduce") != 0)
+  char colls[96] = "";
+  for (const select_menu_t *m = menu; m != NULL; m = m->next) {
+    size_t used = strlen(colls);
+    snprintf(colls + used, sizeof colls - used, "%s%s", m == menu ? "" : ", ",
+             rondo_coll_name(m->coll));
+  }
+  while (menu != NULL && strcmp(tok[0], rondo_coll_name(menu->coll)) != 0)
+    menu = menu->next;
+  if (menu == NULL)
     return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
-                             "%s line %d: unknown collective '%s': expected allreduce",
-                             source, line, tok[0]);
+                             "%s line %d: unknown collective '%s': expected %s", source, line,
+                             tok[0], colls);
+  r->coll = menu->coll;
   RONDO_CHECK(parse_range(tok[1], &BYTES, source, line, &lo, &hi));
   r->bytes_lo = (size_t)lo;
   r->bytes_hi = (size_t)hi;
@@ -193,7 +203,7 @@ static rondo_status_t parse_line(select_table_t *t, const select_menu_t *menu, c
     return RONDO_SUCCESS;
   if (n != FIELDS)
     return rondo__fail_quiet(RONDO_ERR_INVALID_ARG,
-                             "%s line %d: %s fields (%d): expected 6, 'allreduce "
+                             "%s line %d: %s fields (%d): expected 6, '<collective> "
                              "<bytes> <ranks> <nodes> <mem> <algorithm>'",
                              t->source, line, n < FIELDS ? "too few" : "too many", n);
   rule_t r;
@@ -329,7 +339,7 @@ static int matches(const rule_t *r, const select_input_t *in)
   return r->bytes_lo <= in->bytes && in->bytes <= r->bytes_hi &&
          in_range(in->ranks, r->ranks_lo, r->ranks_hi) &&
          in_range(in->nodes, r->nodes_lo, r->nodes_hi) &&
-         (r->mem == MEM_ANY || r->mem == (int)in->mem);
+         (r->mem == MEM_ANY || r->mem == (int)in->mem) && r->coll == in->coll;
 }
 
 rondo_algo_t select_table_lookup_among(const select_table_t *table,
@@ -377,9 +387,9 @@ uint64_t select_table_hash(const select_table_t *table)
   uint64_t h = RONDO__FNV_INIT;
   for (size_t i = 0; table != NULL && i < table->n; i++) {
     const rule_t *r = &table->rules[i];
-    int64_t v[9] = {(int64_t)r->bytes_lo, (int64_t)r->bytes_hi, r->ranks_lo, r->ranks_hi,
-                    r->nodes_lo,          r->nodes_hi,          r->mem,      (int64_t)r->algo,
-                    (int64_t)i};
+    int64_t v[10] = {(int64_t)r->bytes_lo, (int64_t)r->bytes_hi, r->ranks_lo, r->ranks_hi,
+                     r->nodes_lo,          r->nodes_hi,          r->mem,      (int64_t)r->algo,
+                     (int64_t)i,           (int64_t)r->coll};
     h = rondo__fnv(h, v, sizeof v);
   }
   return h;

@@ -179,8 +179,11 @@ static void argument_errors(rondo_comm_t w, int only_last)
       BAD_CASE(coll, "root = -1", c_.root = -1, RONDO_ERR_INVALID_ROOT);
       BAD_CASE(coll, "root = INT_MAX", c_.root = INT_MAX, RONDO_ERR_INVALID_ROOT);
     }
+    /* in place is recvbuf at this rank's block of sendbuf, or at its start:
+     * 4 bytes in is neither */
     if (coll == REDUCE_SCATTER)
-      BAD_CASE(coll, "in place (sendbuf == recvbuf)", c_.send = c_.recv, RONDO_ERR_INVALID_ARG);
+      BAD_CASE(coll, "recvbuf overlapping sendbuf 4 bytes in",
+               c_.recv = (void *)((const unsigned char *)c_.send + 4), RONDO_ERR_INVALID_ARG);
   }
   /* sendcount must equal recvcounts[rank] */
   BAD_CASE(ALLGATHERV, "sendcount 7 != recvcounts[rank] 8", c_.count = N - 1,

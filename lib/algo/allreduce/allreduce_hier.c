@@ -40,7 +40,7 @@
 /* The candidates for a cross-node slice: one rank per node. */
 static const select_algo_t *const cross_algos[] = {&algo_ring.select,
                                                    &algo_recursive_doubling.select};
-static const select_menu_t cross_menu = {2, cross_algos};
+static const select_menu_t cross_menu = {2, cross_algos, RONDO_COLL_ALLREDUCE, NULL};
 
 /* The model's parameters for the cross phase: every local rank crosses at
  * once, so the node's link is shared by max_local streams. */

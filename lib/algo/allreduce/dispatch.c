@@ -34,7 +34,11 @@ rondo_status_t algo_check(rondo_comm_t comm, rondo_algo_t algo, const select_inp
   const algo_desc_t *d = algo_find(algo);
   const char *reason = NULL;
   rondo_status_t st = RONDO_SUCCESS;
-  if (d == NULL) {
+  if (d == NULL && algo > RONDO_ALGO_AUTO && algo < RONDO_ALGO_COUNT) {
+    reason = "it is not an all-reduce algorithm";
+    st = rondo__fail_quiet(RONDO_ERR_UNSUPPORTED, "%s is not an all-reduce algorithm (%s)",
+                           rondo_algo_name(algo), algo_names());
+  } else if (d == NULL) {
     reason = "not a rondo_algo_t";
     st = rondo__fail_quiet(RONDO_ERR_INVALID_ALGO, "algorithm %d is not a rondo_algo_t (1..%d)",
                            (int)algo, RONDO_ALGO_COUNT - 1);

@@ -34,11 +34,14 @@ static const select_algo_t *const rows[] = {
 
 enum { ALGOS = sizeof rows / sizeof rows[0] };
 
-_Static_assert(ALGOS == RONDO_ALGO_COUNT - 1, "one row per rondo_algo_t but auto");
+_Static_assert(ALGOS == (int)RONDO_ALGO_ADASUM, "one row per all-reduce id, from 1 to adasum");
 _Static_assert(RONDO_ALGO_COUNT <= SELECT_MAX_ALGOS, "ids fit the selector's bit sets");
 _Static_assert(offsetof(algo_desc_t, select) == 0, "a row points at its descriptor too");
 
-static const select_menu_t menu = {ALGOS, rows};
+/* First in the chain of menus the tuning parser reads (select.h): the
+ * reduce-scatter and all-gather families follow. */
+extern const select_menu_t algo_rs_menu_chained;
+static const select_menu_t menu = {ALGOS, rows, RONDO_COLL_ALLREDUCE, &algo_rs_menu_chained};
 
 /* The descriptor a row belongs to (select is its first member). */
 static const algo_desc_t *desc(int i) { return (const algo_desc_t *)rows[i]; }
@@ -76,23 +79,47 @@ const char *algo_names(void)
   return names;
 }
 
-/* ---- the public names --------------------------------------------------------- */
+/* ---- the public names ---------------------------------------------------------
+ * One id space for every family: a name is the all-reduce member's where
+ * there is one, else the reduce-scatter's or the all-gather's. */
+
+static const select_algo_t *any_family(rondo_algo_t id)
+{
+  for (const select_menu_t *m = &menu; m != NULL; m = m->next) {
+    const select_algo_t *a = select_menu_find(m, id);
+    if (a != NULL)
+      return a;
+  }
+  return NULL;
+}
 
 const char *rondo_algo_name(rondo_algo_t algo)
 {
   if (algo == RONDO_ALGO_AUTO)
     return "auto";
-  const algo_desc_t *d = algo_find(algo);
-  return d ? d->select.name : NULL;
+  const select_algo_t *a = any_family(algo);
+  return a ? a->name : NULL;
 }
 
 rondo_status_t rondo_algo_from_name(const char *name, rondo_algo_t *algo)
 {
-  const algo_desc_t *d = algo_find_name(name);
   int is_auto = name != NULL && strcmp(name, "auto") == 0;
-  if ((d == NULL && !is_auto) || algo == NULL)
-    return rondo__fail_quiet(RONDO_ERR_INVALID_ALGO, "'%s' is not an algorithm (auto, %s)",
-                             name ? name : "(null)", algo_names());
-  *algo = is_auto ? RONDO_ALGO_AUTO : d->select.id;
+  for (int id = 1; name != NULL && !is_auto && id < RONDO_ALGO_COUNT; id++) {
+    const char *n = rondo_algo_name((rondo_algo_t)id);
+    if (n != NULL && strcmp(n, name) == 0 && algo != NULL) {
+      *algo = (rondo_algo_t)id;
+      return RONDO_SUCCESS;
+    }
+  }
+  if (!is_auto || algo == NULL) {
+    char all[256] = "auto";
+    for (int id = 1; id < RONDO_ALGO_COUNT; id++) {
+      size_t used = strlen(all);
+      snprintf(all + used, sizeof all - used, ", %s", rondo_algo_name((rondo_algo_t)id));
+    }
+    return rondo__fail_quiet(RONDO_ERR_INVALID_ALGO, "'%s' is not an algorithm (%s)",
+                             name ? name : "(null)", all);
+  }
+  *algo = RONDO_ALGO_AUTO;
   return RONDO_SUCCESS;
 }

@@ -135,7 +135,7 @@ static rondo_status_t gather_nccl(gpu_state_t *g, dev_coll_t *coll, const void *
 static rondo_status_t gather_host(rondo_comm_t comm, void *hin, void *hout, const void *ctx)
 {
   const gather_t *a = ctx;
-  return algo_allgather(comm, hin, hout, a->bytes);
+  return algo_allgather_block(comm, hin, hout, a->bytes, 1, RONDO_ALGO_AUTO, NULL);
 }
 
 rondo_status_t algo_device_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
@@ -167,11 +167,8 @@ static rondo_status_t rs_nccl(gpu_state_t *g, dev_coll_t *coll, const void *ctx)
 static rondo_status_t rs_host(rondo_comm_t comm, void *hin, void *hout, const void *ctx)
 {
   const rs_t *a = ctx;
-  RONDO_CHECK(algo_reduce_scatter(comm, hin, hout, a->recvcount, a->dtype,
-                                  a->op == RONDO_AVG ? RONDO_SUM : a->op));
-  if (a->op == RONDO_AVG)
-    reduce_average(hout, a->recvcount, a->dtype, comm->size);
-  return RONDO_SUCCESS;
+  return algo_reduce_scatter_block(comm, hin, hout, a->recvcount, a->dtype, a->op,
+                                   RONDO_ALGO_AUTO, NULL);
 }
 
 rondo_status_t algo_device_reduce_scatter(rondo_comm_t comm, const void *sendbuf,

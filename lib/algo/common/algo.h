@@ -73,12 +73,25 @@ typedef rondo_status_t (*algo_allreduce_fn)(const algo_allreduce_args_t *a);
  * rondo_algo_name() and rondo_algo_available() all read that list. */
 
 /* The collectives an algorithm serves (bits of algo_desc_t.collectives). */
-enum { ALGO_SERVES_ALLREDUCE = 1u << 0 };
+enum {
+  ALGO_SERVES_ALLREDUCE = 1u << 0,
+  ALGO_SERVES_REDUCE_SCATTER = 1u << 1,
+  ALGO_SERVES_ALLGATHER = 1u << 2
+};
 
+/* A reduce-scatter's or all-gather's blocks (lib/algo/common/blocks.h). */
+typedef struct algo_blocks_args algo_blocks_args_t;
+typedef rondo_status_t (*algo_blocks_fn)(const algo_blocks_args_t *a);
+
+/* One descriptor per algorithm and collective: all-reduce's in
+ * lib/algo/allreduce/, reduce-scatter's in lib/algo/reduce_scatter/,
+ * all-gather's in lib/algo/allgather/, each family's table listing its own
+ * (an id names the same idea in every family: ring is a ring everywhere). */
 typedef struct algo_desc {
   select_algo_t select;   /* first: the table hands &desc.select to the selector */
-  unsigned collectives;   /* ALGO_SERVES_* */
+  unsigned collectives;   /* ALGO_SERVES_*: the one this descriptor runs */
   algo_allreduce_fn allreduce;
+  algo_blocks_fn blocks;  /* reduce-scatter or all-gather */
 } algo_desc_t;
 
 extern const algo_desc_t algo_mpi, algo_ring, algo_recursive_doubling, algo_rabenseifner,
@@ -208,20 +221,42 @@ size_t algo_hier_stripes(double bytes, double chunk, int slow);
  * what snprintf returns. */
 int algo_hier_describe(rondo_comm_t comm, const select_input_t *in, char *buf, size_t len);
 
-/* Data movement and the other reductions (MPI-backed; see each file). */
-rondo_status_t algo_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);
-rondo_status_t algo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                              size_t bytes);
-rondo_status_t algo_allgatherv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                               const size_t *counts, const size_t *displs, size_t esize);
-rondo_status_t algo_reduce_scatter(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                                   size_t recvcount, rondo_dtype_t dtype, rondo_op_t op);
-rondo_status_t algo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                             size_t bytes);
-/* Counts per rank (the engine's uneven splits): recvcounts[i] elements of
- * the reduction go to rank i (0 allowed; recvbuf may then be NULL). */
+/* Reduce-scatter and all-gather (lib/algo/reduce_scatter/dispatch.c,
+ * lib/algo/allgather/dispatch.c): the comm's choice among the family's
+ * algorithms (forced: its RONDO_*_ALGO knob, then its tuning table, then
+ * the cost model) unless algo names one, run on arguments every rank
+ * agreed on (agree: the signature the shm member agrees on in its first
+ * round, or NULL). */
+/* recvcounts[i] elements of the reduction go to rank i (0 allowed; recvbuf
+ * may then be NULL); sendbuf holds the blocks packed in rank order. In
+ * place: recvbuf is sendbuf or this rank's block of it. op: any but
+ * ADASUM; AVG is a SUM divided by the comm size. */
 rondo_status_t algo_reduce_scatterv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                     const size_t *recvcounts, rondo_dtype_t dtype, rondo_op_t op);
+rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                       const size_t *recvcounts, rondo_dtype_t dtype,
+                                       rondo_op_t op, rondo_algo_t algo,
+                                       const agree_sig_t *agree);
+/* The same with p equal blocks of count elements (the calls without v). */
+rondo_status_t algo_reduce_scatter_block(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                         rondo_algo_t algo, const agree_sig_t *agree);
+/* counts[i] elements (esize bytes each) from rank i, placed at displs[i]
+ * elements into recvbuf (displs NULL: packed). In place: sendbuf is this
+ * rank's block of recvbuf. */
+rondo_status_t algo_allgatherv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                               const size_t *counts, const size_t *displs, size_t esize);
+rondo_status_t algo_allgather_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                  const size_t *counts, const size_t *displs, size_t esize,
+                                  rondo_algo_t algo, const agree_sig_t *agree);
+rondo_status_t algo_allgather_block(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, size_t esize, rondo_algo_t algo,
+                                    const agree_sig_t *agree);
+
+/* Data movement and the other collectives (MPI-backed; see each file). */
+rondo_status_t algo_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);
+rondo_status_t algo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                             size_t bytes);
 /* sendbytes[i] bytes to rank i, recvbytes[i] from it, packed in rank order. */
 rondo_status_t algo_alltoallv(rondo_comm_t comm, const void *sendbuf, const size_t *sendbytes,
                               void *recvbuf, const size_t *recvbytes);

@@ -4,6 +4,7 @@
  * MPI is used only to allocate the window.
  */
 #include "algo/common/shm.h"
+#include "algo/common/blocks.h"
 #include "algo/common/shared_window.h"
 
 #include <stdlib.h>
@@ -105,21 +106,53 @@ typedef struct {
   size_t piece;   /* elements per piece */
   int whole;      /* a small all-reduce: every rank reduces every piece (shm.h) */
   int direct;     /* this rank reduces its own pieces from sendbuf (shm.h) */
+  /* A reduce-scatter's or all-gather's blocks (shm_run_blocks): slice g is
+   * rank g's block, at b->displs[g]; NULL: the node's slices (topo.h). */
+  const algo_blocks_args_t *b;
+  size_t recv_from; /* the element recvbuf starts at: a reduce-scatter's
+                       holds this rank's block alone */
 } run_t;
 
 /* Piece k of slice g: elements [*off, *off + *n) of the buffer. */
 static void piece_of(const run_t *r, int g, size_t k, size_t *off, size_t *n)
 {
   size_t start, len;
-  topo_slice(r->a->count, r->g, g, &start, &len);
+  if (r->b != NULL) {
+    start = r->b->displs[g];
+    len = r->b->counts[g];
+  } else {
+    topo_slice(r->a->count, r->g, g, &start, &len);
+  }
   size_t lo = k * r->piece;
   *off = start + lo;
   *n = lo >= len ? 0 : (len - lo < r->piece ? len - lo : r->piece);
 }
 
-static int owns(const run_t *r, int g) { return topo_owner(g, r->s->w.size) == r->s->w.rank; }
+static int owner(const run_t *r, int g) { return r->b != NULL ? g : topo_owner(g, r->s->w.size); }
+
+static int owns(const run_t *r, int g) { return owner(r, g) == r->s->w.rank; }
 
 #define AT(base, elems) ((char *)(base) + (elems) * esize)
+
+/* What this rank posts for elements from off: its input, or in an
+ * all-gather its own slice of recvbuf, or its block in sendbuf (an
+ * all-gather's blocks: recvbuf is written only once the call is agreed
+ * on). */
+static const char *posted_from(const run_t *r, shm_mode_t mode, size_t off)
+{
+  const algo_allreduce_args_t *a = r->a;
+  if (mode != SHM_ALLGATHER)
+    return (const char *)a->sendbuf + off * a->esize;
+  if (r->b != NULL)
+    return (const char *)a->sendbuf + (off - r->b->displs[r->s->w.rank]) * a->esize;
+  return (const char *)a->recvbuf + off * a->esize;
+}
+
+/* Where this rank's result for elements from off goes. */
+static char *result_at(const run_t *r, size_t off)
+{
+  return (char *)r->a->recvbuf + (off - r->recv_from) * r->a->esize;
+}
 
 /* Rank q's input for piece g of round seq (elements from off): its slot,
  * or this rank's own sendbuf where it reduces from there (r->direct). */
@@ -168,8 +201,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
     int skip = mode == SHM_ALLGATHER ? !owns(r, g) : r->direct && owns(r, g);
     if (skip)
       continue;
-    const void *src = mode == SHM_ALLGATHER ? a->recvbuf : a->sendbuf;
-    memcpy(AT(mine, (size_t)g * r->piece), AT(src, off), n * esize);
+    memcpy(AT(mine, (size_t)g * r->piece), posted_from(r, mode, off), n * esize);
   }
   if (agreeing) {
     agree_post(a->comm, RONDO_SUCCESS, a->agree);
@@ -205,9 +237,9 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
         continue;
       /* Into recvbuf (private, unlike the slots the others read), then
        * into my slot for the others to copy (allreduce). */
-      reduce_piece(r, seq, g, off, n, AT(a->recvbuf, off));
+      reduce_piece(r, seq, g, off, n, result_at(r, off));
       if (mode == SHM_ALLREDUCE)
-        memcpy(AT(mine, (size_t)g * r->piece), AT(a->recvbuf, off), n * esize);
+        memcpy(AT(mine, (size_t)g * r->piece), result_at(r, off), n * esize);
     }
     publish(s, REDUCED, seq);
   }
@@ -218,7 +250,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
       piece_of(r, g, k, &off, &n);
       if (n == 0 || owns(r, g)) /* my own pieces are in recvbuf already */
         continue;
-      int q = topo_owner(g, s->w.size);
+      int q = owner(r, g);
       wait_flag(s, r->topo, q, which, seq);
       memcpy(AT(a->recvbuf, off), AT(slot(s, q, seq), (size_t)g * r->piece), n * esize);
     }
@@ -232,6 +264,46 @@ rondo_status_t shm_run(const algo_allreduce_args_t *a, shm_mode_t mode)
   return shm_run_with(a, mode, NULL, NULL);
 }
 
+/* Runs r's rounds (r's layout set: the node's slices or the blocks). */
+static rondo_status_t run_rounds(run_t *r, shm_mode_t mode, size_t longest,
+                                 shm_progress_t progress, void *arg)
+{
+  const algo_allreduce_args_t *a = r->a;
+  r->piece = r->s->slot_bytes / ((size_t)r->g * a->esize);
+  if (r->piece == 0) {
+    rondo_status_t st = rondo__fail(RONDO_ERR_UNSUPPORTED,
+                                    "shm: RONDO_SHM_CHUNK_BYTES=%zu is too small for %d slices of "
+                                    "%zu-byte elements",
+                                    r->s->slot_bytes, r->g, a->esize);
+    if (a->agree != NULL) { /* the others wait on the board for this rank */
+      agree_post(a->comm, st, a->agree);
+      return agree_finish(a->comm, st, a->agree);
+    }
+    return st;
+  }
+  size_t rounds = (longest + r->piece - 1) / r->piece;
+  if (rounds == 0 && a->agree != NULL)
+    rounds = 1; /* the first round agrees on the call */
+  r->whole = r->b == NULL && mode == SHM_ALLREDUCE && rounds == 1 &&
+             shm_reduces_whole(a->count, a->count * a->esize, r->s->w.size);
+  /* In place, this rank's input is dst itself: rank 0 and 1 read it in
+   * the first reduce_apply, before dst is written; a later rank's would
+   * be overwritten first, so that rank copies its pieces in as well. (A
+   * reduce-scatter's blocks never overlap their input: blocks.h.) */
+  r->direct = mode != SHM_ALLGATHER && !r->whole &&
+              (r->b != NULL || a->sendbuf != a->recvbuf || r->s->w.rank < 2);
+  r->s->progress = progress;
+  r->s->progress_arg = arg;
+  rondo_status_t st = RONDO_SUCCESS;
+  for (size_t k = 0; k < rounds && st == RONDO_SUCCESS; k++) {
+    st = round_run(r, mode, k);
+    if (progress != NULL)
+      progress(arg);
+  }
+  r->s->progress = NULL;
+  return st;
+}
+
 rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
                             shm_progress_t progress, void *arg)
 {
@@ -239,36 +311,21 @@ rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
   if (comm->shm == NULL)
     RONDO_CHECK(shm_create(comm, &comm->shm));
   run_t r = {.a = a, .s = comm->shm, .topo = comm->topo, .g = comm->topo->slices};
-  r.piece = r.s->slot_bytes / ((size_t)r.g * a->esize);
-  if (r.piece == 0) {
-    rondo_status_t st = rondo__fail(RONDO_ERR_UNSUPPORTED,
-                                    "shm: RONDO_SHM_CHUNK_BYTES=%zu is too small for %d slices of "
-                                    "%zu-byte elements",
-                                    r.s->slot_bytes, r.g, a->esize);
-    if (a->agree != NULL) { /* the others wait on the board for this rank */
-      agree_post(comm, st, a->agree);
-      return agree_finish(comm, st, a->agree);
-    }
-    return st;
-  }
   size_t start, longest;
   topo_slice(a->count, r.g, 0, &start, &longest); /* slice 0 is the longest */
-  size_t rounds = (longest + r.piece - 1) / r.piece;
-  r.whole = mode == SHM_ALLREDUCE && rounds == 1 &&
-            shm_reduces_whole(a->count, a->count * a->esize, r.s->w.size);
-  /* In place, this rank's input is dst itself: rank 0 and 1 read it in
-   * the first reduce_apply, before dst is written; a later rank's would
-   * be overwritten first, so that rank copies its pieces in as well. */
-  r.direct = mode != SHM_ALLGATHER && !r.whole &&
-             (a->sendbuf != a->recvbuf || r.s->w.rank < 2);
-  r.s->progress = progress;
-  r.s->progress_arg = arg;
-  rondo_status_t st = RONDO_SUCCESS;
-  for (size_t k = 0; k < rounds && st == RONDO_SUCCESS; k++) {
-    st = round_run(&r, mode, k);
-    if (progress != NULL)
-      progress(arg);
-  }
-  r.s->progress = NULL;
-  return st;
+  return run_rounds(&r, mode, longest, progress, arg);
+}
+
+rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode)
+{
+  rondo_comm_t comm = b->comm;
+  if (comm->shm == NULL)
+    RONDO_CHECK(shm_create(comm, &comm->shm));
+  algo_allreduce_args_t a = {.comm = comm, .sendbuf = b->sendbuf, .recvbuf = b->recvbuf,
+                             .count = b->total, .dtype = b->dtype, .op = b->op,
+                             .esize = b->esize, .agree = b->agree};
+  run_t r = {.a = &a, .s = comm->shm, .topo = comm->topo, .g = comm->shm->w.size, .b = b};
+  if (mode == SHM_REDUCE_SCATTER)
+    r.recv_from = b->displs[r.s->w.rank];
+  return run_rounds(&r, mode, blocks_max(b), NULL, NULL);
 }

@@ -44,6 +44,13 @@ typedef void (*shm_progress_t)(void *arg);
 rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
                             shm_progress_t progress, void *arg);
 
+/* A reduce-scatter's or all-gather's blocks (blocks.h) over a comm that
+ * lies on one node, its ranks in node order: slice g is rank g's block.
+ * SHM_REDUCE_SCATTER reduces this rank's block into recvbuf (this rank's
+ * block alone); SHM_ALLGATHER copies every rank's block (sendbuf) into
+ * every other rank's recvbuf, this rank's own block excepted. */
+rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode);
+
 /* Small all-reduces skip a step: every rank reduces the whole buffer from
  * every slot in rank order (identical bytes everywhere) right after the
  * data is posted, instead of reducing its slice, publishing it and copying

@@ -1,0 +1,46 @@
+/*
+ * Shared-memory all-gather, for the ranks of one node: the second half of
+ * the shm all-reduce, with rank r's block as its slice. Every rank copies
+ * its block into its slots of the node's shared window and copies every
+ * peer's block out of theirs: each byte crosses memory once in and once
+ * per reader, with no message. Pipelined through the window's slots in
+ * chunks of RONDO_SHM_CHUNK_BYTES (shm.c has the protocol). Needs every
+ * rank of the comm on one node.
+ */
+#include "algo/common/blocks.h"
+#include "algo/common/shm.h"
+
+#include <string.h>
+
+static rondo_status_t allgather_shm(const algo_blocks_args_t *a)
+{
+  int r = a->comm->rank;
+  char *own = blocks_at(a, a->recvbuf, a->displs[r]);
+  RONDO_CHECK(shm_run_blocks(a, SHM_ALLGATHER));
+  /* only now: the first round may find the call not agreed on, and a
+   * failed call leaves recvbuf as it was */
+  if (own != (const char *)a->sendbuf && a->counts[r] > 0)
+    memcpy(own, a->sendbuf, a->counts[r] * a->esize);
+  return RONDO_SUCCESS;
+}
+
+/* Cost: 2 shm alphas (posted, then read) + shm beta * (n/L copied in, n
+ * (L-1)/L copied out, and this rank's block into place: n + n/L). */
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  const select_level_t *sh = &prm->shm;
+  double n = (double)in->bytes, l = in->max_local;
+  return 2 * sh->alpha + (n + n / l) * sh->beta;
+}
+
+static const char *cannot_run(const select_input_t *in)
+{
+  return in->nodes != 1 ? "ranks span more than one node" : NULL;
+}
+
+const algo_desc_t algo_ag_shm = {
+    .select = {.id = RONDO_ALGO_SHM, .name = "shm", .mem = SELECT_MEM_HOST,
+               .cannot_run = cannot_run, .cost = cost},
+    .collectives = ALGO_SERVES_ALLGATHER,
+    .blocks = allgather_shm,
+};

@@ -1,0 +1,73 @@
+/*
+ * The all-gather dispatch: the comm's choice among the family's members
+ * (family.c), then the run through the member's descriptor. lib/api's
+ * blocking calls (equal blocks and allgatherv's layouts), lib/engine's
+ * fused requests and the device path's host part all come through here.
+ *
+ * An all-gather moves bytes and never looks at them, so the members get
+ * the blocks in bytes (esize 1) whatever the caller's element size; one
+ * rank copies its block.
+ */
+#include "algo/common/blocks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+rondo_status_t algo_allgather_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                  const size_t *counts, const size_t *displs, size_t esize,
+                                  rondo_algo_t algo, const agree_sig_t *agree)
+{
+  int p = comm->size, r = comm->rank;
+  size_t *c = malloc((2 * (size_t)p + 1) * sizeof *c);
+  if (c == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "all-gather: %d offsets", p);
+  size_t *d = c + p, end = 0, total = 0;
+  int packed = 1;
+  for (int i = 0; i < p; i++) {
+    c[i] = counts[i] * esize;
+    d[i] = displs != NULL ? displs[i] * esize : total;
+    packed = packed && d[i] == total;
+    total += c[i];
+    end = d[i] + c[i] > end ? d[i] + c[i] : end;
+  }
+  d[p] = end;
+  select_input_t in = algo_family_input(comm, RONDO_COLL_ALLGATHER, c, 0, RONDO_UINT8, RONDO_SUM);
+  rondo_status_t st = algo_family_resolve(comm, &in, &algo);
+  if (st == RONDO_SUCCESS && total > 0) {
+    algo_blocks_args_t a = {.comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .counts = c,
+                            .displs = d, .total = total, .packed = packed,
+                            .dtype = RONDO_UINT8, .op = RONDO_SUM, .esize = 1, .agree = agree};
+    LOG_DEBUG("allgather %zu bytes: %s", total, rondo_algo_name(algo));
+    char *own = (char *)recvbuf + d[r];
+    if (p == 1) {
+      if (own != (const char *)sendbuf && c[r] > 0)
+        memmove(own, sendbuf, c[r]);
+    } else {
+      st = algo_family_find(RONDO_COLL_ALLGATHER, algo)->blocks(&a);
+    }
+  }
+  free(c);
+  return st;
+}
+
+rondo_status_t algo_allgatherv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                               const size_t *counts, const size_t *displs, size_t esize)
+{
+  return algo_allgather_run(comm, sendbuf, recvbuf, counts, displs, esize, RONDO_ALGO_AUTO,
+                            NULL);
+}
+
+rondo_status_t algo_allgather_block(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, size_t esize, rondo_algo_t algo,
+                                    const agree_sig_t *agree)
+{
+  size_t *counts = malloc((size_t)comm->size * sizeof *counts);
+  if (counts == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "all-gather: %d counts", comm->size);
+  for (int i = 0; i < comm->size; i++)
+    counts[i] = count;
+  rondo_status_t st =
+      algo_allgather_run(comm, sendbuf, recvbuf, counts, NULL, esize, algo, agree);
+  free(counts);
+  return st;
+}

@@ -1,0 +1,97 @@
+/*
+ * The blocks of a reduce-scatter or an all-gather, as their algorithms
+ * (lib/algo/reduce_scatter/, lib/algo/allgather/) get them from their
+ * dispatch, and the family machinery both dispatches share (family.c):
+ * the menus, the knob that forces a member, the choice and its cache.
+ * Internal.
+ *
+ * Contract for every member of the two families:
+ *  - The arguments were validated and agreed on by every rank (lib/api),
+ *    but for shm, which agrees in its first round when a->agree is set.
+ *  - Any block counts (zero included, uneven), total >= 1, any comm size.
+ *  - reduce-scatter: op is SUM, MIN, MAX or PROD (AVG arrives as SUM and
+ *    the dispatch divides); recvbuf never overlaps sendbuf (the dispatch
+ *    reduces into scratch for the in-place forms and copies).
+ *  - all-gather: sendbuf may be this rank's block of recvbuf (in place);
+ *    every rank ends with the same bytes in every block (they are copies).
+ *  - Traffic goes over the comm's private duplicate.
+ */
+#ifndef RONDO_ALGO_BLOCKS_H
+#define RONDO_ALGO_BLOCKS_H
+
+#include "algo/common/algo.h"
+
+struct algo_blocks_args {
+  rondo_comm_t comm;
+  /* reduce-scatter: every rank's block, packed in rank order (displs);
+   * all-gather: this rank's block */
+  const void *sendbuf;
+  /* reduce-scatter: this rank's block; all-gather: every block, at displs */
+  void *recvbuf;
+  const size_t *counts; /* [p] elements of each rank's block */
+  /* [p + 1] element offsets of the blocks: packed for a reduce-scatter's
+   * input (displs[p] = total), the caller's layout for an all-gather's
+   * output (displs[p] = the end of the furthest block) */
+  const size_t *displs;
+  size_t total;         /* elements of all blocks */
+  int packed;           /* displs are the packed prefix sums of counts */
+  rondo_dtype_t dtype;
+  rondo_op_t op;        /* reduce-scatter only */
+  size_t esize;
+  const agree_sig_t *agree; /* shm agrees on this in its first round, or NULL */
+};
+
+/* Element offset e of buf, in bytes of a. */
+static inline char *blocks_at(const algo_blocks_args_t *a, const void *buf, size_t e)
+{
+  return (char *)buf + e * a->esize;
+}
+
+/* The largest block's elements. */
+static inline size_t blocks_max(const algo_blocks_args_t *a)
+{
+  size_t most = 0;
+  for (int i = 0; i < a->comm->size; i++)
+    most = a->counts[i] > most ? a->counts[i] : most;
+  return most;
+}
+
+/* ---- cost-model terms the members share (each in its member's file) -----------
+ * n: the bytes of all blocks; in: the call (in->ranks, nodes, ...). */
+double algo_rs_halving_time(const select_params_t *prm, const select_input_t *in, double n);
+double algo_rs_pairwise_time(const select_params_t *prm, const select_input_t *in, double n);
+double algo_ag_ring_time(const select_params_t *prm, const select_input_t *in, double n);
+double algo_ag_rd_time(const select_params_t *prm, const select_input_t *in, double n);
+double algo_ag_bruck_time(const select_params_t *prm, const select_input_t *in, double n);
+
+/* ---- the families (family.c) ----------------------------------------------------- */
+
+/* The menus of reduce-scatter's and all-gather's tables
+ * (lib/algo/reduce_scatter/table.c, lib/algo/allgather/table.c). */
+const select_menu_t *algo_rs_menu(void);
+const select_menu_t *algo_ag_menu(void);
+
+/* coll's descriptor of algorithm id, or NULL when coll has no such member. */
+const algo_desc_t *algo_family_find(rondo_coll_t coll, rondo_algo_t id);
+/* coll's member called name, or NULL. */
+const algo_desc_t *algo_family_find_name(rondo_coll_t coll, const char *name);
+/* "mpi, ring, ...": coll's members, for messages. */
+const char *algo_family_names(rondo_coll_t coll);
+
+/* What the selector knows about a reduce-scatter or all-gather on comm of
+ * these blocks: count and bytes are the whole buffer's (every block).
+ * counts NULL: p equal blocks of block elements. */
+select_input_t algo_family_input(rondo_comm_t comm, rondo_coll_t coll, const size_t *counts,
+                                 size_t block, rondo_dtype_t dtype, rondo_op_t op);
+/* The comm's choice: its knob, its tuning table, the cost model. */
+rondo_algo_t algo_family_choose(rondo_comm_t comm, const select_input_t *in,
+                                select_result_t *res);
+/* algo_check for coll's members. */
+rondo_status_t algo_family_check(rondo_comm_t comm, rondo_algo_t algo, const select_input_t *in,
+                                 const char **why);
+/* AUTO becomes the comm's choice (cached for repeated calls), then any
+ * algorithm is checked. Local; the same outcome on every rank. */
+rondo_status_t algo_family_resolve(rondo_comm_t comm, const select_input_t *in,
+                                   rondo_algo_t *algo);
+
+#endif /* RONDO_ALGO_BLOCKS_H */

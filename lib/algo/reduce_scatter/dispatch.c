@@ -1,0 +1,91 @@
+/*
+ * The reduce-scatter dispatch: the comm's choice among the family's members
+ * (family.c), then the run through the member's descriptor. lib/api's
+ * blocking calls, lib/engine's fused requests and the device path's host
+ * part all come through here.
+ *
+ * What no member needs to know is done here once: one rank copies its
+ * block; an in-place call (recvbuf is sendbuf or this rank's block of it)
+ * reduces into a block of scratch and copies it over, since every member
+ * still reads the whole input while it writes its result; AVG is a SUM
+ * divided by the comm size.
+ */
+#include "algo/common/blocks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce/reduce.h"
+
+/* Whether [a, a + an) and [b, b + bn) share a byte. */
+static int overlaps(const void *a, size_t an, const void *b, size_t bn)
+{
+  const char *x = a, *y = b;
+  return an > 0 && bn > 0 && x < y + bn && y < x + an;
+}
+
+rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                       const size_t *recvcounts, rondo_dtype_t dtype,
+                                       rondo_op_t op, rondo_algo_t algo,
+                                       const agree_sig_t *agree)
+{
+  int p = comm->size;
+  size_t esize = rondo_dtype_size(dtype);
+  select_input_t in = algo_family_input(comm, RONDO_COLL_REDUCE_SCATTER, recvcounts, 0, dtype,
+                                        op == RONDO_AVG ? RONDO_SUM : op);
+  RONDO_CHECK(algo_family_resolve(comm, &in, &algo));
+  size_t *displs = malloc(((size_t)p + 1) * sizeof *displs);
+  if (displs == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %d offsets", p);
+  displs[0] = 0;
+  for (int i = 0; i < p; i++)
+    displs[i + 1] = displs[i] + recvcounts[i];
+  size_t mine = recvcounts[comm->rank], bytes = mine * esize;
+  rondo_status_t st = RONDO_SUCCESS;
+  void *out = recvbuf;
+  if (overlaps(sendbuf, in.bytes, recvbuf, bytes) && (out = malloc(bytes)) == NULL)
+    st = rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %zu bytes for an in-place result",
+                     bytes);
+  if (st == RONDO_SUCCESS && in.count > 0) {
+    algo_blocks_args_t a = {.comm = comm, .sendbuf = sendbuf, .recvbuf = out,
+                            .counts = recvcounts, .displs = displs, .total = in.count,
+                            .packed = 1, .dtype = dtype, .op = in.op, .esize = esize,
+                            .agree = agree};
+    LOG_DEBUG("reduce-scatter %zu x %s %s: %s", in.count, rondo_dtype_name(dtype),
+              rondo_op_name(op), rondo_algo_name(algo));
+    if (p == 1)
+      memcpy(out, sendbuf, bytes);
+    else
+      st = algo_family_find(RONDO_COLL_REDUCE_SCATTER, algo)->blocks(&a);
+  }
+  if (st == RONDO_SUCCESS && out != recvbuf && bytes > 0)
+    memcpy(recvbuf, out, bytes);
+  if (out != recvbuf)
+    free(out);
+  if (st == RONDO_SUCCESS && op == RONDO_AVG && mine > 0)
+    reduce_average(recvbuf, mine, dtype, p);
+  free(displs);
+  return st;
+}
+
+rondo_status_t algo_reduce_scatterv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    const size_t *recvcounts, rondo_dtype_t dtype, rondo_op_t op)
+{
+  return algo_reduce_scatter_run(comm, sendbuf, recvbuf, recvcounts, dtype, op, RONDO_ALGO_AUTO,
+                                 NULL);
+}
+
+rondo_status_t algo_reduce_scatter_block(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                         rondo_algo_t algo, const agree_sig_t *agree)
+{
+  size_t *counts = malloc((size_t)comm->size * sizeof *counts);
+  if (counts == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %d counts", comm->size);
+  for (int i = 0; i < comm->size; i++)
+    counts[i] = count;
+  rondo_status_t st =
+      algo_reduce_scatter_run(comm, sendbuf, recvbuf, counts, dtype, op, algo, agree);
+  free(counts);
+  return st;
+}
