@@ -55,6 +55,8 @@ typedef struct {
                           elements */
   int blocks_equal;    /* reduce-scatter, all-gather: every block has
                           block_max elements */
+  int node_blocks;     /* every node holds max_local ranks, node n the
+                          ranks n L .. n L + L - 1 (topo->blocks) */
 } select_input_t;
 
 /* One level of the machine: alpha = seconds per message (or per

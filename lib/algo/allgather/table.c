@@ -8,11 +8,11 @@
  */
 #include "algo/common/blocks.h"
 
-extern const algo_desc_t algo_ag_mpi, algo_ag_ring, algo_ag_rd, algo_ag_bruck, algo_ag_shm;
+extern const algo_desc_t algo_ag_mpi, algo_ag_ring, algo_ag_rd, algo_ag_bruck, algo_ag_shm, algo_ag_hier;
 
 static const select_algo_t *const rows[] = {
     &algo_ag_mpi.select, &algo_ag_ring.select, &algo_ag_rd.select,
-    &algo_ag_bruck.select, &algo_ag_shm.select,
+    &algo_ag_bruck.select, &algo_ag_shm.select, &algo_ag_hier.select,
 };
 
 /* Last in the chain of menus the tuning parser reads (select.h). */

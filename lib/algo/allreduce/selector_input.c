@@ -21,7 +21,8 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
                        .dtype = dtype, .op = op, .ranks = comm->size,
                        .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
                        .max_local = comm->topo->max_local, .mem = mem,
-                       .mpi_check = comm->size > 1 && comm->board == NULL};
+                       .mpi_check = comm->size > 1 && comm->board == NULL,
+                       .node_blocks = comm->topo->blocks};
   in.check_exchange = in.mpi_check && check_by_exchange(comm);
   in.check_leaders = in.check_exchange && in.bytes > comm->check_home_from;
   if (mem == SELECT_MEM_DEVICE) {

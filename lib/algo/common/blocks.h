@@ -64,6 +64,21 @@ double algo_ag_ring_time(const select_params_t *prm, const select_input_t *in, d
 double algo_ag_rd_time(const select_params_t *prm, const select_input_t *in, double n);
 double algo_ag_bruck_time(const select_params_t *prm, const select_input_t *in, double n);
 
+/* The cross-node phase of a hierarchical member (rs_hier.c, ag_hier.c) as
+ * the model sees it: in's nodes as ranks, one per node, on bytes; and the
+ * parameters where the node's L local ranks cross at once, sharing its
+ * link (beta x L). */
+select_input_t algo_family_cross_input(const select_input_t *in, size_t bytes);
+select_params_t algo_family_cross_params(const select_params_t *prm, int local);
+/* The cross phase's run on cross (a comm of one rank per node, without a
+ * topology: point-to-point members only): counts[j] elements from node j's
+ * rank, at displs[j] (NULL: packed) of the output (reduce-scatter: packed
+ * input). The member is the cheapest of menu for in (the whole call's
+ * input) on the comm's measured network. */
+rondo_status_t algo_family_cross_run(rondo_comm_t comm, rondo_comm_t cross,
+                                     const select_menu_t *menu, const select_input_t *in,
+                                     const algo_blocks_args_t *shape);
+
 /* ---- the families (family.c) ----------------------------------------------------- */
 
 /* The menus of reduce-scatter's and all-gather's tables

@@ -9,6 +9,7 @@
 #include "algo/common/blocks.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,8 +110,8 @@ rondo_status_t algo_family_check(rondo_comm_t comm, rondo_algo_t algo, const sel
   } else if (d == NULL) {
     reason = in->coll == RONDO_COLL_REDUCE_SCATTER ? "it is not a reduce-scatter algorithm"
                                                     : "it is not an all-gather algorithm";
-    st = rondo__fail_quiet(RONDO_ERR_UNSUPPORTED, "%s is not a %s algorithm (%s)",
-                           rondo_algo_name(algo), coll, algo_family_names(in->coll));
+    st = rondo__fail_quiet(RONDO_ERR_UNSUPPORTED, "%s: %s (%s)", rondo_algo_name(algo), reason,
+                           algo_family_names(in->coll));
   } else {
     select_candidate_t c;
     select_judge(&d->select, in, &c);
@@ -162,4 +163,66 @@ rondo_status_t algo_family_resolve(rondo_comm_t comm, const select_input_t *in,
     last->algo = *algo;
   }
   return RONDO_SUCCESS;
+}
+
+select_input_t algo_family_cross_input(const select_input_t *in, size_t bytes)
+{
+  select_input_t c = *in;
+  c.ranks = in->nodes;
+  c.min_local = c.max_local = 1;
+  c.bytes = bytes;
+  c.count = bytes / (in->bytes > 0 ? in->bytes / (in->count > 0 ? in->count : 1) : 1);
+  c.block_max = in->block_max;
+  c.mpi_check = 0; /* the whole call's check was paid once */
+  return c;
+}
+
+select_params_t algo_family_cross_params(const select_params_t *prm, int local)
+{
+  select_params_t shared = *prm;
+  shared.inter.beta *= local;
+  for (int k = 0; k < shared.dists; k++)
+    shared.dist_beta[k] *= local;
+  return shared;
+}
+
+rondo_status_t algo_family_cross_run(rondo_comm_t comm, rondo_comm_t cross,
+                                     const select_menu_t *menu, const select_input_t *in,
+                                     const algo_blocks_args_t *shape)
+{
+  int n = cross->size;
+  size_t total = 0;
+  for (int j = 0; j < n; j++)
+    total += shape->counts[j];
+  select_input_t c = algo_family_cross_input(in, total * shape->esize);
+  select_params_t base = algo_params(comm);
+  select_params_t params = algo_family_cross_params(&base, in->max_local);
+  select_result_t res;
+  rondo_algo_t pick = select_choose(&params, menu, NULL, RONDO_ALGO_AUTO, &c, &res);
+  const select_algo_t *row = select_menu_find(menu, pick);
+  if (row == NULL)
+    return rondo__fail(RONDO_ERR_UNSUPPORTED, "the cross-node phase: %s", res.reason);
+  size_t *d = malloc(((size_t)n + 1) * sizeof *d);
+  if (d == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "the cross-node phase: %d offsets", n);
+  int packed = 1;
+  size_t at = 0, end = 0;
+  for (int j = 0; j < n; j++) {
+    d[j] = shape->displs != NULL ? shape->displs[j] : at;
+    packed = packed && d[j] == at;
+    at += shape->counts[j];
+    end = d[j] + shape->counts[j] > end ? d[j] + shape->counts[j] : end;
+  }
+  d[n] = end;
+  algo_blocks_args_t a = *shape;
+  a.comm = cross;
+  a.displs = d;
+  a.total = total;
+  a.packed = packed;
+  a.agree = NULL;
+  LOG_DEBUG("%s cross-node phase of %zu bytes on %d nodes: %s", rondo_coll_name(in->coll),
+            total * shape->esize, n, row->name);
+  rondo_status_t st = n == 1 ? RONDO_SUCCESS : ((const algo_desc_t *)row)->blocks(&a);
+  free(d);
+  return st;
 }

@@ -107,10 +107,12 @@ typedef struct {
   int whole;      /* a small all-reduce: every rank reduces every piece (shm.h) */
   int direct;     /* this rank reduces its own pieces from sendbuf (shm.h) */
   /* A reduce-scatter's or all-gather's blocks (shm_run_blocks): slice g is
-   * rank g's block, at b->displs[g]; NULL: the node's slices (topo.h). */
+   * block g, at b->displs[g], owned by local rank g % L; NULL: the node's
+   * slices (topo.h). */
   const algo_blocks_args_t *b;
-  size_t recv_from; /* the element recvbuf starts at: a reduce-scatter's
-                       holds this rank's block alone */
+  /* [slices]: where owned block g lies in this rank's own buffer: a
+   * reduce-scatter's recvbuf, an all-gather's sendbuf */
+  const size_t *place;
 } run_t;
 
 /* Piece k of slice g: elements [*off, *off + *n) of the buffer. */
@@ -128,30 +130,40 @@ static void piece_of(const run_t *r, int g, size_t k, size_t *off, size_t *n)
   *n = lo >= len ? 0 : (len - lo < r->piece ? len - lo : r->piece);
 }
 
-static int owner(const run_t *r, int g) { return r->b != NULL ? g : topo_owner(g, r->s->w.size); }
+static int owner(const run_t *r, int g)
+{
+  return r->b != NULL ? g % r->s->w.size : topo_owner(g, r->s->w.size);
+}
 
 static int owns(const run_t *r, int g) { return owner(r, g) == r->s->w.rank; }
 
 #define AT(base, elems) ((char *)(base) + (elems) * esize)
 
+/* Where owned block g lies in this rank's own buffer (place NULL: the one
+ * block it owns, at its start). */
+static size_t place_of(const run_t *r, int g) { return r->place != NULL ? r->place[g] : 0; }
+
 /* What this rank posts for elements from off: its input, or in an
  * all-gather its own slice of recvbuf, or its block in sendbuf (an
  * all-gather's blocks: recvbuf is written only once the call is agreed
  * on). */
-static const char *posted_from(const run_t *r, shm_mode_t mode, size_t off)
+static const char *posted_from(const run_t *r, shm_mode_t mode, int g, size_t off)
 {
   const algo_allreduce_args_t *a = r->a;
   if (mode != SHM_ALLGATHER)
     return (const char *)a->sendbuf + off * a->esize;
   if (r->b != NULL)
-    return (const char *)a->sendbuf + (off - r->b->displs[r->s->w.rank]) * a->esize;
+    return (const char *)a->sendbuf + (place_of(r, g) + off - r->b->displs[g]) * a->esize;
   return (const char *)a->recvbuf + off * a->esize;
 }
 
-/* Where this rank's result for elements from off goes. */
-static char *result_at(const run_t *r, size_t off)
+/* Where this rank's result for slice g's elements from off goes. */
+static char *result_at(const run_t *r, int g, size_t off)
 {
-  return (char *)r->a->recvbuf + (off - r->recv_from) * r->a->esize;
+  const algo_allreduce_args_t *a = r->a;
+  if (r->b != NULL)
+    return (char *)a->recvbuf + (place_of(r, g) + off - r->b->displs[g]) * a->esize;
+  return (char *)a->recvbuf + off * a->esize;
 }
 
 /* Rank q's input for piece g of round seq (elements from off): its slot,
@@ -201,7 +213,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
     int skip = mode == SHM_ALLGATHER ? !owns(r, g) : r->direct && owns(r, g);
     if (skip)
       continue;
-    memcpy(AT(mine, (size_t)g * r->piece), posted_from(r, mode, off), n * esize);
+    memcpy(AT(mine, (size_t)g * r->piece), posted_from(r, mode, g, off), n * esize);
   }
   if (agreeing) {
     agree_post(a->comm, RONDO_SUCCESS, a->agree);
@@ -237,9 +249,9 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
         continue;
       /* Into recvbuf (private, unlike the slots the others read), then
        * into my slot for the others to copy (allreduce). */
-      reduce_piece(r, seq, g, off, n, result_at(r, off));
+      reduce_piece(r, seq, g, off, n, result_at(r, g, off));
       if (mode == SHM_ALLREDUCE)
-        memcpy(AT(mine, (size_t)g * r->piece), result_at(r, off), n * esize);
+        memcpy(AT(mine, (size_t)g * r->piece), result_at(r, g, off), n * esize);
     }
     publish(s, REDUCED, seq);
   }
@@ -316,7 +328,7 @@ rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
   return run_rounds(&r, mode, longest, progress, arg);
 }
 
-rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode)
+rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode, const size_t *place)
 {
   rondo_comm_t comm = b->comm;
   if (comm->shm == NULL)
@@ -324,8 +336,7 @@ rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode)
   algo_allreduce_args_t a = {.comm = comm, .sendbuf = b->sendbuf, .recvbuf = b->recvbuf,
                              .count = b->total, .dtype = b->dtype, .op = b->op,
                              .esize = b->esize, .agree = b->agree};
-  run_t r = {.a = &a, .s = comm->shm, .topo = comm->topo, .g = comm->shm->w.size, .b = b};
-  if (mode == SHM_REDUCE_SCATTER)
-    r.recv_from = b->displs[r.s->w.rank];
+  run_t r = {.a = &a, .s = comm->shm, .topo = comm->topo, .g = comm->size, .b = b,
+             .place = place};
   return run_rounds(&r, mode, blocks_max(b), NULL, NULL);
 }

@@ -44,12 +44,16 @@ typedef void (*shm_progress_t)(void *arg);
 rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
                             shm_progress_t progress, void *arg);
 
-/* A reduce-scatter's or all-gather's blocks (blocks.h) over a comm that
- * lies on one node, its ranks in node order: slice g is rank g's block.
- * SHM_REDUCE_SCATTER reduces this rank's block into recvbuf (this rank's
- * block alone); SHM_ALLGATHER copies every rank's block (sendbuf) into
- * every other rank's recvbuf, this rank's own block excepted. */
-rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode);
+/* A reduce-scatter's or all-gather's blocks (blocks.h) over the comm's
+ * node, the comm's ranks in blocks of the node size L (topo->blocks; one
+ * node: any comm): slice g is block g, owned by local rank g % L, which
+ * holds it at place[g] elements into its own buffer (place NULL: one
+ * node, where a rank owns one block, at the start of its buffer). SHM_REDUCE_SCATTER
+ * reduces each owned block across the node into recvbuf; SHM_ALLGATHER
+ * copies each owned block from sendbuf into the other ranks' recvbuf at
+ * displs[g] (not into this rank's own). */
+rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode,
+                              const size_t *place);
 
 /* Small all-reduces skip a step: every rank reduces the whole buffer from
  * every slot in rank order (identical bytes everywhere) right after the

@@ -15,7 +15,7 @@
 
 static rondo_status_t reduce_scatter_shm(const algo_blocks_args_t *a)
 {
-  return shm_run_blocks(a, SHM_REDUCE_SCATTER);
+  return shm_run_blocks(a, SHM_REDUCE_SCATTER, NULL);
 }
 
 /* Cost: 2 shm alphas (the data posted, then the slot free again) + shm beta
