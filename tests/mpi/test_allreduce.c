@@ -237,18 +237,22 @@ int main(int argc, char **argv)
   /* What the comm can run, against the rules written out here: every host
    * algorithm, but shm only on one node; the device algorithms (nccl,
    * staged) never on these host buffers; adasum only op adasum
-   * (test_adasum.c). An algorithm that cannot run fails the call on every
-   * rank, saying why. */
+   * (test_adasum.c); the ids after adasum are reduce-scatter's and
+   * all-gather's (test_families.c), no all-reduce's. An algorithm that
+   * cannot run fails the call on every rank, saying why. */
   for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
     int device = a == RONDO_ALGO_NCCL || a == RONDO_ALGO_STAGED ||
                  a == RONDO_ALGO_HIERARCHICAL_NCCL;
-    int want = !device && a != RONDO_ALGO_ADASUM && (a != RONDO_ALGO_SHM || nodes == 1);
+    int other = a > RONDO_ALGO_ADASUM;
+    int want = !device && !other && a != RONDO_ALGO_ADASUM && (a != RONDO_ALGO_SHM || nodes == 1);
     const char *why = NULL;
     mt_where("rondo_algo_available(%s) on %d node(s)", mt_algo_str((rondo_algo_t)a), nodes);
     rondo_status_t st = rondo_algo_available(comm, (rondo_algo_t)a, 1000, RONDO_FLOAT32,
                                              RONDO_SUM, &why);
     available[a] = st == RONDO_SUCCESS;
     MT_EQ_STATUS(st, want ? RONDO_SUCCESS : RONDO_ERR_UNSUPPORTED);
+    if (other)
+      MT_EQ_STR(why, "it is not an all-reduce algorithm");
     if (!want) {
       float x = 1, y = -1;
       MT_CHECK(why != NULL && why[0] != '\0', "a reason for %s", mt_algo_str((rondo_algo_t)a));

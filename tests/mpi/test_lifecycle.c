@@ -244,6 +244,14 @@ static void check_names(void)
   MT_CHECK(rondo_algo_name(RONDO_ALGO_COUNT) == NULL, "rondo_algo_name(RONDO_ALGO_COUNT)");
   MT_CHECK(rondo_algo_name((rondo_algo_t)99) == NULL, "rondo_algo_name(99)");
 
+  mt_where("collective names");
+  static const char *const colls[RONDO_COLL_COUNT] = {"allreduce", "reduce_scatter",
+                                                      "allgather"};
+  for (int c = 0; c < RONDO_COLL_COUNT; c++)
+    MT_EQ_STR(rondo_coll_name((rondo_coll_t)c), colls[c]);
+  MT_CHECK(rondo_coll_name(RONDO_COLL_COUNT) == NULL, "rondo_coll_name(RONDO_COLL_COUNT)");
+  MT_CHECK(rondo_coll_name((rondo_coll_t)-1) == NULL, "rondo_coll_name(-1)");
+
   mt_where("dtype names and sizes");
   for (int d = 0; d < RONDO_DTYPE_COUNT; d++) {
     MT_EQ_STR(rondo_dtype_name((rondo_dtype_t)d), mt_dtype_str((rondo_dtype_t)d));

@@ -97,8 +97,39 @@ static void test_root_and_layout_errors(void **state)
                 RONDO_ERR_INVALID_ARG);
   expect_status(rondo_allgatherv(world, a, 8, b, counts, NULL, RONDO_FLOAT32), RONDO_SUCCESS);
   assert_memory_equal(a, b, sizeof a);
-  expect_status(rondo_reduce_scatter(world, a, a, 8, RONDO_FLOAT32, RONDO_SUM),
+  /* in place is recvbuf at this rank's block of sendbuf or at sendbuf
+   * itself (both a here, rank 0); a recvbuf overlapping sendbuf anywhere
+   * else is an error */
+  expect_status(rondo_reduce_scatter(world, a, a + 1, 4, RONDO_FLOAT32, RONDO_SUM),
                 RONDO_ERR_INVALID_ARG);
+  assert_non_null(strstr(rondo_last_error(), "overlap"));
+  expect_status(rondo_reduce_scatter(world, a + 4, a, 8, RONDO_FLOAT32, RONDO_SUM),
+                RONDO_ERR_INVALID_ARG);
+  expect_status(rondo_reduce_scatterv(world, a, a + 1, counts, RONDO_FLOAT32, RONDO_SUM),
+                RONDO_ERR_INVALID_ARG);
+  {
+    float in[8], want[8];
+    for (int i = 0; i < 8; i++)
+      in[i] = want[i] = (float)i * 0.5f - 1.0f;
+    expect_status(rondo_reduce_scatter(world, in, in, 8, RONDO_FLOAT32, RONDO_SUM),
+                  RONDO_SUCCESS);
+    assert_memory_equal(in, want, sizeof in);
+    expect_status(rondo_reduce_scatter(world, in, in, 8, RONDO_FLOAT32, RONDO_AVG),
+                  RONDO_SUCCESS);
+    assert_memory_equal(in, want, sizeof in);
+    for (int algo = RONDO_ALGO_AUTO; algo < RONDO_ALGO_COUNT; algo++)
+      if (algo == RONDO_ALGO_AUTO ||
+          rondo_coll_algo_available(world, RONDO_COLL_REDUCE_SCATTER, (rondo_algo_t)algo, 8,
+                                    RONDO_FLOAT32, RONDO_SUM, NULL) == RONDO_SUCCESS) {
+        expect_status(rondo_reduce_scatter_algo(world, in, in, 8, RONDO_FLOAT32, RONDO_MAX,
+                                                (rondo_algo_t)algo),
+                      RONDO_SUCCESS);
+        assert_memory_equal(in, want, sizeof in);
+      }
+    expect_status(rondo_reduce_scatterv(world, in, in, counts, RONDO_FLOAT32, RONDO_SUM),
+                  RONDO_SUCCESS);
+    assert_memory_equal(in, want, sizeof in);
+  }
   expect_status(rondo_reduce_scatter(world, a, b, 8, RONDO_FLOAT32, RONDO_OP_COUNT),
                 RONDO_ERR_INVALID_OP);
   expect_status(rondo_reduce_scatter(world, a, b, 8, RONDO_FLOAT32, RONDO_ADASUM),
@@ -176,19 +207,38 @@ static void test_algo_available(void **state)
   const char *why = "unset";
   /* One rank, one node: every host algorithm runs, and the selector would
    * consider each but hierarchical (why says so); the device algorithms
-   * need device memory. */
+   * need device memory. The ids after adasum name reduce-scatter and
+   * all-gather algorithms: no all-reduce runs them. */
   for (int id = RONDO_ALGO_MPI; id < RONDO_ALGO_COUNT; id++) {
     int device = id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED ||
                  id == RONDO_ALGO_HIERARCHICAL_NCCL;
     int adasum = id == RONDO_ALGO_ADASUM;
-    rondo_status_t want = device || adasum ? RONDO_ERR_UNSUPPORTED : RONDO_SUCCESS;
+    int other = id > RONDO_ALGO_ADASUM;
+    rondo_status_t want = device || adasum || other ? RONDO_ERR_UNSUPPORTED : RONDO_SUCCESS;
+    why = "unset";
     expect_status(rondo_algo_available(world, (rondo_algo_t)id, 8, RONDO_FLOAT32, RONDO_SUM, &why),
                   want);
+    /* the same question through the family form */
+    const char *why2 = "unset";
+    expect_status(rondo_coll_algo_available(world, RONDO_COLL_ALLREDUCE, (rondo_algo_t)id, 8,
+                                            RONDO_FLOAT32, RONDO_SUM, &why2),
+                  want);
+    assert_ptr_equal(why2, why);
     if (device)
       assert_string_equal(why, "needs device memory");
     else if (adasum)
       assert_string_equal(why, "runs op adasum only");
-    else if (id == RONDO_ALGO_HIERARCHICAL)
+    else if (other) {
+      assert_string_equal(why, "it is not an all-reduce algorithm");
+      assert_non_null(strstr(rondo_last_error(), rondo_algo_name((rondo_algo_t)id)));
+      /* forcing it fails the same way, and writes nothing */
+      float x[1] = {1}, y[1] = {-1};
+      expect_status(rondo_allreduce_algo(world, x, y, 1, RONDO_FLOAT32, RONDO_SUM,
+                                         (rondo_algo_t)id),
+                    RONDO_ERR_UNSUPPORTED);
+      assert_non_null(strstr(rondo_last_error(), "not an all-reduce algorithm"));
+      assert_true(y[0] == -1);
+    } else if (id == RONDO_ALGO_HIERARCHICAL)
       assert_non_null(why != NULL ? strstr(why, "one node") : NULL);
     else
       assert_null(why);
@@ -220,6 +270,99 @@ static void test_algo_available(void **state)
                 RONDO_ERR_UNSUPPORTED);
   assert_non_null(strstr(rondo_last_error(), "the nccl all-reduce cannot run"));
   assert_non_null(strstr(rondo_last_error(), "needs device memory"));
+}
+
+/* The reduce-scatter and all-gather families, written out here (rondo.h,
+ * docs/algorithms.md): on one rank every member runs and the selector would
+ * consider each but hierarchical (one node: why says so); every other id
+ * is not the family's. */
+static void test_coll_algo_available(void **state)
+{
+  (void)state;
+  static const struct {
+    rondo_coll_t coll;
+    unsigned members; /* bits of ids */
+    const char *not_member;
+  } fam[] = {
+      {RONDO_COLL_REDUCE_SCATTER,
+       1u << RONDO_ALGO_MPI | 1u << RONDO_ALGO_RING | 1u << RONDO_ALGO_PAIRWISE |
+           1u << RONDO_ALGO_RECURSIVE_HALVING | 1u << RONDO_ALGO_SHM |
+           1u << RONDO_ALGO_HIERARCHICAL,
+       "it is not a reduce-scatter algorithm"},
+      {RONDO_COLL_ALLGATHER,
+       1u << RONDO_ALGO_MPI | 1u << RONDO_ALGO_RING | 1u << RONDO_ALGO_RECURSIVE_DOUBLING |
+           1u << RONDO_ALGO_BRUCK | 1u << RONDO_ALGO_SHM | 1u << RONDO_ALGO_HIERARCHICAL,
+       "it is not an all-gather algorithm"},
+  };
+  for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+    rondo_coll_t coll = fam[f].coll;
+    const char *why = "unset";
+    for (int id = RONDO_ALGO_MPI; id < RONDO_ALGO_COUNT; id++) {
+      int member = (fam[f].members >> id) & 1u;
+      why = "unset";
+      rondo_status_t got = rondo_coll_algo_available(world, coll, (rondo_algo_t)id, 8,
+                                                     RONDO_FLOAT32, RONDO_SUM, &why);
+      if (got != (member ? RONDO_SUCCESS : RONDO_ERR_UNSUPPORTED))
+        fail_msg("%s %s: %s (%s)", rondo_coll_name(coll), rondo_algo_name((rondo_algo_t)id),
+                 rondo_status_name(got), rondo_last_error());
+      if (member && id == RONDO_ALGO_HIERARCHICAL) {
+        assert_non_null(why != NULL ? strstr(why, "one node") : NULL);
+      } else if (member) {
+        assert_null(why);
+      } else {
+        assert_non_null(why);
+        assert_string_equal(why, fam[f].not_member);
+        assert_non_null(strstr(rondo_last_error(), rondo_algo_name((rondo_algo_t)id)));
+      }
+      /* why may be NULL */
+      expect_status(rondo_coll_algo_available(world, coll, (rondo_algo_t)id, 8, RONDO_FLOAT32,
+                                              RONDO_SUM, NULL),
+                    member ? RONDO_SUCCESS : RONDO_ERR_UNSUPPORTED);
+    }
+    /* the choice is a member */
+    rondo_algo_t choice = RONDO_ALGO_AUTO;
+    expect_status(rondo_coll_choice(world, coll, 8, RONDO_FLOAT32, RONDO_SUM, &choice),
+                  RONDO_SUCCESS);
+    assert_true(choice > RONDO_ALGO_AUTO && choice < RONDO_ALGO_COUNT);
+    assert_true((fam[f].members >> choice) & 1u);
+    /* auto and values outside rondo_algo_t are no algorithm */
+    why = NULL;
+    expect_status(rondo_coll_algo_available(world, coll, RONDO_ALGO_AUTO, 8, RONDO_FLOAT32,
+                                            RONDO_SUM, &why),
+                  RONDO_ERR_INVALID_ALGO);
+    assert_non_null(why);
+    expect_status(rondo_coll_algo_available(world, coll, RONDO_ALGO_COUNT, 8, RONDO_FLOAT32,
+                                            RONDO_SUM, &why),
+                  RONDO_ERR_INVALID_ALGO);
+    expect_status(rondo_coll_algo_available(world, coll, (rondo_algo_t)-1, 8, RONDO_FLOAT32,
+                                            RONDO_SUM, &why),
+                  RONDO_ERR_INVALID_ALGO);
+    /* forcing a non-member fails, and writes nothing */
+    int outsider = coll == RONDO_COLL_REDUCE_SCATTER ? RONDO_ALGO_BRUCK : RONDO_ALGO_PAIRWISE;
+    float x[1] = {1}, y[1] = {-1};
+    if (coll == RONDO_COLL_REDUCE_SCATTER)
+      expect_status(rondo_reduce_scatter_algo(world, x, y, 1, RONDO_FLOAT32, RONDO_SUM,
+                                              (rondo_algo_t)outsider),
+                    RONDO_ERR_UNSUPPORTED);
+    else
+      expect_status(rondo_allgather_algo(world, x, y, 1, RONDO_FLOAT32, (rondo_algo_t)outsider),
+                    RONDO_ERR_UNSUPPORTED);
+    assert_true(y[0] == -1);
+  }
+  /* reduce-scatter runs no adasum; all-gather ignores the op */
+  expect_status(rondo_coll_algo_available(world, RONDO_COLL_REDUCE_SCATTER, RONDO_ALGO_RING, 8,
+                                          RONDO_FLOAT32, RONDO_ADASUM, NULL),
+                RONDO_ERR_UNSUPPORTED);
+  expect_status(rondo_coll_algo_available(world, RONDO_COLL_ALLGATHER, RONDO_ALGO_RING, 8,
+                                          RONDO_FLOAT32, RONDO_ADASUM, NULL),
+                RONDO_SUCCESS);
+  /* a value outside rondo_coll_t */
+  expect_status(rondo_coll_algo_available(world, RONDO_COLL_COUNT, RONDO_ALGO_RING, 8,
+                                          RONDO_FLOAT32, RONDO_SUM, NULL),
+                RONDO_ERR_INVALID_ARG);
+  expect_status(rondo_coll_algo_available(NULL, RONDO_COLL_ALLGATHER, RONDO_ALGO_RING, 8,
+                                          RONDO_FLOAT32, RONDO_SUM, NULL),
+                RONDO_ERR_INVALID_COMM);
 }
 
 /* Each comm reads the knobs when it is made and keeps them. */
@@ -320,6 +463,7 @@ int main(void)
       cmocka_unit_test(test_single_rank_results),
       cmocka_unit_test(test_texts_report_their_size),
       cmocka_unit_test(test_algo_available),
+      cmocka_unit_test(test_coll_algo_available),
       cmocka_unit_test(test_knobs_are_read_per_comm),
       cmocka_unit_test(test_rondo_free),
       cmocka_unit_test(test_destroyed_comm_is_rejected),

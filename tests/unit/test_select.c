@@ -1,6 +1,8 @@
 /* The all-reduce selector on synthetic layouts and parameters: eligibility,
  * closed-form predictions, the default parameters' ranking of the measured
- * 2-rank sweep, tuning-table parsing and precedence, and the explanation. */
+ * 2-rank sweep, tuning-table parsing and precedence, and the explanation;
+ * the tables of the all-reduce, reduce-scatter and all-gather families,
+ * and the tuning rules and explanations of the latter two. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "algo/common/algo.h"
+#include "algo/common/blocks.h"
 #include "select/select.h"
 
 #define BIT(a) (1u << (a))
@@ -34,7 +37,7 @@ static unsigned menu_bits;
 static const select_menu_t *menu(void)
 {
   static const select_algo_t *rows[SELECT_MAX_ALGOS];
-  static select_menu_t m = {0, rows};
+  static select_menu_t m = {0, rows, RONDO_COLL_ALLREDUCE, NULL};
   const select_menu_t *all = algo_menu();
   m.n = 0;
   for (int i = 0; i < all->n; i++)
@@ -1034,6 +1037,169 @@ static void test_table_skips_rules_whose_algorithm_is_not_eligible(void **state)
   select_table_free(t);
 }
 
+/* The input of a reduce-scatter or all-gather of p equal blocks of block
+ * float32 elements (bytes: every block's). */
+static select_input_t family_layout(rondo_coll_t coll, size_t block, int ranks, int nodes)
+{
+  select_input_t in = layout(block * (size_t)ranks, ranks, nodes, 0);
+  in.coll = coll;
+  in.block_max = block;
+  in.blocks_equal = 1;
+  in.node_blocks = 1;
+  return in;
+}
+
+/* One table holds every collective's rules (the menus chain from the
+ * all-reduce's): each rule names its collective, its algorithm is one of
+ * that collective's, and a lookup matches only the input's collective. */
+static void test_table_rules_per_collective(void **state)
+{
+  (void)state;
+  select_table_t *t = parse_ok("allreduce * * * * ring\n"
+                               "reduce_scatter 0-8K * * host pairwise # small\n"
+                               "reduce_scatter 8K- * * * recursive_halving\n"
+                               "allgather * 2-4 * * bruck\n"
+                               "allgather * * * host recursive_doubling\n"
+                               "reduce_scatter * * * * shm\n"
+                               "allgather * * * * mpi\n");
+  assert_int_equal(select_table_rules(t), 7);
+  int line = -1;
+  select_input_t in = layout(1024, 4, 1, ALL_ALGOS);
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_RING);
+  assert_int_equal(line, 1);
+  in = family_layout(RONDO_COLL_REDUCE_SCATTER, 256, 4, 1); /* 4 KiB */
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_PAIRWISE);
+  assert_int_equal(line, 2);
+  assert_string_equal(select_table_rule_algo(t, line), "pairwise");
+  in = family_layout(RONDO_COLL_REDUCE_SCATTER, 2048, 4, 2); /* 32 KiB */
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_RECURSIVE_HALVING);
+  assert_int_equal(line, 3);
+  in = family_layout(RONDO_COLL_ALLGATHER, 256, 3, 1);
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_BRUCK);
+  assert_int_equal(line, 4);
+  assert_string_equal(select_table_rule_algo(t, line), "bruck");
+  in = family_layout(RONDO_COLL_ALLGATHER, 256, 8, 2);
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_RECURSIVE_DOUBLING);
+  assert_int_equal(line, 5);
+  in.mem = SELECT_MEM_DEVICE;
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_MPI);
+  assert_int_equal(line, 7);
+  /* among the allowed: the rules of the input's collective only */
+  in = family_layout(RONDO_COLL_REDUCE_SCATTER, 256, 4, 1);
+  assert_int_equal(select_table_lookup_among(t, &in, BIT(RONDO_ALGO_SHM), &line),
+                   RONDO_ALGO_SHM);
+  assert_int_equal(line, 6);
+  /* ring is allowed, but its rule is the all-reduce's */
+  assert_int_equal(select_table_lookup_among(t, &in, BIT(RONDO_ALGO_RING), &line),
+                   RONDO_ALGO_AUTO);
+  assert_int_equal(line, 0);
+  in = family_layout(RONDO_COLL_ALLGATHER, 256, 8, 1);
+  assert_int_equal(select_table_lookup_among(t, &in, BIT(RONDO_ALGO_BRUCK), &line),
+                   RONDO_ALGO_AUTO);
+  assert_int_equal(line, 0);
+
+  /* the selector takes a family's rule over its model, and names the knob
+   * that forces its members */
+  select_result_t res;
+  in = family_layout(RONDO_COLL_REDUCE_SCATTER, 256, 4, 1);
+  assert_int_equal(select_choose(&select_default_params, algo_rs_menu(), t, RONDO_ALGO_AUTO,
+                                 &in, &res),
+                   RONDO_ALGO_PAIRWISE);
+  assert_string_equal(res.reason, "tuning file t.txt line 2");
+  assert_int_equal(select_choose(&select_default_params, algo_rs_menu(), t, RONDO_ALGO_RING,
+                                 &in, &res),
+                   RONDO_ALGO_RING);
+  assert_string_equal(res.reason, "forced by RONDO_REDUCE_SCATTER_ALGO");
+  in = family_layout(RONDO_COLL_ALLGATHER, 256, 3, 1);
+  assert_int_equal(select_choose(&select_default_params, algo_ag_menu(), t, RONDO_ALGO_AUTO,
+                                 &in, &res),
+                   RONDO_ALGO_BRUCK);
+  assert_string_equal(res.reason, "tuning file t.txt line 4");
+  assert_int_equal(select_choose(&select_default_params, algo_ag_menu(), t, RONDO_ALGO_RING,
+                                 &in, &res),
+                   RONDO_ALGO_RING);
+  assert_string_equal(res.reason, "forced by RONDO_ALLGATHER_ALGO");
+  select_table_free(t);
+
+  /* a table of reduce-scatter rules says nothing of the others */
+  t = parse_ok("reduce_scatter * * * * ring\n");
+  in = layout(1024, 4, 1, ALL_ALGOS);
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_AUTO);
+  assert_int_equal(line, 0);
+  in = family_layout(RONDO_COLL_ALLGATHER, 256, 4, 1);
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_AUTO);
+  assert_int_equal(line, 0);
+  in = family_layout(RONDO_COLL_REDUCE_SCATTER, 256, 4, 1);
+  assert_int_equal(select_table_lookup(t, &in, &line), RONDO_ALGO_RING);
+  assert_int_equal(line, 1);
+  /* the same rule for another collective is another table */
+  uint64_t h = select_table_hash(t);
+  select_table_free(t);
+  t = parse_ok("allreduce * * * * ring\n");
+  assert_true(select_table_hash(t) != h);
+  uint64_t h2 = select_table_hash(t);
+  select_table_free(t);
+  t = parse_ok("allgather * * * * ring\n");
+  assert_true(select_table_hash(t) != h && select_table_hash(t) != h2);
+  select_table_free(t);
+
+  /* each collective takes its own menu's names, the error naming the line */
+  static const struct {
+    const char *rule;
+    const char *says;
+  } bad[] = {
+      {"reduce_scatter * * * * rabenseifner", "unknown algorithm 'rabenseifner'"},
+      {"reduce_scatter * * * * nccl", "unknown algorithm 'nccl'"},
+      {"reduce_scatter * * * * staged", "unknown algorithm 'staged'"},
+      {"reduce_scatter * * * * adasum", "unknown algorithm 'adasum'"},
+      {"reduce_scatter * * * * bruck", "unknown algorithm 'bruck'"},
+      {"reduce_scatter * * * * recursive_doubling", "unknown algorithm 'recursive_doubling'"},
+      {"reduce_scatter * * * * auto", "unknown algorithm 'auto'"},
+      {"allgather * * * * nccl", "unknown algorithm 'nccl'"},
+      {"allgather * * * * rabenseifner", "unknown algorithm 'rabenseifner'"},
+      {"allgather * * * * hierarchical_nccl", "unknown algorithm 'hierarchical_nccl'"},
+      {"allgather * * * * pairwise", "unknown algorithm 'pairwise'"},
+      {"allgather * * * * recursive_halving", "unknown algorithm 'recursive_halving'"},
+      {"allreduce * * * * pairwise", "unknown algorithm 'pairwise'"},
+      {"allreduce * * * * recursive_halving", "unknown algorithm 'recursive_halving'"},
+      {"allreduce * * * * bruck", "unknown algorithm 'bruck'"},
+      {"reduce-scatter * * * * ring", "unknown collective 'reduce-scatter'"},
+      {"all_gather * * * * ring", "unknown collective 'all_gather'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "reduce_scatter 0- * * * mpi\nallgather 0- * * * bruck\n%s\n",
+             bad[i].rule);
+    select_table_t *out = (select_table_t *)text; /* any non-NULL: must be reset */
+    assert_int_equal(select_table_parse(text, "bad.txt", algo_menu(), &out),
+                     RONDO_ERR_INVALID_ARG);
+    assert_null(out);
+    const char *msg = rondo_last_error();
+    assert_contains(msg, "bad.txt line 3:");
+    assert_contains(msg, bad[i].says);
+  }
+  /* the messages list what would do */
+  select_table_t *out = NULL;
+  assert_int_equal(select_table_parse("bcast * * * * ring\n", "bad.txt", algo_menu(), &out),
+                   RONDO_ERR_INVALID_ARG);
+  assert_contains(rondo_last_error(), "expected allreduce, reduce_scatter, allgather");
+  assert_int_equal(
+      select_table_parse("reduce_scatter * * * * bruck\n", "bad.txt", algo_menu(), &out),
+      RONDO_ERR_INVALID_ARG);
+  assert_contains(rondo_last_error(), algo_family_names(RONDO_COLL_REDUCE_SCATTER));
+  /* a chain from the reduce-scatter's menu knows no all-reduce */
+  assert_int_equal(
+      select_table_parse("allreduce * * * * ring\n", "bad.txt", algo_rs_menu(), &out),
+      RONDO_ERR_INVALID_ARG);
+  assert_contains(rondo_last_error(), "bad.txt line 1: unknown collective 'allreduce'");
+  select_table_t *rs = NULL;
+  assert_int_equal(select_table_parse("reduce_scatter * * * * pairwise\nallgather * * * * bruck\n",
+                                      "rs.txt", algo_rs_menu(), &rs),
+                   RONDO_SUCCESS);
+  assert_int_equal(select_table_rules(rs), 2);
+  select_table_free(rs);
+}
+
 static void test_load_reads_a_file_and_reports_io_errors(void **state)
 {
   (void)state;
@@ -1077,24 +1243,36 @@ static void test_load_reads_a_file_and_reports_io_errors(void **state)
 
 /* ---- the algorithm table -------------------------------------------------------- */
 
-/* One row per rondo_algo_t but auto, each complete, found by id and name. */
+/* One row per all-reduce id (1 .. adasum), in id order, each complete, found
+ * by id and name; the ids after adasum are other families' and no
+ * all-reduce's. */
 static void test_algorithm_table_is_complete(void **state)
 {
   (void)state;
   const select_menu_t *all = algo_menu();
-  assert_int_equal(all->n, RONDO_ALGO_COUNT - 1);
+  assert_int_equal(all->n, RONDO_ALGO_ADASUM);
+  assert_int_equal(all->coll, RONDO_COLL_ALLREDUCE);
+  /* the chain the tuning parser reads: all-reduce, reduce-scatter, all-gather */
+  assert_ptr_equal(all->next, algo_rs_menu());
+  assert_ptr_equal(algo_rs_menu()->next, algo_ag_menu());
+  assert_null(algo_ag_menu()->next);
   assert_null(algo_find(RONDO_ALGO_AUTO));
   assert_null(algo_find(RONDO_ALGO_COUNT));
+  assert_null(algo_find((rondo_algo_t)-1));
   assert_null(algo_find_name("auto"));
-  for (int id = RONDO_ALGO_AUTO + 1; id < RONDO_ALGO_COUNT; id++) {
+  assert_null(algo_find_name(NULL));
+  for (int id = RONDO_ALGO_AUTO + 1; id <= RONDO_ALGO_ADASUM; id++) {
     const algo_desc_t *d = algo_find((rondo_algo_t)id);
     assert_non_null(d);
     assert_int_equal(d->select.id, id);
     assert_string_equal(d->select.name, rondo_algo_name((rondo_algo_t)id));
     assert_ptr_equal(algo_find_name(d->select.name), d);
+    assert_ptr_equal(algo_family_find(RONDO_COLL_ALLREDUCE, (rondo_algo_t)id), d);
+    assert_ptr_equal(algo_family_find_name(RONDO_COLL_ALLREDUCE, d->select.name), d);
     assert_non_null(d->select.cost);
     assert_true(d->collectives & ALGO_SERVES_ALLREDUCE);
     assert_non_null(strstr(algo_names(), d->select.name));
+    assert_non_null(strstr(algo_family_names(RONDO_COLL_ALLREDUCE), d->select.name));
     /* the menu is the table, in its order */
     assert_ptr_equal(all->algo[id - 1], &d->select);
     /* every row runs (nccl and staged on device buffers: lib/algo/common/gpu.c) */
@@ -1104,6 +1282,111 @@ static void test_algorithm_table_is_complete(void **state)
                                         ? SELECT_MEM_DEVICE
                                         : SELECT_MEM_HOST);
   }
+  for (int id = RONDO_ALGO_ADASUM + 1; id < RONDO_ALGO_COUNT; id++) {
+    assert_null(algo_find((rondo_algo_t)id));
+    assert_null(algo_family_find(RONDO_COLL_ALLREDUCE, (rondo_algo_t)id));
+    assert_null(algo_find_name(rondo_algo_name((rondo_algo_t)id)));
+  }
+}
+
+/* The reduce-scatter and all-gather tables, their members written out here:
+ * each row is found by id and name in its family and in no other, has a
+ * cost, serves its collective and runs blocks. */
+static void test_family_tables_are_complete(void **state)
+{
+  (void)state;
+  static const struct {
+    rondo_coll_t coll;
+    unsigned serves;
+    rondo_algo_t members[6];
+  } fam[] = {
+      {RONDO_COLL_REDUCE_SCATTER,
+       ALGO_SERVES_REDUCE_SCATTER,
+       {RONDO_ALGO_MPI, RONDO_ALGO_RING, RONDO_ALGO_PAIRWISE, RONDO_ALGO_RECURSIVE_HALVING,
+        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL}},
+      {RONDO_COLL_ALLGATHER,
+       ALGO_SERVES_ALLGATHER,
+       {RONDO_ALGO_MPI, RONDO_ALGO_RING, RONDO_ALGO_RECURSIVE_DOUBLING, RONDO_ALGO_BRUCK,
+        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL}},
+  };
+  for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+    rondo_coll_t coll = fam[f].coll;
+    const select_menu_t *m = coll == RONDO_COLL_REDUCE_SCATTER ? algo_rs_menu() : algo_ag_menu();
+    size_t want_n = sizeof fam[f].members / sizeof fam[f].members[0];
+    assert_int_equal(m->coll, coll);
+    assert_int_equal(m->n, (int)want_n);
+    unsigned seen = 0;
+    for (int i = 0; i < m->n; i++) {
+      const select_algo_t *row = m->algo[i];
+      rondo_algo_t id = row->id;
+      /* one of the members written out above; mpi first (the selector's
+       * preference on a tie: on one rank every member is a copy) */
+      int listed = 0;
+      for (size_t k = 0; k < want_n; k++)
+        listed |= fam[f].members[k] == id;
+      if (!listed)
+        fail_msg("%s: %s is on the table", rondo_coll_name(coll), row->name);
+      assert_true(i > 0 || id == RONDO_ALGO_MPI);
+      assert_true(id > RONDO_ALGO_AUTO && id < RONDO_ALGO_COUNT);
+      assert_false(seen & BIT(id)); /* one row per id */
+      seen |= BIT(id);
+      const algo_desc_t *d = algo_family_find(coll, id);
+      assert_non_null(d);
+      assert_ptr_equal(&d->select, row);
+      assert_ptr_equal(select_menu_find(m, id), row);
+      assert_string_equal(row->name, rondo_algo_name(id));
+      assert_ptr_equal(algo_family_find_name(coll, row->name), d);
+      assert_non_null(strstr(algo_family_names(coll), row->name));
+      assert_non_null(row->cost);
+      assert_int_equal(row->mem, SELECT_MEM_HOST);
+      assert_int_equal(row->adasum, 0);
+      assert_int_equal(d->collectives, fam[f].serves);
+      assert_false(d->collectives & ALGO_SERVES_ALLREDUCE);
+      assert_non_null(d->blocks);
+      assert_null(d->allreduce);
+      /* not the all-reduce's descriptor, though the id may be shared */
+      assert_ptr_not_equal(d, algo_find(id));
+    }
+    /* nothing else is the family's */
+    for (int id = RONDO_ALGO_AUTO; id <= RONDO_ALGO_COUNT; id++)
+      if (!(seen & BIT(id)))
+        assert_null(algo_family_find(coll, (rondo_algo_t)id));
+    assert_null(algo_family_find(coll, (rondo_algo_t)-1));
+    assert_null(algo_family_find_name(coll, "auto"));
+    assert_null(algo_family_find_name(coll, NULL));
+    assert_null(algo_family_find_name(coll, "rabenseifner"));
+    assert_null(algo_family_find_name(coll, "adasum"));
+  }
+  /* pairwise and recursive_halving are reduce-scatter's alone, bruck
+   * all-gather's alone */
+  assert_null(algo_family_find(RONDO_COLL_ALLGATHER, RONDO_ALGO_PAIRWISE));
+  assert_null(algo_family_find(RONDO_COLL_ALLGATHER, RONDO_ALGO_RECURSIVE_HALVING));
+  assert_null(algo_family_find(RONDO_COLL_REDUCE_SCATTER, RONDO_ALGO_BRUCK));
+  assert_null(algo_family_find(RONDO_COLL_REDUCE_SCATTER, RONDO_ALGO_RECURSIVE_DOUBLING));
+  assert_null(algo_family_find((rondo_coll_t)RONDO_COLL_COUNT, RONDO_ALGO_RING));
+  assert_null(algo_family_find_name((rondo_coll_t)RONDO_COLL_COUNT, "ring"));
+
+  /* one id space: rondo_algo_name names every id, each name once, and
+   * every id is a member of some family */
+  for (int id = RONDO_ALGO_AUTO + 1; id < RONDO_ALGO_COUNT; id++) {
+    const char *name = rondo_algo_name((rondo_algo_t)id);
+    assert_non_null(name);
+    rondo_algo_t back = RONDO_ALGO_AUTO;
+    assert_int_equal(rondo_algo_from_name(name, &back), RONDO_SUCCESS);
+    assert_int_equal(back, id);
+    for (int other = RONDO_ALGO_AUTO; other < id; other++)
+      assert_string_not_equal(name, rondo_algo_name((rondo_algo_t)other));
+    int families = 0;
+    for (int c = 0; c < RONDO_COLL_COUNT; c++) {
+      const algo_desc_t *d = algo_family_find((rondo_coll_t)c, (rondo_algo_t)id);
+      if (d != NULL) {
+        families++;
+        assert_string_equal(d->select.name, name); /* an id names one idea */
+      }
+    }
+    assert_true(families >= 1);
+  }
+  assert_null(rondo_algo_name(RONDO_ALGO_COUNT));
 }
 
 /* ---- the explanation --------------------------------------------------------------- */
@@ -1119,8 +1402,15 @@ static void test_explain_lists_every_algorithm_and_the_choice(void **state)
   char buf[2048];
   int n = select_explain(menu(), &res, &in, buf, sizeof buf);
   assert_int_equal(n, (int)strlen(buf));
-  for (int a = RONDO_ALGO_MPI; a < RONDO_ALGO_COUNT; a++)
-    assert_contains(buf, rondo_algo_name((rondo_algo_t)a));
+  /* every all-reduce algorithm has its row; the other families' do not */
+  const select_menu_t *all = algo_menu();
+  for (int i = 0; i < all->n; i++) {
+    char row[64];
+    snprintf(row, sizeof row, "\n  %s ", all->algo[i]->name);
+    assert_contains(buf, row);
+  }
+  for (int a = RONDO_ALGO_ADASUM + 1; a < RONDO_ALGO_COUNT; a++)
+    assert_null(strstr(buf, rondo_algo_name((rondo_algo_t)a)));
   assert_contains(buf, "allreduce 1048576 bytes (262144 elements), 4 ranks on 2 nodes "
                        "(2 per node), host memory\n");
   assert_contains(buf, "ranks span more than one node");
@@ -1141,6 +1431,45 @@ static void test_explain_lists_every_algorithm_and_the_choice(void **state)
   assert_int_equal(select_explain(menu(), &res, &in, small, sizeof small), n);
   assert_int_equal(strlen(small), sizeof small - 1);
   assert_memory_equal(small, buf, sizeof small - 1);
+}
+
+/* A family's explanation: its collective on the input line, a row for each
+ * of its members and none for anything else, one choice. */
+static void test_explain_lists_a_familys_members(void **state)
+{
+  (void)state;
+  for (int c = RONDO_COLL_REDUCE_SCATTER; c <= RONDO_COLL_ALLGATHER; c++) {
+    rondo_coll_t coll = (rondo_coll_t)c;
+    const select_menu_t *m = coll == RONDO_COLL_REDUCE_SCATTER ? algo_rs_menu() : algo_ag_menu();
+    select_input_t in = family_layout(coll, 1024, 4, 2);
+    select_result_t res;
+    rondo_algo_t got = select_choose(&select_default_params, m, NULL, RONDO_ALGO_AUTO, &in, &res);
+    assert_true(got != RONDO_ALGO_AUTO);
+    assert_non_null(algo_family_find(coll, got));
+    char buf[2048], want[128];
+    int n = select_explain(m, &res, &in, buf, sizeof buf);
+    assert_int_equal(n, (int)strlen(buf));
+    snprintf(want, sizeof want, "%s 16384 bytes (4096 elements), 4 ranks on 2 nodes",
+             rondo_coll_name(coll));
+    assert_true(strncmp(buf, want, strlen(want)) == 0);
+    for (int id = RONDO_ALGO_AUTO + 1; id < RONDO_ALGO_COUNT; id++) {
+      snprintf(want, sizeof want, "\n  %s ", rondo_algo_name((rondo_algo_t)id));
+      if (algo_family_find(coll, (rondo_algo_t)id) != NULL)
+        assert_contains(buf, want);
+      else if (strstr(buf, want) != NULL)
+        fail_msg("%s: a row for %s: %s", rondo_coll_name(coll),
+                 rondo_algo_name((rondo_algo_t)id), buf);
+    }
+    assert_contains(buf, "ranks span more than one node"); /* shm, on 2 nodes */
+    snprintf(want, sizeof want, "choice: %s (lowest predicted time)\n", rondo_algo_name(got));
+    assert_contains(buf, want);
+    const char *chosen = strstr(buf, "<- chosen");
+    assert_non_null(chosen);
+    assert_null(strstr(chosen + 1, "<- chosen"));
+    snprintf(want, sizeof want, "\n  %s ", rondo_algo_name(got));
+    const char *row = strstr(buf, want);
+    assert_true(chosen > row && memchr(row + 1, '\n', (size_t)(chosen - row - 1)) == NULL);
+  }
 }
 
 static void test_explain_when_nothing_is_eligible(void **state)
@@ -1198,9 +1527,12 @@ int main(void)
       cmocka_unit_test(test_malformed_lines_are_errors_naming_the_line),
       cmocka_unit_test(test_table_rule_beats_the_model),
       cmocka_unit_test(test_table_skips_rules_whose_algorithm_is_not_eligible),
+      cmocka_unit_test(test_table_rules_per_collective),
       cmocka_unit_test(test_load_reads_a_file_and_reports_io_errors),
       cmocka_unit_test(test_algorithm_table_is_complete),
+      cmocka_unit_test(test_family_tables_are_complete),
       cmocka_unit_test(test_explain_lists_every_algorithm_and_the_choice),
+      cmocka_unit_test(test_explain_lists_a_familys_members),
       cmocka_unit_test(test_explain_when_nothing_is_eligible),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

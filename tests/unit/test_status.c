@@ -83,7 +83,16 @@ static void test_enum_values_are_pinned(void **state)
       {RONDO_ALGO_HIERARCHICAL_NCCL, 9, rondo_algo_name(RONDO_ALGO_HIERARCHICAL_NCCL),
        "hierarchical_nccl"},
       {RONDO_ALGO_ADASUM, 10, rondo_algo_name(RONDO_ALGO_ADASUM), "adasum"},
-      {RONDO_ALGO_COUNT, 11, rondo_algo_name(RONDO_ALGO_COUNT), NULL},
+      {RONDO_ALGO_PAIRWISE, 11, rondo_algo_name(RONDO_ALGO_PAIRWISE), "pairwise"},
+      {RONDO_ALGO_RECURSIVE_HALVING, 12, rondo_algo_name(RONDO_ALGO_RECURSIVE_HALVING),
+       "recursive_halving"},
+      {RONDO_ALGO_BRUCK, 13, rondo_algo_name(RONDO_ALGO_BRUCK), "bruck"},
+      {RONDO_ALGO_COUNT, 14, rondo_algo_name(RONDO_ALGO_COUNT), NULL},
+      {RONDO_COLL_ALLREDUCE, 0, rondo_coll_name(RONDO_COLL_ALLREDUCE), "allreduce"},
+      {RONDO_COLL_REDUCE_SCATTER, 1, rondo_coll_name(RONDO_COLL_REDUCE_SCATTER),
+       "reduce_scatter"},
+      {RONDO_COLL_ALLGATHER, 2, rondo_coll_name(RONDO_COLL_ALLGATHER), "allgather"},
+      {RONDO_COLL_COUNT, 3, rondo_coll_name(RONDO_COLL_COUNT), NULL},
       {RONDO_ERR_INVALID_ARG, 1, rondo_status_name(RONDO_ERR_INVALID_ARG), "RONDO_ERR_INVALID_ARG"},
       {RONDO_ERR_MISMATCH, 15, rondo_status_name(RONDO_ERR_MISMATCH), "RONDO_ERR_MISMATCH"},
       {RONDO_ERR_PEER, 16, rondo_status_name(RONDO_ERR_PEER), "RONDO_ERR_PEER"},
@@ -142,6 +151,9 @@ static void test_bad_names_are_rejected(void **state)
   assert_null(rondo_dtype_name(RONDO_DTYPE_COUNT));
   assert_null(rondo_op_name((rondo_op_t)-1));
   assert_null(rondo_algo_name(RONDO_ALGO_COUNT));
+  assert_null(rondo_algo_name((rondo_algo_t)-1));
+  assert_null(rondo_coll_name(RONDO_COLL_COUNT));
+  assert_null(rondo_coll_name((rondo_coll_t)-1));
   assert_int_equal(rondo_dtype_size((rondo_dtype_t)42), 0);
 }
 
