@@ -35,20 +35,36 @@ static void print_build(void)
 
 /* Every algorithm of the library's table, and whether it can run a float32
  * sum of bytes / 4 elements on this comm. */
+static int comm_size(rondo_comm_t comm)
+{
+  int size = 1;
+  rondo_comm_size(comm, &size);
+  return size;
+}
+
+/* Every collective's family, each member with whether it can run a float32
+ * sum of bytes (the whole buffer, for reduce-scatter and all-gather). */
 static void print_algorithms(rondo_comm_t comm, size_t bytes)
 {
-  printf("\nalgorithms (float32 sum of %zu bytes on this comm)\n", bytes);
-  for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
-    const char *why = NULL;
-    rondo_status_t st =
-        rondo_algo_available(comm, (rondo_algo_t)a, bytes / 4, RONDO_FLOAT32, RONDO_SUM, &why);
-    printf("  %-20s ", rondo_algo_name((rondo_algo_t)a));
-    if (st != RONDO_SUCCESS)
-      printf("unavailable: %s\n", why ? why : rondo_status_name(st));
-    else if (why != NULL)
-      printf("available (auto passes it over: %s)\n", why);
-    else
-      printf("available\n");
+  for (int c = 0; c < RONDO_COLL_COUNT; c++) {
+    rondo_coll_t coll = (rondo_coll_t)c;
+    size_t count = coll == RONDO_COLL_ALLREDUCE ? bytes / 4 : bytes / 4 / (size_t)comm_size(comm);
+    printf("\n%s algorithms (float32 sum of %zu bytes on this comm)\n", rondo_coll_name(coll),
+           bytes);
+    for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
+      const char *why = NULL;
+      rondo_status_t st = rondo_coll_algo_available(comm, coll, (rondo_algo_t)a, count,
+                                                    RONDO_FLOAT32, RONDO_SUM, &why);
+      if (st == RONDO_ERR_UNSUPPORTED && why != NULL && strstr(why, "it is not a") == why)
+        continue; /* another family's member */
+      printf("  %-20s ", rondo_algo_name((rondo_algo_t)a));
+      if (st != RONDO_SUCCESS)
+        printf("unavailable: %s\n", why ? why : rondo_status_name(st));
+      else if (why != NULL)
+        printf("available (auto passes it over: %s)\n", why);
+      else
+        printf("available\n");
+    }
   }
 }
 
