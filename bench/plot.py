@@ -41,11 +41,16 @@ METRICS = {  # --metric -> (row key, y axis label)
 }
 # An algorithm keeps its colour and marker in every chart.
 ALGOS = ("auto", "ring", "recursive_doubling", "rabenseifner", "shm",
-         "hierarchical", "mpi", "nccl", "staged", "hierarchical_nccl")
-MARKERS = "osD^vp<>hd*PX"
+         "hierarchical", "mpi", "nccl", "staged", "hierarchical_nccl",
+         "pairwise", "recursive_halving", "bruck")
+MARKERS = "osD^vp<>hd*PXH8+1"  # one per ALGOS entry and the 4 of unknown names
 FUSION_BARS = (("engine_ms", "engine (fused)", "tab:blue"),
                ("single_ms", "one allreduce of everything", "tab:green"),
                ("loop_ms", "one allreduce per tensor", "tab:orange"))
+# rondo-bench fusion --sharded: an all-gather and a reduce-scatter per tensor
+SHARDED_LABELS = ("engine (async all-gathers, reduce-scatters)",
+                  "one all-gather + reduce-scatter of everything",
+                  "MPI_Allgatherv + MPI_Reduce_scatter per tensor")
 
 
 class PlotError(Exception):
@@ -236,15 +241,18 @@ def plot_fusion(datas, names, args):
     groups = []
     for data, name in zip(datas, names):
         for r in data["rows"]:
-            label = str(r["model"]) + ("" if len(datas) == 1
-                                       else f"\n({name})")
+            label = str(r["model"]) + (" sharded" if r.get("pattern") == "sharded"
+                                       else "")
+            label += "" if len(datas) == 1 else f"\n({name})"
             if is_num(r.get("tensors")) and is_num(r.get("bytes")):
                 label += (f"\n{r['tensors']} tensors, "
                           f"{r['bytes'] / 2 ** 20:.1f} MiB")
             groups.append((label, r))
     width = 0.26
     fig, ax = plt.subplots(figsize=(max(7, 2.2 * len(groups) + 2), 6))
+    sharded = all(r.get("pattern") == "sharded" for _, r in groups)
     for k, (key, label, colour) in enumerate(FUSION_BARS):
+        label = SHARDED_LABELS[k] if sharded else label
         ax.bar([i + (k - 1) * width for i in range(len(groups))],
                [r[key] for _, r in groups], width, label=label, color=colour)
     values = [r[b[0]] for _, r in groups for b in FUSION_BARS]

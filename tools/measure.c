@@ -1,4 +1,4 @@
-/* Timing all-reduce algorithms side by side; measure.h has the method. */
+/* Timing a family's algorithms side by side; measure.h has the method. */
 #include "tools/measure.h"
 
 #include <stdio.h>
@@ -35,38 +35,86 @@ void meas_free(meas_t *m)
   free(m->out);
 }
 
+/* MPI's own call for m->coll. */
+static void run_mpi(meas_t *m, size_t count)
+{
+  int c = (int)count;
+  switch (m->coll) {
+  case RONDO_COLL_REDUCE_SCATTER:
+    MPI_Reduce_scatter_block(m->in, m->out, c, MPI_FLOAT, MPI_SUM, m->base);
+    break;
+  case RONDO_COLL_ALLGATHER:
+    MPI_Allgather(m->in, c, MPI_FLOAT, m->out, c, MPI_FLOAT, m->base);
+    break;
+  default:
+    MPI_Allreduce(m->in, m->out, c, MPI_FLOAT, MPI_SUM, m->base);
+    break;
+  }
+}
+
+/* rondo's call of m->coll with algo. */
+static rondo_status_t run_rondo(meas_t *m, rondo_algo_t algo, size_t count)
+{
+  switch (m->coll) {
+  case RONDO_COLL_REDUCE_SCATTER:
+    return rondo_reduce_scatter_algo(m->comm, m->in, m->out, count, RONDO_FLOAT32, RONDO_SUM,
+                                     algo);
+  case RONDO_COLL_ALLGATHER:
+    return rondo_allgather_algo(m->comm, m->in, m->out, count, RONDO_FLOAT32, algo);
+  default:
+    return rondo_allreduce_algo(m->comm, m->in, m->out, count, RONDO_FLOAT32, RONDO_SUM, algo);
+  }
+}
+
 static void run(meas_t *m, const rondo_algo_t *algos, int a, size_t count, int iters)
 {
   for (int i = 0; i < iters; i++) {
     if (a == MEAS_RAW_MPI) {
-      MPI_Allreduce(m->in, m->out, (int)count, MPI_FLOAT, MPI_SUM, m->base);
-    } else if (rondo_allreduce_algo(m->comm, m->in, m->out, count, RONDO_FLOAT32, RONDO_SUM,
-                                    algos[a]) != RONDO_SUCCESS) {
-      fprintf(stderr, "%s: %s\n", rondo_algo_name(algos[a]), rondo_last_error());
+      run_mpi(m, count);
+    } else if (run_rondo(m, algos[a], count) != RONDO_SUCCESS) {
+      fprintf(stderr, "%s %s: %s\n", rondo_coll_name(m->coll), rondo_algo_name(algos[a]),
+              rondo_last_error());
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
   }
 }
 
-static void check(meas_t *m, size_t count)
+/* Floats in the result of a call with this count. */
+static size_t out_count(const meas_t *m, size_t count)
 {
-  int size = meas_size(m->comm);
-  for (size_t i = 0; i < count; i++) {
-    float want = (float)((size * (size + 1) / 2) * (int)(i % 17));
+  return m->coll == RONDO_COLL_ALLGATHER ? count * (size_t)meas_size(m->comm) : count;
+}
+
+/* The input of rank r at i is (r + 1) x (i % 17) (meas_init): a sum over
+ * the ranks is n(n + 1)/2 x (i % 17); a gathered block q is rank q's.
+ * Wrong elements count for algo (AUTO: MPI's own call). */
+static void check(meas_t *m, rondo_algo_t algo, size_t count)
+{
+  long before = m->wrong;
+  int size = meas_size(m->comm), rank = meas_rank(m->comm);
+  for (size_t i = 0; i < out_count(m, count); i++) {
+    float want;
+    if (m->coll == RONDO_COLL_ALLGATHER)
+      want = (float)((int)(i / count + 1) * (int)(i % count % 17));
+    else if (m->coll == RONDO_COLL_REDUCE_SCATTER) /* block `rank` of the sum */
+      want = (float)((size * (size + 1) / 2) * (int)(((size_t)rank * count + i) % 17));
+    else
+      want = (float)((size * (size + 1) / 2) * (int)(i % 17));
     m->wrong += m->out[i] != want;
   }
+  m->wrong_by[algo] += m->wrong - before;
 }
 
 /* The slowest rank's mean seconds per call over iters calls. */
 static double timed(meas_t *m, const rondo_algo_t *algos, int a, size_t count, int iters)
 {
-  memset(m->out, 0xff, count * sizeof *m->out); /* a no-op algorithm fails the check */
+  memset(m->out, 0xff, out_count(m, count) * sizeof *m->out); /* a no-op fails the check */
   MPI_Barrier(m->base);
   double t0 = MPI_Wtime();
   run(m, algos, a, count, iters);
   double t = (MPI_Wtime() - t0) / iters, tmax;
   MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, m->base);
-  check(m, count);
+  check(m, a == MEAS_RAW_MPI ? RONDO_ALGO_AUTO : algos[a], count);
   return tmax;
 }
 

@@ -1,15 +1,16 @@
 /*
- * Timing all-reduce algorithms side by side, shared by rondo-bench
- * (tools/bench) and the programs of bench/. Not part of the library.
+ * Timing all-reduce algorithms side by side (or those of the reduce-scatter
+ * or all-gather family), shared by rondo-bench (tools/bench) and the
+ * programs of bench/. Not part of the library.
  *
  * Method: for one message size, the algorithms (and raw MPI_Allreduce, the
- * baseline) take turns for r rounds, each round starting with a different
+ * baseline, or MPI_Reduce_scatter_block / MPI_Allgather) take turns for r rounds, each round starting with a different
  * algorithm, so a noisy moment of a shared machine hits all of them alike.
  * A round runs enough calls for about 20 ms (3 to 2000; the count comes
  * from a timed warm-up and is the same on every rank), between barriers; the time of a round is the slowest rank's mean per
  * call. Callers take the median over rounds. Every round's result is
  * checked: the inputs, (rank + 1) x (i % 17), make the float sum exact in
- * any order.
+ * any order (an all-gather's result is every rank's input).
  */
 #ifndef RONDO_TOOLS_MEASURE_H
 #define RONDO_TOOLS_MEASURE_H
@@ -28,7 +29,12 @@ typedef struct {
   float *in, *out;
   size_t max_count;
   long wrong;     /* wrong elements seen on this rank so far */
+  long wrong_by[RONDO_ALGO_COUNT]; /* of them, by algorithm id (0: MPI's own call) */
   int iters[RONDO_ALGO_COUNT + 1]; /* calls per round, by list index + 1 */
+  rondo_coll_t coll; /* what is timed: RONDO_COLL_ALLREDUCE (meas_init's), or
+                        set to RONDO_COLL_REDUCE_SCATTER / RONDO_COLL_ALLGATHER
+                        before meas_rounds, whose count is then one rank's
+                        block (size x count floats must fit max_bytes) */
 } meas_t;
 
 /* Collective over MPI_COMM_WORLD (= rondo_world()). Returns 0, or -1 with a
@@ -36,8 +42,9 @@ typedef struct {
 int meas_init(meas_t *m, size_t max_bytes);
 void meas_free(meas_t *m);
 
-/* Runs rounds [first, last) of the size `count` floats: algorithm a of the
- * list (MEAS_RAW_MPI for raw MPI_Allreduce, included when with_mpi) gets
+/* Runs rounds [first, last) of the size `count` floats (the call's count
+ * argument): algorithm a of the list (MEAS_RAW_MPI for MPI's own call,
+ * included when with_mpi) gets
  * t[a + 1][r] in seconds. A warm-up precedes round 0. Aborts the job with
  * rondo's message when a call fails. */
 void meas_rounds(meas_t *m, const rondo_algo_t *algos, int nalgos, int with_mpi,

@@ -8,7 +8,7 @@
  *   data.c      input patterns and the expected results (the check)
  *   sweep.c     allreduce, allgather, broadcast, reduce_scatter, alltoall,
  *               and auto's quality (sweep.h: its state)
- *   rows.c      which rows an allreduce sweep runs
+ *   rows.c      which rows a sweep runs (a family's algorithms and baselines)
  *   fusion.c    a model's gradient set through the asynchronous engine
  *   models.c    the shipped gradient sets (also used by bench/engine_bench)
  *   tune.c      the tuning-table writer (`rondo-bench tune`)
@@ -37,6 +37,12 @@ typedef enum {
 } bench_cmd_t;
 
 const char *bench_cmd_name(bench_cmd_t cmd);
+/* The collectives with a family of algorithms and a selector (allreduce,
+ * reduce_scatter, allgather): 1 and *coll; 0 for the other subcommands. */
+int bench_coll(bench_cmd_t cmd, rondo_coll_t *coll);
+/* MPI's own call that a sweep compares with ("MPI_Allreduce"); NULL for
+ * fusion, tune and explain. */
+const char *bench_mpi_name(bench_cmd_t cmd);
 
 enum { BENCH_MAX_SIZES = 256 };
 
@@ -49,17 +55,20 @@ typedef struct {
   int ndtypes, nops;
   rondo_dtype_t dtypes[RONDO_DTYPE_COUNT];
   rondo_op_t ops[RONDO_OP_COUNT];
-  const char *algo_list;  /* allreduce, tune: names or "all"; NULL = default */
+  const char *algo_list;  /* allreduce, reduce_scatter, allgather, tune: names or
+                             "all"; NULL = default */
+  unsigned colls;         /* tune, explain: bit 1 << c for each rondo_coll_t c */
   const char *json_path, *csv_path;
   /* fusion */
   const char *model;      /* resnet50, bert-base, vgg16, all */
   size_t tensors, tensor_bytes; /* --tensors N --size S instead of a model */
+  int sharded;            /* --sharded: all-gather + reduce-scatter per tensor */
   /* tune */
   const char *output;
   int rounds, max_rounds;
   double margin;          /* fraction */
-  int ignored_table;      /* tune: RONDO_TUNING_FILE / RONDO_ALLREDUCE_ALGO were set
-                             and are ignored (main.c) */
+  int ignored_table;      /* tune: RONDO_TUNING_FILE / RONDO_*_ALGO were set and
+                             are ignored (main.c) */
   /* tests only */
   const char *break_algo; /* corrupt this row's results before the check */
   int argc;

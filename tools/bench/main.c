@@ -3,7 +3,7 @@
  * (docs/bench.md).
  *
  *   mpiexec -n 2 rondo-bench                      all-reduce, every algorithm
- *   mpiexec -n 2 rondo-bench allgather -b 1K -e 64M
+ *   mpiexec -n 2 rondo-bench allgather -b 1K -e 64M every all-gather algorithm
  *   mpiexec -n 2 rondo-bench fusion --model resnet50
  *   mpiexec -n 2 rondo-bench tune --output tuning.txt
  *
@@ -26,9 +26,12 @@ int main(int argc, char **argv)
    * knobs the user exported (the header prints them all). The tuner measures
    * the cost model's own choice, not an older table's or a forced one. */
   if (rc == 0 && o.cmd == CMD_TUNE) {
-    o.ignored_table = getenv("RONDO_TUNING_FILE") != NULL || getenv("RONDO_ALLREDUCE_ALGO") != NULL;
-    unsetenv("RONDO_TUNING_FILE");
-    unsetenv("RONDO_ALLREDUCE_ALGO");
+    static const char *const knobs[] = {"RONDO_TUNING_FILE", "RONDO_ALLREDUCE_ALGO",
+                                        "RONDO_REDUCE_SCATTER_ALGO", "RONDO_ALLGATHER_ALGO"};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+      o.ignored_table |= getenv(knobs[i]) != NULL;
+      unsetenv(knobs[i]);
+    }
   }
   if (tool_init("rondo-bench", &argc, &argv) != 0)
     return 1;

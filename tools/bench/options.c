@@ -15,6 +15,23 @@ static const char *const cmd_names[CMD_COUNT] = {
 
 const char *bench_cmd_name(bench_cmd_t cmd) { return cmd_names[cmd]; }
 
+int bench_coll(bench_cmd_t cmd, rondo_coll_t *coll)
+{
+  switch (cmd) {
+  case CMD_ALLREDUCE: *coll = RONDO_COLL_ALLREDUCE; return 1;
+  case CMD_REDUCE_SCATTER: *coll = RONDO_COLL_REDUCE_SCATTER; return 1;
+  case CMD_ALLGATHER: *coll = RONDO_COLL_ALLGATHER; return 1;
+  default: return 0;
+  }
+}
+
+const char *bench_mpi_name(bench_cmd_t cmd)
+{
+  static const char *const n[] = {"MPI_Allreduce", "MPI_Allgather", "MPI_Bcast",
+                                  "MPI_Reduce_scatter_block", "MPI_Alltoall"};
+  return cmd <= CMD_ALLTOALL ? n[cmd] : NULL;
+}
+
 static void usage(FILE *f)
 {
   fprintf(f,
@@ -22,10 +39,14 @@ static void usage(FILE *f)
     "\n"
     "subcommands:\n"
     "  allreduce       every all-reduce algorithm side by side with MPI_Allreduce (default)\n"
-    "  allgather, broadcast, reduce_scatter, alltoall\n"
+    "  reduce_scatter, allgather\n"
+    "                  every algorithm of the family side by side with\n"
+    "                  MPI_Reduce_scatter_block / MPI_Allgather\n"
+    "  broadcast, alltoall\n"
     "                  rondo's collective against its MPI counterpart\n"
     "  fusion          a model's gradients through the fusion engine, against one\n"
     "                  all-reduce of the same bytes and a loop of MPI_Allreduce\n"
+    "                  (--sharded: all-gathers and reduce-scatters)\n"
     "  tune            measure the algorithms, write a tuning table (RONDO_TUNING_FILE)\n"
     "  explain         what the selector picks at each size, and why\n"
     "\n"
@@ -35,8 +56,9 @@ static void usage(FILE *f)
     "  -f, --stepfactor F      multiply the size by F each step (default 2)\n"
     "  -i, --stepbytes SIZE    add SIZE each step instead\n"
     "  -n, --iters N           timed iterations per row (default 20; fusion: 10)\n"
-    "      --rounds R          allreduce: the timed iterations in R rounds, each running\n"
-    "                          the rows in another order (default 5; at most -n)\n"
+    "      --rounds R          allreduce, reduce_scatter, allgather: the timed iterations\n"
+    "                          in R rounds, each running the rows in another order\n"
+    "                          (default 5; at most -n)\n"
     "  -w, --warmup_iters N    untimed iterations first (default 5; fusion: 2)\n"
     "data:\n"
     "  -d, --datatype T        int8 uint8 int32 int64 float16 bfloat16 float32 float64,\n"
@@ -49,9 +71,14 @@ static void usage(FILE *f)
     "                          and the baselines\n"
     "                          ncclAllReduce and host+copies; exit 77 without a GPU)\n"
     "  -r, --root R            broadcast root (default 0)\n"
-    "  -a, --algo LIST         allreduce, tune: algorithms, comma-separated, or all:\n"
-    "                          auto mpi ring recursive_doubling rabenseifner shm hierarchical\n"
-    "                          MPI_Allreduce (the baseline) (default all); with --memory\n"
+    "  -a, --algo LIST         allreduce, reduce_scatter, allgather, tune: algorithms,\n"
+    "                          comma-separated, or all (default): auto, the family's\n"
+    "                          algorithms (allreduce: mpi ring recursive_doubling\n"
+    "                          rabenseifner shm hierarchical; reduce_scatter: mpi ring\n"
+    "                          pairwise recursive_halving shm hierarchical; allgather: mpi\n"
+    "                          ring recursive_doubling bruck shm hierarchical) and the\n"
+    "                          baseline (MPI_Allreduce, MPI_Reduce_scatter_block,\n"
+    "                          MPI_Allgather); with --memory\n"
     "                          device: auto nccl staged hierarchical_nccl ncclAllReduce\n"
     "                          host+copies\n"
     "output:\n"
@@ -64,6 +91,11 @@ static void usage(FILE *f)
     "fusion:\n"
     "      --model NAME        resnet50, bert-base, vgg16 or all (default all)\n"
     "      --tensors N --size SIZE   N tensors of SIZE bytes instead of a model\n"
+    "      --sharded           per tensor one all-gather of the parameters and one\n"
+    "                          reduce-scatter of the gradients (FSDP, ZeRO-3)\n"
+    "tune, explain:\n"
+    "      --collective LIST   allreduce, reduce_scatter, allgather, a comma list, or all\n"
+    "                          (default: tune all, explain allreduce)\n"
     "tune:\n"
     "      --output FILE       write the table to FILE (default: print only)\n"
     "      --rounds R          rounds per size (default 7)\n"
@@ -119,6 +151,32 @@ static int empty_token(const char *list, char *badtok, size_t len)
   return 1;
 }
 
+/* "all" or a comma list of collectives with a family (allreduce,
+ * reduce_scatter, allgather), as bits 1 << rondo_coll_t; 0 naming the bad
+ * token in *badtok. */
+static unsigned parse_colls(const char *arg, char *badtok, size_t len)
+{
+  char buf[256];
+  unsigned bits = 0;
+  if (empty_token(arg, badtok, len))
+    return 0;
+  snprintf(buf, sizeof buf, "%s", arg);
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+    unsigned bit = strcmp(tok, "all") == 0 ? (1u << RONDO_COLL_COUNT) - 1 : 0;
+    for (int c = 0; c < RONDO_COLL_COUNT; c++)
+      if (strcmp(tok, rondo_coll_name((rondo_coll_t)c)) == 0)
+        bit = 1u << c;
+    if (bit == 0) {
+      snprintf(badtok, len, "'%s'", tok);
+      return 0;
+    }
+    bits |= bit;
+  }
+  if (bits == 0)
+    snprintf(badtok, len, "no name");
+  return bits;
+}
+
 /* "all" or a comma list of names, into out[]; the count, or -1 naming the
  * bad token in *badtok. */
 static int parse_list(const char *arg, int kind, void *out, int max, char *badtok, size_t len)
@@ -161,9 +219,13 @@ static int parse_list(const char *arg, int kind, void *out, int max, char *badto
   return n > 0 ? n : -1;
 }
 
-/* Each name of an --algo list is a rondo algorithm, MPI_Allreduce or all. */
-static int check_algos(const char *list, char *badtok, size_t len)
+/* Each name of an --algo list is a rondo algorithm, the subcommand's MPI
+ * baseline (MPI_Allreduce, ...), a device row of allreduce, or all. Whether
+ * the collective's family has the algorithm is the library's to say, once
+ * the comm exists (rows.c). */
+static int check_algos(const char *list, bench_cmd_t cmd, char *badtok, size_t len)
 {
+  const char *mpi = bench_mpi_name(cmd);
   char buf[256];
   if (empty_token(list, badtok, len))
     return -1;
@@ -171,8 +233,9 @@ static int check_algos(const char *list, char *badtok, size_t len)
   int n = 0;
   for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
     rondo_algo_t a;
-    if (strcmp(tok, "all") != 0 && strcasecmp(tok, "MPI_Allreduce") != 0 &&
-        strcmp(tok, "ncclAllReduce") != 0 && strcmp(tok, "host+copies") != 0 &&
+    int device_row = cmd == CMD_ALLREDUCE &&
+                     (strcmp(tok, "ncclAllReduce") == 0 || strcmp(tok, "host+copies") == 0);
+    if (strcmp(tok, "all") != 0 && (mpi == NULL || strcasecmp(tok, mpi) != 0) && !device_row &&
         rondo_algo_from_name(tok, &a) != RONDO_SUCCESS) {
       snprintf(badtok, len, "'%s'", tok);
       return -1;
@@ -186,7 +249,7 @@ static int check_algos(const char *list, char *badtok, size_t len)
 
 enum {
   OPT_INPLACE = 256, OPT_JSON, OPT_CSV, OPT_MODEL, OPT_TENSORS, OPT_SIZE, OPT_OUTPUT,
-  OPT_ROUNDS, OPT_MAX_ROUNDS, OPT_MARGIN, OPT_BREAK, OPT_MEMORY
+  OPT_ROUNDS, OPT_MAX_ROUNDS, OPT_MARGIN, OPT_BREAK, OPT_MEMORY, OPT_COLLECTIVE, OPT_SHARDED
 };
 
 static const struct option long_opts[] = {
@@ -216,6 +279,8 @@ static const struct option long_opts[] = {
   {"rounds", required_argument, NULL, OPT_ROUNDS},
   {"max-rounds", required_argument, NULL, OPT_MAX_ROUNDS},
   {"margin", required_argument, NULL, OPT_MARGIN},
+  {"collective", required_argument, NULL, OPT_COLLECTIVE},
+  {"sharded", no_argument, NULL, OPT_SHARDED},
   {"break-algo", required_argument, NULL, OPT_BREAK}, /* tests only */
   {NULL, 0, NULL, 0}};
 
@@ -223,6 +288,8 @@ static const struct option long_opts[] = {
 static int allowed(bench_cmd_t cmd, int opt)
 {
   int coll = cmd <= CMD_ALLTOALL, reduces = cmd == CMD_ALLREDUCE || cmd == CMD_REDUCE_SCATTER;
+  rondo_coll_t c;
+  int family = bench_coll(cmd, &c); /* rows per algorithm */
   switch (opt) {
   case 'n': case 'w': return coll || cmd == CMD_FUSION;
   case 'c': case OPT_JSON: case OPT_CSV: case 'F': case OPT_BREAK: return coll || cmd == CMD_FUSION;
@@ -230,10 +297,11 @@ static int allowed(bench_cmd_t cmd, int opt)
   case 'o': return reduces || cmd == CMD_EXPLAIN;
   case OPT_INPLACE: case OPT_MEMORY: return cmd == CMD_ALLREDUCE;
   case 'r': return cmd == CMD_BROADCAST;
-  case 'a': return cmd == CMD_ALLREDUCE || cmd == CMD_TUNE;
+  case 'a': return family || cmd == CMD_TUNE;
   case 'v': return cmd == CMD_EXPLAIN;
-  case OPT_MODEL: case OPT_TENSORS: case OPT_SIZE: return cmd == CMD_FUSION;
-  case OPT_ROUNDS: return cmd == CMD_ALLREDUCE || cmd == CMD_TUNE;
+  case OPT_MODEL: case OPT_TENSORS: case OPT_SIZE: case OPT_SHARDED: return cmd == CMD_FUSION;
+  case OPT_ROUNDS: return family || cmd == CMD_TUNE;
+  case OPT_COLLECTIVE: return cmd == CMD_TUNE || cmd == CMD_EXPLAIN;
   case OPT_OUTPUT: case OPT_MAX_ROUNDS: case OPT_MARGIN: return cmd == CMD_TUNE;
   default: return 1;
   }
@@ -258,10 +326,11 @@ static int breakable(const bench_opts_t *o)
 {
   const char *b = o->break_algo;
   rondo_algo_t a;
+  rondo_coll_t c;
   if (o->cmd == CMD_FUSION)
     return strcmp(b, "engine") == 0 || strcmp(b, "single") == 0 || strcmp(b, "loop") == 0;
-  if (o->cmd == CMD_ALLREDUCE)
-    return strcmp(b, "MPI_Allreduce") == 0 ||
+  if (bench_coll(o->cmd, &c))
+    return strcmp(b, bench_mpi_name(o->cmd)) == 0 ||
            rondo_algo_from_name(b, &a) == RONDO_SUCCESS;
   return strcmp(b, "rondo") == 0;
 }
@@ -299,6 +368,9 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
   o->rounds = o->cmd == CMD_TUNE ? 7 : 5;
   o->max_rounds = 21;
   o->margin = 0.05;
+  /* tune: the table covers every family the library selects in; explain
+   * answers the all-reduce question unless asked another */
+  o->colls = o->cmd == CMD_TUNE ? (1u << RONDO_COLL_COUNT) - 1 : 1u << RONDO_COLL_ALLREDUCE;
   int have_f = 0, have_i = 0, have_size = 0;
 
   char badtok[64], name[48];
@@ -382,9 +454,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
                    optarg, badtok);
       break;
     case 'a':
-      if (check_algos(optarg, badtok, sizeof badtok) < 0)
+      if (check_algos(optarg, o->cmd, badtok, sizeof badtok) < 0)
         return bad(print, "-a/--algo: '%s': %s is not an algorithm (auto, rondo-info's "
-                   "algorithms, MPI_Allreduce, or all)", optarg, badtok);
+                   "algorithms, %s%sor all)", optarg, badtok,
+                   bench_mpi_name(o->cmd) ? bench_mpi_name(o->cmd) : "",
+                   bench_mpi_name(o->cmd) ? ", " : "");
       o->algo_list = optarg;
       break;
     case 'F': o->full = 1; break;
@@ -400,6 +474,12 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     case OPT_JSON: o->json_path = optarg; break;
     case OPT_CSV: o->csv_path = optarg; break;
     case OPT_OUTPUT: o->output = optarg; break;
+    case OPT_SHARDED: o->sharded = 1; break;
+    case OPT_COLLECTIVE:
+      if ((o->colls = parse_colls(optarg, badtok, sizeof badtok)) == 0)
+        return bad(print, "--collective: '%s': %s is not a collective (allreduce, "
+                   "reduce_scatter, allgather, or all)", optarg, badtok);
+      break;
     case OPT_BREAK: o->break_algo = optarg; break;
     case OPT_MODEL:
       if (strcmp(optarg, "resnet50") != 0 && strcmp(optarg, "bert-base") != 0 &&
@@ -440,7 +520,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     return bad(print, "--tensors and --size go together");
   if (o->break_algo != NULL && !breakable(o))
     return bad(print, "--break-algo: '%s' is not a row of %s (fusion: engine, single, loop; "
-               "allreduce: an algorithm or MPI_Allreduce; the others: rondo)",
+               "allreduce, reduce_scatter, allgather: an algorithm or the MPI baseline; "
+               "the others: rondo)",
                o->break_algo, cmd_names[o->cmd]);
   size_t sizes[BENCH_MAX_SIZES];
   if (o->cmd != CMD_FUSION && bench_sizes(o, sizes) >= BENCH_MAX_SIZES)

@@ -1,38 +1,113 @@
 /*
- * Which rows an allreduce sweep runs: the algorithms of --algo (or every
- * one this comm can run) and the baselines, on host or device buffers.
+ * Which rows a sweep runs: for allreduce, reduce_scatter and allgather the
+ * algorithms of --algo (or every one of the family this comm can run) and
+ * MPI's own call; for allreduce on device buffers its rows and baselines.
  */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "tools/bench/sweep.h"
-#include "tools/measure.h"
 
-/* The rows of an allreduce run: --algo's names in order, or for "all" auto,
- * every algorithm this comm can run (meas_algos), and MPI_Allreduce.
- * Returns the count, or -1 (with a message) for a named algorithm that
- * cannot run on this comm. */
-int sweep_rows_allreduce(sweep_t *s)
+/* Probe count for "can it run here": large, so that every rule of the
+ * family's table applies (as tools/measure.c's meas_algos). */
+#define PROBE_COUNT ((size_t)1 << 20)
+
+/* Whether algo can run on this comm (0), with why NULL when the selector
+ * would consider it, else why not (*why: the library's reason). */
+static rondo_status_t can_run(const sweep_t *s, rondo_algo_t algo, const char **why)
 {
-  const char *list = s->o->algo_list;
+  *why = NULL;
+  return rondo_coll_algo_available(s->comm, s->coll, algo, PROBE_COUNT, RONDO_FLOAT32, RONDO_SUM,
+                                   why);
+}
+
+/* Appends text to the string in buf[len], as much as fits. */
+static void append(char *buf, size_t len, const char *text)
+{
+  size_t at = strlen(buf);
+  snprintf(buf + at, len - at, "%s", text);
+}
+
+/* The family's algorithms for "all": every one that runs on this comm and
+ * that the selector would consider, into a[]; the count. The others go
+ * into note, grouped by the library's reason, so the header says what was
+ * left out and why ("nccl, staged (needs device memory)"). An algorithm
+ * the library calls invalid for this collective is not its member: no
+ * note. */
+static int family_all(const sweep_t *s, rondo_algo_t *a, char *note, size_t len)
+{
+  const char *why[RONDO_ALGO_COUNT] = {NULL};
+  int n = 0;
+  for (int id = RONDO_ALGO_AUTO + 1; id < RONDO_ALGO_COUNT; id++) {
+    rondo_status_t st = can_run(s, (rondo_algo_t)id, &why[id]);
+    if (st == RONDO_SUCCESS && why[id] == NULL)
+      a[n++] = (rondo_algo_t)id;
+    else if (st != RONDO_SUCCESS && st != RONDO_ERR_UNSUPPORTED)
+      why[id] = NULL; /* not the family's */
+    else if (why[id] == NULL)
+      why[id] = "no reason given";
+  }
+  /* Each reason once, after the names that share it. */
+  for (int id = 1; id < RONDO_ALGO_COUNT; id++) {
+    int first = why[id] != NULL;
+    for (int k = 1; k < id && first; k++)
+      first = why[k] == NULL || strcmp(why[k], why[id]) != 0;
+    if (!first)
+      continue;
+    append(note, len, note[0] ? "; " : "");
+    for (int k = id; k < RONDO_ALGO_COUNT; k++)
+      if (why[k] != NULL && strcmp(why[k], why[id]) == 0) {
+        append(note, len, k == id ? "" : ", ");
+        append(note, len, rondo_algo_name((rondo_algo_t)k));
+      }
+    append(note, len, " (");
+    append(note, len, why[id]);
+    append(note, len, ")");
+  }
+  return n;
+}
+
+/* One named algorithm into a[0]: 1, or -1 (with the library's message)
+ * when it cannot run on this comm or is not of this collective. */
+static int family_named(const sweep_t *s, const char *name, rondo_algo_t *a)
+{
+  const char *why;
+  if (rondo_algo_from_name(name, a) != RONDO_SUCCESS)
+    return -1; /* options.c let only names through */
+  if (*a == RONDO_ALGO_AUTO || can_run(s, *a, &why) == RONDO_SUCCESS)
+    return 1;
+  if (s->rank == 0)
+    fprintf(stderr, "rondo-bench: -a %s: %s\n", name, rondo_last_error());
+  return -1;
+}
+
+/* The rows of an allreduce, reduce_scatter or allgather run on host
+ * buffers: --algo's names in order, or for "all" auto, every algorithm of
+ * the family this comm can run, and MPI's own call (the baseline). note:
+ * for "all", the family's algorithms left out and why. Returns the count,
+ * or -1 (with a message) for a named algorithm that cannot run here. */
+int sweep_rows_family(sweep_t *s, char *note, size_t len)
+{
+  const char *list = s->o->algo_list, *mpi = bench_mpi_name(s->o->cmd);
   char buf[256];
+  note[0] = '\0';
   snprintf(buf, sizeof buf, "%s", list != NULL ? list : "all");
   for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
     rondo_algo_t a[RONDO_ALGO_COUNT];
     int na = 0, with_mpi = 0;
     if (strcmp(tok, "all") == 0) {
       a[na++] = RONDO_ALGO_AUTO;
-      na += meas_algos(s->comm, "rondo-bench", NULL, 0, a + na);
+      na += family_all(s, a + na, note, len);
       with_mpi = 1;
-    } else if (strcasecmp(tok, "MPI_Allreduce") == 0) {
+    } else if (strcasecmp(tok, mpi) == 0) {
       with_mpi = 1;
-    } else if ((na = meas_algos(s->comm, "rondo-bench", tok, 1, a)) < 0) {
-      return -1; /* cannot run on this comm: meas_algos said why */
+    } else if ((na = family_named(s, tok, a)) < 0) {
+      return -1;
     }
     for (int i = 0; i < na + with_mpi && s->nv < MAX_VARIANTS; i++) {
       variant_t v = {{0}, RONDO_ALGO_AUTO, i == na, i == na ? V_MPI : V_RONDO};
-      snprintf(v.label, sizeof v.label, "%s", i == na ? "MPI_Allreduce" : rondo_algo_name(a[i]));
+      snprintf(v.label, sizeof v.label, "%s", i == na ? mpi : rondo_algo_name(a[i]));
       int dup = 0;
       for (int k = 0; k < s->nv; k++)
         dup |= strcmp(s->v[k].label, v.label) == 0;

@@ -1,7 +1,7 @@
 /*
- * The size sweeps of rondo-bench: allreduce (every algorithm and
- * MPI_Allreduce), allgather, broadcast, reduce_scatter and alltoall (rondo
- * and the MPI counterpart).
+ * The size sweeps of rondo-bench: allreduce, reduce_scatter and allgather
+ * (every algorithm of the family, auto, and MPI's own call), broadcast and
+ * alltoall (rondo and the MPI counterpart).
  *
  * Per size, per dtype and op:
  *   1. the inputs are written and every variant (algorithm) runs its
@@ -38,14 +38,8 @@
 
 #define POISON 0xA5
 
-static const char *coll_mpi_name(bench_cmd_t cmd)
-{
-  static const char *const n[] = {"MPI_Allreduce", "MPI_Allgather", "MPI_Bcast",
-                                  "MPI_Reduce_scatter_block", "MPI_Alltoall"};
-  return n[cmd];
-}
-
-/* nccl-tests' bus bandwidth factors: what each rank's links carry. */
+/* nccl-tests' bus bandwidth factors: what each rank's links carry (size is
+ * the whole buffer: allgather's receive, reduce_scatter's send buffer). */
 static double bus_factor(bench_cmd_t cmd, int n)
 {
   switch (cmd) {
@@ -179,11 +173,13 @@ static void call(sweep_t *s, int k)
     else
       st = rondo_allreduce_algo(s->comm, sb, s->recv, s->count, s->dtype, s->op, v->algo);
     break;
-  case CMD_ALLGATHER:
+  case CMD_ALLGATHER: /* auto's row is the plain call, as programs make it */
     if (v->mpi)
       rc = MPI_Allgather(sb, c, t, s->recv, c, t, s->mpi);
-    else
+    else if (v->algo == RONDO_ALGO_AUTO)
       st = rondo_allgather(s->comm, sb, s->recv, s->count, s->dtype);
+    else
+      st = rondo_allgather_algo(s->comm, sb, s->recv, s->count, s->dtype, v->algo);
     break;
   case CMD_BROADCAST:
     if (v->mpi)
@@ -194,8 +190,10 @@ static void call(sweep_t *s, int k)
   case CMD_REDUCE_SCATTER:
     if (v->mpi)
       rc = MPI_Reduce_scatter_block(sb, s->recv, c, t, data_mpi_op(s->op), s->mpi);
-    else
+    else if (v->algo == RONDO_ALGO_AUTO)
       st = rondo_reduce_scatter(s->comm, sb, s->recv, s->count, s->dtype, s->op);
+    else
+      st = rondo_reduce_scatter_algo(s->comm, sb, s->recv, s->count, s->dtype, s->op, v->algo);
     break;
   default:
     if (v->mpi)
@@ -208,7 +206,7 @@ static void call(sweep_t *s, int k)
     bench_die("%s %s, %zu elements of %s: %s", bench_cmd_name(s->o->cmd), v->label, s->count,
               rondo_dtype_name(s->dtype), rondo_last_error());
   if (rc != MPI_SUCCESS)
-    bench_die("%s failed (MPI error %d)", coll_mpi_name(s->o->cmd), rc);
+    bench_die("%s failed (MPI error %d)", bench_mpi_name(s->o->cmd), rc);
 }
 
 /* Writes this rank's inputs (and, for broadcast, poisons the receivers). */
@@ -359,7 +357,19 @@ static void print_columns(const bench_opts_t *o)
   printf(" %8s %8s %7s %7s\n", "(GB/s)", "(GB/s)", "", "(x)");
 }
 
-/* auto's row of an allreduce case (rank 0), or -1 when the case has no
+/* What auto runs in this case: the family's choice (host buffers), or
+ * AUTO where there is nothing to judge (other collectives, device
+ * buffers, a failed query). Local. */
+static rondo_algo_t auto_choice(const sweep_t *s)
+{
+  rondo_algo_t choice = RONDO_ALGO_AUTO;
+  if (!s->family || s->o->device ||
+      rondo_coll_choice(s->comm, s->coll, s->count, s->dtype, s->op, &choice) != RONDO_SUCCESS)
+    return RONDO_ALGO_AUTO;
+  return choice;
+}
+
+/* auto's row of a family's case (rank 0), or -1 when the case has no
  * auto row or no forced algorithm to compare it with. Counts the case
  * into auto's quality: whether auto was within 10% of the fastest forced
  * algorithm; a miss sets s->auto_miss. */
@@ -414,11 +424,7 @@ static void run_case(sweep_t *s)
     long w = o->check ? check(s, k) : 0;
     MPI_Reduce(&w, &wrong[k], 1, MPI_LONG, MPI_SUM, 0, s->mpi);
   }
-  /* what auto runs here (host buffers; AUTO: nothing to judge) */
-  rondo_algo_t choice = RONDO_ALGO_AUTO;
-  if (o->cmd == CMD_ALLREDUCE && !o->device &&
-      rondo_allreduce_choice(s->comm, s->count, s->dtype, s->op, &choice) != RONDO_SUCCESS)
-    choice = RONDO_ALGO_AUTO;
+  rondo_algo_t choice = auto_choice(s);
   if (s->rank != 0)
     return;
   int auto_at = choice == RONDO_ALGO_AUTO ? -1 : auto_row(s, use, mean);
@@ -491,13 +497,14 @@ int sweep_main(const bench_opts_t *o)
   s.comm = rondo_world();
   s.rank = meas_rank(s.comm);
   s.size = meas_size(s.comm);
+  s.family = bench_coll(o->cmd, &s.coll);
   if (o->cmd == CMD_BROADCAST && o->root >= s.size) {
     if (s.rank == 0)
       fprintf(stderr, "rondo-bench: -r %d: the root must be below the rank count (%d)\n", o->root,
               s.size);
     return 2;
   }
-  char device_line[512] = "";
+  char extra_line[768] = ""; /* a line under the header: device buffers, rows left out */
   if (o->device) {
     char why[160];
     int local = 0;
@@ -510,7 +517,7 @@ int sweep_main(const bench_opts_t *o)
                ok ? "some rank has no CUDA device" : why);
       return 77;
     }
-    snprintf(device_line, sizeof device_line, "# memory: device (rank 0: %s)", why);
+    snprintf(extra_line, sizeof extra_line, "# memory: device (rank 0: %s)", why);
     s.dsend = bdev_alloc(o->maxbytes + 64);
     s.drecv = bdev_alloc(o->maxbytes + 64);
     s.pin = bdev_alloc_pinned(o->maxbytes + 64);
@@ -520,15 +527,18 @@ int sweep_main(const bench_opts_t *o)
       return 2;
     MPI_Comm_free(&s.mpi);
     if (rows_why[0])
-      snprintf(device_line + strlen(device_line), sizeof device_line - strlen(device_line),
+      snprintf(extra_line + strlen(extra_line), sizeof extra_line - strlen(extra_line),
                "\n# %s", rows_why);
-  } else if (o->cmd == CMD_ALLREDUCE) {
-    if (sweep_rows_allreduce(&s) < 0)
+  } else if (s.family) {
+    char note[600];
+    if (sweep_rows_family(&s, note, sizeof note) < 0)
       return 2;
+    if (note[0])
+      snprintf(extra_line, sizeof extra_line, "# not measured: %s", note);
   } else {
     s.v[0] = (variant_t){"rondo", RONDO_ALGO_AUTO, 0, V_RONDO};
     s.v[1] = (variant_t){"", RONDO_ALGO_AUTO, 1, V_MPI};
-    snprintf(s.v[1].label, sizeof s.v[1].label, "%s", coll_mpi_name(o->cmd));
+    snprintf(s.v[1].label, sizeof s.v[1].label, "%s", bench_mpi_name(o->cmd));
     s.nv = 2;
   }
   size_t sizes[BENCH_MAX_SIZES];
@@ -567,8 +577,8 @@ int sweep_main(const bench_opts_t *o)
     free(s.t);
     return 1;
   }
-  if (s.rank == 0 && device_line[0])
-    printf("%s\n", device_line);
+  if (s.rank == 0 && extra_line[0])
+    printf("%s\n", extra_line);
   if (s.rank == 0)
     print_columns(o);
   int nops = reduces(o->cmd) ? o->nops : 1;
@@ -611,7 +621,7 @@ int sweep_main(const bench_opts_t *o)
         *c = *c == '\t' ? ' ' : *c;
       printf("# MPI wrong: %ld elements in %ld rows: %s's own %s are wrong in this MPI (%s %s); "
              "MPI's bug, not rondo's, not counted above\n",
-             s.mpi_wrong_total, s.mpi_rows_wrong, coll_mpi_name(o->cmd),
+             s.mpi_wrong_total, s.mpi_rows_wrong, bench_mpi_name(o->cmd),
              s.mpi_sum_wrong ? "8- and 16-bit integer sums" : "uint8 min/max", lib,
              s.mpi_sum_wrong ? "saturates them instead of wrapping around"
                              : "compares uint8 as signed");

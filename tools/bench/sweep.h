@@ -11,7 +11,7 @@
 
 /* What a row runs. */
 typedef enum {
-  V_RONDO = 0,        /* rondo_allreduce_algo / the collective */
+  V_RONDO = 0,        /* rondo_*_algo (auto: the plain call) / the collective */
   V_MPI,              /* the MPI counterpart (host memory) */
   V_NCCL,             /* --memory device: raw ncclAllReduce */
   V_HOST_COPIES       /* --memory device: copy down, rondo on the host, copy up */
@@ -27,6 +27,8 @@ typedef struct {
 
 typedef struct {
   const bench_opts_t *o;
+  int family;         /* allreduce, reduce_scatter, allgather: rows per algorithm */
+  rondo_coll_t coll;  /* then the family */
   rondo_comm_t comm;
   MPI_Comm mpi;       /* the baseline's communicator (a dup of the world's) */
   int rank, size;
@@ -53,17 +55,19 @@ typedef struct {
    * MPI rows are marked, and their wrong elements are not rondo's failures */
   int mpi_u8_wrong, mpi_sum_wrong;
   long mpi_wrong_total, mpi_rows_wrong;
-  /* auto's quality (allreduce on host buffers): the cases with auto and a
+  /* auto's quality (a family on host buffers): the cases with auto and a
    * forced algorithm, and those where auto was within 10% of the fastest */
   int auto_cases, auto_within;
   int auto_miss;       /* the current case's */
 } sweep_t;
 
-/* The rows of an allreduce run on host buffers: --algo's names in order,
- * or for "all" auto, every algorithm this comm can run, and MPI_Allreduce.
- * Returns the count, or -1 (with a message) for a named algorithm that
- * cannot run on this comm. */
-int sweep_rows_allreduce(sweep_t *s);
+/* The rows of an allreduce, reduce_scatter or allgather run on host
+ * buffers: --algo's names in order, or for "all" auto, every algorithm of
+ * the family this comm can run, and MPI's own call. note (a line for the
+ * header): for "all", the family's algorithms left out, and why. Returns
+ * the count, or -1 (with a message) for a named algorithm that cannot run
+ * on this comm. */
+int sweep_rows_family(sweep_t *s, char *note, size_t len);
 /* The rows of an allreduce on device buffers and their baselines; why: a
  * line for the header. Returns the count, or -1 for a named row that
  * cannot run. Collective (trial calls). */
