@@ -211,7 +211,7 @@ static const char *const mt_op_names[RONDO_OP_COUNT] = {"sum", "avg", "min", "ma
                                                         "adasum"};
 static const char *const mt_algo_names[RONDO_ALGO_COUNT] = {
     "auto", "mpi", "ring", "recursive_doubling", "rabenseifner", "shm", "hierarchical", "nccl",
-    "staged", "hierarchical_nccl", "adasum"};
+    "staged", "hierarchical_nccl", "adasum", "pairwise", "recursive_halving", "bruck"};
 /* The elementwise ops, 0 .. MT_OPS - 1: the ones the closed forms below
  * cover. RONDO_ADASUM combines whole tensors (test_adasum.c). */
 enum { MT_OPS = RONDO_ADASUM };

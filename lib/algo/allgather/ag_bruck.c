@@ -28,7 +28,8 @@ static rondo_status_t allgather_bruck(const algo_blocks_args_t *a)
   char *tmp = NULL;
   RONDO_CHECK(algo_check_message(a->total));
   RONDO_CHECK(algo_scratch(comm, a->total + 1, (void **)&tmp));
-  memcpy(tmp, a->sendbuf, a->counts[r]);
+  if (a->counts[r] > 0) /* sendbuf may be NULL then */
+    memcpy(tmp, a->sendbuf, a->counts[r]);
   for (int d = 1; d < p; d *= 2) {
     int k = d < p - d ? d : p - d, to = (r - d + p) % p, from = (r + d) % p;
     size_t have = rotated_bytes(a, r, d);
@@ -38,7 +39,8 @@ static rondo_status_t allgather_bruck(const algo_blocks_args_t *a)
   size_t at = 0;
   for (int i = 0; i < p; i++) {
     int b = (r + i) % p;
-    memcpy(blocks_at(a, a->recvbuf, a->displs[b]), tmp + at, a->counts[b]);
+    if (a->counts[b] > 0)
+      memcpy(blocks_at(a, a->recvbuf, a->displs[b]), tmp + at, a->counts[b]);
     at += a->counts[b];
   }
   return RONDO_SUCCESS;

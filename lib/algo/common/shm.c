@@ -211,7 +211,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
   for (int g = 0; g < r->g; g++) {
     piece_of(r, g, k, &off, &n);
     int skip = mode == SHM_ALLGATHER ? !owns(r, g) : r->direct && owns(r, g);
-    if (skip)
+    if (skip || n == 0)
       continue;
     memcpy(AT(mine, (size_t)g * r->piece), posted_from(r, mode, g, off), n * esize);
   }

@@ -100,7 +100,8 @@ static rondo_status_t reduce_scatter_halving(const algo_blocks_args_t *a)
   if (rank < 2 * rem)
     RONDO_CHECK(exchange(a, work + a->displs[rank - 1] * es, a->counts[rank - 1], NULL, 0,
                          rank - 1));
-  memcpy(a->recvbuf, work + a->displs[rank] * es, a->counts[rank] * es);
+  if (a->counts[rank] > 0) /* recvbuf may be NULL then */
+    memcpy(a->recvbuf, work + a->displs[rank] * es, a->counts[rank] * es);
   return RONDO_SUCCESS;
 }
 
