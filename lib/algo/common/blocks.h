@@ -79,6 +79,12 @@ rondo_status_t algo_family_cross_run(rondo_comm_t comm, rondo_comm_t cross,
                                      const select_menu_t *menu, const select_input_t *in,
                                      const algo_blocks_args_t *shape);
 
+/* The hierarchical members' rules (rs_hier.c, ag_hier.c): they need nodes
+ * of equal size with the ranks in blocks, and one node (shm) or one rank a
+ * node (the cross phase alone) leaves them nothing to gain. */
+const char *algo_hier_blocks_cannot_run(const select_input_t *in);
+const char *algo_hier_blocks_not_chosen(const select_input_t *in);
+
 /* ---- the families (family.c) ----------------------------------------------------- */
 
 /* The menus of reduce-scatter's and all-gather's tables

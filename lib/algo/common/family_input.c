@@ -89,3 +89,19 @@ rondo_status_t algo_family_cross_run(rondo_comm_t comm, rondo_comm_t cross,
   free(d);
   return st;
 }
+
+const char *algo_hier_blocks_cannot_run(const select_input_t *in)
+{
+  if (in->min_local != in->max_local || !in->node_blocks)
+    return "ranks are not in equal blocks per node";
+  return NULL;
+}
+
+const char *algo_hier_blocks_not_chosen(const select_input_t *in)
+{
+  if (in->nodes == 1)
+    return "one node: use shm";
+  if (in->max_local == 1)
+    return "one rank per node: nothing to do inside a node";
+  return NULL;
+}

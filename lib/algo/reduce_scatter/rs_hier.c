@@ -77,25 +77,10 @@ static double cost(const select_params_t *prm, const select_input_t *in)
   return node + (pw < rh ? pw : rh);
 }
 
-static const char *cannot_run(const select_input_t *in)
-{
-  if (in->min_local != in->max_local || !in->node_blocks)
-    return "ranks are not in equal blocks per node";
-  return NULL;
-}
-
-static const char *not_chosen(const select_input_t *in)
-{
-  if (in->nodes == 1)
-    return "one node: use shm";
-  if (in->max_local == 1)
-    return "one rank per node: nothing to do inside a node";
-  return NULL;
-}
-
 const algo_desc_t algo_rs_hier = {
     .select = {.id = RONDO_ALGO_HIERARCHICAL, .name = "hierarchical", .mem = SELECT_MEM_HOST,
-               .cannot_run = cannot_run, .not_chosen = not_chosen, .cost = cost},
+               .cannot_run = algo_hier_blocks_cannot_run,
+               .not_chosen = algo_hier_blocks_not_chosen, .cost = cost},
     .collectives = ALGO_SERVES_REDUCE_SCATTER,
     .blocks = reduce_scatter_hier,
 };
