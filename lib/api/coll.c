@@ -474,12 +474,10 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
                        fn);
   /* allgather's in-place form: sendbuf is this rank's block of recvbuf;
    * reduce-scatter's: recvbuf is this rank's block of sendbuf, or sendbuf */
-  if (in_place_ok == 2 && recvbuf == sendbuf)
-    ;
-  else if (in_place_ok == 2)
+  if (in_place_ok == 2 && recvbuf != sendbuf)
     RONDO_CHECK(api_check_overlap_except(fn, recvbuf, *bytes, sendbuf, total,
                                          (const char *)sendbuf + (size_t)comm->rank * *bytes));
-  else
+  else if (in_place_ok != 2)
     RONDO_CHECK(in_place_ok ? api_check_overlap_except(fn, sendbuf, *bytes, recvbuf, total,
                                                        (const char *)recvbuf +
                                                            (size_t)comm->rank * *bytes)

@@ -34,7 +34,7 @@ select_input_t algo_family_cross_input(const select_input_t *in, size_t bytes)
   c.ranks = in->nodes;
   c.min_local = c.max_local = 1;
   c.bytes = bytes;
-  c.count = bytes / (in->bytes > 0 ? in->bytes / (in->count > 0 ? in->count : 1) : 1);
+  c.count = bytes / rondo_dtype_size(in->dtype);
   c.block_max = in->block_max;
   c.mpi_check = 0; /* the whole call's check was paid once */
   return c;
