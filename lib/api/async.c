@@ -253,9 +253,12 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
   CHECK_ARG(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
   CHECK_ARG(api_check_buffer(sendbuf, elems, "sendbuf"));
   CHECK_ARG(api_host_only("rondo_allgather_async", sendbuf, "sendbuf"));
+  /* rows: this rank's, not compared across ranks; rank 0 sees whether
+   * they are equal everywhere, and then no rank asks the others for theirs
+   * (lib/engine/signature.h) */
   eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
-                   .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .prescale = 1,
-                   .postscale = 1};
+                   .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .rows = rows,
+                   .prescale = 1, .postscale = 1};
   return submit_plain(comm, name, sig, &o, sendbuf, NULL, rows, -1, req);
 }
 

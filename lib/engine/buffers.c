@@ -1,6 +1,7 @@
 /* What running a cycle needs (buffers.h). */
 #include "engine/buffers.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Grows *p to n elements of size each; on failure *p is unchanged. */
@@ -19,6 +20,7 @@ rondo_status_t eng_buffers_init(eng_buffers_t *b, int ranks)
   b->sizes = malloc(2 * (size_t)ranks * sizeof *b->sizes);
   if (b->rows == NULL || b->sizes == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: counts for %d ranks", ranks);
+  b->rows_cap = b->rows_held = 2 * (size_t)ranks;
   return eng_buffers_reserve(b, 64);
 }
 
@@ -57,21 +59,59 @@ rondo_status_t eng_buffers_reserve(eng_buffers_t *b, size_t n)
   return RONDO_SUCCESS;
 }
 
+/* *p holds at least n elements of size bytes on this rank (*held: how many
+ * it holds). */
+static rondo_status_t hold(void **p, size_t *held, size_t n, size_t size, const char *what)
+{
+  if (n <= *held)
+    return RONDO_SUCCESS;
+  if (n > SIZE_MAX / size)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: %s of %zu x %zu bytes", what, n, size);
+  void *q = realloc(*p, n * size);
+  if (q == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: %s of %zu bytes", what, n * size);
+  *p = q;
+  *held = n;
+  return RONDO_SUCCESS;
+}
+
+/* *p holds at least n elements on every rank of comm, or on none. *agreed
+ * is the same on every rank (it changes only here, after an agreement), so
+ * every rank skips the agreement alike when the buffer is big enough. */
+static rondo_status_t grow_agreed(void **p, size_t *held, size_t *agreed, size_t n, size_t size,
+                                  MPI_Comm comm, const char *what)
+{
+  if (n <= *agreed)
+    return RONDO_SUCCESS;
+  rondo_status_t st = hold(p, held, n, size, what);
+  st = rondo__agree_ready(comm, st, what);
+  /* Only a size every rank holds counts: the next call retries alike. */
+  if (st == RONDO_SUCCESS)
+    *agreed = n;
+  return st;
+}
+
 rondo_status_t eng_fusion_reserve(eng_buffers_t *b, MPI_Comm comm, size_t bytes)
 {
-  if (bytes <= b->fusion_bytes)
-    return RONDO_SUCCESS; /* the same on every rank: the sizes grow alike */
-  rondo_status_t st = RONDO_SUCCESS;
-  void *p = realloc(b->fusion, bytes);
-  if (p == NULL)
-    st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: a fusion buffer of %zu bytes", bytes);
-  else
-    b->fusion = p;
-  st = rondo__agree_ready(comm, st, "a fusion buffer");
-  /* Only a size every rank holds counts: the next batch retries alike. */
-  if (st == RONDO_SUCCESS)
+  return grow_agreed(&b->fusion, &b->fusion_held, &b->fusion_bytes, bytes, 1, comm,
+                     "a fusion buffer");
+}
+
+rondo_status_t eng_fusion_hold(eng_buffers_t *b, size_t bytes)
+{
+  return hold(&b->fusion, &b->fusion_held, bytes, 1, "a fusion buffer");
+}
+
+void eng_fusion_agreed(eng_buffers_t *b, size_t bytes)
+{
+  if (bytes > b->fusion_bytes)
     b->fusion_bytes = bytes;
-  return st;
+}
+
+rondo_status_t eng_rows_reserve(eng_buffers_t *b, MPI_Comm comm, size_t entries)
+{
+  return grow_agreed((void **)&b->rows, &b->rows_held, &b->rows_cap, entries, sizeof *b->rows, comm,
+                     "room for the allgathers' rows");
 }
 
 rondo_status_t eng_scratch_reserve(eng_buffers_t *b, size_t bytes)

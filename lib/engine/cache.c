@@ -66,7 +66,7 @@ int eng_cache_find_name(const eng_cache_t *c, const char *name)
 int eng_cache_find(const eng_cache_t *c, const char *name, const eng_sig_t *sig)
 {
   int i = eng_cache_find_name(c, name);
-  return i >= 0 && eng_sig_equal(&c->entries[i].sig, sig) ? i : -1;
+  return i >= 0 && eng_sig_serves(&c->entries[i].sig, sig) ? i : -1;
 }
 
 int eng_cache_victim(const eng_cache_t *c)

@@ -20,7 +20,8 @@ typedef struct {
 
 rondo_status_t eng_cache_init(eng_cache_t *c, int capacity);
 void eng_cache_free(eng_cache_t *c);
-/* The entry holding name with this signature, or -1. */
+/* The entry holding name with a signature that serves sig (a request's:
+ * eng_sig_serves), or -1. */
 int eng_cache_find(const eng_cache_t *c, const char *name, const eng_sig_t *sig);
 /* The entry holding name (any signature), or -1. */
 int eng_cache_find_name(const eng_cache_t *c, const char *name);

@@ -1,8 +1,40 @@
 /*
- * The collectives that run one by one (collectives.h). Their per-rank
- * counts live in e->buf (made at startup); memory a rank may lack (a
- * result, scaled input) is agreed on before the collective step that
- * needs it, so that no rank enters one the others skip.
+ * The collectives other than all-reduce (collectives.h). Their per-rank
+ * counts live in e->buf (made at startup; the room for the allgathers'
+ * rows grows alike on every rank); memory a rank may lack (a result,
+ * scaled input, the fusion buffer) is agreed on before the collective
+ * step that needs it, so that no rank enters one the others skip.
+ *
+ * Reduce-scatters and allgathers are fused, as all-reduces are (Horovod
+ * fuses its grouped reducescatters and allgathers alike): eng_fuse
+ * (fusion.c) forms the same batches on every rank, and each batch of
+ * several runs as ONE collective over the fusion buffer, whose block for
+ * rank q holds q's part of every request of the batch, in batch order:
+ *
+ *   reduce-scatter: q's share of each request's rows (rows / size rows,
+ *     one more for q < rows % size), packed (and prescaled) from each
+ *     sendbuf, one reduce-scatter with q's block to rank q, then this
+ *     rank's block averaged and postscaled at once (the batch shares op and
+ *     scales) and copied out to each recvbuf. Its rounds: the data, and an
+ *     agreement only when the fusion buffer grows (as for all-reduces).
+ *   allgather: q's rows of each request; one allgather of the blocks, then
+ *     each request's rows copied from every block into its result. A rank
+ *     needs every rank's rows first. The negotiation already tells them
+ *     where every rank has the same rows: rank 0 saw each rank's rows in
+ *     the signatures and put the common count in the response (or
+ *     ENG_ROWS_DIFFER), and a cached response whose bit every rank set
+ *     proves that every rank still has them (eng_sig_serves). Only the
+ *     cycle's allgathers whose rows differ are asked for, in ONE exchange
+ *     of all their rows, for every batch of the cycle; then ONE agreement
+ *     on the memory of all the cycle's results (and of the fusion buffer);
+ *     then each batch's data. Rounds per cycle: the data of each batch,
+ *     the memory agreement, and the rows' exchange only where some rows
+ *     differ (plus an agreement when the room for the rows must grow).
+ *     The rows are not sent in the negotiation itself: they may differ
+ *     per rank, so they cannot be part of what is compared, and the fast
+ *     path carries no per-rank data but its cache bits.
+ * A batch of one runs from the request's own buffers (a reduce-scatter's
+ * prescale into scratch), without the copies.
  */
 #include "engine/collectives.h"
 
@@ -10,7 +42,10 @@
 #include "engine/inflight.h"
 #include "engine/wait.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "algo/common/algo.h"
 #include "reduce/reduce.h"
@@ -24,6 +59,32 @@ static void span(struct engine *e, const struct rondo_request *r, const char *wh
 static void finish(struct engine *e, struct rondo_request *r, rondo_status_t st)
 {
   eng_complete(e, r, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
+}
+
+/* The spans of a fused batch (or a lone request) on each member's track:
+ * the copies in and out when there are some, the collective with its
+ * arguments between them. */
+static void batch_spans(struct engine *e, const eng_item_t *b, size_t nb, const char *what,
+                        int copied_in, double t0, double t1, double t2, double t3, const char *args)
+{
+  for (size_t j = 0; j < nb; j++) {
+    const struct rondo_request *r = b[j].req;
+    if (r->stand_in)
+      continue;
+    if (copied_in)
+      eng_tl_span(&e->trace, r->name, "MEMCPY_IN_FUSION_BUFFER", t0, t1, NULL);
+    eng_tl_span(&e->trace, r->name, what, t1, t2, args);
+    if (nb > 1)
+      eng_tl_span(&e->trace, r->name, "MEMCPY_OUT_FUSION_BUFFER", t2, t3, NULL);
+  }
+}
+
+static void complete_batch(struct engine *e, eng_item_t *b, size_t nb, rondo_status_t st)
+{
+  struct rondo_request **reqs = e->buf.reqs; /* room for every item of the cycle */
+  for (size_t j = 0; j < nb; j++)
+    reqs[j] = b[j].req;
+  eng_complete_many(e, reqs, nb, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
 }
 
 void eng_run_broadcast(struct engine *e, eng_item_t *it)
@@ -41,74 +102,268 @@ void eng_run_broadcast(struct engine *e, eng_item_t *it)
   finish(e, r, st);
 }
 
-void eng_run_allgather(struct engine *e, eng_item_t *it)
+/* ---- reduce-scatter ---------------------------------------------------------------- */
+
+/* Rank q's rows of a reduce-scatter of rows rows over size ranks. */
+static size_t share_rows(uint64_t rows, int size, int q)
 {
-  struct rondo_request *r = it->req;
-  const eng_sig_t *s = &it->resp->sig;
-  size_t esize = rondo_dtype_size((rondo_dtype_t)s->dtype), total = 0;
-  int p = e->size;
-  double t0 = rondo__now();
-  uint64_t mine = r->stand_in ? 0 : r->rows, *rows = e->buf.rows;
-  size_t *counts = e->buf.sizes;
-  void *out = NULL;
-  MPI_Request req;
-  rondo_status_t st;
-  int rc = MPI_Iallgather(&mine, 1, MPI_UINT64_T, rows, 1, MPI_UINT64_T, e->exec->mpi, &req);
-  if (rc != MPI_SUCCESS)
-    st = rondo__mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__);
-  else
-    st = eng_wait(e, &req);
-  if (st == RONDO_SUCCESS) {
-    for (int q = 0; q < p; q++)
-      total += (counts[q] = (size_t)rows[q] * s->count);
-    if ((out = malloc(total * esize + 1)) == NULL)
-      st = rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': allgather result of %zu elements", r->name,
-                       total);
-    st = rondo__agree_ready(e->exec->mpi, st, "memory for its allgather result");
-  }
-  if (st == RONDO_SUCCESS)
-    st = algo_allgatherv(e->exec, r->sendbuf, out, counts, NULL, esize);
-  span(e, r, "ALLGATHER", t0);
-  if (st == RONDO_SUCCESS && !r->stand_in) {
-    r->result = out;
-    r->result_count = total;
-    out = NULL;
-  }
-  free(out);
-  finish(e, r, st);
+  return (size_t)(rows / (uint64_t)size + ((uint64_t)q < rows % (uint64_t)size));
 }
 
-void eng_run_reduce_scatter(struct engine *e, eng_item_t *it)
+/* One batch of reduce-scatters (same dtype, op and scales). Reduce-scatters
+ * never meet a joined rank (the negotiation fails them, RONDO_ASYNC_NO_JOIN),
+ * so there are no stand-ins here; a batch of several would still pack one's
+ * identity. */
+static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
 {
-  struct rondo_request *r = it->req;
-  const eng_sig_t *s = &it->resp->sig;
+  (void)ctx;
+  const eng_sig_t *s = &b[0].resp->sig;
   rondo_dtype_t dtype = (rondo_dtype_t)s->dtype;
   rondo_op_t op = (rondo_op_t)s->op;
-  size_t esize = rondo_dtype_size(dtype), total = s->rows * s->count;
+  size_t esize = rondo_dtype_size(dtype), total = 0;
   int p = e->size;
-  double t0 = rondo__now();
-  const void *src = r->sendbuf;
-  size_t *counts = e->buf.sizes;
-  for (int q = 0; q < p; q++)
-    counts[q] = (s->rows / (size_t)p + ((size_t)q < s->rows % (size_t)p)) * s->count;
-  size_t mine = counts[e->rank];
-  rondo_status_t st = RONDO_SUCCESS;
-  if (s->prescale != 1.0 && total > 0 &&
-      (st = eng_scratch_reserve(&e->buf, total * esize)) == RONDO_SUCCESS) {
-    reduce_scale(e->buf.scratch, src, total, dtype, s->prescale);
-    src = e->buf.scratch;
+  size_t *counts = e->buf.sizes, *at = e->buf.counts;
+  for (int q = 0; q < p; q++) {
+    counts[q] = 0;
+    for (size_t j = 0; j < nb; j++)
+      counts[q] += share_rows(b[j].resp->sig.rows, p, q) * b[j].resp->sig.count;
+    total += counts[q];
   }
-  /* no rank goes into the collective while another could not */
-  st = rondo__agree_ready(e->exec->mpi, st, "its part of a reduce-scatter");
+  size_t mine = counts[e->rank];
+  double t0 = rondo__now();
+  rondo_status_t st = RONDO_SUCCESS;
+  const void *src;
+  void *dst;
+  if (nb == 1) {
+    struct rondo_request *r = b[0].req;
+    src = r->sendbuf;
+    dst = r->recvbuf;
+    if (s->prescale != 1.0 && total > 0) {
+      if ((st = eng_scratch_reserve(&e->buf, total * esize)) == RONDO_SUCCESS) {
+        reduce_scale(e->buf.scratch, src, total, dtype, s->prescale);
+        src = e->buf.scratch;
+      }
+      /* no rank goes into the collective while another could not; the
+       * scales are in the signature, so every rank agrees here or none */
+      st = rondo__agree_ready(e->exec->mpi, st, "its part of a reduce-scatter");
+    }
+  } else {
+    /* the inputs, then room for this rank's block (rank 0's is the
+     * largest: the same size on every rank) */
+    st = eng_fusion_reserve(&e->buf, e->exec->mpi, (total + counts[0]) * esize + 1);
+    char *in = e->buf.fusion;
+    src = dst = NULL;
+    if (st == RONDO_SUCCESS) {
+      src = in;
+      dst = in + total * esize;
+    }
+    for (size_t j = 0; j < nb; j++)
+      at[j] = 0; /* elements of request j packed so far */
+    for (int q = 0; q < p && st == RONDO_SUCCESS; q++)
+      for (size_t j = 0; j < nb; j++) {
+        const struct rondo_request *r = b[j].req;
+        size_t cnt = share_rows(b[j].resp->sig.rows, p, q) * b[j].resp->sig.count;
+        if (cnt == 0)
+          continue;
+        if (r->stand_in)
+          reduce_identity(in, cnt, dtype, op);
+        else if (s->prescale != 1.0)
+          reduce_scale(in, (const char *)r->sendbuf + at[j] * esize, cnt, dtype, s->prescale);
+        else
+          memcpy(in, (const char *)r->sendbuf + at[j] * esize, cnt * esize);
+        at[j] += cnt;
+        in += cnt * esize;
+      }
+  }
+  double t1 = rondo__now();
   if (st == RONDO_SUCCESS)
-    st = algo_reduce_scatterv(e->exec, src, r->recvbuf, counts, dtype,
-                              op == RONDO_AVG ? RONDO_SUM : op);
-  if (st == RONDO_SUCCESS && op == RONDO_AVG)
-    reduce_average(r->recvbuf, mine, dtype, p);
+    st = algo_reduce_scatterv(e->exec, src, dst, counts, dtype, op == RONDO_AVG ? RONDO_SUM : op);
+  if (st == RONDO_SUCCESS && op == RONDO_AVG && mine > 0)
+    reduce_average(dst, mine, dtype, p);
   if (st == RONDO_SUCCESS && s->postscale != 1.0 && mine > 0)
-    reduce_scale(r->recvbuf, r->recvbuf, mine, dtype, s->postscale);
-  span(e, r, "REDUCESCATTER", t0);
-  finish(e, r, st);
+    reduce_scale(dst, dst, mine, dtype, s->postscale);
+  double t2 = rondo__now();
+  if (nb > 1 && st == RONDO_SUCCESS) {
+    const char *out = dst;
+    for (size_t j = 0; j < nb; j++) {
+      const struct rondo_request *r = b[j].req;
+      size_t cnt = share_rows(b[j].resp->sig.rows, p, e->rank) * b[j].resp->sig.count;
+      if (cnt > 0 && !r->stand_in)
+        memcpy(r->recvbuf, out, cnt * esize);
+      out += cnt * esize;
+    }
+  }
+  double t3 = rondo__now();
+  if (eng_tl_on(&e->trace)) {
+    char args[96];
+    snprintf(args, sizeof args, "{\"fused\":%zu,\"bytes\":%zu}", nb, total * esize);
+    batch_spans(e, b, nb, "REDUCESCATTER", nb > 1 || s->prescale != 1.0, t0, t1, t2, t3, args);
+  }
+  complete_batch(e, b, nb, st);
+}
+
+void eng_reduce_scatter_run(struct engine *e, eng_item_t *it, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    it[i].elems = (size_t)(it[i].resp->sig.rows * it[i].resp->sig.count);
+  eng_fuse(e, it, n, rs_batch, NULL);
+}
+
+/* ---- allgather ------------------------------------------------------------------------ */
+
+typedef struct {
+  const uint64_t *table; /* [size][k]: rank q's rows of the cycle's k allgathers whose
+                            rows differ (their col), or NULL */
+  size_t k;
+  int plan;              /* the first pass: only measure the fusion buffer (need) */
+  size_t need;
+} ag_cycle_t;
+
+/* Rank q's rows of an allgather. */
+static uint64_t rows_of(const eng_item_t *it, const ag_cycle_t *c, int q)
+{
+  return it->col == SIZE_MAX ? it->resp->sig.rows : c->table[(size_t)q * c->k + it->col];
+}
+
+/* One batch of allgathers (same dtype; their results allocated). */
+static void ag_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
+{
+  ag_cycle_t *c = ctx;
+  size_t esize = rondo_dtype_size((rondo_dtype_t)b[0].resp->sig.dtype), total = 0;
+  int p = e->size, exchanged = 0;
+  size_t *counts = e->buf.sizes, *at = e->buf.counts;
+  for (int q = 0; q < p; q++) {
+    counts[q] = 0;
+    for (size_t j = 0; j < nb; j++)
+      counts[q] += (size_t)rows_of(&b[j], c, q) * b[j].resp->sig.count;
+    total += counts[q];
+  }
+  size_t most = 0;
+  for (int q = 0; q < p; q++)
+    most = counts[q] > most ? counts[q] : most;
+  if (c->plan) { /* the gathered blocks, then a rank's own: the largest
+                    one's, so that every rank plans (and agrees on) the
+                    same size */
+    if (nb > 1 && (total + most) * esize + 1 > c->need)
+      c->need = (total + most) * esize + 1;
+    return;
+  }
+  for (size_t j = 0; j < nb; j++)
+    exchanged |= b[j].col != SIZE_MAX;
+  double t0 = rondo__now();
+  const void *src = b[0].req->sendbuf; /* a stand-in's: NULL, and no rows */
+  void *dst = b[0].out;
+  if (nb > 1) { /* the fusion buffer holds it (the cycle's agreement) */
+    char *f = e->buf.fusion, *in = f + total * esize;
+    dst = f;
+    src = in;
+    for (size_t j = 0; j < nb; j++) {
+      size_t cnt = (size_t)rows_of(&b[j], c, e->rank) * b[j].resp->sig.count;
+      if (cnt > 0 && !b[j].req->stand_in)
+        memcpy(in, b[j].req->sendbuf, cnt * esize);
+      in += cnt * esize;
+    }
+  }
+  double t1 = rondo__now();
+  rondo_status_t st = algo_allgatherv(e->exec, src, dst, counts, NULL, esize);
+  double t2 = rondo__now();
+  if (nb > 1 && st == RONDO_SUCCESS) {
+    const char *from = dst;
+    for (size_t j = 0; j < nb; j++)
+      at[j] = 0; /* elements of result j filled so far */
+    for (int q = 0; q < p; q++)
+      for (size_t j = 0; j < nb; j++) {
+        size_t cnt = (size_t)rows_of(&b[j], c, q) * b[j].resp->sig.count;
+        if (cnt > 0 && !b[j].req->stand_in)
+          memcpy((char *)b[j].out + at[j] * esize, from, cnt * esize);
+        at[j] += cnt;
+        from += cnt * esize;
+      }
+  }
+  double t3 = rondo__now();
+  if (eng_tl_on(&e->trace)) {
+    char args[128];
+    snprintf(args, sizeof args, "{\"fused\":%zu,\"bytes\":%zu,\"counts\":\"%s\"}", nb,
+             total * esize, exchanged ? "exchanged" : "negotiated");
+    batch_spans(e, b, nb, "ALLGATHER", nb > 1, t0, t1, t2, t3, args);
+  }
+  for (size_t j = 0; j < nb; j++) {
+    struct rondo_request *r = b[j].req;
+    if (st == RONDO_SUCCESS && !r->stand_in) {
+      r->result = b[j].out;
+      r->result_count = b[j].elems;
+    } else {
+      free(b[j].out);
+    }
+    b[j].out = NULL;
+  }
+  complete_batch(e, b, nb, st);
+}
+
+/* Fails every allgather of the cycle (before any data moved). */
+static void ag_fail_all(struct engine *e, eng_item_t *it, size_t n, rondo_status_t st)
+{
+  for (size_t i = 0; i < n; i++) {
+    free(it[i].out);
+    it[i].out = NULL;
+  }
+  complete_batch(e, it, n, st);
+}
+
+void eng_allgather_run(struct engine *e, eng_item_t *it, size_t n)
+{
+  int p = e->size;
+  ag_cycle_t c = {NULL, 0, 1, 0};
+  for (size_t i = 0; i < n; i++) {
+    it[i].out = NULL;
+    it[i].col = it[i].resp->sig.rows == ENG_ROWS_DIFFER ? c.k++ : SIZE_MAX;
+  }
+  rondo_status_t st = RONDO_SUCCESS;
+  if (c.k > 0) {
+    /* One exchange of every rank's rows of the allgathers that need it. */
+    st = eng_rows_reserve(&e->buf, e->exec->mpi, c.k * (size_t)p);
+    if (st == RONDO_SUCCESS) {
+      uint64_t *table = e->buf.rows, *mine = table + (size_t)e->rank * c.k;
+      for (size_t i = 0; i < n; i++)
+        if (it[i].col != SIZE_MAX)
+          mine[it[i].col] = it[i].req->stand_in ? 0 : it[i].req->rows;
+      MPI_Request req;
+      int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, table, (int)c.k, MPI_UINT64_T,
+                              e->exec->mpi, &req);
+      st = rc != MPI_SUCCESS ? rondo__mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__)
+                             : eng_wait(e, &req);
+      c.table = table;
+    }
+  }
+  if (st != RONDO_SUCCESS) {
+    ag_fail_all(e, it, n, st);
+    return;
+  }
+  /* The results, and the fusion buffer of the largest batch of several:
+   * one agreement for the cycle. */
+  for (size_t i = 0; i < n; i++) {
+    size_t elems = 0;
+    for (int q = 0; q < p; q++)
+      elems += (size_t)rows_of(&it[i], &c, q) * it[i].resp->sig.count;
+    it[i].elems = elems;
+  }
+  for (size_t i = 0; i < n && st == RONDO_SUCCESS; i++) {
+    size_t bytes = it[i].elems * rondo_dtype_size((rondo_dtype_t)it[i].resp->sig.dtype);
+    if ((it[i].out = malloc(bytes + 1)) == NULL)
+      st = rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': allgather result of %zu elements",
+                       it[i].req->name, it[i].elems);
+  }
+  eng_fuse(e, it, n, ag_batch, &c); /* plan: c.need */
+  if (st == RONDO_SUCCESS && c.need > 0)
+    st = eng_fusion_hold(&e->buf, c.need);
+  st = rondo__agree_ready(e->exec->mpi, st, "memory for its allgather results");
+  if (st != RONDO_SUCCESS) {
+    ag_fail_all(e, it, n, st);
+    return;
+  }
+  eng_fusion_agreed(&e->buf, c.need);
+  c.plan = 0;
+  eng_fuse(e, it, n, ag_batch, &c);
 }
 
 void eng_run_alltoall(struct engine *e, eng_item_t *it)

@@ -1,7 +1,8 @@
 /*
- * The collectives that run one by one (not fused): broadcast, allgather,
- * reduce-scatter and all-to-all. Each runs one item; execute.c calls them
- * in response order.
+ * The collectives other than all-reduce: reduce-scatters and allgathers,
+ * fused (each kind gets all its items of a cycle, in response order, and
+ * runs them in batches, as all-reduces are: fusion.h), and broadcast and
+ * all-to-all, which run one item at a time. execute.c calls them.
  */
 #ifndef RONDO_ENGINE_COLLECTIVES_H
 #define RONDO_ENGINE_COLLECTIVES_H
@@ -12,9 +13,11 @@
 
 struct engine;
 
+/* All the cycle's items of the kind, in response order. */
+void eng_reduce_scatter_run(struct engine *e, eng_item_t *items, size_t n);
+void eng_allgather_run(struct engine *e, eng_item_t *items, size_t n);
+/* One item. */
 void eng_run_broadcast(struct engine *e, eng_item_t *it);
-void eng_run_allgather(struct engine *e, eng_item_t *it);
-void eng_run_reduce_scatter(struct engine *e, eng_item_t *it);
 void eng_run_alltoall(struct engine *e, eng_item_t *it);
 
 #endif /* RONDO_ENGINE_COLLECTIVES_H */

@@ -2,8 +2,10 @@
  * The coordinator (coordinator.h): rank 0 gathers every rank's records on a
  * slow-path cycle and decides, name by name:
  *   - a name every rank that has not joined submitted runs, if the ranks
- *     agree on it (agreed: no refusal, the same signature, nothing a joined
- *     rank cannot serve), and gets a cache entry;
+ *     agree on it (agreed: no refusal, the same signature but for an
+ *     allgather's rows, nothing a joined rank cannot serve), and gets a
+ *     cache entry; an allgather's response carries every rank's rows when
+ *     they are equal (common_rows);
  *   - a name a rank refused or that differs across ranks fails on every
  *     rank, naming the ranks and the first field that differs;
  *   - a name some ranks lack waits, unless a lacking rank shuts down or the
@@ -111,7 +113,7 @@ static void describe_mismatch(const agg_t *g, int ra, int rb, char *buf, size_t 
     snprintf(buf, len, "%s: rank %d has %llu, rank %d has %llu",
              a->kind == ENG_ALLREDUCE || a->kind == ENG_BROADCAST ? "count" : "elements per row",
              ra, (unsigned long long)a->count, rb, (unsigned long long)b->count);
-  else if (a->rows != b->rows)
+  else if (a->rows != b->rows && a->kind != ENG_ALLGATHER) /* an allgather's may differ */
     snprintf(buf, len, "rows: rank %d has %llu, rank %d has %llu", ra,
              (unsigned long long)a->rows, rb, (unsigned long long)b->rows);
   else if (a->op != b->op)
@@ -161,7 +163,7 @@ static int differs(const agg_t *a, int first, int size, char *msg, size_t len)
 {
   char why[400] = "";
   for (int r = first + 1; r < size && !why[0]; r++)
-    if ((a->have[r] || a->held[r]) && !eng_sig_equal(&a->sig[first], &a->sig[r]))
+    if ((a->have[r] || a->held[r]) && !eng_sig_match(&a->sig[first], &a->sig[r]))
       describe_mismatch(a, first, r, why, sizeof why);
   if (why[0])
     snprintf(msg, len, "'%s' differs across ranks: %s", a->name, why);
@@ -247,18 +249,36 @@ static rondo_status_t collect(const eng_coord_in_t *in, aggs_t *g)
   return RONDO_SUCCESS;
 }
 
+/* An allgather's rows in its response: every rank's, where every rank has
+ * the same (and none has joined: a joined rank's stand-in gives none), so
+ * that no rank needs to ask the others (collectives.c); else
+ * ENG_ROWS_DIFFER. Cached with the response, the decision also serves the
+ * fast path (eng_sig_serves): a rank whose rows change no longer sets the
+ * name's bit, and the slow path decides again. */
+static uint64_t common_rows(const agg_t *a, int first, int size, const int *joined)
+{
+  for (int r = 0; r < size; r++)
+    if (joined[r] || a->sig[r].rows != a->sig[first].rows)
+      return ENG_ROWS_DIFFER;
+  return a->sig[first].rows;
+}
+
 /* A name every rank that has not joined submitted, and that may run: its
  * cache entry (the one it had, else a free or the least recently used). */
-static rondo_status_t ready(const agg_t *a, int first, eng_cache_t *cache, eng_cycle_t *out)
+static rondo_status_t ready(const eng_coord_in_t *in, const agg_t *a, int first, eng_cache_t *cache,
+                            eng_cycle_t *out)
 {
+  eng_sig_t sig = a->sig[first];
+  if (sig.kind == ENG_ALLGATHER)
+    sig.rows = common_rows(a, first, in->size, in->joined);
   int id = -1;
   if (cache->capacity > 0) {
     id = eng_cache_find_name(cache, a->name);
     if (id < 0)
       id = eng_cache_victim(cache);
-    RONDO_CHECK(eng_cache_set(cache, id, a->name, &a->sig[first]));
+    RONDO_CHECK(eng_cache_set(cache, id, a->name, &sig));
   }
-  return eng_resp_add(out, RESP_OK, RONDO_SUCCESS, id, &a->sig[first], a->name, NULL);
+  return eng_resp_add(out, RESP_OK, RONDO_SUCCESS, id, &sig, a->name, NULL);
 }
 
 /* A name some ranks lack: a failure if a lacking rank shuts down or the
@@ -339,7 +359,7 @@ static rondo_status_t decide(const eng_coord_in_t *in, agg_t *a, char *missing,
   rondo_status_t fail = agreed(a, first, size, in->joined, msg, sizeof msg);
   if (fail != RONDO_SUCCESS)
     return eng_resp_add(out, RESP_ERROR, fail, -1, &a->sig[first], a->name, msg);
-  return ready(a, first, cache, out);
+  return ready(in, a, first, cache, out);
 }
 
 /* A group fails whole: the names of a group one of whose names failed

@@ -19,8 +19,8 @@
  *   join.c       rondo_join on the engine thread
  *   handshake.c  the rendezvous of every rank's engine
  *   negotiate.c  one negotiation: the fast path, the slow path
- *   fusion.c, fusion_device.c  fused all-reduces (host, GPU)
- *   collectives.c broadcast, allgather, reduce-scatter, all-to-all
+ *   fusion.c, fusion_device.c  fused all-reduces (host, GPU), the batching rule
+ *   collectives.c fused allgathers and reduce-scatters; broadcast, all-to-all
  *   execute.c    a cycle's work: a table of runners by kind
  *   loop.c       the engine thread and rondo_wait's helpers
  *   engine.c     the comm's side (this header's functions)

@@ -3,8 +3,11 @@
  * response list, so every rank runs the same collectives in the same order:
  *   - errors complete their requests (a rank that does not have the name
  *     has nothing to fail);
- *   - all-reduces run first, fused (fusion.c);
- *   - the other kinds run one by one, in response order (collectives.c).
+ *   - the fused kinds run first, each with all its items, in kind order:
+ *     all-reduces (fusion.c), allgathers and reduce-scatters
+ *     (collectives.c);
+ *   - broadcasts and all-to-alls run one by one, in response order
+ *     (collectives.c).
  * A rank that has joined has no request for a name: it gets a stand-in
  * that contributes the op's identity (all-reduce), no rows (allgather), or
  * receives into scratch (broadcast), and discards the result.
@@ -32,8 +35,8 @@ static const struct {
 } runners[ENG_KINDS] = {
     [ENG_ALLREDUCE] = {eng_fusion_run, NULL},
     [ENG_BROADCAST] = {NULL, eng_run_broadcast},
-    [ENG_ALLGATHER] = {NULL, eng_run_allgather},
-    [ENG_REDUCE_SCATTER] = {NULL, eng_run_reduce_scatter},
+    [ENG_ALLGATHER] = {eng_allgather_run, NULL},
+    [ENG_REDUCE_SCATTER] = {eng_reduce_scatter_run, NULL},
     [ENG_ALLTOALL] = {NULL, eng_run_alltoall},
     [ENG_REFUSED] = {NULL, NULL},
 };
@@ -132,9 +135,7 @@ void eng_execute(struct engine *e, const eng_cycle_t *c)
       eng_tl_span(&e->trace, r->name, "QUEUE_WAIT", r->t_submit, r->t_taken, NULL);
       eng_tl_span(&e->trace, r->name, "NEGOTIATE", r->t_taken, ready, NULL);
     }
-    it[n].req = r;
-    it[n].resp = resp;
-    n++;
+    it[n++] = (eng_item_t){.req = r, .resp = resp};
   }
   /* Fused kinds first, each with all its items; then the others, one by
    * one, in response order. */

@@ -1,7 +1,8 @@
 /*
  * Running what a cycle made ready, in an order that is the same on every
- * rank, through a table of runners by kind of collective: all-reduces are
- * fused (fusion.c), the others run one by one (collectives.c).
+ * rank, through a table of runners by kind of collective: all-reduces
+ * (fusion.c), allgathers and reduce-scatters (collectives.c) are fused,
+ * broadcasts and all-to-alls run one by one (collectives.c).
  */
 #ifndef RONDO_ENGINE_EXECUTE_H
 #define RONDO_ENGINE_EXECUTE_H

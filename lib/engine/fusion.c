@@ -4,15 +4,17 @@
  * grouped by (dtype, op, prescale, postscale, forced algorithm, memory), in
  * order of first appearance, and each group is packed greedily, in response
  * order, into batches of at most RONDO_FUSION_THRESHOLD bytes (0: every
- * request alone); a tensor above FUSE_MAX_TENSOR_BYTES runs alone, from its
- * own buffers. A batch of one runs straight from sendbuf to recvbuf; a
- * larger one is copied into the fusion buffer (prescaled on the way),
- * reduced in place by one selected all-reduce, and copied out (postscaled
- * on the way).
+ * request alone); a tensor above ENG_FUSE_MAX_TENSOR_BYTES runs alone, from
+ * its own buffers (eng_fuse, which the fused reduce-scatters and
+ * allgathers of collectives.c share). A batch of one runs straight from
+ * sendbuf to recvbuf; a larger one is copied into the fusion buffer
+ * (prescaled on the way), reduced in place by one selected all-reduce, and
+ * copied out (postscaled on the way).
  *
- * The fusion buffer grows only through eng_fusion_reserve, which every rank
- * calls alike and agrees on: a rank short of memory fails the batch on
- * every rank instead of leaving the others in its all-reduce.
+ * The fusion buffer grows only through eng_fusion_reserve (or hold and
+ * agreed), which every rank calls alike and agrees on: a rank short of
+ * memory fails the batch on every rank instead of leaving the others in
+ * its all-reduce.
  */
 #include "engine/fusion.h"
 
@@ -120,29 +122,17 @@ void eng_fusion_run_host(struct engine *e, eng_item_t *it, size_t n)
   eng_complete_many(e, reqs, n, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
 }
 
-/* Tensors above this many bytes are not fused: copying them into the
- * fusion buffer and out again moves more memory than the one all-reduce
- * latency fusion saves. Measured with bench/engine_bench -w resnet50
- * (docs/PERFORMANCE.md): engine/single was 1.46x at 64 KiB, 1.22x at
- * 256 KiB, 2.14x at 1 MiB and 3.62x with no limit. */
-#define FUSE_MAX_TENSOR_BYTES ((size_t)256 << 10)
-
-/* Host and device requests are never fused together. */
+/* Host and device requests are never fused together. (A reduce-scatter's
+ * or allgather's algo and mem are always AUTO and host, an allgather's op
+ * and scales always SUM and 1: they group by what differs.) */
 static int same_group(const eng_sig_t *a, const eng_sig_t *b)
 {
   return a->dtype == b->dtype && a->op == b->op && a->prescale == b->prescale &&
          a->postscale == b->postscale && a->algo == b->algo && a->mem == b->mem;
 }
 
-static void run_any_batch(struct engine *e, eng_item_t *it, size_t n)
-{
-  if (it[0].resp->sig.mem)
-    eng_fusion_run_device(e, it, n);
-  else
-    eng_fusion_run_host(e, it, n);
-}
-
-void eng_fusion_run(struct engine *e, eng_item_t *it, size_t n)
+void eng_fuse(struct engine *e, eng_item_t *it, size_t n,
+              void (*run)(struct engine *e, eng_item_t *batch, size_t nb, void *ctx), void *ctx)
 {
   size_t limit = e->owner->cfg.fusion_threshold;
   /* room for every item of the cycle (buffers.c) */
@@ -157,14 +147,14 @@ void eng_fusion_run(struct engine *e, eng_item_t *it, size_t n)
     for (size_t i = g; i < n; i++) {
       if (taken[i] || !same_group(key, &it[i].resp->sig))
         continue;
-      size_t b = it[i].resp->sig.count * esize;
-      if (b > FUSE_MAX_TENSOR_BYTES) { /* big: straight from the caller's buffers */
+      size_t b = it[i].elems * esize;
+      if (b > ENG_FUSE_MAX_TENSOR_BYTES) { /* big: straight from the caller's buffers */
         taken[i] = 1;
-        run_any_batch(e, &it[i], 1);
+        run(e, &it[i], 1, ctx);
         continue;
       }
       if (nb > 0 && (limit == 0 || bytes + b > limit)) {
-        run_any_batch(e, batch, nb);
+        run(e, batch, nb, ctx);
         nb = 0;
         bytes = 0;
       }
@@ -173,7 +163,22 @@ void eng_fusion_run(struct engine *e, eng_item_t *it, size_t n)
       taken[i] = 1;
     }
     if (nb > 0)
-      run_any_batch(e, batch, nb);
+      run(e, batch, nb, ctx);
   }
 }
 
+static void run_any_batch(struct engine *e, eng_item_t *it, size_t n, void *ctx)
+{
+  (void)ctx;
+  if (it[0].resp->sig.mem)
+    eng_fusion_run_device(e, it, n);
+  else
+    eng_fusion_run_host(e, it, n);
+}
+
+void eng_fusion_run(struct engine *e, eng_item_t *it, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    it[i].elems = it[i].resp->sig.count;
+  eng_fuse(e, it, n, run_any_batch, NULL);
+}

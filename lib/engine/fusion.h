@@ -2,7 +2,9 @@
  * All-reduces, fused: the ready all-reduces of a cycle are grouped by what
  * must be equal to reduce them together and packed into batches of at most
  * RONDO_FUSION_THRESHOLD bytes (fusion.c); device batches run on the GPU
- * and complete when their event does (fusion_device.c).
+ * and complete when their event does (fusion_device.c). The batching rule
+ * (eng_fuse) serves the fused reduce-scatters and allgathers too
+ * (collectives.c).
  */
 #ifndef RONDO_ENGINE_FUSION_H
 #define RONDO_ENGINE_FUSION_H
@@ -40,6 +42,25 @@ static inline size_t eng_batch_count(const eng_item_t *it, size_t n)
     total += it[i].resp->sig.count;
   return total;
 }
+
+/* The batching rule of every fused kind (all-reduce, reduce-scatter,
+ * allgather), which every rank applies alike to the same items: the items
+ * (of one kind, in response order, each with its elems set) are grouped by
+ * what must be equal to fuse them (dtype, op, prescale, postscale, forced
+ * algorithm, memory), in order of first appearance, and each group is
+ * packed greedily, in response order, into batches of at most
+ * RONDO_FUSION_THRESHOLD bytes (0: every request alone); an item above
+ * ENG_FUSE_MAX_TENSOR_BYTES runs alone. run gets each batch, with ctx. */
+void eng_fuse(struct engine *e, eng_item_t *items, size_t n,
+              void (*run)(struct engine *e, eng_item_t *batch, size_t nb, void *ctx), void *ctx);
+
+/* Tensors above this many bytes (in the fusion buffer) are not fused:
+ * copying them into the fusion buffer and out again moves more memory than
+ * the one collective latency fusion saves. Measured on all-reduces with
+ * bench/engine_bench -w resnet50 (docs/PERFORMANCE.md): engine/single was
+ * 1.46x at 64 KiB, 1.22x at 256 KiB, 2.14x at 1 MiB and 3.62x with no
+ * limit. */
+#define ENG_FUSE_MAX_TENSOR_BYTES ((size_t)256 << 10)
 
 /* The all-reduce items of a cycle, in response order. */
 void eng_fusion_run(struct engine *e, eng_item_t *items, size_t n);

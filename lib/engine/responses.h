@@ -44,10 +44,18 @@ typedef struct eng_cycle {
   size_t inline_done;         /* requests whose data rode in the negotiation: done */
 } eng_cycle_t;
 
-/* One ready response and this rank's request for it (or a stand-in). */
+/* One ready response and this rank's request for it (or a stand-in), and
+ * what its kind's runner works out for it before the batches form (they
+ * travel with the item into its batch). */
 typedef struct {
   struct rondo_request *req;
   const eng_resp_t *resp;
+  size_t elems;               /* its elements in a fusion buffer: all-reduce: count;
+                                 reduce-scatter: rows x count (its input);
+                                 allgather: every rank's rows x count (its result) */
+  size_t col;                 /* allgather: its column in the cycle's rows of every
+                                 rank, or SIZE_MAX: known from the negotiation */
+  void *out;                  /* allgather: its result, allocated before the data moves */
 } eng_item_t;
 
 /* A zeroed response at the end of c, not yet counted (the caller fills it

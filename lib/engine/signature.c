@@ -10,6 +10,22 @@ int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b)
          a->group_size == b->group_size;
 }
 
+int eng_sig_match(const eng_sig_t *a, const eng_sig_t *b)
+{
+  if (a->kind != ENG_ALLGATHER || b->kind != ENG_ALLGATHER)
+    return eng_sig_equal(a, b);
+  eng_sig_t c = *b;
+  c.rows = a->rows;
+  return eng_sig_equal(a, &c);
+}
+
+int eng_sig_serves(const eng_sig_t *decided, const eng_sig_t *mine)
+{
+  return eng_sig_match(decided, mine) &&
+         (decided->kind != ENG_ALLGATHER || decided->rows == ENG_ROWS_DIFFER ||
+          decided->rows == mine->rows);
+}
+
 const char *eng_kind_name(int kind)
 {
   static const char *const names[ENG_KINDS] = {"allreduce", "broadcast", "allgather",

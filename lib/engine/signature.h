@@ -25,7 +25,10 @@ typedef struct {
   int32_t mem;         /* 0: host buffers, 1: device buffers */
   uint64_t count;      /* allreduce, broadcast: elements; allgather, reduce-scatter,
                           all-to-all: elements per row */
-  uint64_t rows;       /* reduce-scatter: the rows (equal everywhere); else 0 */
+  uint64_t rows;       /* reduce-scatter: the rows (equal everywhere); allgather: in a
+                          request this rank's rows, in a response (and the cache)
+                          every rank's rows where they are equal, else
+                          ENG_ROWS_DIFFER (eng_sig_match); else 0 */
   double prescale, postscale;
   uint64_t tag;        /* hash of the caller's tag (rondo_async_opts_t), 0: none */
   uint64_t group;      /* hash of the group's name, 0: no group */
@@ -33,8 +36,23 @@ typedef struct {
   uint32_t group_size; /* the group's size (0: no group) */
 } eng_sig_t;            /* (no padding: it is compared and sent) */
 
+/* An allgather's rows in a response: they differ across ranks (or a
+ * joined rank's stand-in gives none), so the ranks exchange them before the
+ * data (collectives.c). */
+#define ENG_ROWS_DIFFER UINT64_MAX
+
 /* The collective's name in messages ("allreduce", ...). */
 const char *eng_kind_name(int kind);
+/* Every field equal. */
 int eng_sig_equal(const eng_sig_t *a, const eng_sig_t *b);
+/* What the ranks must agree on for a name: every field but an allgather's
+ * rows, which are each rank's own (rows may differ per rank). */
+int eng_sig_match(const eng_sig_t *a, const eng_sig_t *b);
+/* Whether a decided signature (a response's, a cache entry's) serves a
+ * rank's request mine: they match, and for an allgather the decided rows
+ * are mine or ENG_ROWS_DIFFER. So a cache bit set on every rank for an
+ * allgather decided with equal rows proves every rank still has those rows:
+ * the fast path then knows every rank's rows without a message. */
+int eng_sig_serves(const eng_sig_t *decided, const eng_sig_t *mine);
 
 #endif /* RONDO_ENGINE_SIGNATURE_H */

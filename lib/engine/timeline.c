@@ -4,9 +4,9 @@
  * tensor name is a track (a "thread") with its spans: QUEUE_WAIT (submission
  * until the engine thread takes it), NEGOTIATE (until it is ready on every
  * rank), MEMCPY_IN_FUSION_BUFFER, ALLREDUCE (with the
- * algorithm, the fused count and bytes), MEMCPY_OUT_FUSION_BUFFER,
- * BROADCAST, ALLGATHER; track 0 has a "cycle" mark for every cycle that ran
- * something.
+ * algorithm, the fused count and bytes), REDUCESCATTER and ALLGATHER (the
+ * fused count and bytes), MEMCPY_OUT_FUSION_BUFFER, BROADCAST, ALLTOALL;
+ * track 0 has a "cycle" mark for every cycle that ran something.
  *
  * The file is valid JSON at every moment: it starts as "[\n]\n", and each
  * event is written, together with a new closing bracket, over the previous

@@ -19,6 +19,13 @@
  *     both against closed forms; requests that need every rank fail with
  *     RONDO_ERR_JOINED while a rank has joined; the timeline started and
  *     stopped at run time;
+ *   - fusion of reduce-scatters and allgathers: ready ones of the same dtype
+ *     (op, scales) run as one collective (the timeline shows one span of
+ *     the batch's size on every member's track) and give what each gives
+ *     alone (closed forms), other dtypes, ops and scales apart; allgather
+ *     rows known from the negotiation where equal on every rank (new and
+ *     cached), asked for where they differ (then cached as differing);
+ *     RONDO_FUSION_THRESHOLD splits the batches;
  *   - 4 threads submitting at once;
  *   - blocking requests (RONDO_ASYNC_WAIT_NOW, waited for at once: the
  *     waiting thread runs the cycles, small ones ride in the negotiation):
@@ -41,6 +48,7 @@
  *   engines: a warning naming them, then RONDO_ERR_STALLED; and when they
  *   destroy the comm instead, RONDO_ERR_SHUT_DOWN naming them.
  * MPITEST_ENGINE=basic: the random-order part only, 80 names (tests/timeline.sh).
+ * MPITEST_ENGINE=fused: the fused reduce-scatters and allgathers only.
  */
 #include "mpitest.h"
 
@@ -288,6 +296,15 @@ static rondo_status_t mm_kind(int odd, rondo_request_t *r)
   return rondo_allreduce_async(rondo_world(), "mm.kind", mm_buf, mm_buf, 8, RONDO_FLOAT32,
                                RONDO_SUM, NULL, r);
 }
+/* An allgather whose rows differ (as they may) and whose flags differ: the
+ * message names the flags, not the rows. */
+static rondo_status_t mm_agrows(int odd, rondo_request_t *r)
+{
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.flags = odd ? RONDO_ASYNC_NO_JOIN : 0;
+  return rondo_allgather_async(rondo_world(), "mm.agrows", mm_buf, odd ? 2 : 1, 4, RONDO_FLOAT32,
+                               &o, r);
+}
 
 static void errors(void)
 {
@@ -298,6 +315,7 @@ static void errors(void)
     expect_mismatch("mm.scale", "prescale", mm_scale);
     expect_mismatch("mm.root", "root", mm_root);
     expect_mismatch("mm.kind", "collective", mm_kind);
+    expect_mismatch("mm.agrows", "flags", mm_agrows);
   }
   mt_where("duplicate name in flight");
   float a[4] = {1, 2, 3, 4}, b[4] = {0}, c = 1;
@@ -538,6 +556,337 @@ static void reduce_scatter(void)
                rondo_last_error());
     }
   }
+}
+
+/* ---- fused reduce-scatters and allgathers ------------------------------------------- */
+
+/* Element i of rank q's input to request j: a small integer, exact in every
+ * dtype used here, its sums too. */
+static int64_t fz_value(int q, int j, size_t i)
+{
+  return (int64_t)((q * 7 + (int)i * 3 + j * 5) % 23) - 11;
+}
+
+/* Rank q's share of rows rows (rank q receives rows / size, one more for
+ * q < rows % size). */
+static size_t fz_share(size_t rows, int q)
+{
+  return rows / (size_t)mt.size + ((size_t)q < rows % (size_t)mt.size);
+}
+
+/* A timeline file of this run for tag (rank 0's path on every rank). */
+static void fz_path(char *path, size_t len, const char *tag)
+{
+  snprintf(path, len, "%s/rondo-fz-%ld-%s.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+           (long)getpid(), tag);
+  MPI_Bcast(path, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
+}
+
+/* Rank 0: the whole trace, malloc'd (NULL elsewhere or when unreadable);
+ * the file is removed. */
+static char *fz_read(const char *path)
+{
+  if (mt.rank != 0)
+    return NULL;
+  FILE *f = fopen(path, "r");
+  char *text = mt_alloc(1 << 20);
+  size_t n = f != NULL ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  if (f != NULL)
+    fclose(f);
+  text[n] = '\0';
+  unlink(path);
+  MT_CHECK(n > 4, "the trace %s was written (%zu bytes)", path, n);
+  return text;
+}
+
+/* In a trace: the span `what` on the track of name. 1 with its start, the
+ * "fused" of its arguments and the arguments themselves; 0 if there is none. */
+static int fz_span(const char *text, const char *name, const char *what, double *ts, long *fused,
+                   char *args, size_t len)
+{
+  char pat[320];
+  snprintf(pat, sizeof pat, ",\"args\":{\"name\":\"%s\"}}", name);
+  const char *m = strstr(text, pat), *t = m;
+  while (t != NULL && t > text && strncmp(t, "\"tid\":", 6) != 0)
+    t--;
+  if (t == NULL || strncmp(t, "\"tid\":", 6) != 0)
+    return 0;
+  long tid = strtol(t + 6, NULL, 10);
+  snprintf(pat, sizeof pat,
+           "{\"name\":\"%s\",\"cat\":\"rondo\",\"ph\":\"X\",\"pid\":0,\"tid\":%ld,\"ts\":", what,
+           tid);
+  const char *sp = strstr(text, pat);
+  if (sp == NULL)
+    return 0;
+  *ts = strtod(sp + strlen(pat), NULL);
+  const char *end = strchr(sp, '\n'), *a = strstr(sp, "\"args\":{");
+  const char *f = a != NULL ? strstr(a, "\"fused\":") : NULL;
+  if (a == NULL || (end != NULL && a > end) || f == NULL || (end != NULL && f > end))
+    return 0;
+  *fused = strtol(f + 8, NULL, 10);
+  size_t k = end != NULL ? (size_t)(end - a) : strlen(a);
+  k = k < len - 1 ? k : len - 1;
+  memcpy(args, a, k);
+  args[k] = '\0';
+  return 1;
+}
+
+/* Rank 0: the names ran as ONE collective `what` of `fused` requests (one
+ * span start on every track, the batch's size in its arguments); with
+ * how (allgather), the arguments say how the rows were known. */
+static void fz_expect(const char *text, const char *what, const char *const *names, size_t n,
+                      long fused, const char *how)
+{
+  if (text == NULL)
+    return;
+  double ts0 = 0;
+  for (size_t i = 0; i < n; i++) {
+    double ts = 0;
+    long f = 0;
+    char args[256];
+    if (!MT_CHECK(fz_span(text, names[i], what, &ts, &f, args, sizeof args),
+                  "a %s span with its arguments on the track of '%s'", what, names[i]))
+      continue;
+    MT_CHECK(f == fused, "'%s' ran in a %s of %ld requests, expected %ld (%s)", names[i], what, f,
+             fused, args);
+    if (i == 0)
+      ts0 = ts;
+    else
+      MT_CHECK(ts == ts0, "'%s' ran in the same %s as '%s' (%.3f, %.3f)", names[i], what, names[0],
+               ts, ts0);
+    if (how != NULL) {
+      char want[64];
+      snprintf(want, sizeof want, "\"counts\":\"%s\"", how);
+      MT_CHECK(strstr(args, want) != NULL, "'%s': rows %s: %s", names[i], how, args);
+    }
+  }
+}
+
+typedef struct {
+  const char *name;
+  rondo_dtype_t dt;
+  rondo_op_t op;
+  size_t rows, row;
+  double pre, post;
+} fz_rs_t;
+
+/* The reduce-scatters of specs, submitted together as one group (in an
+ * order that differs per rank) on comm, each checked against its closed
+ * form: what it would give alone. */
+static void fz_reduce_scatters(rondo_comm_t comm, const fz_rs_t *specs, int n, const char *group)
+{
+  char *in[8], *out[8], *want[8];
+  size_t mine[8];
+  rondo_request_t req[8] = {0};
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.group = group;
+  o.group_size = n;
+  for (int k = 0; k < n; k++) {
+    int j = (k + mt.rank) % n;
+    const fz_rs_t *sp = &specs[j];
+    size_t es = mt_dtype_size(sp->dt), first = 0, total = sp->rows * sp->row;
+    for (int q = 0; q < mt.rank; q++)
+      first += fz_share(sp->rows, q);
+    mine[j] = fz_share(sp->rows, mt.rank) * sp->row;
+    in[j] = mt_alloc(total * es + 1);
+    out[j] = mt_alloc(mine[j] * es + 1);
+    want[j] = mt_alloc(mine[j] * es + 1);
+    for (size_t i = 0; i < total; i++)
+      mt_store(sp->dt, in[j], i, fz_value(mt.rank, j, i));
+    for (size_t i = 0; i < mine[j]; i++) {
+      int64_t sum = 0;
+      for (int q = 0; q < mt.size; q++)
+        sum += fz_value(q, j, first * sp->row + i);
+      /* prescale 2 and postscale 0.5 (powers of two): exact */
+      if (sp->op == RONDO_AVG)
+        mt_store_avg(sp->dt, want[j], i, sum, mt.size);
+      else
+        mt_store(sp->dt, want[j], i, sum);
+    }
+    o.prescale = sp->pre;
+    o.postscale = sp->post;
+    MT_EQ_STATUS(rondo_reduce_scatter_async(comm, sp->name, in[j], out[j], sp->rows, sp->row,
+                                            sp->dt, sp->op, &o, &req[j]),
+                 RONDO_SUCCESS);
+  }
+  for (int j = 0; j < n; j++) {
+    mt_where("fused reduce-scatter '%s' (%s %s, %zu rows of %zu)", specs[j].name,
+             mt_dtype_str(specs[j].dt), mt_op_str(specs[j].op), specs[j].rows, specs[j].row);
+    if (req[j] != NULL && MT_EQ_STATUS(rondo_wait(&req[j]), RONDO_SUCCESS))
+      mt_check_elems("its share, as alone", specs[j].dt, out[j], want[j], mine[j]);
+    free(in[j]);
+    free(out[j]);
+    free(want[j]);
+  }
+}
+
+typedef struct {
+  const char *name;
+  rondo_dtype_t dt;
+  size_t row;
+  int ragged; /* rank q gives rows + q rows, else rows */
+  size_t rows;
+} fz_ag_t;
+
+static size_t fz_ag_rows(const fz_ag_t *a, int q)
+{
+  return a->ragged ? a->rows + (size_t)q : a->rows;
+}
+
+/* The allgathers of specs, submitted together as one group (NULL: none),
+ * each checked against its closed form (every rank's rows in rank order)
+ * and hashed. */
+static void fz_allgathers(const fz_ag_t *specs, int n, const char *group)
+{
+  char *in[8];
+  rondo_request_t req[8] = {0};
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  o.group = group; /* NULL: none */
+  o.group_size = group != NULL ? n : 0;
+  for (int k = 0; k < n; k++) {
+    int j = (n - 1 - k + mt.rank) % n;
+    const fz_ag_t *a = &specs[j];
+    size_t cnt = fz_ag_rows(a, mt.rank) * a->row;
+    in[j] = mt_alloc(cnt * mt_dtype_size(a->dt) + 1);
+    for (size_t i = 0; i < cnt; i++)
+      mt_store(a->dt, in[j], i, fz_value(mt.rank, j, i));
+    MT_EQ_STATUS(rondo_allgather_async(rondo_world(), a->name, in[j], fz_ag_rows(a, mt.rank),
+                                       a->row, a->dt, &o, &req[j]),
+                 RONDO_SUCCESS);
+  }
+  for (int j = 0; j < n; j++) {
+    const fz_ag_t *a = &specs[j];
+    mt_where("fused allgather '%s' (%s, rows of %zu, %s)", a->name, mt_dtype_str(a->dt), a->row,
+             a->ragged ? "rows differ per rank" : "the same rows everywhere");
+    size_t total = 0, es = mt_dtype_size(a->dt), n_got = 0;
+    for (int q = 0; q < mt.size; q++)
+      total += fz_ag_rows(a, q) * a->row;
+    char *want = mt_alloc(total * es + 1);
+    for (int q = 0, at = 0; q < mt.size; q++)
+      for (size_t i = 0; i < fz_ag_rows(a, q) * a->row; i++)
+        mt_store(a->dt, want, (size_t)at++, fz_value(q, j, i));
+    void *got = NULL;
+    if (req[j] != NULL && MT_EQ_STATUS(rondo_wait_result(&req[j], &got, &n_got), RONDO_SUCCESS) &&
+        MT_EQ_INT(n_got, total)) {
+      mt_check_elems("the gathered rows, as alone", a->dt, got, want, total);
+      mt_hash_record(got, total * es);
+    }
+    free(got);
+    free(want);
+    free(in[j]);
+  }
+}
+
+/* Ready reduce-scatters of the same dtype, op and scales run as ONE
+ * reduce-scatter, allgathers of the same dtype as ONE allgather, and give
+ * what each would alone; other dtypes (and ops, scales) run apart; the
+ * allgather's rows are asked for only where they differ per rank; a small
+ * RONDO_FUSION_THRESHOLD splits the batches. A group makes the requests
+ * ready in one cycle; the timeline shows which ran together. */
+static void fused_collectives(void)
+{
+  int p = mt.size;
+  char path[160];
+  fz_path(path, sizeof path, "rs");
+  mt_where("fused reduce-scatters: timeline %s", path);
+  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
+  const fz_rs_t rs[] = {
+      {"fz.rs.f32.0", RONDO_FLOAT32, RONDO_SUM, 1, 2, 1, 1},
+      {"fz.rs.f32.1", RONDO_FLOAT32, RONDO_SUM, (size_t)p + 2, 1, 1, 1},
+      {"fz.rs.f32.2", RONDO_FLOAT32, RONDO_SUM, 2 * (size_t)p + 1, 3, 1, 1},
+      {"fz.rs.i32.0", RONDO_INT32, RONDO_SUM, (size_t)p, 2, 1, 1},
+      {"fz.rs.i32.1", RONDO_INT32, RONDO_SUM, 3, 1, 1, 1},
+      {"fz.rs.avg.0", RONDO_FLOAT32, RONDO_AVG, (size_t)p + 1, 1, 2, 0.5},
+      {"fz.rs.avg.1", RONDO_FLOAT32, RONDO_AVG, 2, 2, 2, 0.5},
+  };
+  fz_reduce_scatters(rondo_world(), rs, 7, "fz.rs");
+  MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
+  char *text = fz_read(path);
+  mt_where("fused reduce-scatters: the timeline");
+  static const char *const rs_f32[] = {"fz.rs.f32.0", "fz.rs.f32.1", "fz.rs.f32.2"},
+                           *rs_i32[] = {"fz.rs.i32.0", "fz.rs.i32.1"},
+                           *rs_avg[] = {"fz.rs.avg.0", "fz.rs.avg.1"};
+  fz_expect(text, "REDUCESCATTER", rs_f32, 3, 3, NULL);
+  fz_expect(text, "REDUCESCATTER", rs_i32, 2, 2, NULL); /* another dtype: apart */
+  fz_expect(text, "REDUCESCATTER", rs_avg, 2, 2, NULL); /* another op and scales */
+  free(text);
+
+  fz_path(path, sizeof path, "ag");
+  mt_where("fused allgathers: timeline %s", path);
+  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
+  const fz_ag_t ag[] = {
+      {"fz.ag.f32.0", RONDO_FLOAT32, 3, 1, 1},
+      {"fz.ag.f32.1", RONDO_FLOAT32, 2, 0, 2},
+      {"fz.ag.f32.2", RONDO_FLOAT32, 1, 0, 0},
+      {"fz.ag.i32.0", RONDO_INT32, 2, 1, 0},
+  };
+  fz_allgathers(ag, 4, "fz.ag");
+  MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
+  text = fz_read(path);
+  mt_where("fused allgathers: the timeline");
+  static const char *const ag_f32[] = {"fz.ag.f32.0", "fz.ag.f32.1", "fz.ag.f32.2"},
+                           *ag_i32[] = {"fz.ag.i32.0"};
+  /* one rank: its rows are everyone's */
+  fz_expect(text, "ALLGATHER", ag_f32, 3, 3, p > 1 ? "exchanged" : "negotiated");
+  fz_expect(text, "ALLGATHER", ag_i32, 1, 1, p > 1 ? "exchanged" : "negotiated");
+  free(text);
+
+  /* The same rows everywhere: known from the negotiation, new (slow path)
+   * and cached (fast path: every rank's cache bit says it has them); then
+   * rows that differ on some rank (the cache no longer serves the name:
+   * rank 0 decides again). A name cached with rows that differ is asked for
+   * even when they are the same again (the fast path; a group held back
+   * for a while would make it a slow path, so it is alone). */
+  static const char *const age[] = {"fz.age.0", "fz.age.1"}, *agd[] = {"fz.agd"};
+  for (int round = 0; round < 5; round++) {
+    int ragged = round == 2 || round == 3;
+    const fz_ag_t eq[] = {
+        {"fz.age.0", RONDO_FLOAT64, 2, ragged, ragged ? 1 : 2},
+        {"fz.age.1", RONDO_FLOAT64, 1, 0, ragged ? 1 : 3},
+    };
+    const fz_ag_t alone[] = {{"fz.agd", RONDO_INT64, 2, ragged, 2}};
+    char tag[16];
+    snprintf(tag, sizeof tag, "age%d", round);
+    fz_path(path, sizeof path, tag);
+    mt_where("fused allgathers, round %d: timeline %s", round, path);
+    MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
+    if (round < 3)
+      fz_allgathers(eq, 2, "fz.age");
+    else
+      fz_allgathers(alone, 1, NULL);
+    MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
+    text = fz_read(path);
+    mt_where("fused allgathers, round %d: the timeline", round);
+    fz_expect(text, "ALLGATHER", round < 3 ? age : agd, round < 3 ? 2 : 1, round < 3 ? 2 : 1,
+              p > 1 && round >= 2 ? "exchanged" : "negotiated");
+    free(text);
+  }
+
+  /* RONDO_FUSION_THRESHOLD=256 on a comm of its own: three reduce-scatters
+   * of 128 bytes run as two and one. */
+  mt_where("fused reduce-scatters under RONDO_FUSION_THRESHOLD=256");
+  rondo_comm_t c = NULL;
+  setenv("RONDO_FUSION_THRESHOLD", "256", 1);
+  rondo_status_t st = rondo_comm_create(MPI_COMM_WORLD, &c);
+  unsetenv("RONDO_FUSION_THRESHOLD");
+  if (!MT_EQ_STATUS(st, RONDO_SUCCESS))
+    return;
+  fz_path(path, sizeof path, "limit");
+  MT_EQ_STATUS(rondo_timeline_start(c, path, 0), RONDO_SUCCESS);
+  const fz_rs_t small[] = {
+      {"fz.lim.0", RONDO_FLOAT32, RONDO_SUM, 8, 4, 1, 1},
+      {"fz.lim.1", RONDO_FLOAT32, RONDO_SUM, 16, 2, 1, 1},
+      {"fz.lim.2", RONDO_FLOAT32, RONDO_SUM, 32, 1, 1, 1},
+  };
+  fz_reduce_scatters(c, small, 3, "fz.lim");
+  MT_EQ_STATUS(rondo_timeline_stop(c), RONDO_SUCCESS);
+  text = fz_read(path);
+  mt_where("fused reduce-scatters under RONDO_FUSION_THRESHOLD=256: the timeline");
+  static const char *const lim2[] = {"fz.lim.0", "fz.lim.1"}, *lim1[] = {"fz.lim.2"};
+  fz_expect(text, "REDUCESCATTER", lim2, 2, 2, NULL);
+  fz_expect(text, "REDUCESCATTER", lim1, 1, 1, NULL);
+  free(text);
+  MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
 }
 
 /* Rows from rank q to rank d: (q + 2 d) % 3, zero among them. */
@@ -1298,6 +1647,8 @@ int main(int argc, char **argv)
       unstarted();
   } else if (mode != NULL && strcmp(mode, "basic") == 0) {
     random_order(80, 2);
+  } else if (mode != NULL && strcmp(mode, "fused") == 0) {
+    fused_collectives();
   } else {
     random_order(big ? 80 : 24, big ? 3 : 2);
     scales_callbacks_groups();
@@ -1306,6 +1657,7 @@ int main(int argc, char **argv)
     tags_and_flags();
     refusals();
     reduce_scatter();
+    fused_collectives();
     alltoallv();
     no_join();
     timeline_runtime();
