@@ -4,14 +4,19 @@
  * comm, by rules that give the same answer on every rank (interpose.h):
  *   - the call is in RONDO_MPI_INTERCEPT and its bytes in the call's window;
  *   - an intracommunicator of two ranks or more, valid counts, bytes to move;
- *   - reductions (allreduce, iallreduce, reduce_scatter_block): a predefined
- *     datatype rondo reduces exactly and MPI_SUM, MPI_PROD, MPI_MIN or
- *     MPI_MAX; MPI requires count, datatype and op to be the same on every
- *     rank, so they may decide;
- *   - data movement (allgather, bcast): any datatype. MPI lets ranks
- *     describe the same bytes with different datatypes, so only the bytes
- *     decide; non-contiguous datatypes are packed (MPI_Pack) around rondo's
- *     byte collective.
+ *   - reductions (allreduce, iallreduce, reduce_scatter_block,
+ *     reduce_scatter): a predefined datatype rondo reduces exactly and
+ *     MPI_SUM, MPI_PROD, MPI_MIN or MPI_MAX; MPI requires count (or
+ *     recvcounts), datatype and op to be the same on every rank, so they
+ *     may decide; MPI_IN_PLACE is rondo's in-place form (sendbuf ==
+ *     recvbuf), no copy;
+ *   - data movement (allgather, allgatherv, bcast): any datatype. MPI lets
+ *     ranks describe the same bytes with different datatypes, so only the
+ *     bytes decide; non-contiguous datatypes are packed (MPI_Pack) around
+ *     rondo's byte collective. allgatherv's displacements are each rank's
+ *     own (MPI lets them differ): rondo gathers the blocks packed in rank
+ *     order, into recvbuf itself where its blocks lie so, else into
+ *     scratch that is then copied (or unpacked) to them.
  * rondo then runs the call; a failure (ranks that passed different counts,
  * say, which rondo detects on every rank) goes to the communicator's error
  * handler with an MPI error class. MPI_Init and MPI_Init_thread agree on the
@@ -138,7 +143,7 @@ static int in_window(rondo_mpi_call_t call, size_t bytes)
 /* After common(): a reduction of count elements per block, blocks blocks
  * (the window counts them all), of a datatype and op rondo reduces
  * exactly. */
-static int reduction(rondo_mpi_call_t call, int count, size_t blocks, MPI_Datatype datatype,
+static int reduction(rondo_mpi_call_t call, int64_t count, size_t blocks, MPI_Datatype datatype,
                      MPI_Op op, rondo_dtype_t *dt, rondo_op_t *rop, size_t *bytes)
 {
   if (count < 0)
@@ -200,23 +205,64 @@ RONDO_API int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
     why = reduction(RONDO_MPI_REDUCE_SCATTER_BLOCK, recvcount, (size_t)r->size, datatype, op,
                     &dt, &rop, &bytes);
   rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, bytes) : NULL;
-  const void *src = sendbuf;
-  if (rc != NULL && sendbuf == MPI_IN_PLACE) {
-    /* The input is recvbuf; rondo reduces out of place. Without memory for
-     * the copy, src NULL makes rondo's check fail the call on every rank. */
-    src = ip_scratch(r, 0, bytes);
-    if (src != NULL)
-      memcpy((void *)src, recvbuf, bytes);
-    else
-      ip_log(IP_ERROR, "MPI_Reduce_scatter_block: no memory for a copy of %zu bytes", bytes);
-  }
   if (rc == NULL) {
     if (why != TAKE)
       ip_count_passed(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, why, bytes);
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
   }
   ip_count_taken(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, bytes);
+  /* MPI_IN_PLACE: the input is recvbuf and the result goes to its start,
+   * which is rondo's in-place form (sendbuf == recvbuf) */
+  const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   rondo_status_t st = rondo_reduce_scatter(rc, src, recvbuf, (size_t)recvcount, dt, rop);
+  return st == RONDO_SUCCESS ? MPI_SUCCESS : ip_fail(comm, st);
+}
+
+/* n counts of a v call as size_t, each times scale, in r's scratch 2; NULL
+ * when out of memory (rondo's check then fails the call on every rank). */
+static size_t *counts_of(ip_comm_t *r, const int *counts, int n, size_t scale, const char *fn)
+{
+  size_t *out = ip_scratch(r, 2, (size_t)n * sizeof *out);
+  if (out == NULL) {
+    ip_log(IP_ERROR, "%s: no memory for %d counts", fn, n);
+    return NULL;
+  }
+  for (int i = 0; i < n; i++)
+    out[i] = (size_t)counts[i] * scale;
+  return out;
+}
+
+RONDO_API int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+  ip_comm_t *r;
+  rondo_dtype_t dt;
+  rondo_op_t rop;
+  size_t bytes = 0;
+  int why = common(RONDO_MPI_REDUCE_SCATTER, comm, &r);
+  /* MPI requires recvcounts to be the same on every rank: their sum
+   * decides as a count does (a negative one is MPI's to judge) */
+  int64_t total = 0;
+  for (int i = 0; why == TAKE && i < r->size; i++) {
+    if (recvcounts == NULL || recvcounts[i] < 0)
+      total = -1;
+    if (total < 0)
+      break;
+    total += recvcounts[i];
+  }
+  if (why == TAKE)
+    why = reduction(RONDO_MPI_REDUCE_SCATTER, total, 1, datatype, op, &dt, &rop, &bytes);
+  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_REDUCE_SCATTER, bytes) : NULL;
+  if (rc == NULL) {
+    if (why != TAKE)
+      ip_count_passed(r, RONDO_MPI_REDUCE_SCATTER, why, bytes);
+    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  }
+  ip_count_taken(r, RONDO_MPI_REDUCE_SCATTER, bytes);
+  size_t *counts = counts_of(r, recvcounts, r->size, 1, "MPI_Reduce_scatter");
+  /* MPI_IN_PLACE: rondo's in-place form, as in MPI_Reduce_scatter_block */
+  const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  rondo_status_t st = rondo_reduce_scatterv(rc, src, recvbuf, counts, dt, rop);
   return st == RONDO_SUCCESS ? MPI_SUCCESS : ip_fail(comm, st);
 }
 
@@ -377,25 +423,27 @@ RONDO_API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
   ip_count_taken(r, RONDO_MPI_ALLGATHER, bytes);
+  int unpack = !flat(recvtype);
+  char *dst = unpack ? ip_scratch(r, 1, bytes) : recvbuf;
   const void *src;
   if (sendbuf == MPI_IN_PLACE) {
-    /* this rank's block is already in recvbuf, at its place */
+    /* this rank's block is already in recvbuf, at its place: rondo's
+     * in-place form (sendbuf is this rank's block of recvbuf), packed into
+     * the packed blocks' place where recvtype has holes */
     MPI_Aint lb, extent;
     PMPI_Type_get_extent(recvtype, &lb, &extent);
     const char *mine = (const char *)recvbuf + (MPI_Aint)r->rank * recvcount * extent;
-    if (flat(recvtype)) {
-      void *copy = ip_scratch(r, 0, block);
-      if (copy != NULL)
-        memcpy(copy, mine, block);
-      src = copy;
-    } else {
-      src = packed(r, 0, mine, recvcount, recvtype, block, comm);
-    }
+    int position = 0;
+    if (!unpack)
+      src = mine;
+    else if (dst != NULL && PMPI_Pack(mine, recvcount, recvtype, dst + (size_t)r->rank * block,
+                                      (int)block, &position, comm) == MPI_SUCCESS)
+      src = dst + (size_t)r->rank * block;
+    else
+      src = NULL;
   } else {
     src = packed(r, 0, sendbuf, sendcount, sendtype, block, comm);
   }
-  int unpack = !flat(recvtype);
-  void *dst = unpack ? ip_scratch(r, 1, bytes) : recvbuf;
   if (src == NULL || dst == NULL) /* rondo's check fails the call on every rank */
     ip_log(IP_ERROR, "MPI_Allgather: no memory to pack %zu bytes", bytes);
   rondo_status_t st = rondo_allgather(rc, src, dst, block, RONDO_UINT8);
@@ -405,6 +453,94 @@ RONDO_API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
   if (unpack && PMPI_Unpack(dst, (int)bytes, &position, recvbuf, recvcount * r->size, recvtype,
                             comm) != MPI_SUCCESS)
     return ip_fail(comm, RONDO_ERR_INTERNAL);
+  return MPI_SUCCESS;
+}
+
+RONDO_API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, MPI_Comm comm)
+{
+  ip_comm_t *r;
+  size_t bytes = 0;
+  int why = common(RONDO_MPI_ALLGATHERV, comm, &r);
+  int rsize = 0;
+  if (why == TAKE) {
+    /* The bytes of rank i's block, recvcounts[i] x recvtype's size, are
+     * the same on every rank (MPI's rule); recvtype and displs may not be */
+    if (recvcounts == NULL || displs == NULL || (sendbuf != MPI_IN_PLACE && sendcount < 0) ||
+        PMPI_Type_size(recvtype, &rsize) != MPI_SUCCESS)
+      why = IP_PASS_ARGS;
+    for (int i = 0; why == TAKE && i < r->size; i++) {
+      if (recvcounts[i] < 0)
+        why = IP_PASS_ARGS;
+      else
+        bytes += (size_t)recvcounts[i] * (size_t)rsize;
+    }
+    if (why == TAKE && (size_t)INT32_MAX < bytes)
+      why = IP_PASS_ARGS;
+    else if (why == TAKE && bytes == 0)
+      why = IP_PASS_EMPTY;
+    else if (why == TAKE && !in_window(RONDO_MPI_ALLGATHERV, bytes))
+      why = IP_PASS_WINDOW;
+  }
+  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_ALLGATHERV, bytes) : NULL;
+  if (rc == NULL) {
+    if (why != TAKE)
+      ip_count_passed(r, RONDO_MPI_ALLGATHERV, why, bytes);
+    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           comm);
+  }
+  ip_count_taken(r, RONDO_MPI_ALLGATHERV, bytes);
+  /* rondo gathers bytes, the blocks packed in rank order (displs NULL: the
+   * same call on every rank whatever their displs). Into recvbuf itself
+   * where its blocks lie exactly so, else into scratch, then to them. */
+  MPI_Aint lb, extent;
+  PMPI_Type_get_extent(recvtype, &lb, &extent);
+  int is_flat = flat(recvtype);
+  int direct = is_flat;
+  size_t mine = 0; /* this rank's block's offset among the packed blocks */
+  for (int i = 0, next = 0; i < r->size; i++) {
+    if (i == r->rank)
+      mine = (size_t)next * (size_t)rsize;
+    direct = direct && displs[i] == next;
+    next += recvcounts[i];
+  }
+  size_t block = (size_t)recvcounts[r->rank] * (size_t)rsize;
+  char *dst = direct ? recvbuf : ip_scratch(r, 1, bytes);
+  const char *at_mine = (const char *)recvbuf + (MPI_Aint)displs[r->rank] * extent;
+  const void *src;
+  int position = 0;
+  if (sendbuf != MPI_IN_PLACE)
+    src = packed(r, 0, sendbuf, sendcount, sendtype, block, comm);
+  else if (direct) /* rondo's in-place form: this rank's block of recvbuf */
+    src = dst + mine;
+  else if (is_flat) /* where this rank's displs put it */
+    src = at_mine;
+  else if (dst != NULL && PMPI_Pack(at_mine, recvcounts[r->rank], recvtype, dst + mine, (int)block,
+                                    &position, comm) == MPI_SUCCESS)
+    src = dst + mine; /* packed to its place in the packed blocks */
+  else
+    src = NULL;
+  size_t *counts = counts_of(r, recvcounts, r->size, (size_t)rsize, "MPI_Allgatherv");
+  if (src == NULL || dst == NULL) /* rondo's check fails the call on every rank */
+    ip_log(IP_ERROR, "MPI_Allgatherv: no memory to pack %zu bytes", bytes);
+  rondo_status_t st = rondo_allgatherv(rc, src, block, dst, counts, NULL, RONDO_UINT8);
+  if (st != RONDO_SUCCESS)
+    return ip_fail(comm, st);
+  if (direct)
+    return MPI_SUCCESS;
+  size_t from = 0;
+  for (int i = 0; i < r->size; from += (size_t)recvcounts[i] * (size_t)rsize, i++) {
+    char *to = (char *)recvbuf + (MPI_Aint)displs[i] * extent;
+    if (recvcounts[i] == 0 || (i == r->rank && sendbuf == MPI_IN_PLACE))
+      continue; /* nothing, or already there */
+    position = 0;
+    if (is_flat)
+      memcpy(to, dst + from, (size_t)recvcounts[i] * (size_t)rsize);
+    else if (PMPI_Unpack(dst + from, (int)((size_t)recvcounts[i] * (size_t)rsize), &position, to,
+                         recvcounts[i], recvtype, comm) != MPI_SUCCESS)
+      return ip_fail(comm, RONDO_ERR_INTERNAL);
+  }
   return MPI_SUCCESS;
 }
 

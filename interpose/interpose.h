@@ -12,7 +12,8 @@
  *
  * Every decision depends only on what MPI requires to be the same on every
  * rank (the call, the communicator, count and datatype of a reduction, the
- * bytes of a broadcast or allgather, the op) and on the configuration every
+ * recvcounts of MPI_Reduce_scatter, the bytes of a broadcast or of each
+ * rank's block of an allgather, the op) and on the configuration every
  * rank agreed on: so every rank takes the same path, and no rank waits in
  * rondo for a rank that went to MPI.
  */
@@ -62,8 +63,8 @@ typedef struct ip_comm {
   long taken[RONDO_MPI_CALLS];
   long passed[RONDO_MPI_CALLS][IP_PASS_REASONS];
   unsigned logged[RONDO_MPI_CALLS]; /* bit per outcome: said once at info */
-  void *scratch[2];       /* packed data, copies of MPI_IN_PLACE inputs */
-  size_t scratch_bytes[2];
+  void *scratch[3];                 /* packed data; [2]: per-rank counts (the v calls) */
+  size_t scratch_bytes[3];
   struct ip_comm *next;   /* the registry (setup.c) */
 } ip_comm_t;
 

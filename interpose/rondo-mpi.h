@@ -22,7 +22,9 @@ typedef enum {
   RONDO_MPI_ALLGATHER = 3,            /* "allgather" */
   RONDO_MPI_BCAST = 4,                /* "bcast" */
   RONDO_MPI_BARRIER = 5,              /* "barrier" */
-  RONDO_MPI_CALLS = 6
+  RONDO_MPI_REDUCE_SCATTER = 6,       /* "reduce_scatter" */
+  RONDO_MPI_ALLGATHERV = 7,           /* "allgatherv" */
+  RONDO_MPI_CALLS = 8                 /* grows when a release adds a call */
 } rondo_mpi_call_t;
 
 /* 1 if librondo-mpi is taking calls over in this process: MPI was

@@ -29,10 +29,11 @@ static uint64_t roots;               /* rondo comms this rank made as rank 0 */
 static int rondo_used;               /* a rondo comm was made (or tried): finalize rondo */
 
 static const char *const call_names[RONDO_MPI_CALLS] = {
-    "allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast", "barrier"};
+    "allreduce", "iallreduce", "reduce_scatter_block", "allgather",
+    "bcast",     "barrier",    "reduce_scatter",       "allgatherv"};
 static const char *const mpi_names[RONDO_MPI_CALLS] = {
-    "MPI_Allreduce", "MPI_Iallreduce", "MPI_Reduce_scatter_block",
-    "MPI_Allgather", "MPI_Bcast",      "MPI_Barrier"};
+    "MPI_Allreduce", "MPI_Iallreduce", "MPI_Reduce_scatter_block", "MPI_Allgather",
+    "MPI_Bcast",     "MPI_Barrier",    "MPI_Reduce_scatter",       "MPI_Allgatherv"};
 static const char *const pass_text[IP_PASS_REASONS] = {
     "librondo-mpi is not active",
     "not in RONDO_MPI_INTERCEPT",
@@ -142,8 +143,8 @@ static int parse_intercept(const char *text, ip_config_t *c, char *why, size_t l
     if (k == RONDO_MPI_CALLS) {
       snprintf(why, len,
                "RONDO_MPI_INTERCEPT='%s': '%s' is not a call librondo-mpi takes over "
-               "(allreduce, iallreduce, reduce_scatter_block, allgather, bcast, barrier; "
-               "or default, all, none)",
+               "(allreduce, iallreduce, reduce_scatter_block, reduce_scatter, allgather, "
+               "allgatherv, bcast, barrier; or default, all, none)",
                text, item);
       return -1;
     }
@@ -379,8 +380,8 @@ static int on_comm_free(MPI_Comm comm, int kv, void *value, void *extra)
   if (!finished && r->rc != NULL && rondo_comm_destroy(&r->rc) != RONDO_SUCCESS)
     ip_log(IP_WARN, "%s: rondo_comm_destroy: %s", r->label, rondo_last_error());
   registry_remove(r);
-  free(r->scratch[0]);
-  free(r->scratch[1]);
+  for (int k = 0; k < 3; k++)
+    free(r->scratch[k]);
   free(r);
   return MPI_SUCCESS;
 }

@@ -46,8 +46,8 @@ fi
 # else (interpose/).
 mpilib=${top_builddir:-.}/interpose/.libs/librondo-mpi.so
 if [ -f "$mpilib" ]; then
-  want="MPI_Allgather MPI_Allreduce MPI_Barrier MPI_Bcast MPI_Finalize MPI_Iallreduce MPI_Init
-MPI_Init_thread MPI_Reduce_scatter_block rondo_mpi_active rondo_mpi_counts"
+  want="MPI_Allgather MPI_Allgatherv MPI_Allreduce MPI_Barrier MPI_Bcast MPI_Finalize MPI_Iallreduce
+MPI_Init MPI_Init_thread MPI_Reduce_scatter MPI_Reduce_scatter_block rondo_mpi_active rondo_mpi_counts"
   got=$(nm -D --defined-only "$mpilib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' |
         grep -v -E '^(_init|_fini)$' | LC_ALL=C sort -u | tr '\n' ' ')
   if [ "$(echo $got)" != "$(echo $want)" ]; then

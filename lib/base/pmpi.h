@@ -18,6 +18,7 @@
 #define MPI_Iallreduce PMPI_Iallreduce
 #define MPI_Reduce PMPI_Reduce
 #define MPI_Reduce_scatter_block PMPI_Reduce_scatter_block
+#define MPI_Reduce_scatter PMPI_Reduce_scatter
 #define MPI_Bcast PMPI_Bcast
 #define MPI_Ibcast PMPI_Ibcast
 #define MPI_Barrier PMPI_Barrier

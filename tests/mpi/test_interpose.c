@@ -16,17 +16,22 @@
  *     ones rondo does not have (BAND, LOR, MAXLOC on MPI_2INT and
  *     MPI_DOUBLE_INT, a user-defined op: passed), counts 0 to 4099, in
  *     place and not;
- *   - MPI_Reduce_scatter_block, in place and not; MPI_Iallreduce (with
+ *   - MPI_Reduce_scatter_block and MPI_Reduce_scatter (uneven recvcounts,
+ *     zeros among them, all zero), in place and not, and with a derived
+ *     datatype and a user-defined op (passed); MPI_Iallreduce (with
  *     MPI_THREAD_MULTIPLE) waited for together with point-to-point
  *     requests, and on a new communicator first passed, then taken over
  *     once a blocking call made its rondo comm;
- *   - MPI_Allgather and MPI_Bcast with contiguous, derived contiguous and
- *     strided (packed) datatypes, mixed across send and receive sides, in
- *     place; MPI_Barrier;
+ *   - MPI_Allgather, MPI_Allgatherv and MPI_Bcast with contiguous, derived
+ *     contiguous and strided (packed) datatypes, mixed across send and
+ *     receive sides and across ranks, in place; MPI_Allgatherv with uneven
+ *     counts (zeros among them), blocks packed, with gaps, reversed, and
+ *     laid out differently on different ranks; MPI_Barrier;
  *   - communicators from MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create,
  *     freed and made again; an intercommunicator (passed);
- *   - MPI_ERRORS_RETURN: counts that differ across ranks fail with
- *     MPI_ERR_ARG on every rank instead of hanging;
+ *   - MPI_ERRORS_RETURN: counts that differ across ranks (MPI_Allreduce's
+ *     count, MPI_Reduce_scatter's and MPI_Allgatherv's recvcounts) fail
+ *     with MPI_ERR_ARG on every rank instead of hanging;
  *   - MPITEST_INTERPOSE=mismatch: ranks that disagree on
  *     RONDO_MPI_INTERCEPT all stay inactive (everything goes to MPI);
  *   - MPITEST_INTERPOSE=threads: MPI_THREAD_MULTIPLE, and two threads
@@ -69,7 +74,8 @@ static int (*active_fn)(void);
 /* ---- what this run's RONDO_MPI_INTERCEPT asks for -------------------------------------- */
 
 static const char *const names[RONDO_MPI_CALLS] = {
-    "allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast", "barrier"};
+    "allreduce", "iallreduce", "reduce_scatter_block", "allgather",
+    "bcast",     "barrier",    "reduce_scatter",       "allgatherv"};
 static int on[RONDO_MPI_CALLS];
 static long lo[RONDO_MPI_CALLS], hi[RONDO_MPI_CALLS];
 
@@ -396,6 +402,160 @@ static void reduce_scatter_all(MPI_Comm comm)
         }
 }
 
+/* A user-defined sum of elements of two ints (MPICH's MPI_SUM does not
+ * take derived datatypes). */
+static void pair_sum(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+  (void)t;
+  for (int i = 0; i < 2 * *len; i++)
+    ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* Reductions rondo hands to MPI: a derived datatype (contiguous ints, with
+ * a user-defined op) and a user-defined op on MPI_INT, through
+ * MPI_Reduce_scatter_block and MPI_Reduce_scatter, in place and not. */
+static void reduce_scatter_fallbacks(MPI_Comm comm)
+{
+  int n, r;
+  MPI_Comm_size(comm, &n);
+  MPI_Comm_rank(comm, &r);
+  MPI_Datatype two;
+  MPI_Type_contiguous(2, MPI_INT, &two);
+  MPI_Type_commit(&two);
+  MPI_Op mine, pair;
+  MPI_Op_create(user_sum, 1, &mine);
+  MPI_Op_create(pair_sum, 1, &pair);
+  int *rcounts = malloc((size_t)n * sizeof *rcounts);
+  for (int i = 0; i < n; i++)
+    rcounts[i] = i % 2 ? 0 : 3; /* in units of the call's datatype */
+  for (int form = 0; form < 8; form++) {
+    int block_call = form < 4, derived = form % 2, in_place = form / 2 % 2;
+    char what[128];
+    snprintf(what, sizeof what, "%s %s %s",
+             block_call ? "MPI_Reduce_scatter_block" : "MPI_Reduce_scatter",
+             derived ? "derived 2 x MPI_INT, user op" : "MPI_INT, user op",
+             in_place ? "in place" : "out of place");
+    where = what;
+    MPI_Datatype t = derived ? two : MPI_INT;
+    MPI_Op op = derived ? pair : mine;
+    int per = derived ? 2 : 1, total = 0, start = 0;
+    for (int i = 0; i < n; i++) {
+      int c = block_call ? 3 : rcounts[i];
+      if (i < r)
+        start += c;
+      total += c;
+    }
+    int mycount = block_call ? 3 : rcounts[r];
+    size_t ints = (size_t)total * (size_t)per;
+    int *in = malloc((ints + 1) * sizeof *in), *out = malloc((ints + 1) * sizeof *out);
+    for (size_t i = 0; i < ints; i++)
+      in[i] = (int)(r + 3 * i) % 5;
+    memcpy(out, in, ints * sizeof *in);
+    rondo_mpi_call_t call = block_call ? RONDO_MPI_REDUCE_SCATTER_BLOCK : RONDO_MPI_REDUCE_SCATTER;
+    count_t before = counts(comm, call);
+    const void *src = in_place ? MPI_IN_PLACE : in;
+    int rc = block_call ? MPI_Reduce_scatter_block(src, out, 3, t, op, comm)
+                        : MPI_Reduce_scatter(src, out, rcounts, t, op, comm);
+    CHECK(rc == MPI_SUCCESS, "returned %d", rc);
+    /* passed to MPI, unless there is nothing to move or one rank */
+    expect(comm, call, before, 0, what);
+    for (int j = 0; j < mycount * per; j++) {
+      size_t i = (size_t)start * (size_t)per + (size_t)j;
+      int want = 0;
+      for (int q = 0; q < n; q++)
+        want += (int)(q + 3 * i) % 5;
+      if (out[j] != want) {
+        CHECK(0, "element %d is %d, want %d", j, out[j], want);
+        break;
+      }
+    }
+    free(in);
+    free(out);
+  }
+  free(rcounts);
+  MPI_Op_free(&mine);
+  MPI_Op_free(&pair);
+  MPI_Type_free(&two);
+}
+
+/* MPI_Reduce_scatter's recvcounts for rank count n: pattern p. Zeros
+ * among them, uneven, one rank with everything, all zero. */
+static void rs_counts(int p, int n, int *counts)
+{
+  for (int i = 0; i < n; i++) {
+    switch (p) {
+    case 0: counts[i] = 5 + 3 * i; break;                          /* uneven */
+    case 1: counts[i] = i % 2 ? 0 : 1 + i; break;                  /* zeros on odd ranks */
+    case 2: counts[i] = i == 0 ? 0 : i == n - 1 ? 1000 : 3; break; /* rank 0 none */
+    case 3: counts[i] = i == n - 1 ? 7 : 0; break;                 /* one rank only */
+    default: counts[i] = 0; break;                                 /* nothing at all */
+    }
+  }
+}
+
+static void reduce_scatter_v_all(MPI_Comm comm)
+{
+  int n, r;
+  MPI_Comm_size(comm, &n);
+  MPI_Comm_rank(comm, &r);
+  int *rcounts = malloc((size_t)n * sizeof *rcounts);
+  int pick[] = {0, 1, 2, 5, 16}; /* float, double, int, short, unsigned */
+  MPI_Op opv[] = {MPI_SUM, MPI_MAX, MPI_PROD, MPI_MIN};
+  static const char *const opnames[] = {"MPI_SUM", "MPI_MAX", "MPI_PROD", "MPI_MIN"};
+  for (int p = 0; p < 5; p++)
+    for (int k = 0; k < 5; k++)
+      for (int in_place = 0; in_place < 2; in_place++) {
+        const dt_t *d = &dts[pick[k]];
+        int o = (p + k + in_place) % 4;
+        rs_counts(p, n, rcounts);
+        size_t total = 0, start = 0;
+        for (int i = 0; i < n; i++) {
+          if (i < r)
+            start += (size_t)rcounts[i];
+          total += (size_t)rcounts[i];
+        }
+        char what[160];
+        snprintf(what, sizeof what, "MPI_Reduce_scatter %s %s counts pattern %d (%zu in all) %s",
+                 d->name, opnames[o], p, total, in_place ? "in place" : "out of place");
+        where = what;
+        size_t bytes = total * (size_t)d->bytes, mine = (size_t)rcounts[r] * (size_t)d->bytes;
+        char *in = malloc(bytes + 1), *out = malloc(bytes + 1), *ref = malloc(bytes + 1);
+        for (size_t i = 0; i < total; i++)
+          put(d, in, i, value(opv[o], r, i));
+        memset(out, 0x5a, bytes + 1);
+        memset(ref, 0x5a, bytes + 1);
+        count_t before = counts(comm, RONDO_MPI_REDUCE_SCATTER);
+        int rc;
+        if (in_place) {
+          memcpy(out, in, bytes);
+          rc = MPI_Reduce_scatter(MPI_IN_PLACE, out, rcounts, d->t, opv[o], comm);
+        } else {
+          /* a rank that receives nothing may pass no buffer at all */
+          rc = MPI_Reduce_scatter(in, rcounts[r] == 0 && p % 2 ? NULL : out, rcounts, d->t, opv[o],
+                                  comm);
+        }
+        CHECK(rc == MPI_SUCCESS, "returned %d", rc);
+        expect(comm, RONDO_MPI_REDUCE_SCATTER, before,
+               should(RONDO_MPI_REDUCE_SCATTER, comm, bytes, d->exact), what);
+        rc = PMPI_Reduce_scatter(in, ref, rcounts, d->t, opv[o], comm);
+        CHECK(rc == MPI_SUCCESS, "PMPI_Reduce_scatter returned %d", rc);
+        for (size_t j = 0; j < (size_t)rcounts[r]; j++) {
+          double want = reduced(opv[o], n, start + j);
+          if (get(d, out, j) != want) {
+            CHECK(0, "element %zu is %g, want %g", j, get(d, out, j), want);
+            break;
+          }
+        }
+        CHECK(memcmp(out, ref, mine) == 0, "differs from PMPI's result");
+        if (!in_place) /* nothing written past this rank's block */
+          CHECK((unsigned char)out[mine] == 0x5a, "wrote past its %zu bytes", mine);
+        free(in);
+        free(out);
+        free(ref);
+      }
+  free(rcounts);
+}
+
 static void iallreduce_all(MPI_Comm comm, int threads)
 {
   int n, r;
@@ -487,12 +647,13 @@ static void allgather_all(MPI_Comm comm)
   MPI_Type_commit(&strided);
   MPI_Type_contiguous(3, MPI_INT, &three); /* flat, derived */
   MPI_Type_commit(&three);
-  for (int form = 0; form < 5; form++) {
+  for (int form = 0; form < 6; form++) {
     /* 0: 3 x MPI_INT both sides; 1: strided send, 3 x MPI_INT receive;
      * 2: 3 x MPI_INT send, receive into strided blocks; 3: derived
-     * contiguous send; 4: in place, strided receive */
-    static const char *const forms[] = {"MPI_INT", "strided send", "strided receive",
-                                        "derived contiguous", "in place, strided"};
+     * contiguous send; 4: in place, strided receive; 5: in place, MPI_INT */
+    static const char *const forms[] = {"MPI_INT",           "strided send",
+                                        "strided receive",   "derived contiguous",
+                                        "in place, strided", "in place, MPI_INT"};
     char what[96];
     snprintf(what, sizeof what, "MPI_Allgather %s", forms[form]);
     where = what;
@@ -527,13 +688,17 @@ static void allgather_all(MPI_Comm comm)
       for (int j = 0; j < 3; j++)
         recv[(size_t)r * 5 + 2 * (size_t)j] = ref[(size_t)r * 5 + 2 * (size_t)j] = mine[j];
       sbuf = MPI_IN_PLACE;
+    } else if (form == 5) {
+      for (int j = 0; j < 3; j++)
+        recv[(size_t)r * 3 + (size_t)j] = ref[(size_t)r * 3 + (size_t)j] = mine[j];
+      sbuf = MPI_IN_PLACE;
     }
     count_t before = counts(comm, RONDO_MPI_ALLGATHER);
     int rc = MPI_Allgather(sbuf, scount, stype, recv, rc_count, rtype, comm);
     CHECK(rc == MPI_SUCCESS, "returned %d", rc);
     expect(comm, RONDO_MPI_ALLGATHER, before,
            should(RONDO_MPI_ALLGATHER, comm, (size_t)n * 12, 1), what);
-    PMPI_Allgather(form == 4 ? MPI_IN_PLACE : sbuf, scount, stype, ref, rc_count, rtype, comm);
+    PMPI_Allgather(sbuf, scount, stype, ref, rc_count, rtype, comm);
     for (int q = 0; q < n; q++)
       for (int j = 0; j < 3; j++) {
         size_t at = strided_recv ? (size_t)q * 5 + 2 * (size_t)j : (size_t)q * 3 + (size_t)j;
@@ -548,6 +713,102 @@ static void allgather_all(MPI_Comm comm)
     free(ref);
   }
   MPI_Type_free(&strided);
+  MPI_Type_free(&three);
+}
+
+/* MPI_Allgatherv: block i holds counts[i] ints (1000 i + j), at displs[i]
+ * in units of the receive type, which is MPI_INT or, "spaced", an int
+ * resized to the extent of two (not flat: packed around rondo's call). */
+static void allgatherv_all(MPI_Comm comm)
+{
+  int n, r;
+  MPI_Comm_size(comm, &n);
+  MPI_Comm_rank(comm, &r);
+  MPI_Datatype spaced, three;
+  MPI_Type_create_resized(MPI_INT, 0, 2 * (MPI_Aint)sizeof(int), &spaced);
+  MPI_Type_commit(&spaced);
+  MPI_Type_contiguous(3, MPI_INT, &three); /* flat, derived */
+  MPI_Type_commit(&three);
+  int *vcounts = malloc((size_t)n * sizeof *vcounts), *displs = malloc((size_t)n * sizeof *displs);
+  enum { PACKED, GAPS, REVERSED, PER_RANK, LAYOUTS };
+  static const char *const layouts[] = {"packed", "with gaps", "reversed",
+                                        "packed on even ranks, reversed on odd"};
+  /* types: 0 MPI_INT both sides; 1 spaced receive; 2 spaced send; 3 spaced
+   * receive on odd ranks only (receive types differ across ranks); 4
+   * derived contiguous 3 x MPI_INT on both sides (counts in threes) */
+  static const char *const types[] = {"MPI_INT", "spaced receive", "spaced send",
+                                      "spaced receive on odd ranks", "3 x MPI_INT derived"};
+  for (int cp = 0; cp < 5; cp++)
+    for (int layout = 0; layout < LAYOUTS; layout++)
+      for (int ty = 0; ty < 5; ty++)
+        for (int in_place = 0; in_place < 2; in_place++) {
+          if ((cp + layout + ty + in_place) % 2 && cp != 4 && layout != PER_RANK)
+            continue; /* half of the plain combinations is enough */
+          if (in_place && ty == 2)
+            continue; /* no send type in place */
+          rs_counts(cp, n, vcounts);
+          int unit = ty == 4 ? 3 : 1; /* ints per element of the call's types */
+          if (ty == 4)
+            for (int i = 0; i < n; i++)
+              vcounts[i] = (vcounts[i] + 2) / 3; /* elements of 3 ints */
+          int lay = layout == PER_RANK ? (r % 2 ? REVERSED : PACKED) : layout;
+          int next = 0;
+          for (int k = 0; k < n; k++) {
+            int i = lay == REVERSED ? n - 1 - k : k;
+            displs[i] = next;
+            next += vcounts[i] + (lay == GAPS ? 2 : 0);
+          }
+          int rspaced = ty == 1 || (ty == 3 && r % 2);
+          int stride = rspaced ? 2 : 1; /* ints from one receive element to the next */
+          size_t total = 0;
+          for (int i = 0; i < n; i++)
+            total += (size_t)vcounts[i] * (size_t)unit;
+          char what[200];
+          snprintf(what, sizeof what, "MPI_Allgatherv counts pattern %d (%zu ints) %s, %s, %s", cp,
+                   total, layouts[layout], types[ty], in_place ? "in place" : "out of place");
+          where = what;
+          size_t len = ((size_t)next * (size_t)unit + 1) * (size_t)stride + 1;
+          int *recv = malloc(len * sizeof *recv), *ref = malloc(len * sizeof *ref);
+          int *send = malloc(((size_t)vcounts[r] * (size_t)unit * 2 + 1) * sizeof *send);
+          for (size_t i = 0; i < len; i++)
+            recv[i] = ref[i] = -7;
+#define AT(i, j) (((size_t)displs[i] * (size_t)unit + (size_t)(j)) * (size_t)stride)
+          /* AT(i, j): the int of recv where element j (in ints) of block i sits */
+          int mine = vcounts[r] * unit;
+          for (int j = 0; j < mine; j++) {
+            send[ty == 2 ? 2 * j : j] = 1000 * r + j;
+            if (in_place)
+              recv[AT(r, j)] = ref[AT(r, j)] = 1000 * r + j;
+          }
+          MPI_Datatype stype = ty == 2 ? spaced : ty == 4 ? three : MPI_INT;
+          MPI_Datatype rtype = rspaced ? spaced : ty == 4 ? three : MPI_INT;
+          /* a rank that sends nothing may pass no buffer at all */
+          const void *sbuf = in_place ? MPI_IN_PLACE : vcounts[r] == 0 && ty % 2 ? NULL : send;
+          count_t before = counts(comm, RONDO_MPI_ALLGATHERV);
+          int rc = MPI_Allgatherv(sbuf, vcounts[r], stype, recv, vcounts, displs, rtype, comm);
+          CHECK(rc == MPI_SUCCESS, "returned %d", rc);
+          expect(comm, RONDO_MPI_ALLGATHERV, before,
+                 should(RONDO_MPI_ALLGATHERV, comm, total * sizeof(int), 1), what);
+          rc = PMPI_Allgatherv(sbuf, vcounts[r], stype, ref, vcounts, displs, rtype, comm);
+          CHECK(rc == MPI_SUCCESS, "PMPI_Allgatherv returned %d", rc);
+          int bad = 0;
+          for (int i = 0; i < n && !bad; i++)
+            for (int j = 0; j < vcounts[i] * unit; j++)
+              if (recv[AT(i, j)] != 1000 * i + j) {
+                CHECK(0, "block %d element %d is %d, want %d", i, j, recv[AT(i, j)], 1000 * i + j);
+                bad = 1;
+                break;
+              }
+#undef AT
+          CHECK(memcmp(recv, ref, len * sizeof *recv) == 0,
+                "differs from PMPI's result (gaps included)");
+          free(recv);
+          free(ref);
+          free(send);
+        }
+  free(vcounts);
+  free(displs);
+  MPI_Type_free(&spaced);
   MPI_Type_free(&three);
 }
 
@@ -605,6 +866,8 @@ static void communicators(int big)
   MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
   allreduce_all(half, 0);
   reduce_scatter_all(half);
+  reduce_scatter_v_all(half);
+  allgatherv_all(half);
   /* MPI_Comm_create: the first half of the ranks */
   MPI_Group world, first;
   MPI_Comm_group(MPI_COMM_WORLD, &world);
@@ -668,6 +931,60 @@ static void errors(void)
   rc = MPI_Allreduce(x, y, 3, MPI_FLOAT, MPI_SUM, c);
   CHECK(rc == MPI_SUCCESS && y[2] == 3.0f * size, "after the error: %d, %g", rc, y[2]);
   MPI_Comm_free(&c);
+}
+
+/* recvcounts that differ across ranks (rank 0 says 2 each, the others 1):
+ * MPI_Reduce_scatter and MPI_Allgatherv fail with MPI_ERR_ARG on every
+ * rank, where both sides' sizes are taken over. */
+static void errors_v(void)
+{
+  size_t one = (size_t)size * sizeof(float), two = 2 * one;
+  int *rcounts = malloc((size_t)size * sizeof *rcounts),
+      *displs = malloc((size_t)size * sizeof *displs);
+  for (int i = 0; i < size; i++) {
+    rcounts[i] = rank == 0 ? 2 : 1;
+    displs[i] = i * rcounts[i];
+  }
+  float in[64], out[64];
+  for (int i = 0; i < 64; i++)
+    in[i] = (float)i;
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  if (size <= 32 && should(RONDO_MPI_REDUCE_SCATTER, c, one, 1) &&
+      should(RONDO_MPI_REDUCE_SCATTER, c, two, 1)) {
+    where = "MPI_Reduce_scatter with recvcounts that differ across ranks";
+    int rc = MPI_Reduce_scatter(in, out, rcounts, MPI_FLOAT, MPI_SUM, c), cls = -1;
+    MPI_Error_class(rc, &cls);
+    CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG, "returned %d (class %d), want MPI_ERR_ARG", rc,
+          cls);
+    for (int i = 0; i < size; i++)
+      rcounts[i] = 2;
+    rc = MPI_Reduce_scatter(in, out, rcounts, MPI_FLOAT, MPI_SUM, c);
+    CHECK(rc == MPI_SUCCESS && out[1] == (2.0f * rank + 1) * size, "after the error: %d, %g", rc,
+          out[1]);
+  }
+  for (int i = 0; i < size; i++)
+    rcounts[i] = rank == 0 ? 2 : 1;
+  if (size <= 32 && should(RONDO_MPI_ALLGATHERV, c, one, 1) &&
+      should(RONDO_MPI_ALLGATHERV, c, two, 1)) {
+    where = "MPI_Allgatherv with recvcounts that differ across ranks";
+    int rc = MPI_Allgatherv(in, rcounts[rank], MPI_FLOAT, out, rcounts, displs, MPI_FLOAT, c),
+        cls = -1;
+    MPI_Error_class(rc, &cls);
+    CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG, "returned %d (class %d), want MPI_ERR_ARG", rc,
+          cls);
+    for (int i = 0; i < size; i++) {
+      rcounts[i] = 1;
+      displs[i] = size - 1 - i;
+    }
+    float me = (float)rank;
+    rc = MPI_Allgatherv(&me, 1, MPI_FLOAT, out, rcounts, displs, MPI_FLOAT, c);
+    CHECK(rc == MPI_SUCCESS && out[0] == (float)(size - 1), "after the error: %d, %g", rc, out[0]);
+  }
+  MPI_Comm_free(&c);
+  free(rcounts);
+  free(displs);
 }
 
 typedef struct {
@@ -752,14 +1069,18 @@ int main(int argc, char **argv)
   int big = size <= 2;
   allreduce_all(MPI_COMM_WORLD, big);
   reduce_scatter_all(MPI_COMM_WORLD);
+  reduce_scatter_v_all(MPI_COMM_WORLD);
+  reduce_scatter_fallbacks(MPI_COMM_WORLD);
   if (!thread_mode)
     on[RONDO_MPI_IALLREDUCE] = 0; /* needs MPI_THREAD_MULTIPLE: passed */
   iallreduce_all(MPI_COMM_WORLD, thread_mode);
   iallreduce_new_comm();
   allgather_all(MPI_COMM_WORLD);
+  allgatherv_all(MPI_COMM_WORLD);
   bcast_all(MPI_COMM_WORLD);
   communicators(big);
   errors();
+  errors_v();
   if (thread_mode)
     threads();
   where = "the end";
