@@ -176,7 +176,7 @@ rows = d["rows"]
 sizes = sorted({r["size"] for r in rows})
 assert sizes == [64, 512, 4096, 32768], sizes
 algos = {r["algo"] for r in rows}
-assert algos == {"auto", base} | set(family), algos
+assert algos == {"auto", base, "memory_floor"} | set(family), algos
 assert len(rows) == len(sizes) * len(algos), (len(rows), sizes, algos)
 for r in rows:
     assert r["wrong"] == 0, r
@@ -188,6 +188,15 @@ for r in rows:
     assert r["speedup_vs_mpi"] is not None and r["speedup_vs_mpi"] > 0, r
     if r["algo"] == base:
         assert abs(r["speedup_vs_mpi"] - 1) < 1e-9, r
+# The memory floor: one memcpy per rank of half the bytes the collective
+# must read and write (rondo-bench's floor_bytes), unchecked, not in the
+# average bus bandwidth.
+floor = {r["size"]: r for r in rows if r["algo"] == "memory_floor"}
+assert sorted(floor) == sizes, floor
+s = d["summary"]
+assert s["avg_busbw_gbps_memory_floor"] > 0, s
+others = [r["busbw_gbps"] for r in rows if r["algo"] != "memory_floor"]
+assert abs(s["avg_busbw_gbps"] - sum(others) / len(others)) <= 1e-6 * s["avg_busbw_gbps"] + 1e-9, s
 assert d["summary"]["wrong"] == 0 and d["summary"]["rows"] == len(rows), d["summary"]
 assert d["summary"]["auto_cases"] == len(sizes), d["summary"]
 for a in algos:

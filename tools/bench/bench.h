@@ -43,6 +43,8 @@ int bench_coll(bench_cmd_t cmd, rondo_coll_t *coll);
 /* MPI's own call that a sweep compares with ("MPI_Allreduce"); NULL for
  * fusion, tune and explain. */
 const char *bench_mpi_name(bench_cmd_t cmd);
+/* reduce_scatter's and allgather's row of the memory floor (-a's name). */
+#define BENCH_FLOOR_ROW "memory_floor"
 
 enum { BENCH_MAX_SIZES = 256 };
 

@@ -78,7 +78,9 @@ static void usage(FILE *f)
     "                          pairwise recursive_halving shm hierarchical; allgather: mpi\n"
     "                          ring recursive_doubling bruck shm hierarchical) and the\n"
     "                          baseline (MPI_Allreduce, MPI_Reduce_scatter_block,\n"
-    "                          MPI_Allgather); with --memory\n"
+    "                          MPI_Allgather); reduce_scatter and allgather also\n"
+    "                          memory_floor: one memcpy per rank of the bytes the\n"
+    "                          collective must read and write; with --memory\n"
     "                          device: auto nccl staged hierarchical_nccl ncclAllReduce\n"
     "                          host+copies\n"
     "output:\n"
@@ -235,7 +237,10 @@ static int check_algos(const char *list, bench_cmd_t cmd, char *badtok, size_t l
     rondo_algo_t a;
     int device_row = cmd == CMD_ALLREDUCE &&
                      (strcmp(tok, "ncclAllReduce") == 0 || strcmp(tok, "host+copies") == 0);
+    int floor_row = (cmd == CMD_REDUCE_SCATTER || cmd == CMD_ALLGATHER) &&
+                    strcmp(tok, BENCH_FLOOR_ROW) == 0;
     if (strcmp(tok, "all") != 0 && (mpi == NULL || strcasecmp(tok, mpi) != 0) && !device_row &&
+        !floor_row &&
         rondo_algo_from_name(tok, &a) != RONDO_SUCCESS) {
       snprintf(badtok, len, "'%s'", tok);
       return -1;

@@ -84,7 +84,8 @@ static int family_named(const sweep_t *s, const char *name, rondo_algo_t *a)
 
 /* The rows of an allreduce, reduce_scatter or allgather run on host
  * buffers: --algo's names in order, or for "all" auto, every algorithm of
- * the family this comm can run, and MPI's own call (the baseline). note:
+ * the family this comm can run, MPI's own call (the baseline) and, for
+ * reduce_scatter and allgather, the memory floor. note:
  * for "all", the family's algorithms left out and why. Returns the count,
  * or -1 (with a message) for a named algorithm that cannot run here. */
 int sweep_rows_family(sweep_t *s, char *note, size_t len)
@@ -95,11 +96,14 @@ int sweep_rows_family(sweep_t *s, char *note, size_t len)
   snprintf(buf, sizeof buf, "%s", list != NULL ? list : "all");
   for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
     rondo_algo_t a[RONDO_ALGO_COUNT];
-    int na = 0, with_mpi = 0;
+    int na = 0, with_mpi = 0, with_floor = 0;
     if (strcmp(tok, "all") == 0) {
       a[na++] = RONDO_ALGO_AUTO;
       na += family_all(s, a + na, note, len);
       with_mpi = 1;
+      with_floor = s->o->cmd != CMD_ALLREDUCE;
+    } else if (strcmp(tok, BENCH_FLOOR_ROW) == 0) {
+      with_floor = 1; /* options.c let it through for reduce_scatter and allgather only */
     } else if (strcasecmp(tok, mpi) == 0) {
       with_mpi = 1;
     } else if ((na = family_named(s, tok, a)) < 0) {
@@ -116,6 +120,11 @@ int sweep_rows_family(sweep_t *s, char *note, size_t len)
         s->v[s->nv++] = v;
       }
     }
+    int dup = 0;
+    for (int k = 0; k < s->nv; k++)
+      dup |= s->v[k].kind == V_FLOOR;
+    if (with_floor && !dup && s->nv < MAX_VARIANTS)
+      s->v[s->nv++] = (variant_t){BENCH_FLOOR_ROW, RONDO_ALGO_AUTO, 0, V_FLOOR};
   }
   return s->nv;
 }

@@ -7,14 +7,17 @@
 
 #include "tools/bench/bench.h"
 
-#define MAX_VARIANTS (RONDO_ALGO_COUNT + 1)
+#define MAX_VARIANTS (RONDO_ALGO_COUNT + 2) /* the algorithms, MPI's call, the floor */
 
 /* What a row runs. */
 typedef enum {
   V_RONDO = 0,        /* rondo_*_algo (auto: the plain call) / the collective */
   V_MPI,              /* the MPI counterpart (host memory) */
   V_NCCL,             /* --memory device: raw ncclAllReduce */
-  V_HOST_COPIES       /* --memory device: copy down, rondo on the host, copy up */
+  V_HOST_COPIES,      /* --memory device: copy down, rondo on the host, copy up */
+  V_FLOOR             /* reduce_scatter, allgather: the memory floor, one memcpy
+                         per rank (all at once) of the bytes the collective must
+                         at least read and write (sweep.c's floor_bytes) */
 } variant_kind_t;
 
 typedef struct {
@@ -46,7 +49,8 @@ typedef struct {
   size_t bytes;        /* the reported size */
   /* totals */
   long wrong_total, rows_wrong, rows;
-  double busbw_sum, busbw_by[MAX_VARIANTS];
+  double busbw_sum, busbw_by[MAX_VARIANTS]; /* busbw_sum: the collectives' rows */
+  long busbw_rows;
   int busbw_n[MAX_VARIANTS];
   char failed[6][64];  /* the first distinct "algorithm type op" with wrong rows */
   int nfailed;
