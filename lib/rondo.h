@@ -500,6 +500,19 @@ RONDO_API rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *na
                                                size_t row_count, rondo_dtype_t dtype,
                                                const rondo_async_opts_t *opts,
                                                rondo_request_t *req);
+/* rondo_allgather_async into the caller's buffer, without the allocation
+ * (FSDP's all_gather_into_tensor): recvbuf has room for recv_rows rows of
+ * row_count elements, and the ranks' rows must add up to exactly recv_rows
+ * (else the cycle's allgathers fail on every rank). sendbuf may be this
+ * rank's rows inside recvbuf (in place: after the rows of the ranks before
+ * it) or any other buffer. rondo_request_result() gives NULL. Host
+ * buffers. */
+RONDO_API rondo_status_t rondo_allgather_into_async(rondo_comm_t comm, const char *name,
+                                                    const void *sendbuf, size_t rows,
+                                                    void *recvbuf, size_t recv_rows,
+                                                    size_t row_count, rondo_dtype_t dtype,
+                                                    const rondo_async_opts_t *opts,
+                                                    rondo_request_t *req);
 /* Every rank contributes rows x row_count elements (the same rows and
  * row_count everywhere). The rows of the reduction are split as evenly as
  * possible: rank i receives rows / size rows, one more for i < rows % size,

@@ -262,6 +262,41 @@ rondo_status_t rondo_allgather_async(rondo_comm_t comm, const char *name, const 
   return submit_plain(comm, name, sig, &o, sendbuf, NULL, rows, -1, req);
 }
 
+/* The same request with the caller's result buffer. Where the result goes
+ * is this rank's business: the ranks need not agree on the form. Whether
+ * the rows add up to recv_rows is known only once every rank's rows are
+ * (lib/engine/collectives.c checks it, agreed with the results' memory). */
+rondo_status_t rondo_allgather_into_async(rondo_comm_t comm, const char *name,
+                                          const void *sendbuf, size_t rows, void *recvbuf,
+                                          size_t recv_rows, size_t row_count, rondo_dtype_t dtype,
+                                          const rondo_async_opts_t *opts, rondo_request_t *req)
+{
+  size_t elems, bytes, recv_elems, recv_bytes;
+  rondo_async_opts_t o;
+  RONDO_CHECK(begin("rondo_allgather_into_async", comm, name, opts, &o, req));
+  CHECK_ARG(api_check_dtype(dtype));
+  CHECK_ARG(api_bytes(rows, row_count, &elems));
+  CHECK_ARG(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
+  CHECK_ARG(api_bytes(recv_rows, row_count, &recv_elems));
+  CHECK_ARG(api_bytes(recv_elems, rondo_dtype_size(dtype), &recv_bytes));
+  CHECK_ARG(api_check_buffer(sendbuf, elems, "sendbuf"));
+  CHECK_ARG(api_check_buffer(recvbuf, recv_elems, "recvbuf"));
+  CHECK_ARG(api_host_only("rondo_allgather_into_async", sendbuf, "sendbuf"));
+  CHECK_ARG(api_host_only("rondo_allgather_into_async", recvbuf, "recvbuf"));
+  if (rows > recv_rows)
+    CHECK_ARG(rondo__fail(RONDO_ERR_INVALID_ARG,
+                          "rondo_allgather_into_async: rows (%zu) exceed recv_rows (%zu)", rows,
+                          recv_rows));
+  eng_sig_t sig = {.kind = ENG_ALLGATHER, .dtype = dtype, .op = RONDO_SUM,
+                   .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .rows = rows,
+                   .prescale = 1, .postscale = 1};
+  struct rondo_request *r = new_request(name, sendbuf, recvbuf, rows, -1);
+  if (r == NULL)
+    return RONDO_ERR_NO_MEMORY;
+  r->recv_rows = recv_rows;
+  return submit(comm, name, sig, &o, r, req);
+}
+
 /* Rank i's rows of a reduce-scatter of rows rows over size ranks. */
 static size_t share_rows(size_t rows, int size, int i)
 {

@@ -219,6 +219,10 @@ typedef struct {
   size_t need;
 } ag_cycle_t;
 
+/* Whether the engine allocated item it's result (rondo_allgather_async),
+ * not the caller (rondo_allgather_into_async). */
+static int allocated(const eng_item_t *it) { return it->req->recvbuf == NULL; }
+
 /* Rank q's rows of an allgather. */
 static uint64_t rows_of(const eng_item_t *it, const ag_cycle_t *c, int q)
 {
@@ -289,10 +293,10 @@ static void ag_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
   }
   for (size_t j = 0; j < nb; j++) {
     struct rondo_request *r = b[j].req;
-    if (st == RONDO_SUCCESS && !r->stand_in) {
+    if (st == RONDO_SUCCESS && !r->stand_in && allocated(&b[j])) {
       r->result = b[j].out;
       r->result_count = b[j].elems;
-    } else {
+    } else if (allocated(&b[j])) {
       free(b[j].out);
     }
     b[j].out = NULL;
@@ -304,7 +308,8 @@ static void ag_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
 static void ag_fail_all(struct engine *e, eng_item_t *it, size_t n, rondo_status_t st)
 {
   for (size_t i = 0; i < n; i++) {
-    free(it[i].out);
+    if (allocated(&it[i]))
+      free(it[i].out);
     it[i].out = NULL;
   }
   complete_batch(e, it, n, st);
@@ -349,14 +354,35 @@ void eng_allgather_run(struct engine *e, eng_item_t *it, size_t n)
   }
   for (size_t i = 0; i < n && st == RONDO_SUCCESS; i++) {
     size_t bytes = it[i].elems * rondo_dtype_size((rondo_dtype_t)it[i].resp->sig.dtype);
-    if ((it[i].out = malloc(bytes + 1)) == NULL)
+    const struct rondo_request *r = it[i].req;
+    if (!allocated(&it[i])) { /* the caller's buffer: the rows must fill it */
+      size_t esize = rondo_dtype_size((rondo_dtype_t)it[i].resp->sig.dtype), own = 0;
+      for (int q = 0; q < e->rank; q++)
+        own += (size_t)rows_of(&it[i], &c, q) * it[i].resp->sig.count * esize;
+      const char *in = r->sendbuf, *out = r->recvbuf;
+      size_t mine = (size_t)r->rows * it[i].resp->sig.count * esize;
+      if (it[i].elems != r->recv_rows * it[i].resp->sig.count)
+        st = rondo__fail(RONDO_ERR_INVALID_ARG,
+                         "'%s': rondo_allgather_into_async: the ranks' rows add up to %zu, "
+                         "recv_rows is %llu",
+                         r->name, it[i].elems / it[i].resp->sig.count,
+                         (unsigned long long)r->recv_rows);
+      else if (mine > 0 && in < out + bytes && out < in + mine && in != out + own)
+        st = rondo__fail(RONDO_ERR_INVALID_ARG,
+                         "'%s': rondo_allgather_into_async: sendbuf overlaps recvbuf, but "
+                         "not at this rank's rows (byte %zu of recvbuf)",
+                         r->name, own);
+      else
+        it[i].out = r->recvbuf;
+    } else if ((it[i].out = malloc(bytes + 1)) == NULL) {
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "'%s': allgather result of %zu elements",
-                       it[i].req->name, it[i].elems);
+                       r->name, it[i].elems);
+    }
   }
   eng_fuse(e, it, n, ag_batch, &c); /* plan: c.need */
   if (st == RONDO_SUCCESS && c.need > 0)
     st = eng_fusion_hold(&e->buf, c.need);
-  st = rondo__agree_ready(e->exec->mpi, st, "memory for its allgather results");
+  st = rondo__agree_ready(e->exec->mpi, st, "its allgather results (memory, or the rows)");
   if (st != RONDO_SUCCESS) {
     ag_fail_all(e, it, n, st);
     return;

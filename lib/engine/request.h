@@ -24,7 +24,9 @@ struct rondo_request {
   eng_sig_t sig;
   uint64_t rows;              /* allgather: this rank's rows */
   const void *sendbuf;
-  void *recvbuf;
+  void *recvbuf;              /* allgather: NULL (rondo allocates the result), or the
+                                 caller's (rondo_allgather_into_async) */
+  uint64_t recv_rows;         /* allgather into recvbuf: the rows it holds */
   char *tag;                  /* the caller's tag text, or NULL */
   char *reason;               /* ENG_REFUSED: why this rank refused */
   size_t *sendcounts;         /* all-to-all: rows to each rank (a copy) */

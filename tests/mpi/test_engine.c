@@ -733,12 +733,27 @@ static size_t fz_ag_rows(const fz_ag_t *a, int q)
   return a->ragged ? a->rows + (size_t)q : a->rows;
 }
 
+/* Elements of all-gather a's result before rank q's rows, and in all
+ * (q = size). */
+static size_t fz_ag_before(const fz_ag_t *a, int q)
+{
+  size_t at = 0;
+  for (int k = 0; k < q; k++)
+    at += fz_ag_rows(a, k) * a->row;
+  return at;
+}
+
+/* How fz_allgathers gives the results. */
+enum { FZ_ALLOC, FZ_INTO, FZ_INTO_IN_PLACE };
+
 /* The allgathers of specs, submitted together as one group (NULL: none),
  * each checked against its closed form (every rank's rows in rank order)
- * and hashed. */
-static void fz_allgathers(const fz_ag_t *specs, int n, const char *group)
+ * and hashed. into: FZ_ALLOC (rondo allocates the results), FZ_INTO (into
+ * the caller's buffers, rondo_allgather_into_async) or FZ_INTO_IN_PLACE
+ * (the same, the first spec's input being this rank's rows of its result). */
+static void fz_allgathers(const fz_ag_t *specs, int n, const char *group, int into)
 {
-  char *in[8];
+  char *in[8], *out[8] = {0};
   rondo_request_t req[8] = {0};
   rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
   o.group = group; /* NULL: none */
@@ -746,34 +761,100 @@ static void fz_allgathers(const fz_ag_t *specs, int n, const char *group)
   for (int k = 0; k < n; k++) {
     int j = (n - 1 - k + mt.rank) % n;
     const fz_ag_t *a = &specs[j];
-    size_t cnt = fz_ag_rows(a, mt.rank) * a->row;
-    in[j] = mt_alloc(cnt * mt_dtype_size(a->dt) + 1);
+    size_t cnt = fz_ag_rows(a, mt.rank) * a->row, es = mt_dtype_size(a->dt);
+    size_t total = fz_ag_before(a, mt.size), rows = total / (a->row ? a->row : 1);
+    if (into != FZ_ALLOC) {
+      out[j] = mt_alloc(total * es + 1);
+      memset(out[j], 0xa5, total * es + 1); /* poison: a block left out shows */
+    }
+    in[j] = into == FZ_INTO_IN_PLACE && j == 0 ? out[j] + fz_ag_before(a, mt.rank) * es
+                                               : mt_alloc(cnt * es + 1);
     for (size_t i = 0; i < cnt; i++)
       mt_store(a->dt, in[j], i, fz_value(mt.rank, j, i));
-    MT_EQ_STATUS(rondo_allgather_async(rondo_world(), a->name, in[j], fz_ag_rows(a, mt.rank),
-                                       a->row, a->dt, &o, &req[j]),
-                 RONDO_SUCCESS);
+    if (into == FZ_ALLOC)
+      MT_EQ_STATUS(rondo_allgather_async(rondo_world(), a->name, in[j], fz_ag_rows(a, mt.rank),
+                                         a->row, a->dt, &o, &req[j]),
+                   RONDO_SUCCESS);
+    else
+      MT_EQ_STATUS(rondo_allgather_into_async(rondo_world(), a->name, in[j],
+                                              fz_ag_rows(a, mt.rank), out[j], rows, a->row,
+                                              a->dt, &o, &req[j]),
+                   RONDO_SUCCESS);
   }
   for (int j = 0; j < n; j++) {
     const fz_ag_t *a = &specs[j];
-    mt_where("fused allgather '%s' (%s, rows of %zu, %s)", a->name, mt_dtype_str(a->dt), a->row,
-             a->ragged ? "rows differ per rank" : "the same rows everywhere");
-    size_t total = 0, es = mt_dtype_size(a->dt), n_got = 0;
-    for (int q = 0; q < mt.size; q++)
-      total += fz_ag_rows(a, q) * a->row;
+    mt_where("fused allgather '%s' (%s, rows of %zu, %s, %s)", a->name, mt_dtype_str(a->dt),
+             a->row, a->ragged ? "rows differ per rank" : "the same rows everywhere",
+             into == FZ_ALLOC ? "rondo's result"
+             : into == FZ_INTO || j > 0 ? "into the caller's buffer" : "in place");
+    size_t total = fz_ag_before(a, mt.size), es = mt_dtype_size(a->dt), n_got = 0;
     char *want = mt_alloc(total * es + 1);
     for (int q = 0, at = 0; q < mt.size; q++)
       for (size_t i = 0; i < fz_ag_rows(a, q) * a->row; i++)
         mt_store(a->dt, want, (size_t)at++, fz_value(q, j, i));
     void *got = NULL;
-    if (req[j] != NULL && MT_EQ_STATUS(rondo_wait_result(&req[j], &got, &n_got), RONDO_SUCCESS) &&
-        MT_EQ_INT(n_got, total)) {
+    if (into != FZ_ALLOC) {
+      if (req[j] != NULL && MT_EQ_STATUS(rondo_wait(&req[j]), RONDO_SUCCESS)) {
+        mt_check_elems("the gathered rows in the caller's buffer, as alone", a->dt, out[j],
+                       want, total);
+        MT_EQ_INT((unsigned char)out[j][total * es], 0xa5); /* nothing past them */
+        mt_hash_record(out[j], total * es);
+      }
+    } else if (req[j] != NULL &&
+               MT_EQ_STATUS(rondo_wait_result(&req[j], &got, &n_got), RONDO_SUCCESS) &&
+               MT_EQ_INT(n_got, total)) {
       mt_check_elems("the gathered rows, as alone", a->dt, got, want, total);
       mt_hash_record(got, total * es);
     }
     free(got);
     free(want);
-    free(in[j]);
+    if (!(into == FZ_INTO_IN_PLACE && j == 0))
+      free(in[j]);
+    free(out[j]);
+  }
+}
+
+/* rondo_allgather_into_async with recv_rows that the ranks' rows do not
+ * fill (on the last rank), or an input overlapping the result elsewhere
+ * than at this rank's rows: the cycle's allgathers fail on every rank,
+ * the bad rank's with RONDO_ERR_INVALID_ARG, the others' with
+ * RONDO_ERR_PEER; no data is written. Then the names work again. */
+static void allgather_into_errors(void)
+{
+  int last = mt.rank == mt.size - 1;
+  float buf[16], mine[2] = {(float)mt.rank, (float)mt.rank + 0.5f};
+  for (int c = 0; c < 3; c++) {
+    size_t recv_rows = (size_t)mt.size * 2 + (c == 0 && last);
+    const void *in = mine;
+    if (c == 1 && last) /* the first rank's rows, not this rank's */
+      in = mt.size > 1 ? buf : buf + 1;
+    memset(buf, 0, sizeof buf);
+    if (c == 1 && last)
+      memcpy((void *)in, mine, sizeof mine);
+    rondo_request_t req = NULL;
+    mt_where("rondo_allgather_into_async, case %d (%s)", c,
+             c == 0 ? "recv_rows one too many on the last rank"
+             : c == 1 ? "the last rank's input overlaps the result elsewhere"
+                      : "good arguments again");
+    MT_EQ_STATUS(rondo_allgather_into_async(rondo_world(), "agi.err", in, 2, buf, recv_rows, 1,
+                                            RONDO_FLOAT32, NULL, &req),
+                 RONDO_SUCCESS);
+    rondo_status_t st = rondo_wait(&req);
+    if (c == 2) {
+      if (MT_EQ_STATUS(st, RONDO_SUCCESS))
+        for (int q = 0; q < mt.size; q++) {
+          MT_CHECK(buf[2 * q] == (float)q && buf[2 * q + 1] == (float)q + 0.5f,
+                   "rank %d's rows: %g %g", q, buf[2 * q], buf[2 * q + 1]);
+        }
+      continue;
+    }
+    MT_EQ_STATUS(st, last ? RONDO_ERR_INVALID_ARG : RONDO_ERR_PEER);
+    if (last)
+      MT_CHECK(strstr(rondo_last_error(), c == 0 ? "rows add up to" : "overlaps") != NULL,
+               "the message: %s", rondo_last_error());
+    for (int i = 0; i < 2 * mt.size; i++) /* nothing moved */
+      if (!(c == 1 && last && (in == buf ? i < 2 : i >= 1 && i < 3)))
+        MT_CHECK(buf[i] == 0.0f, "element %d written: %g", i, buf[i]);
   }
 }
 
@@ -820,7 +901,7 @@ static void fused_collectives(void)
       {"fz.ag.f32.2", RONDO_FLOAT32, 1, 0, 0},
       {"fz.ag.i32.0", RONDO_INT32, 2, 1, 0},
   };
-  fz_allgathers(ag, 4, "fz.ag");
+  fz_allgathers(ag, 4, "fz.ag", FZ_ALLOC);
   MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
   text = fz_read(path);
   mt_where("fused allgathers: the timeline");
@@ -830,6 +911,27 @@ static void fused_collectives(void)
   fz_expect(text, "ALLGATHER", ag_f32, 3, 3, p > 1 ? "exchanged" : "negotiated");
   fz_expect(text, "ALLGATHER", ag_i32, 1, 1, p > 1 ? "exchanged" : "negotiated");
   free(text);
+
+  /* Into the caller's buffers (one in place): fused as the others, the
+   * same results. */
+  fz_path(path, sizeof path, "agi");
+  mt_where("fused allgathers into the caller's buffers: timeline %s", path);
+  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
+  const fz_ag_t agi[] = {
+      {"fz.agi.f32.0", RONDO_FLOAT32, 3, 1, 1},
+      {"fz.agi.f32.1", RONDO_FLOAT32, 2, 0, 2},
+      {"fz.agi.f32.2", RONDO_FLOAT32, 1, 1, 0},
+  };
+  fz_allgathers(agi, 3, "fz.agi", FZ_INTO_IN_PLACE);
+  MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
+  text = fz_read(path);
+  mt_where("fused allgathers into the caller's buffers: the timeline");
+  static const char *const agi_f32[] = {"fz.agi.f32.0", "fz.agi.f32.1", "fz.agi.f32.2"};
+  fz_expect(text, "ALLGATHER", agi_f32, 3, 3, p > 1 ? "exchanged" : "negotiated");
+  free(text);
+  const fz_ag_t agi_alone[] = {{"fz.agi.alone", RONDO_INT32, 5, 0, 3}};
+  fz_allgathers(agi_alone, 1, NULL, FZ_INTO_IN_PLACE); /* from its own buffers */
+  fz_allgathers(agi_alone, 1, NULL, FZ_INTO);
 
   /* The same rows everywhere: known from the negotiation, new (slow path)
    * and cached (fast path: every rank's cache bit says it has them); then
@@ -851,9 +953,9 @@ static void fused_collectives(void)
     mt_where("fused allgathers, round %d: timeline %s", round, path);
     MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
     if (round < 3)
-      fz_allgathers(eq, 2, "fz.age");
+      fz_allgathers(eq, 2, "fz.age", FZ_ALLOC);
     else
-      fz_allgathers(alone, 1, NULL);
+      fz_allgathers(alone, 1, NULL, FZ_ALLOC);
     MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
     text = fz_read(path);
     mt_where("fused allgathers, round %d: the timeline", round);
@@ -1654,6 +1756,7 @@ int main(int argc, char **argv)
     scales_callbacks_groups();
     bcast_allgather();
     errors();
+    allgather_into_errors();
     tags_and_flags();
     refusals();
     reduce_scatter();

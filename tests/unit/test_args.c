@@ -414,6 +414,24 @@ static void test_rondo_free(void **state)
   assert_int_equal(count, 3);
   assert_memory_equal(result, row, sizeof row);
   rondo_free(result); /* the sanitizer runs see a leak or a double free */
+  /* into the caller's buffer: nothing to hand over, nothing to free */
+  float out[3] = {0}, big[4] = {0};
+  expect_status(rondo_allgather_into_async(world, "rows.into", row, 1, out, 1, 3, RONDO_FLOAT32,
+                                           NULL, &req),
+                RONDO_SUCCESS);
+  result = row;
+  expect_status(rondo_wait_result(&req, &result, &count), RONDO_SUCCESS);
+  assert_null(result);
+  assert_memory_equal(out, row, sizeof row);
+  /* local argument errors fail the call at once */
+  expect_status(rondo_allgather_into_async(world, "rows.into", row, 2, big, 1, 2, RONDO_FLOAT32,
+                                           NULL, &req),
+                RONDO_ERR_INVALID_ARG);
+  assert_non_null(strstr(rondo_last_error(), "exceed recv_rows"));
+  expect_status(rondo_allgather_into_async(world, "rows.into", row, 1, NULL, 1, 3, RONDO_FLOAT32,
+                                           NULL, &req),
+                RONDO_ERR_NULL_BUFFER);
+  assert_non_null(strstr(rondo_last_error(), "recvbuf"));
 }
 
 static void test_destroyed_comm_is_rejected(void **state)

@@ -49,7 +49,6 @@ typedef struct {
   size_t *soff, block, shard_cap; /* shard_cap: floats of pshard and gshard */
   float *pshard, *gshard, *params;
   int *counts, *displs; /* loop: a tensor's shards, for MPI */
-  int keep;             /* engine: copy the gathered tensors into params (the check) */
 } fusion_t;
 
 static void run_sharded(fusion_t *f, int way);
@@ -112,29 +111,25 @@ static void tensor_name(char *buf, size_t len, const char *what, const char *nam
   snprintf(buf, len, "%s.%s", what, name);
 }
 
-/* engine: the all-gathers in forward order, the reduce-scatters in
- * backward order, each set submitted and then waited for. */
+/* engine: the all-gathers in forward order, each into its tensor's place
+ * in the parameters (as FSDP's all_gather_into_tensor), the
+ * reduce-scatters in backward order, each set submitted and then waited
+ * for. */
 static void sharded_engine(fusion_t *f)
 {
   const model_t *m = f->m;
   char name[96];
   for (int i = 0; i < m->n; i++) {
     tensor_name(name, sizeof name, "allgather", m->name[i]);
-    if (rondo_allgather_async(f->comm, name, f->pshard + f->soff[i],
-                              shard_count(m->count[i], f->size, f->rank), 1, RONDO_FLOAT32, NULL,
-                              &f->req[i]) != RONDO_SUCCESS)
-      bench_die("rondo_allgather_async '%s': %s", name, rondo_last_error());
+    if (rondo_allgather_into_async(f->comm, name, f->pshard + f->soff[i],
+                                   shard_count(m->count[i], f->size, f->rank),
+                                   f->params + f->off[i], m->count[i], 1, RONDO_FLOAT32, NULL,
+                                   &f->req[i]) != RONDO_SUCCESS)
+      bench_die("rondo_allgather_into_async '%s': %s", name, rondo_last_error());
   }
-  for (int i = 0; i < m->n; i++) {
-    void *buf = NULL;
-    size_t count = 0;
-    if (rondo_wait_result(&f->req[i], &buf, &count) != RONDO_SUCCESS || count != m->count[i])
-      bench_die("rondo_wait '%s' (all-gather, %zu of %zu elements): %s", m->name[i], count,
-                m->count[i], rondo_last_error());
-    if (f->keep) /* the check reads the parameters where the other ways put them */
-      memcpy(f->params + f->off[i], buf, count * sizeof(float));
-    rondo_free(buf);
-  }
+  for (int i = 0; i < m->n; i++)
+    if (rondo_wait(&f->req[i]) != RONDO_SUCCESS)
+      bench_die("rondo_wait '%s' (all-gather): %s", m->name[i], rondo_last_error());
   for (int i = m->n - 1; i >= 0; i--) {
     tensor_name(name, sizeof name, "reduce_scatter", m->name[i]);
     if (rondo_reduce_scatter_async(f->comm, name, f->grads + f->off[i], f->gshard + f->soff[i],
@@ -216,9 +211,7 @@ static long check_sharded(fusion_t *f, int way)
 {
   const model_t *m = f->m;
   fill_sharded(f, way);
-  f->keep = 1;
   run_sharded(f, way);
-  f->keep = 0;
   if (f->o->break_algo != NULL && strcmp(f->o->break_algo, way_name[way]) == 0 &&
       f->rank == f->size - 1)
     f->params[m->total / 2] += 1.0f;
