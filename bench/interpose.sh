@@ -10,12 +10,16 @@
 # (passed to MPI) in rounds alternating with the same calls made to
 # PMPI_Allreduce in the same process: what the library adds to a call it
 # does not take over. Environment: MPIEXEC (default mpiexec), RUNS,
-# RONDO_MPI_INTERCEPT (default: the library's default).
+# RONDO_MPI_INTERCEPT (default: the library's default), KIND (default
+# allreduce; reduce_scatter_block, reduce_scatter, allgather, allgatherv:
+# that call instead, bench/mpi_allreduce's -k, the bytes its whole buffer;
+# set RONDO_MPI_INTERCEPT to take it over; no pass-through rounds).
 set -u
 build=${1:-build}
 ranks=${2:-2}
 runs=${RUNS:-3}
 mpiexec=${MPIEXEC:-mpiexec}
+kind=${KIND:-allreduce}
 build=$(cd "$build" && pwd)
 prog=$build/bench/mpi_allreduce
 lib=$build/interpose/.libs/librondo-mpi.so
@@ -29,14 +33,14 @@ for r in $(seq "$runs"); do
     opts=
     [ $way = rondo ] && opts=$with
     # shellcheck disable=SC2086
-    $mpiexec $opts -n "$ranks" "$prog" -b 8 -e 64M -f 2 -r 5 > "$tmp/$way.float.$r" || status=1
+    $mpiexec $opts -n "$ranks" "$prog" -k "$kind" -b 8 -e 64M -f 2 -r 5 > "$tmp/$way.float.$r" || status=1
     # shellcheck disable=SC2086
-    [ $way = rondo ] && { $mpiexec $opts -n "$ranks" "$prog" -b 8 -e 4K -f 8 -r 9 -t unsigned \
+    [ $way = rondo ] && [ "$kind" = allreduce ] && { $mpiexec $opts -n "$ranks" "$prog" -b 8 -e 4K -f 8 -r 9 -t unsigned \
       > "$tmp/unsigned.$r" || status=1; }
     grep -q '^# wrong results: 0' "$tmp/$way.float.$r" || { echo "wrong results ($way)"; status=1; }
   done
 done
-echo "# bench/interpose.sh: $ranks ranks, $runs runs each way, alternating; RONDO_MPI_INTERCEPT=${RONDO_MPI_INTERCEPT:-default}"
+echo "# bench/interpose.sh: $kind, $ranks ranks, $runs runs each way, alternating; RONDO_MPI_INTERCEPT=${RONDO_MPI_INTERCEPT:-default}"
 echo "# $(mpichversion 2>/dev/null | head -n 1 || echo MPI)"
 # median_table A B MODE: per size, the medians of A's and B's times (lines
 # "size us" in the files A.* and B.*), and their ratio (MODE ratio) or
@@ -60,6 +64,14 @@ median_table() {
       }
     }'
 }
+call=$(sed -n '1s/^# mpi_allreduce: \([^,]*\),.*/\1/p' "$tmp/mpi.float.1")
+if [ "$kind" != allreduce ]; then
+  echo
+  echo "$call of MPI_FLOAT: MPI's own, and with the library preloaded"
+  printf '%12s %12s %12s %8s\n' bytes "MPI us" "rondo-mpi us" ratio
+  median_table mpi.float rondo.float ratio
+  exit $status
+fi
 for r in $(seq "$runs"); do # the unsigned runs: PMPI's column, and the library's
   grep -v '^#' "$tmp/unsigned.$r" | awk '{print $1, $3}' > "$tmp/pmpi.$r"
   grep -v '^#' "$tmp/unsigned.$r" | awk '{print $1, $2}' > "$tmp/through.$r"

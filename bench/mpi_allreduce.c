@@ -6,10 +6,15 @@
  * MPI by the PMPI_ names, so that only the timed calls can change.
  *
  *   mpiexec -n 2 bench/mpi_allreduce [-b 8] [-e 64M] [-f 4] [-t float|unsigned] [-r 5]
- *                                     [-k allreduce|iallreduce]
+ *                                     [-k allreduce|iallreduce|reduce_scatter_block|
+ *                                         reduce_scatter|allgather|allgatherv]
  *
  * -k iallreduce times MPI_Iallreduce followed by MPI_Wait instead (after
  * MPI_Init_thread with MPI_THREAD_MULTIPLE, which rondo's engine needs).
+ * -k reduce_scatter_block, reduce_scatter, allgather, allgatherv time that
+ * call of MPI_FLOAT (sums), equal blocks (the v forms with equal counts,
+ * displacements packed): the bytes are the whole buffer, a reduce-scatter's
+ * input or an all-gather's output, size blocks of whole floats.
  * -t unsigned times MPI_UNSIGNED sums, which librondo-mpi passes to MPI
  * unchanged, in rounds alternating with the same calls made to
  * PMPI_Allreduce directly: a second column, PMPI's time, and the difference
@@ -38,16 +43,47 @@ static size_t parse(const char *s)
   return (size_t)v;
 }
 
-static int nonblocking_call, direct;
+enum { K_ALLREDUCE, K_IALLREDUCE, K_RSB, K_RS, K_AG, K_AGV, K_COUNT };
+static const char *const kind_names[K_COUNT] = {
+    "allreduce", "iallreduce", "reduce_scatter_block", "reduce_scatter", "allgather",
+    "allgatherv"};
+static const char *const kind_calls[K_COUNT] = {
+    "MPI_Allreduce", "MPI_Iallreduce + MPI_Wait", "MPI_Reduce_scatter_block",
+    "MPI_Reduce_scatter", "MPI_Allgather", "MPI_Allgatherv"};
+static int kind, direct, *counts, *displs;
 
-/* One call of the kind timed. */
+/* One call of a block collective; count: elements per block. */
+static void call_blocks(const void *in, void *out, int count)
+{
+  switch (kind) {
+  case K_RSB:
+    MPI_Reduce_scatter_block(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    break;
+  case K_RS:
+    MPI_Reduce_scatter(in, out, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    break;
+  case K_AG:
+    MPI_Allgather(in, count, MPI_FLOAT, out, count, MPI_FLOAT, MPI_COMM_WORLD);
+    break;
+  default:
+    MPI_Allgatherv(in, count, MPI_FLOAT, out, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+    break;
+  }
+}
+
+/* One call of the kind timed (count: an all-reduce's elements, a block
+ * collective's per block). */
 static void call(const void *in, void *out, int count, MPI_Datatype t)
 {
+  if (kind >= K_RSB) {
+    call_blocks(in, out, count);
+    return;
+  }
   if (direct) {
     PMPI_Allreduce(in, out, count, t, MPI_SUM, MPI_COMM_WORLD);
     return;
   }
-  if (!nonblocking_call) {
+  if (kind == K_ALLREDUCE) {
     MPI_Allreduce(in, out, count, t, MPI_SUM, MPI_COMM_WORLD);
     return;
   }
@@ -65,7 +101,7 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
   size_t lo = 8, hi = 64 << 20;
-  int factor = 4, rounds = 5, unsig = 0, nonblocking = 0;
+  int factor = 4, rounds = 5, unsig = 0;
   /* MPI_Iallreduce through rondo's engine needs MPI_THREAD_MULTIPLE; the
    * blocking call is timed as most programs make it, after MPI_Init */
   int provided, wants_threads = 0;
@@ -90,36 +126,56 @@ int main(int argc, char **argv)
     else if (strcmp(argv[i], "-t") == 0)
       unsig = strcmp(argv[i + 1], "unsigned") == 0;
     else if (strcmp(argv[i], "-k") == 0)
-      nonblocking = strcmp(argv[i + 1], "iallreduce") == 0;
+      for (kind = K_COUNT - 1; kind >= 0 && strcmp(argv[i + 1], kind_names[kind]) != 0;)
+        kind--; /* -1: unknown */
   }
-  if (factor < 2 || rounds < 1 || rounds > 100 || lo < 4 || hi < lo) {
+  int blocks = kind >= K_RSB;
+  if (factor < 2 || rounds < 1 || rounds > 100 || lo < 4 || hi < lo || kind < 0 ||
+      (blocks && unsig)) {
     if (rank == 0)
       fprintf(stderr, "mpi_allreduce: bad arguments (see the file's comment)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Datatype t = unsig ? MPI_UNSIGNED : MPI_FLOAT;
-  nonblocking_call = nonblocking;
   char *in = malloc(hi), *out = malloc(hi);
-  if (in == NULL || out == NULL)
+  counts = malloc((size_t)size * sizeof *counts);
+  displs = malloc((size_t)size * sizeof *displs);
+  if (in == NULL || out == NULL || counts == NULL || displs == NULL)
     MPI_Abort(MPI_COMM_WORLD, 3);
   double per[100], pmpi[100];
   long wrong = 0;
   if (rank == 0)
     printf("# mpi_allreduce: %s, %d ranks, %s sum, %d rounds; bytes, us per call\n",
-           nonblocking ? "MPI_Iallreduce + MPI_Wait" : "MPI_Allreduce", size,
+           kind_calls[kind], size,
            unsig ? "MPI_UNSIGNED" : "MPI_FLOAT", rounds);
   for (size_t bytes = lo; bytes <= hi; bytes *= (size_t)factor) {
-    int count = (int)(bytes / 4);
-    for (int i = 0; i < count; i++) {
+    /* count: an all-reduce's elements, or a block's */
+    int count = (int)(bytes / 4 / (blocks ? (size_t)size : 1));
+    if (count == 0)
+      continue;
+    int inputs = kind == K_AG || kind == K_AGV ? count : blocks ? count * size : count;
+    for (int q = 0; q < size; q++) {
+      counts[q] = count;
+      displs[q] = q * count;
+    }
+    for (int i = 0; i < inputs; i++) {
       if (unsig)
         ((unsigned *)in)[i] = (unsigned)(rank + i % 7);
+      else if (kind == K_AG || kind == K_AGV)
+        ((float *)in)[i] = (float)(rank * 1000 + i % 7);
       else
         ((float *)in)[i] = (float)(rank + i % 7);
     }
     /* the check, then a warm-up that sizes a round */
     call(in, out, count, t);
-    for (int i = 0; i < count; i++) {
-      double want = (double)size * (size - 1) / 2 + (double)size * (i % 7);
+    int outputs = kind == K_AG || kind == K_AGV ? count * size : count;
+    for (int i = 0; i < outputs; i++) {
+      /* element i of the result: an all-gather's is rank i / count's
+       * input i % count; a reduce-scatter's is input rank x count + i */
+      double want = kind == K_AG || kind == K_AGV
+                        ? (double)(i / count) * 1000 + (i % count) % 7
+                        : (double)size * (size - 1) / 2 +
+                              (double)size * (((kind == K_RSB || kind == K_RS ? rank * count : 0) + i) % 7);
       double got = unsig ? ((unsigned *)out)[i] : ((float *)out)[i];
       wrong += got != want;
     }
@@ -157,6 +213,8 @@ int main(int argc, char **argv)
     printf("# wrong results: %ld\n", all);
   free(in);
   free(out);
+  free(counts);
+  free(displs);
   MPI_Finalize();
   return all != 0;
 }

@@ -160,12 +160,15 @@ static int reduction(rondo_mpi_call_t call, int64_t count, size_t blocks, MPI_Da
   return TAKE;
 }
 
-/* The call's rondo comm, or NULL (counted: MPI serves it). */
-static rondo_comm_t serve(ip_comm_t *r, rondo_mpi_call_t call, size_t bytes)
+/* Who serves the call, counted either way: its rondo comm where why is
+ * TAKE and the comm has one, else NULL (MPI serves it). */
+static rondo_comm_t serve(ip_comm_t *r, rondo_mpi_call_t call, int why, size_t bytes)
 {
-  rondo_comm_t rc = ip_rondo(r);
-  if (rc == NULL)
-    ip_count_passed(r, call, IP_PASS_NO_COMM, bytes);
+  rondo_comm_t rc = why == TAKE ? ip_rondo(r) : NULL;
+  if (rc != NULL)
+    ip_count_taken(r, call, bytes);
+  else
+    ip_count_passed(r, call, why == TAKE ? IP_PASS_NO_COMM : why, bytes);
   return rc;
 }
 
@@ -181,13 +184,9 @@ RONDO_API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
   int why = common(RONDO_MPI_ALLREDUCE, comm, &r);
   if (why == TAKE)
     why = reduction(RONDO_MPI_ALLREDUCE, count, 1, datatype, op, &dt, &rop, &bytes);
-  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_ALLREDUCE, bytes) : NULL;
-  if (rc == NULL) {
-    if (why != TAKE)
-      ip_count_passed(r, RONDO_MPI_ALLREDUCE, why, bytes);
+  rondo_comm_t rc = serve(r, RONDO_MPI_ALLREDUCE, why, bytes);
+  if (rc == NULL)
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  }
-  ip_count_taken(r, RONDO_MPI_ALLREDUCE, bytes);
   const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   rondo_status_t st = rondo_allreduce(rc, src, recvbuf, (size_t)count, dt, rop);
   return st == RONDO_SUCCESS ? MPI_SUCCESS : ip_fail(comm, st);
@@ -204,13 +203,9 @@ RONDO_API int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
   if (why == TAKE)
     why = reduction(RONDO_MPI_REDUCE_SCATTER_BLOCK, recvcount, (size_t)r->size, datatype, op,
                     &dt, &rop, &bytes);
-  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, bytes) : NULL;
-  if (rc == NULL) {
-    if (why != TAKE)
-      ip_count_passed(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, why, bytes);
+  rondo_comm_t rc = serve(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, why, bytes);
+  if (rc == NULL)
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-  }
-  ip_count_taken(r, RONDO_MPI_REDUCE_SCATTER_BLOCK, bytes);
   /* MPI_IN_PLACE: the input is recvbuf and the result goes to its start,
    * which is rondo's in-place form (sendbuf == recvbuf) */
   const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -252,13 +247,9 @@ RONDO_API int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int r
   }
   if (why == TAKE)
     why = reduction(RONDO_MPI_REDUCE_SCATTER, total, 1, datatype, op, &dt, &rop, &bytes);
-  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_REDUCE_SCATTER, bytes) : NULL;
-  if (rc == NULL) {
-    if (why != TAKE)
-      ip_count_passed(r, RONDO_MPI_REDUCE_SCATTER, why, bytes);
+  rondo_comm_t rc = serve(r, RONDO_MPI_REDUCE_SCATTER, why, bytes);
+  if (rc == NULL)
     return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-  }
-  ip_count_taken(r, RONDO_MPI_REDUCE_SCATTER, bytes);
   size_t *counts = counts_of(r, recvcounts, r->size, 1, "MPI_Reduce_scatter");
   /* MPI_IN_PLACE: rondo's in-place form, as in MPI_Reduce_scatter_block */
   const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -416,13 +407,9 @@ RONDO_API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
         why = IP_PASS_WINDOW;
     }
   }
-  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_ALLGATHER, bytes) : NULL;
-  if (rc == NULL) {
-    if (why != TAKE)
-      ip_count_passed(r, RONDO_MPI_ALLGATHER, why, bytes);
+  rondo_comm_t rc = serve(r, RONDO_MPI_ALLGATHER, why, bytes);
+  if (rc == NULL)
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
-  ip_count_taken(r, RONDO_MPI_ALLGATHER, bytes);
   int unpack = !flat(recvtype);
   char *dst = unpack ? ip_scratch(r, 1, bytes) : recvbuf;
   const void *src;
@@ -483,14 +470,10 @@ RONDO_API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
     else if (why == TAKE && !in_window(RONDO_MPI_ALLGATHERV, bytes))
       why = IP_PASS_WINDOW;
   }
-  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_ALLGATHERV, bytes) : NULL;
-  if (rc == NULL) {
-    if (why != TAKE)
-      ip_count_passed(r, RONDO_MPI_ALLGATHERV, why, bytes);
+  rondo_comm_t rc = serve(r, RONDO_MPI_ALLGATHERV, why, bytes);
+  if (rc == NULL)
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            comm);
-  }
-  ip_count_taken(r, RONDO_MPI_ALLGATHERV, bytes);
   /* rondo gathers bytes, the blocks packed in rank order (displs NULL: the
    * same call on every rank whatever their displs). Into recvbuf itself
    * where its blocks lie exactly so, else into scratch, then to them. */
@@ -562,13 +545,9 @@ RONDO_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root
         why = IP_PASS_WINDOW;
     }
   }
-  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_BCAST, bytes) : NULL;
-  if (rc == NULL) {
-    if (why != TAKE)
-      ip_count_passed(r, RONDO_MPI_BCAST, why, bytes);
+  rondo_comm_t rc = serve(r, RONDO_MPI_BCAST, why, bytes);
+  if (rc == NULL)
     return PMPI_Bcast(buffer, count, datatype, root, comm);
-  }
-  ip_count_taken(r, RONDO_MPI_BCAST, bytes);
   int is_flat = flat(datatype);
   void *buf = buffer;
   if (!is_flat) {
@@ -591,13 +570,9 @@ RONDO_API int MPI_Barrier(MPI_Comm comm)
 {
   ip_comm_t *r;
   int why = common(RONDO_MPI_BARRIER, comm, &r);
-  rondo_comm_t rc = why == TAKE ? serve(r, RONDO_MPI_BARRIER, 0) : NULL;
-  if (rc == NULL) {
-    if (why != TAKE)
-      ip_count_passed(r, RONDO_MPI_BARRIER, why, 0);
+  rondo_comm_t rc = serve(r, RONDO_MPI_BARRIER, why, 0);
+  if (rc == NULL)
     return PMPI_Barrier(comm);
-  }
-  ip_count_taken(r, RONDO_MPI_BARRIER, 0);
   rondo_status_t st = rondo_barrier(rc);
   return st == RONDO_SUCCESS ? MPI_SUCCESS : ip_fail(comm, st);
 }

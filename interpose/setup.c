@@ -52,7 +52,8 @@ static const char *const pass_text[IP_PASS_REASONS] = {
 
 /* What RONDO_MPI_INTERCEPT=default means: the calls measured faster than
  * MPICH's at 2 ranks on one node (docs/PERFORMANCE.md, "librondo-mpi"). */
-static const char default_intercept[] = "allreduce,barrier";
+static const char default_intercept[] =
+    "allreduce,barrier,reduce_scatter_block,reduce_scatter,allgather:16384-,allgatherv:16384-";
 
 const char *ip_call_name(rondo_mpi_call_t call)
 {

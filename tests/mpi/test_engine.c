@@ -814,6 +814,22 @@ static void fz_allgathers(const fz_ag_t *specs, int n, const char *group, int in
   }
 }
 
+/* fz_allgathers under a timeline of its own (named after tag); what names
+ * the case in failures. Returns the timeline's text (free it). */
+static char *fz_traced_allgathers(const char *tag, const char *what, const fz_ag_t *specs, int n,
+                                  const char *group, int into)
+{
+  char path[160];
+  fz_path(path, sizeof path, tag);
+  mt_where("%s: timeline %s", what, path);
+  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
+  fz_allgathers(specs, n, group, into);
+  MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
+  char *text = fz_read(path);
+  mt_where("%s: the timeline", what);
+  return text;
+}
+
 /* rondo_allgather_into_async with recv_rows that the ranks' rows do not
  * fill (on the last rank), or an input overlapping the result elsewhere
  * than at this rank's rows: the cycle's allgathers fail on every rank,
@@ -892,19 +908,13 @@ static void fused_collectives(void)
   fz_expect(text, "REDUCESCATTER", rs_avg, 2, 2, NULL); /* another op and scales */
   free(text);
 
-  fz_path(path, sizeof path, "ag");
-  mt_where("fused allgathers: timeline %s", path);
-  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
   const fz_ag_t ag[] = {
       {"fz.ag.f32.0", RONDO_FLOAT32, 3, 1, 1},
       {"fz.ag.f32.1", RONDO_FLOAT32, 2, 0, 2},
       {"fz.ag.f32.2", RONDO_FLOAT32, 1, 0, 0},
       {"fz.ag.i32.0", RONDO_INT32, 2, 1, 0},
   };
-  fz_allgathers(ag, 4, "fz.ag", FZ_ALLOC);
-  MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
-  text = fz_read(path);
-  mt_where("fused allgathers: the timeline");
+  text = fz_traced_allgathers("ag", "fused allgathers", ag, 4, "fz.ag", FZ_ALLOC);
   static const char *const ag_f32[] = {"fz.ag.f32.0", "fz.ag.f32.1", "fz.ag.f32.2"},
                            *ag_i32[] = {"fz.ag.i32.0"};
   /* one rank: its rows are everyone's */
@@ -914,18 +924,13 @@ static void fused_collectives(void)
 
   /* Into the caller's buffers (one in place): fused as the others, the
    * same results. */
-  fz_path(path, sizeof path, "agi");
-  mt_where("fused allgathers into the caller's buffers: timeline %s", path);
-  MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
   const fz_ag_t agi[] = {
       {"fz.agi.f32.0", RONDO_FLOAT32, 3, 1, 1},
       {"fz.agi.f32.1", RONDO_FLOAT32, 2, 0, 2},
       {"fz.agi.f32.2", RONDO_FLOAT32, 1, 1, 0},
   };
-  fz_allgathers(agi, 3, "fz.agi", FZ_INTO_IN_PLACE);
-  MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
-  text = fz_read(path);
-  mt_where("fused allgathers into the caller's buffers: the timeline");
+  text = fz_traced_allgathers("agi", "fused allgathers into the caller's buffers", agi, 3,
+                              "fz.agi", FZ_INTO_IN_PLACE);
   static const char *const agi_f32[] = {"fz.agi.f32.0", "fz.agi.f32.1", "fz.agi.f32.2"};
   fz_expect(text, "ALLGATHER", agi_f32, 3, 3, p > 1 ? "exchanged" : "negotiated");
   free(text);
@@ -947,18 +952,11 @@ static void fused_collectives(void)
         {"fz.age.1", RONDO_FLOAT64, 1, 0, ragged ? 1 : 3},
     };
     const fz_ag_t alone[] = {{"fz.agd", RONDO_INT64, 2, ragged, 2}};
-    char tag[16];
+    char tag[16], what[48];
     snprintf(tag, sizeof tag, "age%d", round);
-    fz_path(path, sizeof path, tag);
-    mt_where("fused allgathers, round %d: timeline %s", round, path);
-    MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
-    if (round < 3)
-      fz_allgathers(eq, 2, "fz.age", FZ_ALLOC);
-    else
-      fz_allgathers(alone, 1, NULL, FZ_ALLOC);
-    MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
-    text = fz_read(path);
-    mt_where("fused allgathers, round %d: the timeline", round);
+    snprintf(what, sizeof what, "fused allgathers, round %d", round);
+    text = round < 3 ? fz_traced_allgathers(tag, what, eq, 2, "fz.age", FZ_ALLOC)
+                     : fz_traced_allgathers(tag, what, alone, 1, NULL, FZ_ALLOC);
     fz_expect(text, "ALLGATHER", round < 3 ? age : agd, round < 3 ? 2 : 1, round < 3 ? 2 : 1,
               p > 1 && round >= 2 ? "exchanged" : "negotiated");
     free(text);

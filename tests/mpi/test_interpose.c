@@ -90,7 +90,7 @@ static void read_config(void)
     hi[k] = -1;
   }
   if (t == NULL || strcmp(t, "default") == 0)
-    t = "allreduce,barrier";
+    t = "allreduce,barrier,reduce_scatter_block,reduce_scatter,allgather:16384-,allgatherv:16384-";
   if (strcmp(t, "all") == 0) {
     for (int k = 0; k < RONDO_MPI_CALLS; k++)
       on[k] = 1;
