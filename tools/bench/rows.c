@@ -9,17 +9,24 @@
 
 #include "tools/bench/sweep.h"
 
-/* Probe count for "can it run here": large, so that every rule of the
- * family's table applies (as tools/measure.c's meas_algos). */
-#define PROBE_COUNT ((size_t)1 << 20)
+/* The count "can it run here" asks about (of uint8, so that it is the
+ * bytes too): the sweep's largest size, per rank for reduce_scatter and
+ * allgather (the calls' count), which no dtype's case goes beyond. A
+ * fixed 2^20 a rank refused allgather's mpi from 512 ranks (4 GiB of
+ * float32 at 1024, above MPI's int counts) whatever the sizes asked for. */
+static size_t probe_count(const sweep_t *s)
+{
+  size_t n = s->o->maxbytes / (s->coll == RONDO_COLL_ALLREDUCE ? 1 : (size_t)s->size);
+  return n > 0 ? n : 1;
+}
 
 /* Whether algo can run on this comm (0), with why NULL when the selector
  * would consider it, else why not (*why: the library's reason). */
 static rondo_status_t can_run(const sweep_t *s, rondo_algo_t algo, const char **why)
 {
   *why = NULL;
-  return rondo_coll_algo_available(s->comm, s->coll, algo, PROBE_COUNT, RONDO_FLOAT32, RONDO_SUM,
-                                   why);
+  return rondo_coll_algo_available(s->comm, s->coll, algo, probe_count(s), RONDO_UINT8,
+                                   RONDO_SUM, why);
 }
 
 /* Appends text to the string in buf[len], as much as fits. */
