@@ -1,20 +1,30 @@
 #!/bin/sh
 # rondo at scale, simulated (docs/scale.md): rondo-bench under SimGrid's
 # SMPI on the platforms of bench/platforms/, at each rank count, against
-# MPI_Allreduce under SMPI's MPICH and Open MPI selectors.
+# MPI's own call (MPI_Allreduce, or with -c MPI_Reduce_scatter_block or
+# MPI_Allgather) under SMPI's MPICH and Open MPI selectors.
 #
-#   bench/simulate.sh [-B BUILD] [-o DIR] [-p "PLATFORM..."] [-r "RANKS..."]
+#   bench/simulate.sh [-B BUILD] [-o DIR] [-c COLL] [-p "PLATFORM..."] [-r "RANKS..."]
 #                     [-b MIN] [-e MAX] [-f FACTOR] [-a ALGOS] [-s SELECTOR] [-n ROUNDS]
 #
 #   -B BUILD  the SMPI build (default build-smpi; scripts/build-smpi.sh makes it)
 #   -o DIR    where the results go (default simulate-results)
+#   -c COLL   the collective: allreduce (default), reduce_scatter or
+#             allgather (rondo-bench's subcommand; sizes are the whole
+#             buffer, ranks x block, and those under 4 bytes a rank are
+#             skipped); its baseline is MPI_Allreduce,
+#             MPI_Reduce_scatter_block or MPI_Allgather
 #   -p LIST   platforms, names of bench/platforms/*.xml (default: all eight)
 #   -r LIST   rank counts (default "16 64 256 1024 4096")
 #   -b -e -f  sizes, as rondo-bench takes them (default 16, 64M, 4)
 #   -a ALGOS  rondo-bench's -a: the algorithms to time (default: every one,
-#             AUTO and MPI_Allreduce; keep auto and MPI_Allreduce in a list)
+#             AUTO and the baseline; keep auto and the baseline in a list).
+#             For reduce_scatter and allgather the default is auto, every
+#             member that the cost model prices at some size in the
+#             explain run (below) and the baseline: never memory_floor,
+#             a memcpy that takes no simulated time here
 #   -s ompi   run rondo under the Open MPI selector instead, in one
-#             simulation with MPI_Allreduce, and skip the MPICH selector:
+#             simulation with the baseline, and skip the MPICH selector:
 #             its collectives make each communicator SMP-aware first (a ring
 #             all-gather, p^2 messages), which is too slow at 4096 ranks
 #   -n ROUNDS timed calls per row (default 1), each in a round of its own,
@@ -22,19 +32,21 @@
 #             a single call's time depends on how out of step the call
 #             before left the ranks, which a median of 3 mostly takes out
 #
-# Per platform and rank count, three runs, each one simulation:
-#   NAME-R-mpich.json   rondo-bench (every algorithm, AUTO, MPI_Allreduce)
+# Per platform and rank count, three runs, each one simulation (X is
+# empty for allreduce, -reduce_scatter or -allgather with -c):
+#   NAME-RX-explain.txt rondo-bench explain -v (--collective COLL): the
+#                       cost model's prediction for every algorithm at
+#                       every size; it runs first
+#   NAME-RX-mpich.json  rondo-bench (every algorithm, AUTO, the baseline)
 #                       with --cfg=smpi/coll-selector:mpich (with -s ompi:
-#                       none, and NAME-R-ompi.json holds the whole table)
-#   NAME-R-ompi.json    MPI_Allreduce alone with the Open MPI selector
-#   NAME-R-explain.txt  rondo-bench explain -v: the cost model's prediction
-#                       for every algorithm at every size
+#                       none, and NAME-RX-ompi.json holds the whole table)
+#   NAME-RX-ompi.json   the baseline alone with the Open MPI selector
 # bench/simulate_table.py turns them into docs/scale.md's tables and plots.
 #
 # What is simulated (docs/scale.md, "What the simulation models"): the
 # network as the platform file states it (SMPI's bandwidth and latency
 # correction factors are set to 1); computation takes no simulated time
-# (smpi/simulate-computation:no), for rondo and for SMPI's MPI_Allreduce
+# (smpi/simulate-computation:no), for rondo and for SMPI's collectives
 # alike; a failed MPI_Test costs 100 ns (SMPI's default, 0.1 ms and more
 # for each failure in a row, would make every polling wait slow). Buffers
 # of 1 MiB and more are shared by all simulated ranks
@@ -46,14 +58,23 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=build-smpi out=simulate-results
 platforms="fattree-10g fattree-100g flat-10g flat-100g dragonfly-10g dragonfly-100g multicore-10g multicore-100g"
 ranks="16 64 256 1024 4096" min=16 max=64M factor=4 algos= rondo_sel=mpich rounds=1
-while getopts B:o:p:r:b:e:f:a:s:n: opt; do
+coll=allreduce
+while getopts B:o:c:p:r:b:e:f:a:s:n: opt; do
   case $opt in
-    B) build=$OPTARG ;; o) out=$OPTARG ;; p) platforms=$OPTARG ;; r) ranks=$OPTARG ;;
-    b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;; a) algos="-a $OPTARG" ;;
-    s) rondo_sel=$OPTARG ;; n) rounds=$OPTARG ;;
-    *) sed -n '2,32p' "$0" >&2; exit 2 ;;
+    B) build=$OPTARG ;; o) out=$OPTARG ;; c) coll=$OPTARG ;; p) platforms=$OPTARG ;;
+    r) ranks=$OPTARG ;; b) min=$OPTARG ;; e) max=$OPTARG ;; f) factor=$OPTARG ;;
+    a) algos="-a $OPTARG" ;; s) rondo_sel=$OPTARG ;; n) rounds=$OPTARG ;;
+    *) sed -n '2,56p' "$0" >&2; exit 2 ;;
   esac
 done
+# The subcommand (none: rondo-bench's default, allreduce), the baseline,
+# and X of the file names
+case $coll in
+  allreduce) sub= mpi=MPI_Allreduce x= ;;
+  reduce_scatter) sub=$coll mpi=MPI_Reduce_scatter_block x=-$coll ;;
+  allgather) sub=$coll mpi=MPI_Allgather x=-$coll ;;
+  *) echo "simulate.sh: -c takes allreduce, reduce_scatter or allgather" >&2; exit 2 ;;
+esac
 case $rondo_sel in mpich | ompi) ;; *) echo "simulate.sh: -s takes mpich or ompi" >&2; exit 2 ;; esac
 case $rounds in '' | *[!0-9]* | 0) echo "simulate.sh: -n takes a count of rounds" >&2; exit 2 ;; esac
 timing="-n $rounds -w 1 --rounds $rounds -q"
@@ -90,17 +111,26 @@ for p in $platforms; do
     # binomial one.
     fast=
     [ "$np" -lt 1024 ] || fast=--cfg=smpi/bcast:binomial_tree
-    if [ "$rondo_sel" = ompi ]; then
-      sim ompi "$fast" "$out/$p-$np-ompi.txt" -c 0 $sizes $algos $timing \
-        --json "$out/$p-$np-ompi.json"
-    else
-      sim mpich "$fast" "$out/$p-$np-mpich.txt" -c 0 $sizes $algos $timing \
-        --json "$out/$p-$np-mpich.json"
-      sim ompi "" "$out/$p-$np-ompi.txt" -c 0 $sizes $timing -a MPI_Allreduce \
-        --json "$out/$p-$np-ompi.json"
+    o=$out/$p-$np$x
+    sim "$rondo_sel" "$fast" "$o-explain.txt" explain --collective "$coll" -v $sizes
+    run_algos=$algos
+    if [ -z "$algos" ] && [ -n "$sub" ]; then
+      # auto, the members the model priced (a time, not "-") at some size,
+      # the baseline: -a all without memory_floor
+      members=$(awk -v c="$coll" '$1 == c && $3 ~ /^bytes?$/ { on = 1; next }
+        /^choice:/ { on = 0 }
+        on && $1 != "algorithm" && $2 != "-" && !seen[$1]++ { print $1 }' \
+        "$o-explain.txt" | paste -sd, -)
+      [ -n "$members" ] || { echo "simulate.sh: no $coll member priced in $o-explain.txt" >&2; exit 1; }
+      run_algos="-a auto,$members,$mpi"
     fi
-    sim "$rondo_sel" "$fast" "$out/$p-$np-explain.txt" explain -v $sizes
-    cat "$out/$p-$np-$rondo_sel.txt.time"
+    if [ "$rondo_sel" = ompi ]; then
+      sim ompi "$fast" "$o-ompi.txt" $sub -c 0 $sizes $run_algos $timing --json "$o-ompi.json"
+    else
+      sim mpich "$fast" "$o-mpich.txt" $sub -c 0 $sizes $run_algos $timing --json "$o-mpich.json"
+      sim ompi "" "$o-ompi.txt" $sub -c 0 $sizes $timing -a "$mpi" --json "$o-ompi.json"
+    fi
+    cat "$o-$rondo_sel.txt.time"
   done
 done
 echo "== done: /usr/bin/python3 bench/simulate_table.py $out"
