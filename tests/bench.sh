@@ -196,7 +196,8 @@ assert sorted(floor) == sizes, floor
 s = d["summary"]
 assert s["avg_busbw_gbps_memory_floor"] > 0, s
 others = [r["busbw_gbps"] for r in rows if r["algo"] != "memory_floor"]
-assert abs(s["avg_busbw_gbps"] - sum(others) / len(others)) <= 1e-6 * s["avg_busbw_gbps"] + 1e-9, s
+# (the JSON rounds every number to 6 digits, the rows' and the average alike)
+assert abs(s["avg_busbw_gbps"] - sum(others) / len(others)) <= 1e-4 * s["avg_busbw_gbps"] + 1e-6, s
 assert d["summary"]["wrong"] == 0 and d["summary"]["rows"] == len(rows), d["summary"]
 assert d["summary"]["auto_cases"] == len(sizes), d["summary"]
 for a in algos:
