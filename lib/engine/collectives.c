@@ -353,10 +353,11 @@ void eng_allgather_run(struct engine *e, eng_item_t *it, size_t n)
     it[i].elems = elems;
   }
   for (size_t i = 0; i < n && st == RONDO_SUCCESS; i++) {
-    size_t bytes = it[i].elems * rondo_dtype_size((rondo_dtype_t)it[i].resp->sig.dtype);
+    size_t esize = rondo_dtype_size((rondo_dtype_t)it[i].resp->sig.dtype);
+    size_t bytes = it[i].elems * esize;
     const struct rondo_request *r = it[i].req;
     if (!allocated(&it[i])) { /* the caller's buffer: the rows must fill it */
-      size_t esize = rondo_dtype_size((rondo_dtype_t)it[i].resp->sig.dtype), own = 0;
+      size_t own = 0;
       for (int q = 0; q < e->rank; q++)
         own += (size_t)rows_of(&it[i], &c, q) * it[i].resp->sig.count * esize;
       const char *in = r->sendbuf, *out = r->recvbuf;
