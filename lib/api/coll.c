@@ -546,7 +546,10 @@ rondo_status_t rondo_allgather_algo(rondo_comm_t comm, const void *sendbuf, void
   }
   agree_sig_add(&sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
   agree_sig_add(&sig, AGREE_MEMORY_FIELD, 0);
-  if (shm_agrees(comm, st, algo, bytes))
+  /* shm agrees in its first round, a small mpi call across nodes rides in
+   * the check's packet (ag_mpi.c); the others agree first */
+  if (shm_agrees(comm, st, algo, bytes) ||
+      (st == RONDO_SUCCESS && agree_inline_fits(comm, algo, bytes, bytes * (size_t)comm->size)))
     return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, &sig);
   RONDO_CHECK(agree_call(comm, st, &sig));
   if (bytes == 0)
@@ -677,7 +680,10 @@ static rondo_status_t rs_host(rondo_comm_t comm, rondo_status_t st, agree_sig_t 
   agree_sig_add(sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
   agree_sig_add(sig, AGREE_MEMORY_FIELD, 0);
   const agree_sig_t *folded = NULL;
-  if (shm_agrees(comm, st, algo, in.count))
+  /* shm agrees in its first round, a small mpi call across nodes rides in
+   * the check's packet (rs_mpi.c); the others agree first */
+  if (shm_agrees(comm, st, algo, in.count) ||
+      (st == RONDO_SUCCESS && agree_inline_fits(comm, algo, in.count, in.bytes)))
     folded = sig;
   else
     RONDO_CHECK(agree_call(comm, st, sig));

@@ -28,7 +28,7 @@ static packet_t agreed(agree_coll_t coll, int64_t count, rondo_dtype_t dtype, ro
   p.sig = sum_of(coll, count, dtype, algo);
   p.not_sig = ~p.sig;
   p.coll = coll;
-  if (coll == AGREE_ALLREDUCE) {
+  if (coll == AGREE_ALLREDUCE || coll == AGREE_REDUCE_SCATTER || coll == AGREE_ALLGATHER) {
     p.count = count;
     p.dtype = dtype;
     p.op = RONDO_SUM;
@@ -250,6 +250,49 @@ static void test_sends_only_what_it_carries(void **state)
   assert_int_equal(packet_data_bytes(&p), 16);
 }
 
+/* A reduce-scatter's or all-gather's packet that tells the size of its
+ * mpi call's data (agree.c: every rank's, whether it rides or not) sizes
+ * the room as an all-reduce's does; one that tells none (another
+ * algorithm: count 0) leaves it. An all-gather's blocks, each rank's at
+ * its offset in zeros, combine by a uint8 sum into the gathered bytes,
+ * the same in either order. */
+static void test_families_ride(void **state)
+{
+  (void)state;
+  struct rondo_comm c;
+  new_comm(&c);
+  packet_t p = agreed(AGREE_REDUCE_SCATTER, 1024, RONDO_FLOAT32, RONDO_ALGO_MPI);
+  packet_next_room(&c, &p);
+  assert_int_equal(c.check_room, 4096);
+  p = agreed(AGREE_ALLGATHER, AGREE_INLINE_BYTES, RONDO_UINT8, RONDO_ALGO_MPI);
+  packet_next_room(&c, &p);
+  assert_int_equal(c.check_room, AGREE_INLINE_BYTES);
+  p = agreed(AGREE_ALLGATHER, 0, 0, 0);
+  packet_next_room(&c, &p);
+  p = agreed(AGREE_REDUCE_SCATTER, 0, 0, 0);
+  packet_next_room(&c, &p);
+  assert_int_equal(c.check_room, AGREE_INLINE_BYTES);
+
+  struct gathered {
+    packet_t p;
+    unsigned char data[8];
+  } a, b;
+  a.p = agreed(AGREE_ALLGATHER, 8, RONDO_UINT8, RONDO_ALGO_MPI);
+  a.p.room = sizeof a.data;
+  b = a;
+  b.p.first = 1;
+  unsigned char x0[8] = {0xff, 0x80, 7, 0, 0, 0, 0, 0}, x1[8] = {0, 0, 0, 0, 0xfe, 1, 0, 0x81};
+  memcpy(a.data, x0, 8);
+  memcpy(b.data, x1, 8);
+  assert_int_equal(packet_data_bytes(&a.p), 8);
+  struct gathered ab = b, ba = a;
+  packet_combine(&a.p, &ab.p);
+  packet_combine(&b.p, &ba.p);
+  unsigned char want[8] = {0xff, 0x80, 7, 0, 0xfe, 1, 0, 0x81};
+  assert_memory_equal(ab.data, want, 8);
+  assert_memory_equal(&ab, &ba, sizeof ab);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -258,6 +301,7 @@ int main(void)
       cmocka_unit_test(test_two_sizes_keep_the_larger),
       cmocka_unit_test(test_others_cap_the_room),
       cmocka_unit_test(test_unchanged_by_others),
+      cmocka_unit_test(test_families_ride),
       cmocka_unit_test(test_combine),
       cmocka_unit_test(test_rides),
       cmocka_unit_test(test_sends_only_what_it_carries),

@@ -21,9 +21,14 @@
 
 static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
 {
-  if (a->agree != NULL) /* small, across nodes: the data rides in the check */
-    return agree_allreduce_inline(a->comm, a->agree, a->sendbuf, a->recvbuf,
-                                  a->count * a->esize);
+  if (a->agree != NULL) { /* small, across nodes: the data rides in the check */
+    agree_inline_t d = {.count = a->count, .dtype = a->dtype, .op = a->op, .in = a->sendbuf,
+                        .in_bytes = a->count * a->esize, .out = a->recvbuf};
+    int rode = 0;
+    RONDO_CHECK(agree_inline(a->comm, a->agree, &d, &rode));
+    if (rode)
+      return RONDO_SUCCESS;
+  }
   MPI_Datatype mtype;
   MPI_Op mop;
   RONDO_CHECK(algo_mpi_op(a->dtype, a->op, &mtype, &mop));
@@ -44,34 +49,45 @@ static rondo_status_t allreduce_mpi(const algo_allreduce_args_t *a)
   return RONDO_SUCCESS;
 }
 
-/* Cost: MPICH's own choice, the cheaper of recursive doubling and
- * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha
- * (not where the data rides in rondo's own exchange);
- * where MPI's all-reduce is node-aware (select_mpi_node_aware) the cheaper
- * of those and the node-aware one. When the data rides in the check, one
- * exchange of the check's packet with the data in it: recursive doubling
- * in rondo's own exchange (in->check_exchange), with the node-aware one's
- * steps where one rank of a node carries the data across
- * (in->check_leaders), MPI's choice in MPI's. */
-static double cost(const select_params_t *prm, const select_input_t *in)
+/* Where a call's data rides in the check (algo.h): one exchange of the
+ * packet with the data in it, recursive doubling in rondo's own exchange
+ * (in->check_exchange), with the node-aware one's steps where one rank of
+ * a node carries the data across (in->check_leaders), MPI's choice in
+ * MPI's. */
+double algo_inline_time(const select_params_t *prm, const select_input_t *in)
 {
-  int rides = in->mpi_check && in->bytes <= AGREE_INLINE_BYTES;
-  double n = (double)in->bytes, m = rides ? n + (double)prm->check_bytes : n;
+  double m = (double)in->bytes + (double)prm->check_bytes;
   double t = algo_rd_time(prm, in, m, prm->copy_beta);
-  if (!rides && in->count >= (size_t)rondo__pof2_floor(in->ranks)) {
-    double rab = algo_rab_time(prm, in, n, prm->copy_beta, 2);
-    t = rab < t ? rab : t;
-  }
-  int own = rides && in->check_exchange; /* rondo's exchange's steps, not MPI's choice */
   double lg = rondo__log2(rondo__pof2_floor(in->ranks));
   double aware = prm->copy_beta * m + prm->intra.gamma * m * lg +
                  select_node_aware_steps_time(prm, in, m);
-  if (own && in->check_leaders)
-    t = aware; /* one rank a node carries the data across */
-  else if (!own && select_mpi_node_aware(prm, in) && aware < t)
-    t = aware; /* MPI's choice */
-  /* riding in rondo's own exchange, no MPI_Allreduce is called */
-  return t + (own ? 0 : prm->mpi_alpha);
+  if (in->check_exchange) /* rondo's exchange's steps: no MPI_Allreduce is called */
+    return in->check_leaders ? aware : t;
+  /* MPI's choice */
+  return prm->mpi_alpha + (select_mpi_node_aware(prm, in) && aware < t ? aware : t);
+}
+
+/* Cost: MPICH's own choice, the cheaper of recursive doubling and
+ * Rabenseifner (when count >= p'), plus its per-call overhead mpi_alpha;
+ * where MPI's all-reduce is node-aware (select_mpi_node_aware) the cheaper
+ * of those and the node-aware one. When the data rides in the check,
+ * algo_inline_time. */
+static double cost(const select_params_t *prm, const select_input_t *in)
+{
+  if (in->mpi_check && in->bytes <= AGREE_INLINE_BYTES)
+    return algo_inline_time(prm, in);
+  double n = (double)in->bytes;
+  double t = algo_rd_time(prm, in, n, prm->copy_beta);
+  if (in->count >= (size_t)rondo__pof2_floor(in->ranks)) {
+    double rab = algo_rab_time(prm, in, n, prm->copy_beta, 2);
+    t = rab < t ? rab : t;
+  }
+  double lg = rondo__log2(rondo__pof2_floor(in->ranks));
+  double aware = prm->copy_beta * n + prm->intra.gamma * n * lg +
+                 select_node_aware_steps_time(prm, in, n);
+  if (select_mpi_node_aware(prm, in) && aware < t)
+    t = aware;
+  return t + prm->mpi_alpha;
 }
 
 const algo_desc_t algo_mpi = {

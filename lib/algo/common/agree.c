@@ -385,10 +385,11 @@ static rondo_status_t left(rondo_comm_t comm, const agree_sig_t *sig, int rank)
 
 /* ---- the check across nodes ---------------------------------------------------------------- */
 
-/* This rank's packet, without data; rides: its all-reduce's data rides in
- * the exchange. */
+/* This rank's packet, its data still to be copied in; d: the data it
+ * carries (NULL: none); rides: its all-reduce's data rides in the
+ * exchange. */
 static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                        int rides, packet_t *p)
+                        const agree_inline_t *d, int rides, packet_t *p)
 {
   memset(p, 0, sizeof *p + comm->check_room);
   int ok = local == RONDO_SUCCESS;
@@ -400,6 +401,12 @@ static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig
     p->dtype = (int32_t)sig->value[1];
     p->op = (int32_t)sig->value[2];
     p->algo = (int32_t)sig->value[3];
+  }
+  if (ok && d != NULL) { /* the data's own shape: a reduce-scatter's or all-gather's */
+    p->count = (int64_t)d->count;
+    p->dtype = (int32_t)d->dtype;
+    p->op = (int32_t)d->op;
+    p->algo = RONDO_ALGO_MPI;
   }
   p->failed = ok ? 0 : comm->size - comm->rank;
   p->leaving = sig->coll == AGREE_COMM_DESTROY ? comm->size - comm->rank : 0;
@@ -453,20 +460,23 @@ static rondo_status_t mismatch(const agree_sig_t *sig, const int64_t r[DETAIL_WO
                      agree_coll_name(sig->coll));
 }
 
-/* One exchange of packets (check_exchange.c), then what it says. data:
- * this rank's inline all-reduce input (NULL: none), its result into out;
- * rider: the all-reduce whose data rides in the exchange, or NULL. */
+/* One exchange of packets (check_exchange.c), then what it says. d: the
+ * data this rank's packet carries (NULL: none); rider: the all-reduce
+ * whose data rides in the exchange, or NULL. */
 static rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                                const void *data, size_t bytes, void *out, check_rider_t *rider)
+                                   const agree_inline_t *d, check_rider_t *rider)
 {
   /* The packet with comm's room, whatever this rank's call: ranks in
    * different collectives must still exchange packets of one size for the
    * mismatch to be reported. */
   int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
   packet_t *all = (packet_t *)buf;
-  packet_fill(comm, local, sig, rider != NULL, all);
-  if (data != NULL && local == RONDO_SUCCESS)
-    memcpy(packet_data(all), data, bytes);
+  packet_fill(comm, local, sig, d, rider != NULL, all);
+  size_t bytes = d != NULL ? d->count * rondo_dtype_size(d->dtype) : 0;
+  if (bytes > comm->check_room)
+    bytes = 0; /* only its size rides: packet_data_bytes */
+  if (bytes > 0 && local == RONDO_SUCCESS && d->in_bytes > 0)
+    memcpy(packet_data(all) + d->at, d->in, d->in_bytes);
   RONDO_CHECK(check_exchange(comm, all, local == RONDO_SUCCESS ? rider : NULL, NULL));
   packet_next_room(comm, all);
   int64_t r[DETAIL_WORDS];
@@ -487,8 +497,8 @@ static rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, cons
   if (rider != NULL && !all->rides)
     return rondo__fail(RONDO_ERR_INTERNAL, "%s: the data did not ride in every step",
                        agree_coll_name(sig->coll)); /* (agreed calls always ride alike) */
-  if (data != NULL)
-    memcpy(out, packet_data(all), bytes);
+  if (bytes > 0)
+    memcpy(d->out, packet_data(all), bytes);
   return RONDO_SUCCESS;
 }
 
@@ -501,13 +511,14 @@ void agree_packet_free(void) { check_free(); }
 int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes)
 {
   return comm->size > 1 && comm->board == NULL && !agree_skip && algo == RONDO_ALGO_MPI &&
-         count > 0 && bytes <= comm->check_room;
+         count > 0 && bytes <= AGREE_INLINE_BYTES;
 }
 
-rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
-                                      const void *sendbuf, void *recvbuf, size_t bytes)
+rondo_status_t agree_inline(rondo_comm_t comm, const agree_sig_t *sig, const agree_inline_t *d,
+                            int *rode)
 {
-  return agree_across(comm, RONDO_SUCCESS, sig, sendbuf, bytes, recvbuf, NULL);
+  *rode = d->count * rondo_dtype_size(d->dtype) <= comm->check_room;
+  return agree_across(comm, RONDO_SUCCESS, sig, d, NULL);
 }
 
 int agree_rider_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count)
@@ -519,7 +530,7 @@ int agree_rider_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count)
 rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                                  check_rider_t *rider)
 {
-  return agree_across(comm, local, sig, NULL, 0, NULL, rider);
+  return agree_across(comm, local, sig, NULL, rider);
 }
 
 rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
@@ -536,7 +547,7 @@ rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_s
   if (comm->size == 1 || agree_skip)
     return local;
   if (comm->board == NULL)
-    return agree_across(comm, local, sig, NULL, 0, NULL, NULL);
+    return agree_across(comm, local, sig, NULL, NULL);
   agree_post(comm, local, sig);
   return agree_finish(comm, local, sig);
 }
@@ -609,7 +620,7 @@ static rondo_status_t leave_across(rondo_comm_t comm, const agree_sig_t *sig,
 {
   int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
   packet_t *all = (packet_t *)buf;
-  packet_fill(comm, RONDO_SUCCESS, sig, 0, all);
+  packet_fill(comm, RONDO_SUCCESS, sig, NULL, 0, all);
   RONDO_CHECK(check_exchange(comm, all, NULL, comm->yield_any ? poll : NULL));
   packet_next_room(comm, all);
   /* every rank's call was this one (no mismatch is told here: a rank in

@@ -79,9 +79,10 @@ int agree_board_active(rondo_comm_t comm);
  * wait for everyone's data (shm.c). */
 void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
 rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig);
-/* Across nodes, the check's packet carries a small all-reduce of the mpi
- * algorithm: AGREE_INLINE_BYTES at most, and at most the room the calls
- * before gave it (check_packet.c). */
+/* Across nodes, the check's packet carries the data of a small call of the
+ * mpi algorithm (an all-reduce, reduce-scatter or all-gather):
+ * AGREE_INLINE_BYTES at most, and at most the room the calls before gave
+ * it (check_packet.c). */
 #ifdef OPEN_MPI
 #define AGREE_INLINE_BYTES 8192 /* see check_packet.c */
 #else
@@ -89,15 +90,34 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local, const agree
 #endif
 /* The room of a new comm's packet. */
 #define AGREE_FIRST_ROOM 1024
-/* Whether a valid all-reduce of count elements (bytes) by algo travels in
- * the check on comm. Equal on every rank that calls alike. */
+/* Whether a valid call of count elements (bytes: the data that would ride,
+ * every rank's) by algo takes its check with agree_inline: its data then
+ * travels in the packet where the room holds it. Equal on every rank that
+ * calls alike. */
 int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes);
-/* The check and the all-reduce of sendbuf in one exchange (valid local
- * arguments; sig names the call, with RONDO_ALGO_MPI): recvbuf gets the
- * reduction (AVG still to be finished by the caller) or the call fails as
+/* The data a call sends inside the check's packet: count elements of
+ * dtype, every rank's combined by op (AVG as SUM), as an all-reduce
+ * combines them. This rank's in_bytes bytes of in go at byte at of it, the
+ * rest is zeros: an all-reduce sends its whole input, a reduce-scatter
+ * too (each rank keeps its block of the result), an all-gather its block
+ * at its offset, summed as uint8 with every other rank's zeros. out gets
+ * the combined count elements. */
+typedef struct {
+  size_t count;
+  rondo_dtype_t dtype;
+  rondo_op_t op;
+  const void *in;
+  size_t at, in_bytes;
+  void *out;
+} agree_inline_t;
+/* The check, and the data of d in the same exchange where comm's room
+ * holds it (valid local arguments; sig names the call, with
+ * RONDO_ALGO_MPI; agree_inline_fits). *rode: whether d->out got the
+ * combination; if not, the check passed and the caller moves the data
+ * (the packet told its size: the next such call rides). Fails as
  * agree_call would. Collective. */
-rondo_status_t agree_allreduce_inline(rondo_comm_t comm, const agree_sig_t *sig,
-                                      const void *sendbuf, void *recvbuf, size_t bytes);
+rondo_status_t agree_inline(rondo_comm_t comm, const agree_sig_t *sig, const agree_inline_t *d,
+                            int *rode);
 /* Whether a valid all-reduce of count elements by algo sends its data in
  * the steps of the check across nodes on comm (Rabenseifner's halving: its
  * rider). Equal on every rank that calls alike. */

@@ -110,6 +110,13 @@ const select_menu_t *algo_menu(void);
 /* "mpi, ring, ...": every name of the table, for error messages. */
 const char *algo_names(void);
 
+/* The time of a call of the mpi algorithm whose data rides in the argument
+ * check's packet across nodes (in->mpi_check, in->bytes at most
+ * AGREE_INLINE_BYTES): an all-reduce, a reduce-scatter (the whole input
+ * reduced, each rank keeping its block) or an all-gather (the blocks at
+ * their offsets, summed with zeros) all cost one exchange of in->bytes
+ * more (allreduce_mpi.c). */
+double algo_inline_time(const select_params_t *prm, const select_input_t *in);
 /* Cost-model terms the algorithms share (each in its algorithm's file):
  * n bytes over in's ranks and nodes (rd, rab), or over p ranks at level lv
  * (ring); copy = seconds per byte of the input copy (0 in place), chunk =

@@ -79,24 +79,27 @@ static size_t room_floor(size_t bytes)
   return r;
 }
 
-/* Whether p is the packet of a valid all-reduce on which every rank so far
- * agrees (every rank, once reduced), and its bytes and algorithm. */
-static int allreduce_of(const packet_t *p, size_t *bytes, int64_t *algo)
+/* Whether p is the packet of a valid call that sizes the room (an
+ * all-reduce, or a reduce-scatter or all-gather whose data it carries) on
+ * which every rank so far agrees (every rank, once reduced), and its
+ * bytes and algorithm. */
+static int data_call_of(const packet_t *p, size_t *bytes, int64_t *algo)
 {
-  if (!packet_agrees(p) || p->coll != AGREE_ALLREDUCE || p->dtype < 0 ||
-      p->dtype >= RONDO_DTYPE_COUNT || p->count <= 0)
+  if (!packet_agrees(p) || p->dtype < 0 || p->dtype >= RONDO_DTYPE_COUNT || p->count <= 0)
+    return 0;
+  if (p->coll != AGREE_ALLREDUCE && p->coll != AGREE_REDUCE_SCATTER &&
+      p->coll != AGREE_ALLGATHER)
     return 0;
   *bytes = (size_t)p->count * rondo_dtype_size((rondo_dtype_t)p->dtype);
   *algo = p->algo;
   return 1;
 }
 
-/* Whether p carries the data of an inline all-reduce, and its length. */
+/* Whether p carries inline data, and its length. */
 static int carries(const packet_t *p, size_t *bytes)
 {
   int64_t algo;
-  return allreduce_of(p, bytes, &algo) && algo == RONDO_ALGO_MPI &&
-         *bytes <= (size_t)p->room;
+  return data_call_of(p, bytes, &algo) && algo == RONDO_ALGO_MPI && *bytes <= (size_t)p->room;
 }
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -155,7 +158,7 @@ void packet_next_room(rondo_comm_t comm, const packet_t *all)
 {
   size_t bytes, room = comm->check_room;
   int64_t algo;
-  if (!allreduce_of(all, &bytes, &algo))
+  if (!data_call_of(all, &bytes, &algo))
     return;
   if (algo == RONDO_ALGO_MPI && bytes <= AGREE_INLINE_BYTES) {
     size_t c = room_ceil(bytes);

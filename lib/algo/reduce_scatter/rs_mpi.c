@@ -3,16 +3,34 @@
  * MPI_Reduce_scatter_block for equal blocks, MPI_Reduce_scatter for a
  * count per rank, with the datatype and op mapping of p2p.c (user ops over
  * rondo's kernels for float16/bfloat16 and floating MIN/MAX). A block is
- * limited to INT_MAX elements: user-defined ops take int counts.
+ * limited to INT_MAX elements: user-defined ops take int counts. A call
+ * of at most AGREE_INLINE_BYTES across nodes travels inside the argument
+ * check's exchange instead, the whole input reduced there as an
+ * all-reduce's (check_packet.c), so the check and the data cost one
+ * exchange; each rank keeps its block.
  */
 #include "algo/common/blocks.h"
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 static rondo_status_t reduce_scatter_mpi(const algo_blocks_args_t *a)
 {
   rondo_comm_t comm = a->comm;
+  if (a->agree != NULL) { /* small, across nodes: the data rides in the check */
+    unsigned char all[AGREE_INLINE_BYTES];
+    agree_inline_t d = {.count = a->total, .dtype = a->dtype, .op = a->op, .in = a->sendbuf,
+                        .in_bytes = a->total * a->esize, .out = all};
+    int rode = 0;
+    RONDO_CHECK(agree_inline(comm, a->agree, &d, &rode));
+    if (rode) {
+      size_t mine = a->counts[comm->rank] * a->esize;
+      if (mine > 0)
+        memcpy(a->recvbuf, all + a->displs[comm->rank] * a->esize, mine);
+      return RONDO_SUCCESS;
+    }
+  }
   MPI_Datatype mtype;
   MPI_Op mop;
   RONDO_CHECK(algo_mpi_op(a->dtype, a->op, &mtype, &mop));
@@ -47,9 +65,12 @@ static const char *cannot_run(const select_input_t *in)
 
 /* Cost: MPICH's choice for a commutative op, recursive halving below
  * 512 KiB and pairwise exchange above (algo_rs_halving_time,
- * algo_rs_pairwise_time), plus MPI's per-call overhead. */
+ * algo_rs_pairwise_time), plus MPI's per-call overhead; riding in the
+ * check, algo_inline_time. */
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
+  if (in->mpi_check && in->bytes <= AGREE_INLINE_BYTES)
+    return algo_inline_time(prm, in);
   double n = (double)in->bytes;
   double t = n < 512 * 1024 ? algo_rs_halving_time(prm, in, n) : algo_rs_pairwise_time(prm, in, n);
   return prm->mpi_alpha + t;
@@ -57,7 +78,7 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 
 const algo_desc_t algo_rs_mpi = {
     .select = {.id = RONDO_ALGO_MPI, .name = "mpi", .mem = SELECT_MEM_HOST,
-               .cannot_run = cannot_run, .cost = cost},
+               .cannot_run = cannot_run, .cost = cost, .rides_check = AGREE_INLINE_BYTES},
     .collectives = ALGO_SERVES_REDUCE_SCATTER,
     .blocks = reduce_scatter_mpi,
 };
