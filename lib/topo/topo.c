@@ -3,10 +3,12 @@
  * nodes (RONDO_NODE_SIZE), node numbering, per-slice cross-node
  * communicators, and the oversubscription check with hwloc (hw.c).
  */
+#define _GNU_SOURCE /* sched_getaffinity, cpu_set_t */
 #include "topo/topo.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -112,20 +114,59 @@ static rondo_status_t probe_hw(MPI_Comm real_node, topo_t *t)
 }
 #endif
 
-/* Ranks of comm on this machine, by processor name (the host name): network
- * namespaces (the multi-host test bed) or containers can split one machine
- * into several MPI nodes whose ranks still share its cores. Two names with
- * the same hash count as one machine, which can only overstate sharing. */
+/* FNV-1a of n bytes into h. */
+static unsigned fnv(unsigned h, const void *p, size_t n)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
+/* What tells this process's machine and its share of the cores: the
+ * kernel's boot id where Linux has one (network namespaces, as in the
+ * multi-host test bed, and containers share the kernel and its cores
+ * whatever host names they give themselves), else the processor name;
+ * with the CPUs the process may run on, so that containers held to
+ * separate cores of one kernel count apart. */
+static unsigned machine_key(void)
+{
+  unsigned h = 2166136261u;
+  char id[64];
+  size_t n = 0;
+#ifdef RONDO_SMPI
+  FILE *f = NULL; /* every simulated host shares the process: its name tells them */
+#else
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+#endif
+  if (f != NULL) {
+    n = fread(id, 1, sizeof id, f);
+    fclose(f);
+  }
+  if (n > 0) {
+    h = fnv(h, id, n);
+  } else {
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS && len > 0)
+      h = fnv(h, name, (size_t)len);
+  }
+#if defined(__linux__) && !defined(RONDO_SMPI)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    h = fnv(h, &set, sizeof set);
+#endif
+  return h;
+}
+
+/* Ranks of comm on this machine (machine_key): network namespaces (the
+ * multi-host test bed) or containers can split one machine into several
+ * MPI nodes whose ranks still share its cores. Two keys with the same
+ * hash count as one machine, which can only overstate sharing. */
 static rondo_status_t machine_ranks(MPI_Comm comm, int rank, int *out)
 {
-  char name[MPI_MAX_PROCESSOR_NAME];
-  int len = 0;
-  MPI_CHECK(MPI_Get_processor_name(name, &len));
-  unsigned h = 2166136261u;
-  for (int i = 0; i < len; i++)
-    h = (h ^ (unsigned char)name[i]) * 16777619u;
   MPI_Comm same;
-  MPI_CHECK(MPI_Comm_split(comm, (int)(h & 0x7fffffff), rank, &same));
+  MPI_CHECK(MPI_Comm_split(comm, (int)(machine_key() & 0x7fffffff), rank, &same));
   rondo_status_t st = RONDO_SUCCESS;
   MPI_CHECK_GOTO(MPI_Comm_size(same, out), st, done);
 done:
