@@ -508,14 +508,15 @@ static int shm_agrees(rondo_comm_t comm, rondo_status_t st, rondo_algo_t algo, s
          agree_board_active(comm) && comm->shm != NULL && !agree_skip;
 }
 
-/* A device call runs NCCL or stages through the host's choice: the family's
- * members are host algorithms. */
+/* A device call runs the family's nccl or staged member: the others are
+ * host algorithms. */
 static rondo_status_t device_algo(const char *fn, rondo_algo_t algo, int device)
 {
-  if (device >= 0 && algo != RONDO_ALGO_AUTO)
+  if (device >= 0 && algo != RONDO_ALGO_AUTO && algo != RONDO_ALGO_NCCL &&
+      algo != RONDO_ALGO_STAGED)
     return rondo__fail(RONDO_ERR_UNSUPPORTED,
-                       "%s: the %s algorithm takes host buffers; device buffers run NCCL or "
-                       "stage through host memory (RONDO_ALGO_AUTO)",
+                       "%s: the %s algorithm takes host buffers; device buffers run nccl or "
+                       "staged (or RONDO_ALGO_AUTO)",
                        fn, rondo_algo_name(algo));
   return RONDO_SUCCESS;
 }
@@ -535,9 +536,11 @@ rondo_status_t rondo_allgather_algo(rondo_comm_t comm, const void *sendbuf, void
   agree_sig_t sig = {.coll = AGREE_ALLGATHER};
   agree_sig_add(&sig, "count", (int64_t)count);
   agree_sig_add(&sig, "dtype", dtype);
-  if (device >= 0) {
+  if (device >= 0) { /* the algorithm as requested: the choice needs the GPU state */
+    agree_sig_add(&sig, "algorithm", algo);
     RONDO_CHECK(agree_memory(comm, st, &sig, device));
-    return bytes == 0 ? RONDO_SUCCESS : algo_device_allgather(comm, sendbuf, recvbuf, bytes);
+    return bytes == 0 ? RONDO_SUCCESS
+                      : algo_allgather_device(comm, sendbuf, recvbuf, bytes, algo);
   }
   if (st == RONDO_SUCCESS && bytes > 0) {
     select_input_t in = algo_family_input(comm, RONDO_COLL_ALLGATHER, NULL, bytes, RONDO_UINT8,
@@ -711,11 +714,12 @@ rondo_status_t rondo_reduce_scatter_algo(rondo_comm_t comm, const void *sendbuf,
   agree_sig_add(&sig, "recvcount", (int64_t)recvcount);
   agree_sig_add(&sig, "dtype", dtype);
   agree_sig_add(&sig, "op", op);
-  if (device >= 0) {
+  if (device >= 0) { /* the algorithm as requested: the choice needs the GPU state */
+    agree_sig_add(&sig, "algorithm", algo);
     RONDO_CHECK(agree_memory(comm, st, &sig, device));
     return recvcount == 0 ? RONDO_SUCCESS
-                          : algo_device_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype,
-                                                       op);
+                          : algo_reduce_scatter_device(comm, sendbuf, recvbuf, recvcount, dtype,
+                                                       op, algo);
   }
   return rs_host(comm, st, &sig, sendbuf, recvbuf, NULL, recvcount, dtype, op, algo);
 }

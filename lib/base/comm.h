@@ -89,6 +89,7 @@ struct rondo_comm {
     rondo_dtype_t dtype;
     rondo_op_t op;
     int blocks_equal;
+    int mem;                  /* select_mem_t: host and device calls choose apart */
     rondo_algo_t algo;        /* RONDO_ALGO_AUTO: none yet */
   } last_family[RONDO_COLL_COUNT];
   struct gpu_state *gpu;      /* device buffers' state (lib/algo/common/gpu.c), or NULL */

@@ -530,7 +530,9 @@ static rondo_status_t run_coll(work_t *w)
     return wait_or_abort(c, &req);
   }
   if (w->coll_kind == COLL_ALLGATHER) {
-    rc = MPI_Iallgather(w->src, (int)bytes, MPI_BYTE, w->dst, (int)bytes, MPI_BYTE, c->mpi, &req);
+    /* as NCCL: in place where sendbuf is this rank's block of recvbuf */
+    const void *src = w->src == (char *)w->dst + (size_t)c->rank * bytes ? MPI_IN_PLACE : w->src;
+    rc = MPI_Iallgather(src, (int)bytes, MPI_BYTE, w->dst, (int)bytes, MPI_BYTE, c->mpi, &req);
     if (rc != MPI_SUCCESS)
       return rondo__mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__);
     return wait_or_abort(c, &req);

@@ -24,6 +24,9 @@
  *    explanations;
  *  - broadcast (every root), allgather and reduce-scatter (every op) on
  *    device buffers, exact: NCCL's with a device per rank, staged else;
+ *    the two families' members forced (staged, and nccl with a device per
+ *    rank), out of place and in place; a host member forced onto device
+ *    buffers, and nccl where ranks share a device, refused everywhere;
  *  - the engine: device and host requests (never fused together) of several
  *    sizes, exact, in and out of place; scales refused; a name with host
  *    buffers on one rank and device buffers on another (a mismatch); a
@@ -346,10 +349,58 @@ static void fill_input_of(int rank, rondo_dtype_t dt, size_t count, void *buf)
     mt_store(dt, buf, k, mt_value(dt, RONDO_SUM, rank, k));
 }
 
+/* The reduce-scatter and all-gather members on device buffers: AUTO,
+ * staged, and nccl where every rank has a device of its own. */
+static rondo_algo_t algos[3] = {RONDO_ALGO_AUTO, RONDO_ALGO_STAGED, RONDO_ALGO_NCCL};
+static int nalgos;
+
+/* An all-gather of n elements a rank by algo, out of place or in place
+ * (sendbuf this rank's block of recvbuf), every block checked. */
+static void gather_case(rondo_comm_t comm, const bufs_t *b, size_t n, rondo_dtype_t dt,
+                        rondo_algo_t algo, int in_place)
+{
+  size_t p = (size_t)mt.size, es = mt_dtype_size(dt);
+  mt_where("allgather of %zu %s by %s on device buffers, %s", n, mt_dtype_str(dt),
+           rondo_algo_name(algo), in_place ? "in place" : "out of place");
+  mt_fill_input(dt, RONDO_SUM, 0, n, b->input);
+  poison(b->recv, p * n * es, b->out);
+  char *send = in_place ? b->recv + (size_t)mt.rank * n * es : b->send;
+  copy(send, b->input, n * es);
+  if (!MT_EQ_STATUS(rondo_allgather_algo(comm, send, b->recv, n, dt, algo), RONDO_SUCCESS))
+    return;
+  copy(b->out, b->recv, p * n * es);
+  for (int r = 0; r < mt.size; r++) {
+    fill_input_of(r, dt, n, b->want);
+    mt_check_elems("allgather block", dt, b->out + (size_t)r * n * es, b->want, n);
+  }
+}
+
+/* A reduce-scatter of n elements a rank by algo, out of place or in place
+ * (recvbuf this rank's block of sendbuf). */
+static void rs_case(rondo_comm_t comm, const bufs_t *b, size_t n, rondo_dtype_t dt, rondo_op_t op,
+                    rondo_algo_t algo, int in_place)
+{
+  size_t p = (size_t)mt.size, es = mt_dtype_size(dt);
+  mt_where("reduce_scatter of %zu %s %s per rank by %s on device buffers, %s", n,
+           mt_dtype_str(dt), mt_op_str(op), rondo_algo_name(algo),
+           in_place ? "in place" : "out of place");
+  mt_fill_input(dt, op, 0, p * n, b->input);
+  copy(b->send, b->input, p * n * es);
+  mt_fill_reduced(dt, op, (uint64_t)mt.rank * n, n, b->want);
+  char *recv = in_place ? b->send + (size_t)mt.rank * n * es : b->recv;
+  if (!in_place)
+    poison(b->recv, n * es, b->out);
+  if (MT_EQ_STATUS(rondo_reduce_scatter_algo(comm, b->send, recv, n, dt, op, algo),
+                   RONDO_SUCCESS)) {
+    copy(b->out, recv, n * es);
+    mt_check_elems("reduce_scatter block", dt, b->out, b->want, n);
+  }
+}
+
 static void test_other_collectives(rondo_comm_t comm, const bufs_t *b)
 {
-  size_t p = (size_t)mt.size;
   size_t counts[] = {1, 7, 1031};
+  nalgos = shared ? 2 : 3;
   for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
     size_t n = counts[c];
     for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt += 3) { /* int8, int64, float32 */
@@ -369,33 +420,27 @@ static void test_other_collectives(rondo_comm_t comm, const bufs_t *b)
           mt_check_elems("broadcast", (rondo_dtype_t)dt, b->out, b->want, n);
         }
       }
-      mt_where("allgather of %zu %s on device buffers", n, mt_dtype_str((rondo_dtype_t)dt));
-      mt_fill_input((rondo_dtype_t)dt, RONDO_SUM, 0, n, b->input);
-      copy(b->send, b->input, n * es);
-      poison(b->recv, p * n * es, b->out);
-      if (MT_EQ_STATUS(rondo_allgather(comm, b->send, b->recv, n, (rondo_dtype_t)dt),
-                       RONDO_SUCCESS)) {
-        copy(b->out, b->recv, p * n * es);
-        for (int r = 0; r < mt.size; r++) {
-          fill_input_of(r, (rondo_dtype_t)dt, n, b->want);
-          mt_check_elems("allgather block", (rondo_dtype_t)dt, b->out + (size_t)r * n * es,
-                         b->want, n);
+      for (int k = 0; k < nalgos; k++)
+        for (int in_place = 0; in_place < 2; in_place++) {
+          gather_case(comm, b, n, (rondo_dtype_t)dt, algos[k], in_place);
+          for (int op = 0; op < MT_OPS; op++)
+            rs_case(comm, b, n, (rondo_dtype_t)dt, (rondo_op_t)op, algos[k], in_place);
         }
-      }
-      for (int op = 0; op < MT_OPS; op++) {
-        mt_where("reduce_scatter of %zu %s %s per rank on device buffers", n,
-                 mt_dtype_str((rondo_dtype_t)dt), mt_op_str((rondo_op_t)op));
-        mt_fill_input((rondo_dtype_t)dt, (rondo_op_t)op, 0, p * n, b->input);
-        copy(b->send, b->input, p * n * es);
-        mt_fill_reduced((rondo_dtype_t)dt, (rondo_op_t)op, (uint64_t)mt.rank * n, n, b->want);
-        if (MT_EQ_STATUS(rondo_reduce_scatter(comm, b->send, b->recv, n, (rondo_dtype_t)dt,
-                                              (rondo_op_t)op),
-                         RONDO_SUCCESS)) {
-          copy(b->out, b->recv, n * es);
-          mt_check_elems("reduce_scatter block", (rondo_dtype_t)dt, b->out, b->want, n);
-        }
-      }
     }
+  }
+  /* a host member forced onto device buffers: refused on every rank */
+  mt_where("allgather forced onto ring with device buffers");
+  MT_EQ_STATUS(rondo_allgather_algo(comm, b->send, b->recv, 1, RONDO_FLOAT32, RONDO_ALGO_RING),
+               RONDO_ERR_UNSUPPORTED);
+  mt_where("reduce_scatter forced onto shm with device buffers");
+  MT_EQ_STATUS(rondo_reduce_scatter_algo(comm, b->send, b->recv, 1, RONDO_FLOAT32, RONDO_SUM,
+                                         RONDO_ALGO_SHM),
+               RONDO_ERR_UNSUPPORTED);
+  if (shared) { /* nccl forced where ranks share a device: refused on every rank */
+    mt_where("reduce_scatter forced onto nccl with a shared device");
+    MT_EQ_STATUS(rondo_reduce_scatter_algo(comm, b->send, b->recv, 1, RONDO_FLOAT32, RONDO_SUM,
+                                           RONDO_ALGO_NCCL),
+                 RONDO_ERR_UNSUPPORTED);
   }
 }
 

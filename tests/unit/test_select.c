@@ -1049,6 +1049,50 @@ static select_input_t family_layout(rondo_coll_t coll, size_t block, int ranks, 
   return in;
 }
 
+/* On device memory each family chooses between its nccl and staged
+ * members alone: nccl where NCCL can run and the blocks are equal, staged
+ * where ranks share a GPU, NCCL lacks the type or the blocks differ; the
+ * host members are not eligible, and nccl and staged are not on host
+ * memory. */
+static void test_families_on_device_memory(void **state)
+{
+  (void)state;
+  static const rondo_coll_t colls[] = {RONDO_COLL_REDUCE_SCATTER, RONDO_COLL_ALLGATHER};
+  for (size_t k = 0; k < 2; k++) {
+    const select_menu_t *m = k == 0 ? algo_rs_menu() : algo_ag_menu();
+    select_result_t res;
+    for (size_t block = 1; block <= (1u << 22); block *= 64) {
+      select_input_t in = family_layout(colls[k], block, 4, 2);
+      in.mem = SELECT_MEM_DEVICE;
+      in.has_nccl = 1;
+      in.gpu_shared = 0;
+      in.gpu_node_shared = 0;
+      assert_int_equal(select_choose(&select_default_params, m, NULL, RONDO_ALGO_AUTO, &in, &res),
+                       RONDO_ALGO_NCCL);
+      assert_true(res.cand[RONDO_ALGO_RING].why_not != NULL);
+      in.gpu_shared = 1;
+      assert_int_equal(select_choose(&select_default_params, m, NULL, RONDO_ALGO_AUTO, &in, &res),
+                       RONDO_ALGO_STAGED);
+      assert_non_null(strstr(res.cand[RONDO_ALGO_NCCL].why_not, "share a GPU"));
+      in.gpu_shared = 0;
+      in.blocks_equal = 0;
+      assert_int_equal(select_choose(&select_default_params, m, NULL, RONDO_ALGO_AUTO, &in, &res),
+                       RONDO_ALGO_STAGED);
+      assert_non_null(strstr(res.cand[RONDO_ALGO_NCCL].why_not, "uneven blocks"));
+      in.blocks_equal = 1;
+      in.has_nccl = 0;
+      assert_int_equal(select_choose(&select_default_params, m, NULL, RONDO_ALGO_AUTO, &in, &res),
+                       RONDO_ALGO_STAGED);
+      in = family_layout(colls[k], block, 4, 2); /* host memory */
+      rondo_algo_t host = select_choose(&select_default_params, m, NULL, RONDO_ALGO_AUTO, &in,
+                                        &res);
+      assert_true(host != RONDO_ALGO_NCCL && host != RONDO_ALGO_STAGED &&
+                  host != RONDO_ALGO_AUTO);
+      assert_true(res.cand[RONDO_ALGO_STAGED].why_not != NULL);
+    }
+  }
+}
+
 /* One table holds every collective's rules (the menus chain from the
  * all-reduce's): each rule names its collective, its algorithm is one of
  * that collective's, and a lookup matches only the input's collective. */
@@ -1149,13 +1193,12 @@ static void test_table_rules_per_collective(void **state)
     const char *says;
   } bad[] = {
       {"reduce_scatter * * * * rabenseifner", "unknown algorithm 'rabenseifner'"},
-      {"reduce_scatter * * * * nccl", "unknown algorithm 'nccl'"},
-      {"reduce_scatter * * * * staged", "unknown algorithm 'staged'"},
+      {"reduce_scatter * * * * hierarchical_nccl", "unknown algorithm 'hierarchical_nccl'"},
       {"reduce_scatter * * * * adasum", "unknown algorithm 'adasum'"},
       {"reduce_scatter * * * * bruck", "unknown algorithm 'bruck'"},
       {"reduce_scatter * * * * recursive_doubling", "unknown algorithm 'recursive_doubling'"},
       {"reduce_scatter * * * * auto", "unknown algorithm 'auto'"},
-      {"allgather * * * * nccl", "unknown algorithm 'nccl'"},
+      {"allgather * * * * adasum", "unknown algorithm 'adasum'"},
       {"allgather * * * * rabenseifner", "unknown algorithm 'rabenseifner'"},
       {"allgather * * * * hierarchical_nccl", "unknown algorithm 'hierarchical_nccl'"},
       {"allgather * * * * pairwise", "unknown algorithm 'pairwise'"},
@@ -1298,16 +1341,16 @@ static void test_family_tables_are_complete(void **state)
   static const struct {
     rondo_coll_t coll;
     unsigned serves;
-    rondo_algo_t members[6];
+    rondo_algo_t members[8];
   } fam[] = {
       {RONDO_COLL_REDUCE_SCATTER,
        ALGO_SERVES_REDUCE_SCATTER,
        {RONDO_ALGO_MPI, RONDO_ALGO_RING, RONDO_ALGO_PAIRWISE, RONDO_ALGO_RECURSIVE_HALVING,
-        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL}},
+        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL, RONDO_ALGO_NCCL, RONDO_ALGO_STAGED}},
       {RONDO_COLL_ALLGATHER,
        ALGO_SERVES_ALLGATHER,
        {RONDO_ALGO_MPI, RONDO_ALGO_RING, RONDO_ALGO_RECURSIVE_DOUBLING, RONDO_ALGO_BRUCK,
-        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL}},
+        RONDO_ALGO_SHM, RONDO_ALGO_HIERARCHICAL, RONDO_ALGO_NCCL, RONDO_ALGO_STAGED}},
   };
   for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
     rondo_coll_t coll = fam[f].coll;
@@ -1338,7 +1381,10 @@ static void test_family_tables_are_complete(void **state)
       assert_ptr_equal(algo_family_find_name(coll, row->name), d);
       assert_non_null(strstr(algo_family_names(coll), row->name));
       assert_non_null(row->cost);
-      assert_int_equal(row->mem, SELECT_MEM_HOST);
+      /* nccl and staged take device buffers, the others host buffers */
+      assert_int_equal(row->mem, id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED
+                                     ? SELECT_MEM_DEVICE
+                                     : SELECT_MEM_HOST);
       assert_int_equal(row->adasum, 0);
       assert_int_equal(d->collectives, fam[f].serves);
       assert_false(d->collectives & ALGO_SERVES_ALLREDUCE);
@@ -1531,6 +1577,7 @@ int main(void)
       cmocka_unit_test(test_load_reads_a_file_and_reports_io_errors),
       cmocka_unit_test(test_algorithm_table_is_complete),
       cmocka_unit_test(test_family_tables_are_complete),
+      cmocka_unit_test(test_families_on_device_memory),
       cmocka_unit_test(test_explain_lists_every_algorithm_and_the_choice),
       cmocka_unit_test(test_explain_lists_a_familys_members),
       cmocka_unit_test(test_explain_when_nothing_is_eligible),

@@ -4,6 +4,9 @@
  * blocking calls (equal blocks and allgatherv's layouts), lib/engine's
  * fused requests and the device path's host part all come through here.
  *
+ * Device buffers take algo_allgather_device: the family's nccl and staged
+ * members.
+ *
  * An all-gather moves bytes and never looks at them, so the members get
  * the blocks in bytes (esize 1) whatever the caller's element size; one
  * rank copies its block.
@@ -69,5 +72,40 @@ rondo_status_t algo_allgather_block(rondo_comm_t comm, const void *sendbuf, void
   rondo_status_t st =
       algo_allgather_run(comm, sendbuf, recvbuf, counts, NULL, esize, algo, agree);
   free(counts);
+  return st;
+}
+
+/* The staged member's host part (algo_blocks_args_t.host). */
+static rondo_status_t host_run(const algo_blocks_args_t *a, const void *sendbuf, void *recvbuf)
+{
+  return algo_allgather_run(a->comm, sendbuf, recvbuf, a->counts, a->displs, 1, RONDO_ALGO_AUTO,
+                            NULL);
+}
+
+rondo_status_t algo_allgather_device(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                     size_t bytes, rondo_algo_t algo)
+{
+  int p = comm->size;
+  size_t *c = malloc((2 * (size_t)p + 1) * sizeof *c);
+  if (c == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "all-gather: %d offsets", p);
+  size_t *d = c + p;
+  for (int i = 0; i <= p; i++) {
+    if (i < p)
+      c[i] = bytes;
+    d[i] = (size_t)i * bytes;
+  }
+  select_input_t in = algo_family_input_mem(comm, RONDO_COLL_ALLGATHER, NULL, bytes, RONDO_UINT8,
+                                            RONDO_SUM, SELECT_MEM_DEVICE);
+  rondo_status_t st = algo_family_resolve(comm, &in, &algo);
+  if (st == RONDO_SUCCESS) {
+    algo_blocks_args_t a = {.comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .counts = c,
+                            .displs = d, .total = in.count, .packed = 1,
+                            .dtype = RONDO_UINT8, .op = RONDO_SUM, .esize = 1,
+                            .host = host_run};
+    LOG_DEBUG("allgather %zu bytes on device buffers: %s", in.count, rondo_algo_name(algo));
+    st = algo_family_find(RONDO_COLL_ALLGATHER, algo)->blocks(&a);
+  }
+  free(c);
   return st;
 }

@@ -8,11 +8,13 @@
  */
 #include "algo/common/blocks.h"
 
-extern const algo_desc_t algo_ag_mpi, algo_ag_ring, algo_ag_rd, algo_ag_bruck, algo_ag_shm, algo_ag_hier;
+extern const algo_desc_t algo_ag_mpi, algo_ag_ring, algo_ag_rd, algo_ag_bruck, algo_ag_shm, algo_ag_hier,
+    algo_ag_nccl, algo_ag_staged;
 
 static const select_algo_t *const rows[] = {
     &algo_ag_mpi.select, &algo_ag_ring.select, &algo_ag_rd.select,
     &algo_ag_bruck.select, &algo_ag_shm.select, &algo_ag_hier.select,
+    &algo_ag_nccl.select, &algo_ag_staged.select,
 };
 
 /* Last in the chain of menus the tuning parser reads (select.h). */

@@ -18,19 +18,6 @@ static double cost(const select_params_t *prm, const select_input_t *in)
                         prm->ring_chunk, in->nodes > 1);
 }
 
-static const char *cannot_run(const select_input_t *in)
-{
-  if (in->mem != SELECT_MEM_DEVICE)
-    return NULL; /* the selector's memory rule says it */
-  if (!in->has_nccl)
-    return "this rondo has no NCCL (configure --with-nccl)";
-  if (dev_nccl_dtype(in->dtype) < 0)
-    return "NCCL has no type for this dtype (int16: use staged)";
-  if (in->gpu_shared > 0)
-    return "two or more ranks share a GPU, which NCCL refuses (the GPUs line says which)";
-  return NULL;
-}
-
 static rondo_status_t enqueue(gpu_state_t *g, dev_coll_t *coll, const void *ctx)
 {
   const algo_allreduce_args_t *a = ctx;
@@ -62,7 +49,7 @@ static rondo_status_t run(const algo_allreduce_args_t *a)
 
 const algo_desc_t algo_nccl = {
     .select = {.id = RONDO_ALGO_NCCL, .name = "nccl", .mem = SELECT_MEM_DEVICE,
-               .cannot_run = cannot_run, .cost = cost},
+               .cannot_run = gpu_nccl_cannot_run, .cost = cost},
     .collectives = ALGO_SERVES_ALLREDUCE,
     .allreduce = run,
 };

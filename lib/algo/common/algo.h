@@ -260,6 +260,17 @@ rondo_status_t algo_allgather_block(rondo_comm_t comm, const void *sendbuf, void
                                     size_t count, size_t esize, rondo_algo_t algo,
                                     const agree_sig_t *agree);
 
+/* The same on device buffers, after the call was agreed on and the comm's
+ * GPU state attached: the family's nccl or staged member (algo AUTO: the
+ * comm's choice; a host member is refused), equal blocks of count
+ * elements (reduce-scatter; any op, AVG too) or bytes (all-gather). In
+ * place as above. */
+rondo_status_t algo_reduce_scatter_device(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                          size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                          rondo_algo_t algo);
+rondo_status_t algo_allgather_device(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                     size_t bytes, rondo_algo_t algo);
+
 /* Data movement and the other collectives (MPI-backed; see each file). */
 rondo_status_t algo_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);
 rondo_status_t algo_alltoall(rondo_comm_t comm, const void *sendbuf, void *recvbuf,

@@ -9,6 +9,9 @@
  *  - The arguments were validated and agreed on by every rank (lib/api),
  *    but for shm, which agrees in its first round when a->agree is set.
  *  - Any block counts (zero included, uneven), total >= 1, any comm size.
+ *  - Host members (mem HOST) get host buffers; the nccl and staged
+ *    members device buffers, from the device dispatch, which hands them
+ *    the caller's op (AVG too) and in-place forms as they are.
  *  - reduce-scatter: op is SUM, MIN, MAX or PROD (AVG arrives as SUM and
  *    the dispatch divides); recvbuf never overlaps sendbuf (the dispatch
  *    reduces into scratch for the in-place forms and copies).
@@ -39,6 +42,10 @@ struct algo_blocks_args {
   rondo_op_t op;        /* reduce-scatter only */
   size_t esize;
   const agree_sig_t *agree; /* shm agrees on this in its first round, or NULL */
+  /* The staged members' host part: the family's own run of these blocks
+   * on host buffers (the device dispatch sets it; a pointer, since the
+   * dispatch reads the table that lists staged). */
+  rondo_status_t (*host)(const algo_blocks_args_t *a, const void *sendbuf, void *recvbuf);
 };
 
 /* Element offset e of buf, in bytes of a. */
@@ -104,6 +111,10 @@ const char *algo_family_names(rondo_coll_t coll);
  * counts NULL: p equal blocks of block elements. */
 select_input_t algo_family_input(rondo_comm_t comm, rondo_coll_t coll, const size_t *counts,
                                  size_t block, rondo_dtype_t dtype, rondo_op_t op);
+/* The same for buffers in mem (device: the nccl and staged members). */
+select_input_t algo_family_input_mem(rondo_comm_t comm, rondo_coll_t coll, const size_t *counts,
+                                     size_t block, rondo_dtype_t dtype, rondo_op_t op,
+                                     select_mem_t mem);
 /* The comm's choice: its knob, its tuning table, the cost model. */
 rondo_algo_t algo_family_choose(rondo_comm_t comm, const select_input_t *in,
                                 select_result_t *res);

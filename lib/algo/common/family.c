@@ -69,8 +69,13 @@ rondo_algo_t algo_family_choose(rondo_comm_t comm, const select_input_t *in,
                                 select_result_t *res)
 {
   select_params_t params = algo_params(comm);
-  rondo_algo_t algo = select_choose(&params, menu_of(in->coll), comm->tuning,
-                                    comm->forced_family[in->coll], in, res);
+  /* the knob forces calls on its member's memory: a host member's leaves
+   * device calls to AUTO, nccl's and staged's host calls */
+  rondo_algo_t forced = comm->forced_family[in->coll];
+  const algo_desc_t *f = forced != RONDO_ALGO_AUTO ? algo_family_find(in->coll, forced) : NULL;
+  if (f != NULL && f->select.mem != in->mem)
+    forced = RONDO_ALGO_AUTO;
+  rondo_algo_t algo = select_choose(&params, menu_of(in->coll), comm->tuning, forced, in, res);
   LOG_DEBUG("%s of %zu bytes on %d ranks / %d nodes: %s (%s)", rondo_coll_name(in->coll),
             in->bytes, comm->size, in->nodes,
             algo == RONDO_ALGO_AUTO ? "none" : rondo_algo_name(algo), res->reason);
@@ -118,7 +123,7 @@ rondo_status_t algo_family_resolve(rondo_comm_t comm, const select_input_t *in,
   struct comm_last_choice *last = &comm->last_family[in->coll];
   if (*algo == RONDO_ALGO_AUTO && last->algo != RONDO_ALGO_AUTO && last->count == in->count &&
       last->block_max == in->block_max && last->blocks_equal == in->blocks_equal &&
-      last->dtype == in->dtype && last->op == in->op) {
+      last->dtype == in->dtype && last->op == in->op && last->mem == (int)in->mem) {
     *algo = last->algo;
     return RONDO_SUCCESS; /* checked when it was chosen */
   }
@@ -142,6 +147,7 @@ rondo_status_t algo_family_resolve(rondo_comm_t comm, const select_input_t *in,
     last->blocks_equal = in->blocks_equal;
     last->dtype = in->dtype;
     last->op = in->op;
+    last->mem = (int)in->mem;
     last->algo = *algo;
   }
   return RONDO_SUCCESS;

@@ -13,6 +13,13 @@
 select_input_t algo_family_input(rondo_comm_t comm, rondo_coll_t coll, const size_t *counts,
                                  size_t block, rondo_dtype_t dtype, rondo_op_t op)
 {
+  return algo_family_input_mem(comm, coll, counts, block, dtype, op, SELECT_MEM_HOST);
+}
+
+select_input_t algo_family_input_mem(rondo_comm_t comm, rondo_coll_t coll, const size_t *counts,
+                                     size_t block, rondo_dtype_t dtype, rondo_op_t op,
+                                     select_mem_t mem)
+{
   size_t total = 0, most = 0;
   int equal = 1;
   for (int i = 0; i < comm->size; i++) {
@@ -21,7 +28,8 @@ select_input_t algo_family_input(rondo_comm_t comm, rondo_coll_t coll, const siz
     equal = equal && c == (counts != NULL ? counts[0] : block);
     most = c > most ? c : most;
   }
-  select_input_t in = algo_input(comm, total, dtype, coll == RONDO_COLL_ALLGATHER ? RONDO_SUM : op);
+  select_input_t in = algo_input_mem(comm, total, dtype,
+                                     coll == RONDO_COLL_ALLGATHER ? RONDO_SUM : op, mem);
   in.coll = coll;
   in.block_max = most;
   in.blocks_equal = equal;

@@ -116,16 +116,35 @@ rondo_status_t gpu_fail(rondo_comm_t comm, rondo_status_t st);
 rondo_status_t gpu_stage(gpu_state_t *g, size_t bytes);
 rondo_status_t gpu_scratch(gpu_state_t *g, size_t bytes);
 
-/* The collectives other than the all-reduce on device buffers
- * (device_colls.c), after the call was agreed on and the state attached:
- * NCCL's where the comm can use NCCL, else through pinned host memory and
- * the host collective. Collective; a failure reaches every rank. */
+/* A device collective other than the all-reduce (gpu_coll.c runs
+ * it): NCCL's call, or its staged parts through the comm's pinned buffer. */
+typedef struct {
+  gpu_enqueue_fn nccl;   /* queues the NCCL collective */
+  const char *nccl_name; /* for a timeout's message */
+  /* staged: down_bytes from down into the stage, host() from hin to hout
+   * (the same memory when in_place), up_bytes from hout to up */
+  rondo_status_t (*host)(rondo_comm_t comm, void *hin, void *hout, const void *ctx);
+  const void *down;
+  size_t down_bytes;
+  void *up;
+  size_t up_bytes;
+  int in_place;
+  const void *ctx; /* the call's arguments, for nccl and host */
+} gpu_coll_t;
+/* Runs c after the call was agreed on and the state attached: NCCL's call
+ * where nccl, else staged (a rank whose copy failed still takes part in
+ * the host collective, so that no rank waits there alone). Collective; a
+ * failure reaches every rank. */
+rondo_status_t gpu_coll_run(rondo_comm_t comm, const gpu_coll_t *c, int nccl);
+/* Why NCCL cannot run a call on device memory (the nccl members' shared
+ * rule: NCCL built, a type NCCL has, no GPU shared by two ranks), or
+ * NULL. */
+const char *gpu_nccl_cannot_run(const select_input_t *in);
+
+/* Broadcast on device buffers (bcast_device.c): NCCL's where the comm can
+ * use NCCL, else staged. Reduce-scatter and all-gather are their
+ * families' nccl and staged members. Collective. */
 rondo_status_t algo_device_broadcast(rondo_comm_t comm, void *buf, size_t bytes, int root);
-rondo_status_t algo_device_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                                     size_t bytes);
-rondo_status_t algo_device_reduce_scatter(rondo_comm_t comm, const void *sendbuf,
-                                          void *recvbuf, size_t recvcount,
-                                          rondo_dtype_t dtype, rondo_op_t op);
 
 /* The nccl algorithm without its final wait (allreduce_nccl.c): the
  * collective is on the state's stream when it returns. The engine records

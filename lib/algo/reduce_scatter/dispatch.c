@@ -4,7 +4,10 @@
  * blocking calls, lib/engine's fused requests and the device path's host
  * part all come through here.
  *
- * What no member needs to know is done here once: one rank copies its
+ * Device buffers take algo_reduce_scatter_device: the family's nccl and
+ * staged members, with the caller's op and buffers as they are.
+ *
+ * What no host member needs to know is done here once: one rank copies its
  * block; an in-place call (recvbuf is sendbuf or this rank's block of it)
  * reduces into a block of scratch and copies it over, since every member
  * still reads the whole input while it writes its result; AVG is a SUM
@@ -86,6 +89,43 @@ rondo_status_t algo_reduce_scatter_block(rondo_comm_t comm, const void *sendbuf,
     counts[i] = count;
   rondo_status_t st =
       algo_reduce_scatter_run(comm, sendbuf, recvbuf, counts, dtype, op, algo, agree);
+  free(counts);
+  return st;
+}
+
+/* The staged member's host part (algo_blocks_args_t.host). */
+static rondo_status_t host_run(const algo_blocks_args_t *a, const void *sendbuf, void *recvbuf)
+{
+  return algo_reduce_scatter_run(a->comm, sendbuf, recvbuf, a->counts, a->dtype, a->op,
+                                 RONDO_ALGO_AUTO, NULL);
+}
+
+rondo_status_t algo_reduce_scatter_device(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
+                                          size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                          rondo_algo_t algo)
+{
+  int p = comm->size;
+  size_t *counts = malloc((2 * (size_t)p + 1) * sizeof *counts);
+  if (counts == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %d counts", p);
+  size_t *displs = counts + p;
+  for (int i = 0; i <= p; i++) {
+    if (i < p)
+      counts[i] = count;
+    displs[i] = (size_t)i * count;
+  }
+  select_input_t in = algo_family_input_mem(comm, RONDO_COLL_REDUCE_SCATTER, NULL, count, dtype,
+                                            op, SELECT_MEM_DEVICE);
+  rondo_status_t st = algo_family_resolve(comm, &in, &algo);
+  if (st == RONDO_SUCCESS) {
+    algo_blocks_args_t a = {.comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .counts = counts, .displs = displs, .total = in.count, .packed = 1,
+                            .dtype = dtype, .op = op, .esize = rondo_dtype_size(dtype),
+                            .host = host_run};
+    LOG_DEBUG("reduce-scatter %zu x %s %s on device buffers: %s", in.count,
+              rondo_dtype_name(dtype), rondo_op_name(op), rondo_algo_name(algo));
+    st = algo_family_find(RONDO_COLL_REDUCE_SCATTER, algo)->blocks(&a);
+  }
   free(counts);
   return st;
 }

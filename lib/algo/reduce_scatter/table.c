@@ -9,11 +9,13 @@
 #include "algo/common/blocks.h"
 
 extern const algo_desc_t algo_rs_mpi, algo_rs_ring, algo_rs_pairwise, algo_rs_halving,
-    algo_rs_shm, algo_rs_hier;
+    algo_rs_shm, algo_rs_hier,
+    algo_rs_nccl, algo_rs_staged;
 
 static const select_algo_t *const rows[] = {
     &algo_rs_mpi.select,     &algo_rs_ring.select, &algo_rs_pairwise.select,
     &algo_rs_halving.select, &algo_rs_shm.select, &algo_rs_hier.select,
+    &algo_rs_nccl.select,    &algo_rs_staged.select,
 };
 
 /* Chained after all-reduce's menu and before all-gather's, for the tuning
