@@ -38,8 +38,10 @@ for bad in "nope" "-b 1x" "-b 0" "-e 2 -b 4" "-f 1" "-f 2 -i 8" "-n 0" "-w -1" "
            "broadcast --inplace" "alltoall -a ring" "fusion --model lenet" "fusion --tensors 5" \
            "tune --margin 200" "-b 8 allgather" "explain --json x" "-b 1 -e 1G -i 1" \
            "-d float32,,int8" "-d ,float32" "-o sum," "-a ring,,shm" "--break-algo nope" \
-           "fusion --break-algo ring" "alltoall --break-algo ring" "allgather --memory device" \
+           "fusion --break-algo ring" "alltoall --break-algo ring" "broadcast --memory device" \
            "--memory gpu" "--memory device -a MPI_Allreduce" "--rounds 0" "--rounds 32" \
+           "reduce_scatter --memory device -a MPI_Reduce_scatter_block" \
+           "allgather --memory device -a memory_floor" "reduce_scatter --inplace" \
            "broadcast --rounds 3" "broadcast -a ring" "allgather -a MPI_Allreduce" \
            "reduce_scatter -a MPI_Allgather" "allgather --break-algo pairwise,x" \
            "reduce_scatter -a bruck" "allgather -a pairwise" "allgather -a nccl" \
@@ -57,19 +59,21 @@ grep -q '^usage: ' "$tmp/out" || fail "--help printed no usage"
 echo "PASS: $nbad bad command lines exit 2 with a message; --help prints the usage"
 
 # ---- --memory device: skipped (77) without a GPU, checked rows with one ------------
-run -n 2 "$bench" allreduce --memory device -b 8 -e 64K -f 8 -n 3 -w 1 >"$tmp/log" 2>&1
-rc=$?
-if [ $rc = 77 ]; then
-  grep -q '^rondo-bench: --memory device: skipped: ' "$tmp/log" ||
-    { cat "$tmp/log"; fail "--memory device without a GPU: no reason given"; }
-  echo "PASS: --memory device without a GPU skips (77): $(cat "$tmp/log")"
-else
-  cat "$tmp/log"
-  [ $rc = 0 ] || fail "--memory device exited $rc"
-  grep -q '^# wrong results: 0 (OK)$' "$tmp/log" || fail "--memory device: wrong results"
-  grep -q ' staged ' "$tmp/log" || fail "--memory device: no staged row"
-  echo "PASS: --memory device on a GPU"
-fi
+for coll in allreduce reduce_scatter allgather; do
+  run -n 2 "$bench" $coll --memory device -b 8 -e 64K -f 8 -n 3 -w 1 >"$tmp/log" 2>&1
+  rc=$?
+  if [ $rc = 77 ]; then
+    grep -q '^rondo-bench: --memory device: skipped: ' "$tmp/log" ||
+      { cat "$tmp/log"; fail "$coll --memory device without a GPU: no reason given"; }
+    echo "PASS: $coll --memory device without a GPU skips (77): $(cat "$tmp/log")"
+  else
+    cat "$tmp/log"
+    [ $rc = 0 ] || fail "$coll --memory device exited $rc"
+    grep -q '^# wrong results: 0 (OK)$' "$tmp/log" || fail "$coll --memory device: wrong results"
+    grep -q ' staged ' "$tmp/log" || fail "$coll --memory device: no staged row"
+    echo "PASS: $coll --memory device on a GPU"
+  fi
+done
 
 # ---- a 2-rank sweep, JSON and CSV --------------------------------------------------
 run -n 2 "$bench" -b 8 -e 64K -f 8 -n 3 -w 1 --json "$tmp/ar.json" --csv "$tmp/ar.csv" \

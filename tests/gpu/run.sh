@@ -19,7 +19,8 @@
 #      why (NCCL refuses two ranks on one GPU) and which ranks share it.
 #   3. 2 emulated hosts x 1 rank (the kit's netbed.sh, as root): the
 #      hierarchical_nccl all-reduce exact (forced; flat nccl cannot run).
-#   4. rondo-bench --memory device, where it is built: the nccl path
+#   4. rondo-bench --memory device, where it is built (allreduce,
+#      reduce_scatter, allgather): the nccl path
 #      against raw ncclAllReduce at 1 rank, staged against the host
 #      all-reduce plus pinned copies at 2 ranks.
 #   5. rondo.torch with CUDA tensors (tests/python/test_torch.py) at 1 and
@@ -104,6 +105,12 @@ if [ -x "$bench" ] && "$bench" --help 2>/dev/null | grep -q -- "--memory"; then
     -n 50 -w 5 --json "$out/bench-nccl-np1.json" || status=1
   step bench-staged-np2 $mpiexec -n 2 "$bench" allreduce --memory device -b 8 -e 256M -f 4 \
     -n 20 -w 3 --json "$out/bench-staged-np2.json" || status=1
+  for c in reduce_scatter allgather; do
+    step "bench-$c-nccl-np1" $mpiexec -n 1 "$bench" $c --memory device -b 8 -e 256M -f 4 \
+      -n 50 -w 5 --json "$out/bench-$c-nccl-np1.json" || status=1
+    step "bench-$c-staged-np2" $mpiexec -n 2 "$bench" $c --memory device -b 8 -e 64M -f 4 \
+      -n 20 -w 3 --json "$out/bench-$c-staged-np2.json" || status=1
+  done
 else
   echo "== rondo-bench --memory device: not in this build; no benchmark"
 fi

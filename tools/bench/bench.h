@@ -146,6 +146,11 @@ void bdev_copy(void *dst, const void *src, size_t bytes);
 int bdev_nccl_start(MPI_Comm comm, char *why, size_t len);
 void bdev_nccl_allreduce(const void *s, void *r, size_t count, rondo_dtype_t dtype,
                          rondo_op_t op);
+/* ncclReduceScatter (recvcount elements a rank) and ncclAllGather (bytes a
+ * rank) on the same communicator, waited for. */
+void bdev_nccl_reduce_scatter(const void *s, void *r, size_t recvcount, rondo_dtype_t dtype,
+                              rondo_op_t op);
+void bdev_nccl_allgather(const void *s, void *r, size_t bytes);
 void bdev_nccl_stop(void);
 
 /* ---- the subcommands: 0 success, 1 wrong results or a failure -------------- */

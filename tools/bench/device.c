@@ -1,10 +1,11 @@
 /*
  * rondo-bench's GPU side (--memory device): device and pinned buffers, the
  * copies the sweep makes around its calls and checks, and the two
- * baselines of a device all-reduce:
- *   ncclAllReduce   raw NCCL on a communicator of the bench's own (one GPU
+ * baselines of a device all-reduce, reduce-scatter or all-gather:
+ *   ncclAllReduce, ncclReduceScatter, ncclAllGather
+ *                   raw NCCL on a communicator of the bench's own (one GPU
  *                   per rank: NCCL refuses two ranks on one device);
- *   host+copies     a pinned copy down, rondo's host all-reduce (AUTO) on
+ *   host+copies     a pinned copy down, rondo's host collective (AUTO) on
  *                   it, a copy up: what staging costs without its overlap.
  * The CUDA runtime and NCCL are called here directly, not through
  * librondo: the tool measures the library from outside. Without CUDA every
@@ -195,6 +196,27 @@ void bdev_nccl_allreduce(const void *s, void *r, size_t count, rondo_dtype_t dty
   CUDA_OR_DIE(cudaStreamSynchronize(stream));
 }
 
+void bdev_nccl_reduce_scatter(const void *s, void *r, size_t recvcount, rondo_dtype_t dtype,
+                              rondo_op_t op)
+{
+  if (dtype >= RONDO_INT16)
+    bench_die("ncclReduceScatter has no %s: leave ncclReduceScatter out of -a",
+              rondo_dtype_name(dtype));
+  ncclResult_t rc =
+      ncclReduceScatter(s, r, recvcount, nccl_types[dtype], nccl_ops[op], nccl, stream);
+  if (rc != ncclSuccess)
+    bench_die("ncclReduceScatter: %s", ncclGetErrorString(rc));
+  CUDA_OR_DIE(cudaStreamSynchronize(stream));
+}
+
+void bdev_nccl_allgather(const void *s, void *r, size_t bytes)
+{
+  ncclResult_t rc = ncclAllGather(s, r, bytes, ncclUint8, nccl, stream);
+  if (rc != ncclSuccess)
+    bench_die("ncclAllGather: %s", ncclGetErrorString(rc));
+  CUDA_OR_DIE(cudaStreamSynchronize(stream));
+}
+
 void bdev_nccl_stop(void)
 {
   if (nccl != NULL)
@@ -218,6 +240,23 @@ void bdev_nccl_allreduce(const void *s, void *r, size_t count, rondo_dtype_t dty
   (void)count;
   (void)dtype;
   (void)op;
+  bench_die("no NCCL");
+}
+void bdev_nccl_reduce_scatter(const void *s, void *r, size_t recvcount, rondo_dtype_t dtype,
+                              rondo_op_t op)
+{
+  (void)s;
+  (void)r;
+  (void)recvcount;
+  (void)dtype;
+  (void)op;
+  bench_die("no NCCL");
+}
+void bdev_nccl_allgather(const void *s, void *r, size_t bytes)
+{
+  (void)s;
+  (void)r;
+  (void)bytes;
   bench_die("no NCCL");
 }
 void bdev_nccl_stop(void) {}

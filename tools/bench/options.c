@@ -66,10 +66,11 @@ static void usage(FILE *f)
     "  -o, --op OP             sum avg min max prod, a comma list, or all (default sum)\n"
     "  -c, --check 0|1         check every element of every row (default 1)\n"
     "      --inplace           in place (sendbuf == recvbuf); default out of place\n"
-    "      --memory host|device  allreduce: buffers in host memory (default) or in CUDA\n"
-    "                          device memory (rows auto nccl staged hierarchical_nccl,\n"
-    "                          and the baselines\n"
-    "                          ncclAllReduce and host+copies; exit 77 without a GPU)\n"
+    "      --memory host|device  allreduce, reduce_scatter, allgather: buffers in host\n"
+    "                          memory (default) or in CUDA device memory (rows auto nccl\n"
+    "                          staged, allreduce also hierarchical_nccl, and the baselines\n"
+    "                          ncclAllReduce / ncclReduceScatter / ncclAllGather and\n"
+    "                          host+copies; exit 77 without a GPU)\n"
     "  -r, --root R            broadcast root (default 0)\n"
     "  -a, --algo LIST         allreduce, reduce_scatter, allgather, tune: algorithms,\n"
     "                          comma-separated, or all (default): auto, the family's\n"
@@ -81,7 +82,8 @@ static void usage(FILE *f)
     "                          MPI_Allgather); reduce_scatter and allgather also\n"
     "                          memory_floor: one memcpy per rank of the bytes the\n"
     "                          collective must read and write; with --memory\n"
-    "                          device: auto nccl staged hierarchical_nccl ncclAllReduce\n"
+    "                          device: auto nccl staged hierarchical_nccl, NCCL's call\n"
+    "                          (ncclAllReduce, ncclReduceScatter, ncclAllGather),\n"
     "                          host+copies\n"
     "output:\n"
     "      --json FILE         every row and the header as JSON (bench/plot.py draws it)\n"
@@ -222,7 +224,7 @@ static int parse_list(const char *arg, int kind, void *out, int max, char *badto
 }
 
 /* Each name of an --algo list is a rondo algorithm, the subcommand's MPI
- * baseline (MPI_Allreduce, ...), a device row of allreduce, or all. Whether
+ * baseline (MPI_Allreduce, ...), a device row (NCCL's call, host+copies), or all. Whether
  * the collective's family has the algorithm is the library's to say, once
  * the comm exists (rows.c). */
 static int check_algos(const char *list, bench_cmd_t cmd, char *badtok, size_t len)
@@ -235,8 +237,12 @@ static int check_algos(const char *list, bench_cmd_t cmd, char *badtok, size_t l
   int n = 0;
   for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
     rondo_algo_t a;
-    int device_row = cmd == CMD_ALLREDUCE &&
-                     (strcmp(tok, "ncclAllReduce") == 0 || strcmp(tok, "host+copies") == 0);
+    int device_row = (cmd == CMD_ALLREDUCE && strcmp(tok, "ncclAllReduce") == 0) ||
+                     (cmd == CMD_REDUCE_SCATTER && strcmp(tok, "ncclReduceScatter") == 0) ||
+                     (cmd == CMD_ALLGATHER && strcmp(tok, "ncclAllGather") == 0) ||
+                     ((cmd == CMD_ALLREDUCE || cmd == CMD_REDUCE_SCATTER ||
+                       cmd == CMD_ALLGATHER) &&
+                      strcmp(tok, "host+copies") == 0);
     int floor_row = (cmd == CMD_REDUCE_SCATTER || cmd == CMD_ALLGATHER) &&
                     strcmp(tok, BENCH_FLOOR_ROW) == 0;
     if (strcmp(tok, "all") != 0 && (mpi == NULL || strcasecmp(tok, mpi) != 0) && !device_row &&
@@ -300,7 +306,9 @@ static int allowed(bench_cmd_t cmd, int opt)
   case 'c': case OPT_JSON: case OPT_CSV: case 'F': case OPT_BREAK: return coll || cmd == CMD_FUSION;
   case 'd': return coll || cmd == CMD_EXPLAIN;
   case 'o': return reduces || cmd == CMD_EXPLAIN;
-  case OPT_INPLACE: case OPT_MEMORY: return cmd == CMD_ALLREDUCE;
+  case OPT_INPLACE: return cmd == CMD_ALLREDUCE;
+  case OPT_MEMORY:
+    return cmd == CMD_ALLREDUCE || cmd == CMD_REDUCE_SCATTER || cmd == CMD_ALLGATHER;
   case 'r': return cmd == CMD_BROADCAST;
   case 'a': return family || cmd == CMD_TUNE;
   case 'v': return cmd == CMD_EXPLAIN;
@@ -518,9 +526,13 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
                o->rounds);
   if (o->cmd == CMD_TUNE && o->minbytes < 4)
     return bad(print, "tune: -b %zu: must be at least 4 bytes (one float32)", o->minbytes);
-  if (o->device && o->algo_list != NULL && strstr(o->algo_list, "MPI_Allreduce") != NULL)
-    return bad(print, "-a MPI_Allreduce: not with --memory device (this MPI is not "
-               "CUDA-aware); the baselines are ncclAllReduce and host+copies");
+  if (o->device && o->algo_list != NULL &&
+      (strstr(o->algo_list, bench_mpi_name(o->cmd)) != NULL ||
+       strstr(o->algo_list, BENCH_FLOOR_ROW) != NULL))
+    return bad(print, "-a %s: not with --memory device (this MPI is not CUDA-aware; the "
+               "floor is a host copy); the baselines are NCCL's call and host+copies",
+               strstr(o->algo_list, BENCH_FLOOR_ROW) != NULL ? BENCH_FLOOR_ROW
+                                                             : bench_mpi_name(o->cmd));
   if ((o->tensors > 0) != have_size)
     return bad(print, "--tensors and --size go together");
   if (o->break_algo != NULL && !breakable(o))

@@ -147,24 +147,51 @@ static int listed(const char *list, const char *label)
   return 0;
 }
 
-/* The rows of an allreduce on device buffers: auto, nccl and staged where
- * they run (a trial call, on every rank alike), then the baselines:
- * ncclAllReduce where NCCL runs, host+copies always. why: a line for the
+/* NCCL's call of cmd, the device baseline's row name. */
+static const char *nccl_name(bench_cmd_t cmd)
+{
+  return cmd == CMD_REDUCE_SCATTER ? "ncclReduceScatter"
+         : cmd == CMD_ALLGATHER    ? "ncclAllGather"
+                                   : "ncclAllReduce";
+}
+
+/* A trial of cmd by algo on device buffers: one float32 a rank (the
+ * buffers hold -e bytes and 64 more; a reduce-scatter's input is the
+ * comm's size of them, tried where it fits). */
+static rondo_status_t trial(sweep_t *s, rondo_algo_t algo)
+{
+  float one[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  bdev_copy(s->dsend, one, sizeof one);
+  switch (s->o->cmd) {
+  case CMD_REDUCE_SCATTER:
+    if ((size_t)s->size * sizeof one[0] > s->o->maxbytes + 64)
+      return RONDO_SUCCESS; /* the sweep's own first call will say */
+    return rondo_reduce_scatter_algo(s->comm, s->dsend, s->drecv, 1, RONDO_FLOAT32, RONDO_SUM,
+                                     algo);
+  case CMD_ALLGATHER:
+    return rondo_allgather_algo(s->comm, s->dsend, s->drecv, 1, RONDO_FLOAT32, algo);
+  default:
+    return rondo_allreduce_algo(s->comm, s->dsend, s->drecv, 1, RONDO_FLOAT32, RONDO_SUM, algo);
+  }
+}
+
+/* The rows of an allreduce, reduce_scatter or allgather on device
+ * buffers: auto, nccl and staged (and hierarchical_nccl for allreduce)
+ * where they run (a trial call, on every rank alike), then the baselines:
+ * NCCL's own call where NCCL runs, host+copies always. why: a line for the
  * header. Returns the count, or -1 for a named row that cannot run. */
 int sweep_rows_device(sweep_t *s, char *why, size_t len)
 {
   static const rondo_algo_t algos[] = {RONDO_ALGO_AUTO, RONDO_ALGO_NCCL, RONDO_ALGO_STAGED,
                                        RONDO_ALGO_HIERARCHICAL_NCCL};
-  const char *list = s->o->algo_list;
+  size_t nalgos = s->o->cmd == CMD_ALLREDUCE ? 4 : 3;
+  const char *list = s->o->algo_list, *base = nccl_name(s->o->cmd);
   char nccl_why[128] = "", skipped[256] = "";
-  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
+  for (size_t i = 0; i < nalgos; i++) {
     const char *name = rondo_algo_name(algos[i]);
     if (!listed(list, name))
       continue;
-    float one = 1.0f;
-    bdev_copy(s->dsend, &one, sizeof one);
-    rondo_status_t st = rondo_allreduce_algo(s->comm, s->dsend, s->drecv, 1, RONDO_FLOAT32,
-                                             RONDO_SUM, algos[i]);
+    rondo_status_t st = trial(s, algos[i]);
     if (st != RONDO_SUCCESS) {
       if (list != NULL && strstr(list, name) != NULL) {
         if (s->rank == 0)
@@ -180,19 +207,22 @@ int sweep_rows_device(sweep_t *s, char *why, size_t len)
     s->v[s->nv++] = v;
   }
   int have_nccl = 0;
-  if (listed(list, "ncclAllReduce")) {
+  if (listed(list, base)) {
     have_nccl = bdev_nccl_start(s->mpi, nccl_why, sizeof nccl_why) == 0;
-    if (have_nccl)
-      s->v[s->nv++] = (variant_t){"ncclAllReduce", RONDO_ALGO_AUTO, 1, V_NCCL};
-    else if (list != NULL && strstr(list, "ncclAllReduce") != NULL) {
+    if (have_nccl) {
+      variant_t v = {{0}, RONDO_ALGO_AUTO, 1, V_NCCL};
+      snprintf(v.label, sizeof v.label, "%s", base);
+      s->v[s->nv++] = v;
+    } else if (list != NULL && strstr(list, base) != NULL) {
       if (s->rank == 0)
-        fprintf(stderr, "rondo-bench: -a ncclAllReduce: %s\n", nccl_why);
+        fprintf(stderr, "rondo-bench: -a %s: %s\n", base, nccl_why);
       return -1;
     }
   }
   if (listed(list, "host+copies"))
     s->v[s->nv++] = (variant_t){"host+copies", RONDO_ALGO_AUTO, !have_nccl, V_HOST_COPIES};
-  snprintf(why, len, "%s%s%s%s", have_nccl ? "" : "no ncclAllReduce row: ",
+  snprintf(why, len, "%s%s%s%s%s%s", have_nccl ? "" : "no ", have_nccl ? "" : base,
+           have_nccl ? "" : " row: ",
            have_nccl ? "" : nccl_why[0] ? nccl_why : "not asked for",
            skipped[0] ? "; not run: " : "", skipped);
   return s->nv;

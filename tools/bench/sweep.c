@@ -129,28 +129,57 @@ static int mpi_usable(const sweep_t *s)
 
 static void *sendbuf(const sweep_t *s) { return s->o->inplace ? s->recv : s->send; }
 
-/* One device all-reduce of variant k (--memory device). */
+/* One device call of variant k (--memory device): the collective by
+ * rondo, NCCL's own call, or host+copies (the whole input down into pinned
+ * memory, rondo's host call there in place, the output up). */
 static void call_device(sweep_t *s, const variant_t *v)
 {
   void *sb = s->o->inplace ? s->drecv : s->dsend;
-  size_t bytes = s->count * s->esize;
+  size_t es = s->esize, in = s->sendn * es, out = s->recvn * es, n = s->count;
+  char *pin = s->pin, *mine = pin + (size_t)s->rank * n * es; /* this rank's block */
   rondo_status_t st = RONDO_SUCCESS;
-  switch (v->kind) {
-  case V_NCCL:
-    bdev_nccl_allreduce(sb, s->drecv, s->count, s->dtype, s->op);
+  switch (s->o->cmd) {
+  case CMD_REDUCE_SCATTER:
+    if (v->kind == V_NCCL) {
+      bdev_nccl_reduce_scatter(sb, s->drecv, n, s->dtype, s->op);
+    } else if (v->kind == V_HOST_COPIES) {
+      bdev_copy(pin, sb, in);
+      st = rondo_reduce_scatter(s->comm, pin, mine, n, s->dtype, s->op);
+      bdev_copy(s->drecv, mine, out);
+    } else if (v->algo == RONDO_ALGO_AUTO) {
+      st = rondo_reduce_scatter(s->comm, sb, s->drecv, n, s->dtype, s->op);
+    } else {
+      st = rondo_reduce_scatter_algo(s->comm, sb, s->drecv, n, s->dtype, s->op, v->algo);
+    }
     break;
-  case V_HOST_COPIES:
-    bdev_copy(s->pin, sb, bytes);
-    st = rondo_allreduce(s->comm, s->pin, s->pin, s->count, s->dtype, s->op);
-    bdev_copy(s->drecv, s->pin, bytes);
+  case CMD_ALLGATHER:
+    if (v->kind == V_NCCL) {
+      bdev_nccl_allgather(sb, s->drecv, n * es);
+    } else if (v->kind == V_HOST_COPIES) {
+      bdev_copy(mine, sb, in);
+      st = rondo_allgather(s->comm, mine, pin, n, s->dtype);
+      bdev_copy(s->drecv, pin, out);
+    } else if (v->algo == RONDO_ALGO_AUTO) {
+      st = rondo_allgather(s->comm, sb, s->drecv, n, s->dtype);
+    } else {
+      st = rondo_allgather_algo(s->comm, sb, s->drecv, n, s->dtype, v->algo);
+    }
     break;
   default:
-    st = rondo_allreduce_algo(s->comm, sb, s->drecv, s->count, s->dtype, s->op, v->algo);
+    if (v->kind == V_NCCL) {
+      bdev_nccl_allreduce(sb, s->drecv, n, s->dtype, s->op);
+    } else if (v->kind == V_HOST_COPIES) {
+      bdev_copy(pin, sb, in);
+      st = rondo_allreduce(s->comm, pin, pin, n, s->dtype, s->op);
+      bdev_copy(s->drecv, pin, out);
+    } else {
+      st = rondo_allreduce_algo(s->comm, sb, s->drecv, n, s->dtype, s->op, v->algo);
+    }
     break;
   }
   if (st != RONDO_SUCCESS)
-    bench_die("allreduce %s on device buffers, %zu elements of %s: %s", v->label, s->count,
-              rondo_dtype_name(s->dtype), rondo_last_error());
+    bench_die("%s %s on device buffers, %zu elements of %s: %s", bench_cmd_name(s->o->cmd),
+              v->label, n, rondo_dtype_name(s->dtype), rondo_last_error());
 }
 
 /* The memory floor's copy: a reduce-scatter of n bytes over p ranks reads
