@@ -227,7 +227,8 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
   if (st == RONDO_SUCCESS &&
       ((algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) && comm->shm != NULL &&
         !agree_skip) ||
-       agree_inline_fits(comm, algo, count, bytes) || agree_rider_fits(comm, algo, count)))
+       agree_inline_fits(comm, algo, count, bytes) ||
+       agree_rider_fits(comm, RONDO_COLL_ALLREDUCE, algo, count)))
     return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, &sig);
   RONDO_CHECK(agree_call(comm, st, &sig));
   return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
@@ -550,9 +551,12 @@ rondo_status_t rondo_allgather_algo(rondo_comm_t comm, const void *sendbuf, void
   agree_sig_add(&sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
   agree_sig_add(&sig, AGREE_MEMORY_FIELD, 0);
   /* shm agrees in its first round, a small mpi call across nodes rides in
-   * the check's packet (ag_mpi.c); the others agree first */
+   * the check's packet (ag_mpi.c), recursive doubling's steps carry the
+   * check (ag_rd.c); the others agree first */
   if (shm_agrees(comm, st, algo, bytes) ||
-      (st == RONDO_SUCCESS && agree_inline_fits(comm, algo, bytes, bytes * (size_t)comm->size)))
+      (st == RONDO_SUCCESS &&
+       (agree_inline_fits(comm, algo, bytes, bytes * (size_t)comm->size) ||
+        agree_rider_fits(comm, RONDO_COLL_ALLGATHER, algo, bytes))))
     return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, &sig);
   RONDO_CHECK(agree_call(comm, st, &sig));
   if (bytes == 0)
@@ -684,9 +688,12 @@ static rondo_status_t rs_host(rondo_comm_t comm, rondo_status_t st, agree_sig_t 
   agree_sig_add(sig, AGREE_MEMORY_FIELD, 0);
   const agree_sig_t *folded = NULL;
   /* shm agrees in its first round, a small mpi call across nodes rides in
-   * the check's packet (rs_mpi.c); the others agree first */
+   * the check's packet (rs_mpi.c), recursive halving's steps carry the
+   * check (rs_halving.c); the others agree first */
   if (shm_agrees(comm, st, algo, in.count) ||
-      (st == RONDO_SUCCESS && agree_inline_fits(comm, algo, in.count, in.bytes)))
+      (st == RONDO_SUCCESS &&
+       (agree_inline_fits(comm, algo, in.count, in.bytes) ||
+        agree_rider_fits(comm, RONDO_COLL_REDUCE_SCATTER, algo, in.count))))
     folded = sig;
   else
     RONDO_CHECK(agree_call(comm, st, sig));

@@ -271,6 +271,49 @@ static void mismatch_errors(rondo_comm_t w)
    * two nodes of 2 each node agrees within, and where one rank a node
    * carries data from 387 bytes across, the first's stays home, the
    * second's crosses from every rank). */
+  /* The all-gather's recursive doubling and the reduce-scatter's recursive
+   * halving carry the check in their steps across nodes (ag_rd.c,
+   * rs_halving.c): counts that differ on the last rank, and the upper half
+   * against the lower, fail everywhere with recvbuf untouched; a valid call
+   * rides after. */
+  for (int k = 0; k < 3; k++) {
+    int differs = k == 0 ? mt.rank == last : k == 1 ? mt.rank >= mt.size / 2 : 0;
+    size_t count = differs ? N - 1 : N;
+    mt_where("allgather by recursive_doubling: count %zu on %s, %d elsewhere", (size_t)N - 1,
+             k == 0 ? "the last rank" : k == 1 ? "the upper half" : "no rank", N);
+    for (int i = 0; i < mt.size * N; i++)
+      ((float *)sbuf)[i] = (float)(mt.rank * 100 + i);
+    memset(rbuf, MT_POISON, rbytes);
+    rondo_status_t st = rondo_allgather_algo(w, sbuf, rbuf, count, RONDO_FLOAT32,
+                                             RONDO_ALGO_RECURSIVE_DOUBLING);
+    if (k < 2) {
+      MT_EQ_STATUS(st, RONDO_ERR_MISMATCH);
+      mt_check_poison("recvbuf after the failed call", rbuf, rbytes);
+      still_works(w);
+    } else if (MT_EQ_STATUS(st, RONDO_SUCCESS)) {
+      for (int q = 0; q < mt.size; q++)
+        for (int i = 0; i < N; i++)
+          MT_CHECK(((float *)rbuf)[q * N + i] == (float)(q * 100 + i),
+                   "block %d element %d: %g", q, i, (double)((float *)rbuf)[q * N + i]);
+    }
+    /* the reduce-scatter's recursive halving likewise (rs_halving.c) */
+    mt_where("reduce_scatter by recursive_halving: recvcount %zu on %s, %d elsewhere",
+             (size_t)N - 1, k == 0 ? "the last rank" : k == 1 ? "the upper half" : "no rank", N);
+    memset(rbuf, MT_POISON, rbytes);
+    st = rondo_reduce_scatter_algo(w, sbuf, rbuf, count, RONDO_FLOAT32, RONDO_SUM,
+                                   RONDO_ALGO_RECURSIVE_HALVING);
+    if (k < 2) {
+      MT_EQ_STATUS(st, RONDO_ERR_MISMATCH);
+      mt_check_poison("recvbuf after the failed call", rbuf, rbytes);
+      still_works(w);
+    } else if (MT_EQ_STATUS(st, RONDO_SUCCESS)) {
+      for (int i = 0; i < N; i++) { /* sum over ranks q of q * 100 + (rank * N + i) */
+        float want = (float)(100 * mt.size * (mt.size - 1) / 2 + mt.size * (mt.rank * N + i));
+        MT_CHECK(((float *)rbuf)[i] == want, "element %d: %g, expected %g", i,
+                 (double)((float *)rbuf)[i], (double)want);
+      }
+    }
+  }
   size_t counts[][2] = {{N, N - 1}, {N, BIG_N}, {200, 300}, {200, 50}};
   for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
     call_t c = valid_call(ALLREDUCE_ALGO, w);

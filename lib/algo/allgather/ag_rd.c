@@ -9,12 +9,22 @@
  * where Bruck needs no fold but copies the buffer once more). Where the
  * blocks lie packed a group is one message; with gaps between them
  * (allgatherv's displacements) it is one message per block.
+ *
+ * Where the check's exchange is rondo's own (check_by_exchange) the
+ * doubling carries the argument check (a->agree), as Rabenseifner's
+ * halving does: the exchange's steps are the fold and then distances 1, 2,
+ * 4 .. in new ranks, the doubling's own, so each step's blocks travel with
+ * its packet (the rider, check_exchange.h) and the check costs no round of
+ * its own. Until the check has passed nothing may touch recvbuf, so the
+ * blocks gather in scratch laid out as recvbuf, copied over once every
+ * step rode (packed blocks only).
  */
 #include "algo/common/blocks.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/common/check_exchange.h"
 #include "base/numbers.h"
 
 /* Sends blocks [s_lo, s_hi) of recvbuf to peer and receives blocks
@@ -57,8 +67,92 @@ static int first_block(rondo_comm_t comm, int nr)
   return nr < rem ? 2 * nr : nr + rem;
 }
 
+/* The doubling riding in the check: the blocks gather in work (laid out
+ * as recvbuf, packed) step by step with the exchange's packets. */
+typedef struct {
+  check_rider_t rider;
+  const algo_blocks_args_t *a;
+  char *work;
+  int nr;    /* new rank after the fold; -1: folded onto rank + 1 */
+  int steps; /* steps whose blocks came, the fold's included */
+} rd_rider_t;
+
+/* Blocks [*lo, *hi) this rank sends (send) or receives in step mask (0:
+ * the fold, where the rank folded away sends its block to its odd
+ * neighbour). */
+static void step_blocks(const rd_rider_t *d, int mask, int send, int *lo, int *hi)
+{
+  rondo_comm_t comm = d->a->comm;
+  int r = comm->rank;
+  if (mask == 0) {
+    *lo = d->nr < 0 ? r : r - 1;
+    *hi = *lo + 1;
+    return;
+  }
+  int peer = d->nr ^ mask, g = (send ? d->nr : peer) & ~(mask - 1);
+  *lo = first_block(comm, g);
+  *hi = first_block(comm, g + mask);
+}
+
+static void rd_send_buf(check_rider_t *r, int mask, const void **buf, size_t *bytes)
+{
+  rd_rider_t *d = (rd_rider_t *)r;
+  int lo, hi;
+  step_blocks(d, mask, 1, &lo, &hi);
+  *buf = d->work + d->a->displs[lo];
+  *bytes = d->a->displs[hi] - d->a->displs[lo];
+}
+
+static void rd_recv_buf(check_rider_t *r, int mask, void **buf, size_t *bytes)
+{
+  rd_rider_t *d = (rd_rider_t *)r;
+  int lo, hi;
+  step_blocks(d, mask, 0, &lo, &hi);
+  *buf = d->work + d->a->displs[lo];
+  *bytes = d->a->displs[hi] - d->a->displs[lo];
+}
+
+/* The blocks are in place already (scratch): a step counted. */
+static void rd_reduce(check_rider_t *r, int mask, int peer)
+{
+  (void)mask;
+  (void)peer;
+  ((rd_rider_t *)r)->steps++;
+}
+
+/* The check and the doubling in one exchange, then the unfold. */
+static rondo_status_t allgather_rd_riding(const algo_blocks_args_t *a)
+{
+  rondo_comm_t comm = a->comm;
+  int r = comm->rank, rem = comm->size - comm->pof2;
+  size_t total = a->displs[comm->size];
+  char *work = NULL;
+  rondo_status_t st = algo_check_message(total);
+  if (st == RONDO_SUCCESS)
+    st = algo_scratch(comm, total, (void **)&work);
+  rd_rider_t d = {.rider = {rd_send_buf, rd_recv_buf, rd_reduce}, .a = a, .work = work,
+                  .nr = algo_fold_newrank(comm)};
+  if (st == RONDO_SUCCESS && a->counts[r] > 0)
+    memcpy(work + a->displs[r], a->sendbuf, a->counts[r]);
+  /* a local failure still takes part in the check */
+  RONDO_CHECK(agree_call_riding(comm, st, a->agree, st == RONDO_SUCCESS ? &d.rider : NULL));
+  int want = d.nr < 0 ? 0 : (r < 2 * rem) + rondo__log2(comm->pof2);
+  if (d.steps != want) /* (the check passed: every rank rode every step) */
+    return rondo__fail(RONDO_ERR_INTERNAL, "recursive doubling: %d of %d steps carried blocks",
+                       d.steps, want);
+  if (d.nr >= 0)
+    memcpy(a->recvbuf, work, total);
+  /* unfold: the odd rank hands the even one every block */
+  if (r < 2 * rem)
+    RONDO_CHECK(d.nr < 0 ? move_blocks(a, 0, 0, 0, comm->size, r + 1)
+                         : move_blocks(a, 0, comm->size, 0, 0, r - 1));
+  return RONDO_SUCCESS;
+}
+
 static rondo_status_t allgather_rd(const algo_blocks_args_t *a)
 {
+  if (a->agree != NULL && a->packed) /* (only packed calls ride: rondo_allgather's) */
+    return allgather_rd_riding(a);
   rondo_comm_t comm = a->comm;
   int r = comm->rank, rem = comm->size - comm->pof2;
   int nr = algo_fold_newrank(comm);
@@ -104,7 +198,8 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 
 const algo_desc_t algo_ag_rd = {
     .select = {.id = RONDO_ALGO_RECURSIVE_DOUBLING, .name = "recursive_doubling",
-               .mem = SELECT_MEM_HOST, .cost = cost},
+               .mem = SELECT_MEM_HOST, .cost = cost,
+               .carries_check = 1 /* its steps, in rondo's own exchange */},
     .collectives = ALGO_SERVES_ALLGATHER,
     .blocks = allgather_rd,
 };

@@ -521,10 +521,14 @@ rondo_status_t agree_inline(rondo_comm_t comm, const agree_sig_t *sig, const agr
   return agree_across(comm, RONDO_SUCCESS, sig, d, NULL);
 }
 
-int agree_rider_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count)
+int agree_rider_fits(rondo_comm_t comm, rondo_coll_t coll, rondo_algo_t algo, size_t count)
 {
-  return comm->size > 1 && comm->board == NULL && !agree_skip &&
-         algo == RONDO_ALGO_RABENSEIFNER && count > 0 && check_by_exchange(comm);
+  rondo_algo_t rider = coll == RONDO_COLL_ALLREDUCE        ? RONDO_ALGO_RABENSEIFNER
+                       : coll == RONDO_COLL_ALLGATHER      ? RONDO_ALGO_RECURSIVE_DOUBLING
+                       : coll == RONDO_COLL_REDUCE_SCATTER ? RONDO_ALGO_RECURSIVE_HALVING
+                                                           : RONDO_ALGO_AUTO;
+  return comm->size > 1 && comm->board == NULL && !agree_skip && rider != RONDO_ALGO_AUTO &&
+         algo == rider && count > 0 && check_by_exchange(comm);
 }
 
 rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,

@@ -31,10 +31,11 @@
  * the riding data cross at once. No data rides with it but the packet's
  * own.
  *
- * It runs over point-to-point messages so that an all-reduce can send its
- * own data in the same steps: Rabenseifner's halving pairs the same ranks
- * in the same order (its rider, allreduce_rabenseifner.c), so the check
- * costs it no round of its own. The packets decide, step by step, who
+ * It runs over point-to-point messages so that a collective can send its
+ * own data in the same steps: Rabenseifner's halving and the all-gather's
+ * recursive doubling pair the same ranks in the same order (their riders,
+ * allreduce_rabenseifner.c, ag_rd.c), so the check costs them no round of
+ * its own. The packets decide, step by step, who
  * sends data: a rank sends its data with its packet while its packet so
  * far says every rank it has heard from made the same valid call and
  * rides (packet_rides). It also posts the receive of its partner's data

@@ -13,7 +13,8 @@
 
 #include "algo/common/check_packet.h"
 
-/* An all-reduce whose data rides in the exchange (Rabenseifner's halving).
+/* A collective whose data rides in the exchange (Rabenseifner's halving,
+ * the all-gather's recursive doubling; "reduce" places what came).
  * step is the exchange's: 0 the fold of a rank below 2 (size - pof2) onto
  * its odd neighbour, then 1, 2, 4 .. pof2/2, the distance in new ranks.
  * The exchange asks for buffers only while this rank's packet says the
