@@ -230,6 +230,19 @@ class Submitter:
                                   code, ctypes.byref(opts), ctypes.byref(req))
         return self._handle(st, req, keep, finish)
 
+    def _submit_allgather_into(self, src, rows, dst, recv_rows, row_count, code, name, keep,
+                               group=None, group_size=0, tag=None, flags=0):
+        """The all-gather of rows rows (row_count elements each) from every
+        rank into dst, which holds recv_rows rows: every rank's, in rank
+        order (src may be this rank's rows inside dst)."""
+        reap()
+        opts = async_opts(group=group, group_size=group_size, tag=tag, flags=flags)
+        req = ctypes.c_void_p()
+        st = _lib.allgather_into_async(self._h, self._name(name, "allgather"), src, rows, dst,
+                                       recv_rows, row_count, code, ctypes.byref(opts),
+                                       ctypes.byref(req))
+        return self._handle(st, req, keep)
+
     def _submit_reduce_scatter(self, src, dst, rows, row_count, code, op, name, prescale,
                                postscale, keep, group=None, group_size=0, tag=None, flags=0):
         reap()

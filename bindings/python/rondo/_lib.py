@@ -112,6 +112,9 @@ alltoallv_async = _proto("rondo_alltoallv_async",
 allgather_async = _proto("rondo_allgather_async",
                          [vp, ctypes.c_char_p, vp, sz, sz, ci, ctypes.POINTER(AsyncOpts),
                           ctypes.POINTER(vp)])
+allgather_into_async = _proto("rondo_allgather_into_async",
+                              [vp, ctypes.c_char_p, vp, sz, vp, sz, sz, ci,
+                               ctypes.POINTER(AsyncOpts), ctypes.POINTER(vp)])
 refuse_async = _proto("rondo_refuse_async",
                       [vp, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(AsyncOpts),
                        ctypes.POINTER(vp)])

@@ -403,13 +403,32 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         return None
 
     def _allgather_base(self, output, input, opts=None):
+        """all_gather_into_tensor: every rank's input, in rank order, straight
+        into output's memory (the engine's all-gather into the caller's
+        buffer: no count exchange, no result to copy), in place where input
+        is this rank's part of output."""
         def prepare(name):
             _check_tensor(input, "_allgather_base input")
             _check_tensor(output, "_allgather_base output")
             _check_whole(output, "output", input, "input", self._comm.size,
                          "all_gather_into_tensor")
-            return self._gather_bytes(name, input, lambda whole: self._scatter_into(
-                whole, [output], "all_gather_into_tensor") or output, "all_gather_into_tensor")
+            src = _bytes_of(input)
+            dst = _host(output)
+            dst = dst if dst.is_contiguous() else torch.empty_like(
+                dst, memory_format=torch.contiguous_format)
+            total = _nbytes(dst)
+
+            def submit(nm, flags):
+                return self._comm._submit_allgather_into(
+                    _ptr(src), src.numel(), dst.data_ptr() if total else None, total, 1,
+                    _UINT8, nm, (input, src, output, dst),
+                    tag="all_gather_into_tensor: %s" % _dtype(input), flags=flags)
+
+            def post(_):
+                if dst.data_ptr() != output.data_ptr():
+                    _copy_back(output, dst)
+                return output
+            return self._run(name, submit, post)
         return self._call(prepare)
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
