@@ -45,12 +45,9 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 
 static const char *cannot_run(const select_input_t *in)
 {
-  if (in->mem != SELECT_MEM_DEVICE)
-    return NULL; /* the selector's memory rule says it */
-  if (!in->has_nccl)
-    return "this rondo has no NCCL (configure --with-nccl)";
-  if (dev_nccl_dtype(in->dtype) < 0)
-    return "NCCL has no type for this dtype (int16: use staged)";
+  const char *why = gpu_nccl_type_cannot_run(in);
+  if (why != NULL || in->mem != SELECT_MEM_DEVICE)
+    return why;
   if (in->min_local != in->max_local)
     return "nodes have different numbers of ranks";
   if (in->gpu_node_shared > 0)

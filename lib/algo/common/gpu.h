@@ -140,6 +140,9 @@ rondo_status_t gpu_coll_run(rondo_comm_t comm, const gpu_coll_t *c, int nccl);
  * rule: NCCL built, a type NCCL has, no GPU shared by two ranks), or
  * NULL. */
 const char *gpu_nccl_cannot_run(const select_input_t *in);
+/* Its first part, which hierarchical_nccl shares: NCCL built and a type
+ * NCCL has. */
+const char *gpu_nccl_type_cannot_run(const select_input_t *in);
 
 /* Broadcast on device buffers (bcast_device.c): NCCL's where the comm can
  * use NCCL, else staged. Reduce-scatter and all-gather are their

@@ -19,7 +19,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-const char *gpu_nccl_cannot_run(const select_input_t *in)
+const char *gpu_nccl_type_cannot_run(const select_input_t *in)
 {
   if (in->mem != SELECT_MEM_DEVICE)
     return NULL; /* the selector's memory rule says it */
@@ -27,6 +27,14 @@ const char *gpu_nccl_cannot_run(const select_input_t *in)
     return "this rondo has no NCCL (configure --with-nccl)";
   if (dev_nccl_dtype(in->dtype) < 0)
     return "NCCL has no type for this dtype (int16: use staged)";
+  return NULL;
+}
+
+const char *gpu_nccl_cannot_run(const select_input_t *in)
+{
+  const char *why = gpu_nccl_type_cannot_run(in);
+  if (why != NULL || in->mem != SELECT_MEM_DEVICE)
+    return why;
   if (in->gpu_shared > 0)
     return "two or more ranks share a GPU, which NCCL refuses (the GPUs line says which)";
   return NULL;
