@@ -309,6 +309,11 @@ static void test_coll_algo_available(void **state)
         assert_non_null(why != NULL ? strstr(why, "one node") : NULL);
       } else if (member) {
         assert_null(why);
+      } else if (id == RONDO_ALGO_NCCL || id == RONDO_ALGO_STAGED) {
+        /* members for device buffers: not on these host buffers */
+        assert_non_null(why);
+        assert_string_equal(why, "needs device memory");
+        assert_non_null(strstr(rondo_last_error(), rondo_algo_name((rondo_algo_t)id)));
       } else {
         assert_non_null(why);
         assert_string_equal(why, fam[f].not_member);
