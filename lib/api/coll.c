@@ -155,6 +155,9 @@ static rondo_status_t agree_memory(rondo_comm_t comm, rondo_status_t st, agree_s
   return device >= 0 ? gpu_attach(comm, device) : RONDO_SUCCESS;
 }
 
+/* Whether member d's steps carry the argument check (its descriptor says). */
+static int carries_check(const algo_desc_t *d) { return d != NULL && d->select.carries_check; }
+
 /* What every rank of an all-reduce must agree on but the memory kind. */
 static agree_sig_t allreduce_sig(size_t count, rondo_dtype_t dtype, rondo_op_t op,
                                  rondo_algo_t algo)
@@ -228,7 +231,7 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
       ((algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) && comm->shm != NULL &&
         !agree_skip) ||
        agree_inline_fits(comm, algo, count, bytes) ||
-       agree_rider_fits(comm, RONDO_COLL_ALLREDUCE, algo, count)))
+       agree_rider_fits(comm, carries_check(algo_find(algo)), count)))
     return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, &sig);
   RONDO_CHECK(agree_call(comm, st, &sig));
   return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
@@ -556,7 +559,8 @@ rondo_status_t rondo_allgather_algo(rondo_comm_t comm, const void *sendbuf, void
   if (shm_agrees(comm, st, algo, bytes) ||
       (st == RONDO_SUCCESS &&
        (agree_inline_fits(comm, algo, bytes, bytes * (size_t)comm->size) ||
-        agree_rider_fits(comm, RONDO_COLL_ALLGATHER, algo, bytes))))
+        agree_rider_fits(comm, carries_check(algo_family_find(RONDO_COLL_ALLGATHER, algo)),
+                         bytes))))
     return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, &sig);
   RONDO_CHECK(agree_call(comm, st, &sig));
   if (bytes == 0)
@@ -693,7 +697,9 @@ static rondo_status_t rs_host(rondo_comm_t comm, rondo_status_t st, agree_sig_t 
   if (shm_agrees(comm, st, algo, in.count) ||
       (st == RONDO_SUCCESS &&
        (agree_inline_fits(comm, algo, in.count, in.bytes) ||
-        agree_rider_fits(comm, RONDO_COLL_REDUCE_SCATTER, algo, in.count))))
+        agree_rider_fits(comm,
+                         carries_check(algo_family_find(RONDO_COLL_REDUCE_SCATTER, algo)),
+                         in.count))))
     folded = sig;
   else
     RONDO_CHECK(agree_call(comm, st, sig));

@@ -8,9 +8,6 @@
 #include "algo/common/blocks.h"
 #include "algo/common/gpu.h"
 
-/* PCIe-class copy bandwidth for the model (s/byte), as allreduce_staged.c's. */
-#define STAGE_COPY_BETA (1.0 / 25e9)
-
 static rondo_status_t host(rondo_comm_t comm, void *hin, void *hout, const void *ctx)
 {
   (void)comm;
@@ -34,7 +31,7 @@ static rondo_status_t allgather_staged(const algo_blocks_args_t *a)
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   double n = (double)in->bytes;
-  return STAGE_COPY_BETA * (n + n / in->ranks) + algo_ag_ring_time(prm, in, n);
+  return GPU_STAGE_COPY_BETA * (n + n / in->ranks) + algo_ag_ring_time(prm, in, n);
 }
 
 const algo_desc_t algo_ag_staged = {

@@ -27,13 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* PCIe-class copy bandwidth for the model (s/byte): pinned host <-> device
- * copies reach about 25 GB/s on PCIe 4 and 54 GB/s on an H100 host. */
-#define STAGE_COPY_BETA (1.0 / 25e9)
-
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
-  return 2.0 * STAGE_COPY_BETA * (double)in->bytes +
+  return 2.0 * GPU_STAGE_COPY_BETA * (double)in->bytes +
          algo_ring_time(select_p2p_level(prm, in), (double)in->bytes, in->ranks,
                         prm->ring_chunk, in->nodes > 1);
 }

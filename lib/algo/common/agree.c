@@ -464,7 +464,7 @@ static rondo_status_t mismatch(const agree_sig_t *sig, const int64_t r[DETAIL_WO
  * data this rank's packet carries (NULL: none); rider: the all-reduce
  * whose data rides in the exchange, or NULL. */
 static rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                                   const agree_inline_t *d, check_rider_t *rider)
+                                   const agree_inline_t *d, check_rider_t *rider, int *rode)
 {
   /* The packet with comm's room, whatever this rank's call: ranks in
    * different collectives must still exchange packets of one size for the
@@ -475,6 +475,8 @@ static rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, cons
   size_t bytes = d != NULL ? d->count * rondo_dtype_size(d->dtype) : 0;
   if (bytes > comm->check_room)
     bytes = 0; /* only its size rides: packet_data_bytes */
+  if (rode != NULL)
+    *rode = bytes > 0;
   if (bytes > 0 && local == RONDO_SUCCESS && d->in_bytes > 0)
     memcpy(packet_data(all) + d->at, d->in, d->in_bytes);
   RONDO_CHECK(check_exchange(comm, all, local == RONDO_SUCCESS ? rider : NULL, NULL));
@@ -517,24 +519,19 @@ int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t
 rondo_status_t agree_inline(rondo_comm_t comm, const agree_sig_t *sig, const agree_inline_t *d,
                             int *rode)
 {
-  *rode = d->count * rondo_dtype_size(d->dtype) <= comm->check_room;
-  return agree_across(comm, RONDO_SUCCESS, sig, d, NULL);
+  return agree_across(comm, RONDO_SUCCESS, sig, d, NULL, rode);
 }
 
-int agree_rider_fits(rondo_comm_t comm, rondo_coll_t coll, rondo_algo_t algo, size_t count)
+int agree_rider_fits(rondo_comm_t comm, int carries_check, size_t count)
 {
-  rondo_algo_t rider = coll == RONDO_COLL_ALLREDUCE        ? RONDO_ALGO_RABENSEIFNER
-                       : coll == RONDO_COLL_ALLGATHER      ? RONDO_ALGO_RECURSIVE_DOUBLING
-                       : coll == RONDO_COLL_REDUCE_SCATTER ? RONDO_ALGO_RECURSIVE_HALVING
-                                                           : RONDO_ALGO_AUTO;
-  return comm->size > 1 && comm->board == NULL && !agree_skip && rider != RONDO_ALGO_AUTO &&
-         algo == rider && count > 0 && check_by_exchange(comm);
+  return comm->size > 1 && comm->board == NULL && !agree_skip && carries_check && count > 0 &&
+         check_by_exchange(comm);
 }
 
 rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                                  check_rider_t *rider)
 {
-  return agree_across(comm, local, sig, NULL, rider);
+  return agree_across(comm, local, sig, NULL, rider, NULL);
 }
 
 rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
@@ -551,7 +548,7 @@ rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_s
   if (comm->size == 1 || agree_skip)
     return local;
   if (comm->board == NULL)
-    return agree_across(comm, local, sig, NULL, NULL);
+    return agree_across(comm, local, sig, NULL, NULL, NULL);
   agree_post(comm, local, sig);
   return agree_finish(comm, local, sig);
 }

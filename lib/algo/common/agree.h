@@ -118,11 +118,12 @@ typedef struct {
  * agree_call would. Collective. */
 rondo_status_t agree_inline(rondo_comm_t comm, const agree_sig_t *sig, const agree_inline_t *d,
                             int *rode);
-/* Whether a valid call of coll of count elements by algo sends its data in
- * the steps of the check across nodes on comm (Rabenseifner's halving, the
- * all-gather's recursive doubling, the reduce-scatter's recursive halving:
- * their riders). Equal on every rank that calls alike. */
-int agree_rider_fits(rondo_comm_t comm, rondo_coll_t coll, rondo_algo_t algo, size_t count);
+/* Whether a valid call of count elements by a member whose steps carry
+ * the check (its descriptor's carries_check: Rabenseifner's halving, the
+ * all-gather's recursive doubling, the reduce-scatter's recursive halving,
+ * their riders) sends its data in the steps of the check across nodes on
+ * comm. Equal on every rank that calls alike. */
+int agree_rider_fits(rondo_comm_t comm, int carries_check, size_t count);
 /* agree_call across nodes with this rank's data riding in the exchange
  * (rider: check_exchange.h; NULL where local failed). On success every
  * step carried the data; on failure the data that moved is to be thrown

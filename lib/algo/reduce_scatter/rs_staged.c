@@ -9,9 +9,6 @@
 #include "algo/common/blocks.h"
 #include "algo/common/gpu.h"
 
-/* PCIe-class copy bandwidth for the model (s/byte), as allreduce_staged.c's. */
-#define STAGE_COPY_BETA (1.0 / 25e9)
-
 static rondo_status_t host(rondo_comm_t comm, void *hin, void *hout, const void *ctx)
 {
   (void)comm;
@@ -34,7 +31,7 @@ static rondo_status_t reduce_scatter_staged(const algo_blocks_args_t *a)
 static double cost(const select_params_t *prm, const select_input_t *in)
 {
   double n = (double)in->bytes;
-  return STAGE_COPY_BETA * (n + n / in->ranks) +
+  return GPU_STAGE_COPY_BETA * (n + n / in->ranks) +
          algo_ring_time(select_p2p_level(prm, in), n, in->ranks, prm->ring_chunk,
                         in->nodes > 1) /
              2;
