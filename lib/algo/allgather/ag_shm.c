@@ -10,18 +10,9 @@
 #include "algo/common/blocks.h"
 #include "algo/common/shm.h"
 
-#include <string.h>
-
 static rondo_status_t allgather_shm(const algo_blocks_args_t *a)
 {
-  int r = a->comm->rank;
-  char *own = blocks_at(a, a->recvbuf, a->displs[r]);
-  RONDO_CHECK(shm_run_blocks(a, SHM_ALLGATHER, NULL));
-  /* only now: the first round may find the call not agreed on, and a
-   * failed call leaves recvbuf as it was */
-  if (own != (const char *)a->sendbuf && a->counts[r] > 0)
-    memcpy(own, a->sendbuf, a->counts[r] * a->esize);
-  return RONDO_SUCCESS;
+  return shm_run_blocks(a, SHM_ALLGATHER, NULL);
 }
 
 /* Cost: 2 shm alphas (posted, then read) + shm beta * n (n/L copied in,

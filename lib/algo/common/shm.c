@@ -23,6 +23,7 @@ struct shm_state {
   shwin_t w;            /* each local rank's segment, SHWIN_ALIGN-aligned */
   size_t slot_bytes;
   uint64_t seq;         /* last sequence number used */
+  uint64_t done_min;    /* every other rank's done flag was at least this */
   shm_progress_t progress; /* called while waiting (shm_run_with), or NULL */
   void *progress_arg;
 };
@@ -59,6 +60,27 @@ static void wait_all(const struct shm_state *s, const topo_t *topo, int which, u
   for (int q = 0; q < s->w.size; q++)
     if (q != s->w.rank)
       wait_flag(s, topo, q, which, seq);
+}
+
+/* Waits until every rank is done with round `seq` (its slots may be
+ * rewritten). The peers' done flags are read only when the last reading
+ * does not already show it: each read of a line another core just wrote
+ * is a transfer between the cores, and a small call's whole cost is a few
+ * of them. */
+static void wait_done(struct shm_state *s, const topo_t *topo, uint64_t seq)
+{
+  if (s->done_min >= seq)
+    return;
+  uint64_t least = UINT64_MAX;
+  for (int q = 0; q < s->w.size; q++) {
+    if (q == s->w.rank)
+      continue;
+    wait_flag(s, topo, q, DONE, seq);
+    uint64_t v = __atomic_load_n(flag(s, q, DONE), __ATOMIC_ACQUIRE);
+    least = v < least ? v : least;
+  }
+  if (least != UINT64_MAX)
+    s->done_min = least;
 }
 
 static rondo_status_t shm_create(rondo_comm_t comm, struct shm_state **out)
@@ -205,7 +227,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
   int agreeing = k == 0 && a->agree != NULL;
 
   if (seq > SHM_SLOTS)
-    wait_all(s, r->topo, DONE, seq - SHM_SLOTS); /* my slot is free again */
+    wait_done(s, r->topo, seq - SHM_SLOTS); /* my slot is free again */
   /* Copy in: the pieces the others reduce (and, unless r->direct, the
    * owned ones too), or the owned ones (allgather). */
   for (int g = 0; g < r->g; g++) {
@@ -218,6 +240,17 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
   if (agreeing) {
     agree_post(a->comm, RONDO_SUCCESS, a->agree);
     RONDO_CHECK(agree_finish(a->comm, RONDO_SUCCESS, a->agree));
+  }
+  /* An all-gather's own pieces reach their place in recvbuf from the slot
+   * they were just copied into (still in this core's cache), once the call
+   * is agreed on: a failed call leaves recvbuf as it was. */
+  if (mode == SHM_ALLGATHER && r->b != NULL) {
+    for (int g = 0; g < r->g; g++) {
+      piece_of(r, g, k, &off, &n);
+      const char *from = posted_from(r, mode, g, off);
+      if (owns(r, g) && n > 0 && from != AT(a->recvbuf, off))
+        memcpy(AT(a->recvbuf, off), AT(mine, (size_t)g * r->piece), n * esize);
+    }
   }
   s->seq = seq;
   /* Flags only grow and are waited on with >=, so a round may skip one:
@@ -263,7 +296,10 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
       if (n == 0 || owns(r, g)) /* my own pieces are in recvbuf already */
         continue;
       int q = owner(r, g);
-      wait_flag(s, r->topo, q, which, seq);
+      /* An all-gather's data was in the owner's slot before it posted to
+       * the board this rank's agreement waited on. */
+      if (!(agreeing && which == POSTED))
+        wait_flag(s, r->topo, q, which, seq);
       memcpy(AT(a->recvbuf, off), AT(slot(s, q, seq), (size_t)g * r->piece), n * esize);
     }
   }

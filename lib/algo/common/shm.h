@@ -50,8 +50,8 @@ rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
  * holds it at place[g] elements into its own buffer (place NULL: one
  * node, where a rank owns one block, at the start of its buffer). SHM_REDUCE_SCATTER
  * reduces each owned block across the node into recvbuf; SHM_ALLGATHER
- * copies each owned block from sendbuf into the other ranks' recvbuf at
- * displs[g] (not into this rank's own). */
+ * copies each owned block from sendbuf into every rank's recvbuf at
+ * displs[g] (this rank's own too, unless it lies there already). */
 rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode,
                               const size_t *place);
 
