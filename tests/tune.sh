@@ -1,9 +1,9 @@
 #!/bin/sh
 # rondo-bench tune end to end: bad options exit 2 with a message; a short
 # 2-rank tune of the three families writes a table that covers every size
-# once per collective, and rondo-info (all-reduce) and rondo-bench explain
-# (reduce-scatter, all-gather), loading it, choose at each measured size the
-# algorithm the tuner decided.
+# once per collective, and rondo-info --explain --collective (and rondo-bench
+# explain for reduce-scatter and all-gather), loading it, choose at each
+# measured size the algorithm the tuner decided.
 set -u
 bindir=${top_builddir:-.}/tools
 mpiexec=${top_srcdir:-.}/tests/mpiexec # MPICH or Open MPI, Hydra syntax
@@ -51,15 +51,16 @@ for coll in allreduce reduce_scatter allgather; do
   echo "PASS: the $coll rules cover 0 to infinity in $rules rule(s)"
 done
 # At each measured size, AUTO with the table picks what the tuner decided:
-# rondo-info says it for all-reduce, rondo-bench explain for the others
-# (the same size convention as tune: the whole buffer).
+# rondo-info --explain says it for every family (the same size convention
+# as tune: the whole buffer), and rondo-bench explain agrees for the others.
 grep -E '^ +[a-z_]+ +[0-9]+ ' "$tmp/log" | while read -r coll bytes _model decision _rest; do
-  if [ "$coll" = allreduce ]; then
-    got=$(RONDO_TUNING_FILE=$table run -n 2 "$bindir/rondo-info" --explain "$bytes" 2>&1 |
-          sed -n 's/^choice: \([a-z_]*\) .*/\1/p' | head -n 1)
-  else
-    got=$(RONDO_TUNING_FILE=$table run -n 2 "$bindir/rondo-bench" explain --collective "$coll" \
-          -b "$bytes" -e "$bytes" 2>&1 | awk '/^ +[0-9]+ /{print $4; exit}')
+  got=$(RONDO_TUNING_FILE=$table run -n 2 "$bindir/rondo-info" --explain "$bytes" \
+        --collective "$coll" 2>&1 | sed -n 's/^choice: \([a-z_]*\) .*/\1/p' | head -n 1)
+  if [ "$coll" != allreduce ]; then
+    bench=$(RONDO_TUNING_FILE=$table run -n 2 "$bindir/rondo-bench" explain --collective "$coll" \
+            -b "$bytes" -e "$bytes" 2>&1 | awk '/^ +[0-9]+ /{print $4; exit}')
+    [ "$bench" = "$got" ] ||
+      fail "$coll $bytes bytes: rondo-bench explain says '$bench', rondo-info '$got'"
   fi
   [ "$got" = "$decision" ] ||
     fail "$coll $bytes bytes: AUTO chose '$got', the tuner decided '$decision'"

@@ -2,12 +2,15 @@
  * rondo-info: what this build of rondo is and what it would do here.
  *
  *   rondo-info                     build, topology, knobs, selection table
- *   rondo-info --explain BYTES     why AUTO picks what it picks for BYTES
+ *   rondo-info --explain BYTES [--collective C]
+ *                                  why AUTO picks what it picks for BYTES
  *   mpiexec -n 4 rondo-info        the same, for a 4-rank comm
  *
  * Runs on one rank (singleton) or under mpiexec; rank 0 prints. BYTES takes
- * K/M/G suffixes. The selection table lists, for float32 sum at sizes 4 B to
- * 64 MiB, the algorithm rondo_allreduce() would run and why.
+ * K/M/G suffixes and is the whole buffer (a reduce-scatter's input, an
+ * all-gather's output); C is allreduce (the default), reduce_scatter,
+ * allgather or all. The selection table lists, for float32 sum at sizes
+ * 4 B to 64 MiB, what each collective would run, and why for all-reduce.
  */
 #include <hwloc.h>
 #include <stdio.h>
@@ -42,13 +45,20 @@ static int comm_size(rondo_comm_t comm)
   return size;
 }
 
+/* A call's count argument for a float32 buffer of bytes (the whole
+ * buffer): all-reduce's elements, or one rank's block. */
+static size_t count_of(rondo_comm_t comm, rondo_coll_t coll, size_t bytes)
+{
+  return coll == RONDO_COLL_ALLREDUCE ? bytes / 4 : bytes / 4 / (size_t)comm_size(comm);
+}
+
 /* Every collective's family, each member with whether it can run a float32
  * sum of bytes (the whole buffer, for reduce-scatter and all-gather). */
 static void print_algorithms(rondo_comm_t comm, size_t bytes)
 {
   for (int c = 0; c < RONDO_COLL_COUNT; c++) {
     rondo_coll_t coll = (rondo_coll_t)c;
-    size_t count = coll == RONDO_COLL_ALLREDUCE ? bytes / 4 : bytes / 4 / (size_t)comm_size(comm);
+    size_t count = count_of(comm, coll, bytes);
     printf("\n%s algorithms (float32 sum of %zu bytes on this comm)\n", rondo_coll_name(coll),
            bytes);
     for (int a = RONDO_ALGO_AUTO + 1; a < RONDO_ALGO_COUNT; a++) {
@@ -82,10 +92,24 @@ static void print_knobs(void)
   }
 }
 
+/* What AUTO would run for coll, or "-" (the size does not split into
+ * blocks, or the question failed). */
+static const char *choice_name(rondo_comm_t comm, rondo_coll_t coll, size_t bytes)
+{
+  rondo_algo_t algo;
+  size_t count = count_of(comm, coll, bytes);
+  if (count == 0 ||
+      rondo_coll_choice(comm, coll, count, RONDO_FLOAT32, RONDO_SUM, &algo) != RONDO_SUCCESS)
+    return "-";
+  return rondo_algo_name(algo);
+}
+
 static void print_selection(rondo_comm_t comm)
 {
-  printf("\nselection for float32 sum (rondo-info --explain BYTES for the candidates)\n");
-  printf("  %12s  %-20s %s\n", "bytes", "algorithm", "because");
+  printf("\nselection for float32 sum (rondo-info --explain BYTES [--collective C] for the "
+         "candidates)\n");
+  printf("  %12s  %-20s %-20s %-20s %s\n", "bytes", "allreduce", "reduce_scatter", "allgather",
+         "because (allreduce)");
   char buf[4096];
   for (size_t bytes = 4; bytes <= (64u << 20); bytes *= 4) {
     rondo_algo_t algo;
@@ -104,16 +128,20 @@ static void print_selection(rondo_comm_t comm)
         why = paren;
       }
     }
-    printf("  %12zu  %-20s %s\n", bytes, rondo_algo_name(algo), why);
+    printf("  %12zu  %-20s %-20s %-20s %s\n", bytes, rondo_algo_name(algo),
+           choice_name(comm, RONDO_COLL_REDUCE_SCATTER, bytes),
+           choice_name(comm, RONDO_COLL_ALLGATHER, bytes), why);
   }
 }
 
-/* The explanation for bytes / 4 float32 elements, printed by rank 0 (the
- * call is local: only rank 0 makes it). 0, or 1 after a message. */
-static int print_explain(rondo_comm_t comm, size_t bytes)
+/* coll's explanation for a float32 sum of bytes (the whole buffer),
+ * printed by rank 0 (the call is local: only rank 0 makes it). 0, or 1
+ * after a message. */
+static int print_explain(rondo_comm_t comm, rondo_coll_t coll, size_t bytes)
 {
-  size_t need = 0;
-  if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, NULL, 0, &need) != RONDO_SUCCESS) {
+  size_t need = 0, count = count_of(comm, coll, bytes);
+  if (rondo_coll_explain(comm, coll, count, RONDO_FLOAT32, RONDO_SUM, NULL, 0, &need) !=
+      RONDO_SUCCESS) {
     fprintf(stderr, "rondo-info: %s\n", rondo_last_error());
     return 1;
   }
@@ -123,7 +151,8 @@ static int print_explain(rondo_comm_t comm, size_t bytes)
     return 1;
   }
   int rc = 0;
-  if (rondo_explain(comm, bytes / 4, RONDO_FLOAT32, RONDO_SUM, text, need, NULL) == RONDO_SUCCESS)
+  if (rondo_coll_explain(comm, coll, count, RONDO_FLOAT32, RONDO_SUM, text, need, NULL) ==
+      RONDO_SUCCESS)
     printf("%s", text);
   else {
     fprintf(stderr, "rondo-info: %s\n", rondo_last_error());
@@ -133,16 +162,47 @@ static int print_explain(rondo_comm_t comm, size_t bytes)
   return rc;
 }
 
-/* Reads the command line: 0, or 2 after a message (when print is set). */
-static int parse(int argc, char **argv, const char **explain, size_t *bytes, int print)
+#define USAGE "usage: rondo-info [--explain BYTES [--collective C]]\n"
+
+/* The collective named name: 0, or -1 for "all", or -2 for no such name. */
+static int parse_collective(const char *name, rondo_coll_t *coll)
 {
+  if (strcmp(name, "all") == 0)
+    return -1;
+  for (int c = 0; c < RONDO_COLL_COUNT; c++)
+    if (strcmp(name, rondo_coll_name((rondo_coll_t)c)) == 0) {
+      *coll = (rondo_coll_t)c;
+      return 0;
+    }
+  return -2;
+}
+
+/* Reads the command line: 0, or 2 after a message (when print is set).
+ * *all: --collective all. */
+static int parse(int argc, char **argv, const char **explain, size_t *bytes, rondo_coll_t *coll,
+                 int *all, int print)
+{
+  const char *named = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--explain") == 0 && i + 1 < argc) {
       *explain = argv[++i];
+    } else if (strcmp(argv[i], "--collective") == 0 && i + 1 < argc) {
+      named = argv[++i];
     } else {
       if (print)
-        fprintf(stderr, "rondo-info: unexpected argument '%s'\n"
-                        "usage: rondo-info [--explain BYTES]\n", argv[i]);
+        fprintf(stderr, "rondo-info: unexpected argument '%s'\n" USAGE, argv[i]);
+      return 2;
+    }
+  }
+  if (named != NULL) {
+    int got = parse_collective(named, coll);
+    *all = got == -1;
+    if (got == -2 || *explain == NULL) {
+      if (print)
+        fprintf(stderr, got == -2 ? "rondo-info: --collective: '%s' is not allreduce, "
+                                    "reduce_scatter, allgather or all\n"
+                                  : "rondo-info: --collective %s goes with --explain BYTES\n",
+                named);
       return 2;
     }
   }
@@ -159,13 +219,15 @@ int main(int argc, char **argv)
 {
   const char *explain = NULL;
   size_t bytes = 0;
+  rondo_coll_t coll = RONDO_COLL_ALLREDUCE;
+  int all = 0;
   /* Read quietly: only the lowest rank that failed prints why (below). */
-  int rc = parse(argc, argv, &explain, &bytes, 0), print;
+  int rc = parse(argc, argv, &explain, &bytes, &coll, &all, 0), print;
   if (tool_init("rondo-info", &argc, &argv) != 0)
     return 1;
   if ((rc = tool_agree("rondo-info", rc, 0, &print)) != 0) {
     if (print)
-      parse(argc, argv, &explain, &bytes, 1);
+      parse(argc, argv, &explain, &bytes, &coll, &all, 1);
     rondo_finalize();
     return rc;
   }
@@ -174,8 +236,14 @@ int main(int argc, char **argv)
   char buf[4096];
   rondo_comm_rank(comm, &rank);
   /* Everything below is local: rank 0 alone prints. */
-  if (rank == 0 && explain != NULL) {
-    rc = print_explain(comm, bytes);
+  if (rank == 0 && explain != NULL && all) {
+    for (int c = 0; c < RONDO_COLL_COUNT && rc == 0; c++) {
+      if (c > 0)
+        printf("\n");
+      rc = print_explain(comm, (rondo_coll_t)c, bytes);
+    }
+  } else if (rank == 0 && explain != NULL) {
+    rc = print_explain(comm, coll, bytes);
   } else if (rank == 0) {
     print_build();
     printf("\nlauncher (rank 0)\n  %s\n", rondo_launcher());
