@@ -155,9 +155,6 @@ static rondo_status_t agree_memory(rondo_comm_t comm, rondo_status_t st, agree_s
   return device >= 0 ? gpu_attach(comm, device) : RONDO_SUCCESS;
 }
 
-/* Whether member d's steps carry the argument check (its descriptor says). */
-static int carries_check(const algo_desc_t *d) { return d != NULL && d->select.carries_check; }
-
 /* What every rank of an all-reduce must agree on but the memory kind. */
 static agree_sig_t allreduce_sig(size_t count, rondo_dtype_t dtype, rondo_op_t op,
                                  rondo_algo_t algo)
@@ -228,10 +225,7 @@ rondo_status_t rondo_allreduce_algo(rondo_comm_t comm, const void *sendbuf, void
    * whose arguments are bad agrees first: its packet says so, and the
    * exchange is the same on every rank. */
   if (st == RONDO_SUCCESS &&
-      ((algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) && comm->shm != NULL &&
-        !agree_skip) ||
-       agree_inline_fits(comm, algo, count, bytes) ||
-       agree_rider_fits(comm, carries_check(algo_find(algo)), count)))
+      algo_family_folds_check(comm, RONDO_COLL_ALLREDUCE, algo, count, bytes))
     return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, &sig);
   RONDO_CHECK(agree_call(comm, st, &sig));
   return algo_allreduce_run(comm, sendbuf, recvbuf, count, dtype, op, algo, NULL);
@@ -503,15 +497,6 @@ static rondo_status_t block_args(const char *fn, rondo_comm_t comm, const void *
   return RONDO_SUCCESS;
 }
 
-/* Whether shm agrees on a reduce-scatter's or all-gather's arguments in its
- * first round, with the data, as for the all-reduce (rondo_allreduce_algo
- * says why; the first call makes the window and agrees first). */
-static int shm_agrees(rondo_comm_t comm, rondo_status_t st, rondo_algo_t algo, size_t count)
-{
-  return st == RONDO_SUCCESS && algo == RONDO_ALGO_SHM && count > 0 &&
-         agree_board_active(comm) && comm->shm != NULL && !agree_skip;
-}
-
 /* A device call runs the family's nccl or staged member: the others are
  * host algorithms. */
 static rondo_status_t device_algo(const char *fn, rondo_algo_t algo, int device)
@@ -546,26 +531,10 @@ rondo_status_t rondo_allgather_algo(rondo_comm_t comm, const void *sendbuf, void
     return bytes == 0 ? RONDO_SUCCESS
                       : algo_allgather_device(comm, sendbuf, recvbuf, bytes, algo);
   }
-  if (st == RONDO_SUCCESS && bytes > 0) {
-    select_input_t in = algo_family_input(comm, RONDO_COLL_ALLGATHER, NULL, bytes, RONDO_UINT8,
-                                          RONDO_SUM);
-    st = algo_family_resolve(comm, &in, &algo);
-  }
-  agree_sig_add(&sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
-  agree_sig_add(&sig, AGREE_MEMORY_FIELD, 0);
   /* shm agrees in its first round, a small mpi call across nodes rides in
    * the check's packet (ag_mpi.c), recursive doubling's steps carry the
    * check (ag_rd.c); the others agree first */
-  if (shm_agrees(comm, st, algo, bytes) ||
-      (st == RONDO_SUCCESS &&
-       (agree_inline_fits(comm, algo, bytes, bytes * (size_t)comm->size) ||
-        agree_rider_fits(comm, carries_check(algo_family_find(RONDO_COLL_ALLGATHER, algo)),
-                         bytes))))
-    return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, &sig);
-  RONDO_CHECK(agree_call(comm, st, &sig));
-  if (bytes == 0)
-    return RONDO_SUCCESS;
-  return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, NULL);
+  return algo_allgather_checked(comm, st, &sig, sendbuf, recvbuf, bytes, algo);
 }
 
 rondo_status_t rondo_allgather(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
@@ -694,12 +663,8 @@ static rondo_status_t rs_host(rondo_comm_t comm, rondo_status_t st, agree_sig_t 
   /* shm agrees in its first round, a small mpi call across nodes rides in
    * the check's packet (rs_mpi.c), recursive halving's steps carry the
    * check (rs_halving.c); the others agree first */
-  if (shm_agrees(comm, st, algo, in.count) ||
-      (st == RONDO_SUCCESS &&
-       (agree_inline_fits(comm, algo, in.count, in.bytes) ||
-        agree_rider_fits(comm,
-                         carries_check(algo_family_find(RONDO_COLL_REDUCE_SCATTER, algo)),
-                         in.count))))
+  if (st == RONDO_SUCCESS &&
+      algo_family_folds_check(comm, RONDO_COLL_REDUCE_SCATTER, algo, in.count, in.bytes))
     folded = sig;
   else
     RONDO_CHECK(agree_call(comm, st, sig));

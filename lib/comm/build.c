@@ -331,8 +331,9 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
   RONDO_CHECK_GOTO(comm_agree_status(c, local), st, fail_setup);
   RONDO_CHECK_GOTO(check_knobs_agree(c), st, fail_setup);
   RONDO_CHECK_GOTO(find_topology(c, parent, yield), st, fail_setup);
-  if (parent == NULL)
-    RONDO_CHECK_GOTO(agree_board_create(c), st, fail_setup);
+  /* the engine's comm has one too: its lone all-gathers into the
+   * caller's buffer check their arguments on it (engine/collectives.c) */
+  RONDO_CHECK_GOTO(agree_board_create(c), st, fail_setup);
   *out = c;
   return RONDO_SUCCESS;
 

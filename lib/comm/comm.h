@@ -14,9 +14,10 @@
  *  - parent NULL: a user comm. Its configuration is read from the
  *    environment now (knobs, RONDO_ALLREDUCE_ALGO checked against the
  *    algorithm table, the tuning file loaded, the timeline path tried on
- *    rank 0), and it gets an argument board on one node.
+ *    rank 0).
  *  - parent set: an internal comm (the engine's) with the parent's
  *    configuration and tuning table (borrowed: free it before the parent).
+ * Either gets an argument board on one node.
  * yield: its waits yield the core at once, as on an oversubscribed node.
  * local: this rank's setup status so far (the library's). A failure on any
  * rank fails the call on every rank: the failing rank returns its status,

@@ -75,6 +75,27 @@ rondo_status_t algo_allgather_block(rondo_comm_t comm, const void *sendbuf, void
   return st;
 }
 
+rondo_status_t algo_allgather_checked(rondo_comm_t comm, rondo_status_t local, agree_sig_t *sig,
+                                      const void *sendbuf, void *recvbuf, size_t bytes,
+                                      rondo_algo_t algo)
+{
+  rondo_status_t st = local;
+  if (st == RONDO_SUCCESS && bytes > 0) {
+    select_input_t in = algo_family_input(comm, RONDO_COLL_ALLGATHER, NULL, bytes, RONDO_UINT8,
+                                          RONDO_SUM);
+    st = algo_family_resolve(comm, &in, &algo);
+  }
+  agree_sig_add(sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
+  agree_sig_add(sig, AGREE_MEMORY_FIELD, 0);
+  if (st == RONDO_SUCCESS && algo_family_folds_check(comm, RONDO_COLL_ALLGATHER, algo, bytes,
+                                                     bytes * (size_t)comm->size))
+    return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, sig);
+  RONDO_CHECK(agree_call(comm, st, sig));
+  if (bytes == 0)
+    return RONDO_SUCCESS;
+  return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, NULL);
+}
+
 /* The staged member's host part (algo_blocks_args_t.host). */
 static rondo_status_t host_run(const algo_blocks_args_t *a, const void *sendbuf, void *recvbuf)
 {

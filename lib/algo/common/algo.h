@@ -259,6 +259,15 @@ rondo_status_t algo_allgather_run(rondo_comm_t comm, const void *sendbuf, void *
 rondo_status_t algo_allgather_block(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t count, size_t esize, rondo_algo_t algo,
                                     const agree_sig_t *agree);
+/* An all-gather of bytes from every rank with its argument check: local
+ * is this rank's own verdict on its arguments, sig names the call (the
+ * algorithm and the memory kind are added). The comm's choice (or algo),
+ * then the check inside the run where the member takes it
+ * (algo_family_folds_check), else first. Fails on every rank where any
+ * rank's local did, recvbuf untouched. Collective. */
+rondo_status_t algo_allgather_checked(rondo_comm_t comm, rondo_status_t local, agree_sig_t *sig,
+                                      const void *sendbuf, void *recvbuf, size_t bytes,
+                                      rondo_algo_t algo);
 
 /* The same on device buffers, after the call was agreed on and the comm's
  * GPU state attached: the family's nccl or staged member (algo AUTO: the

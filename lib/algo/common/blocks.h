@@ -125,5 +125,14 @@ rondo_status_t algo_family_check(rondo_comm_t comm, rondo_algo_t algo, const sel
  * algorithm is checked. Local; the same outcome on every rank. */
 rondo_status_t algo_family_resolve(rondo_comm_t comm, const select_input_t *in,
                                    rondo_algo_t *algo);
+/* Whether a valid call of coll's member algo takes the argument check in
+ * its own run rather than before it: shm agrees in its first round (once
+ * the comm's window exists), a small mpi call across nodes rides in the
+ * check's packet, a member whose steps carry the check does so across
+ * nodes. count: the call's elements (any measure that is 0 only for an
+ * empty call), bytes: every rank's data. Equal on every rank that calls
+ * alike. */
+int algo_family_folds_check(rondo_comm_t comm, rondo_coll_t coll, rondo_algo_t algo,
+                            size_t count, size_t bytes);
 
 #endif /* RONDO_ALGO_BLOCKS_H */

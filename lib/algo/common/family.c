@@ -152,3 +152,13 @@ rondo_status_t algo_family_resolve(rondo_comm_t comm, const select_input_t *in,
   }
   return RONDO_SUCCESS;
 }
+
+int algo_family_folds_check(rondo_comm_t comm, rondo_coll_t coll, rondo_algo_t algo,
+                            size_t count, size_t bytes)
+{
+  const algo_desc_t *d = algo_family_find(coll, algo);
+  return (algo == RONDO_ALGO_SHM && count > 0 && agree_board_active(comm) && comm->shm != NULL &&
+          !agree_skip) ||
+         agree_inline_fits(comm, algo, count, bytes) ||
+         agree_rider_fits(comm, d != NULL && d->select.carries_check, count);
+}
