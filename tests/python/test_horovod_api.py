@@ -533,6 +533,40 @@ def test_timeline():
     hvd.barrier()
 
 
+def test_grouped_forms_fuse():
+    """grouped_reducescatter and grouped_allgather run as ONE collective of
+    the fused buffer each (the engine's timeline shows one REDUCESCATTER and
+    one ALLGATHER span, fused over the group's tensors), with the results
+    of separate calls."""
+    path = os.path.join(tempfile.gettempdir(), "rondo-hvd-fused-%d.json" % os.getppid())
+    ins = [torch.arange(float(N * 3)).reshape(N, 3) * (R + 1), torch.full((2 * N,), float(R)),
+           torch.ones(N, 2, dtype=torch.float32) * (R - 1)]
+    shards = [torch.full((2, k), float(R + k)) for k in (1, 2, 3)]
+    apart_rs = [hvd.reducescatter(t, op=hvd.Sum, name="apart.rs.%d" % i) for i, t in enumerate(ins)]
+    apart_ag = [hvd.allgather(t, name="apart.ag.%d" % i) for i, t in enumerate(shards)]
+    hvd.start_timeline(path)
+    rs = hvd.grouped_reducescatter(ins, op=hvd.Sum, name="fused.rs")
+    ag = hvd.grouped_allgather(shards, name="fused.ag")
+    hvd.stop_timeline()
+    for i in range(len(ins)):
+        check(torch.equal(rs[i], apart_rs[i]), "grouped_reducescatter %d: %s against %s", i,
+              rs[i], apart_rs[i])
+        want = torch.cat([torch.full((2, i + 1), float(q + i + 1)) for q in range(N)])
+        check(torch.equal(ag[i], want) and torch.equal(ag[i], apart_ag[i]),
+              "grouped_allgather %d", i)
+    if R == 0:
+        events = json.load(open(path))
+        spans = {}
+        for e in events:
+            if e.get("ph") == "X" and e.get("name") in ("REDUCESCATTER", "ALLGATHER"):
+                spans.setdefault(e["name"], []).append(e.get("args", {}).get("fused"))
+        # one span per tensor's track, each saying the whole group was fused
+        check(spans.get("REDUCESCATTER") == [3, 3, 3], "reduce-scatter spans: %s", spans)
+        check(spans.get("ALLGATHER") == [3, 3, 3], "all-gather spans: %s", spans)
+        os.unlink(path)
+    hvd.barrier()
+
+
 # ---- errors on every rank -----------------------------------------------------------------
 
 def one_rank(bad, good, exc, what):
@@ -592,5 +626,5 @@ run("test_horovod_api", [test_build_queries, test_every_dtype_every_collective,
                          test_adasum_optimizer, test_optimizer_options, test_sparse_gradients,
                          test_optimizer_on_a_process_set,
                          test_broadcast_optimizer_state_without_state, test_sync_batch_norm,
-                         test_join, test_timeline,
+                         test_join, test_timeline, test_grouped_forms_fuse,
                          test_errors_on_every_rank])
