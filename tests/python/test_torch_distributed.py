@@ -628,6 +628,81 @@ def test_cuda():
           "CUDA DDP: rondo and gloo differ by %g", float((mine - theirs).abs().max()))
 
 
+def test_coalescing_manager():
+    """torch's _coalescing_manager: the collectives made inside run when it
+    ends, as one engine group, each kind as ONE fused collective (the
+    timeline's spans say how many were fused), with the values of separate
+    calls; a wait inside the block fails alike on every rank instead of
+    hanging; a call refused on one rank fails on every rank."""
+    import json
+    import tempfile
+    from torch.distributed.distributed_c10d import _coalescing_manager, _get_default_group
+    pg = _get_default_group()
+    path = os.path.join(tempfile.gettempdir(), "rondo-tdist-coalesce-%d.json" % os.getppid())
+    a, b = torch.full((5,), float(R + 1)), torch.arange(3.0) * (R + 1)
+    f1, f2 = torch.arange(float(2 * N)) + R, torch.ones(3 * N) * R
+    s1, s2 = torch.empty(2), torch.empty(3)
+    i1, i2 = torch.full((2,), float(R)), torch.full((1,), float(-R))
+    o1, o2 = torch.empty(2 * N), torch.empty(N)
+    tri = N * (N + 1) / 2
+    pg._comm.timeline_start(path)
+    reqs = []
+    with _coalescing_manager(pg, reqs):
+        works = [dist.all_reduce(a, async_op=True), dist.all_reduce(b, async_op=True),
+                 dist.reduce_scatter_tensor(s1, f1, async_op=True),
+                 dist.reduce_scatter_tensor(s2, f2, async_op=True),
+                 dist.all_gather_into_tensor(o1, i1, async_op=True),
+                 dist.all_gather_into_tensor(o2, i2, async_op=True)]
+    for w in works:
+        w.wait()
+    pg._comm.timeline_stop()
+    check(torch.equal(a, torch.full((5,), tri)), "all_reduce a: %s", a)
+    check(torch.equal(b, torch.arange(3.0) * tri), "all_reduce b: %s", b)
+    sums = torch.arange(float(2 * N)) * N + N * (N - 1) / 2
+    check(torch.equal(s1, sums[2 * R:2 * R + 2]), "reduce_scatter s1: %s", s1)
+    check(torch.equal(s2, torch.full((3,), N * (N - 1) / 2)), "reduce_scatter s2: %s", s2)
+    check(torch.equal(o1, torch.arange(float(N)).repeat_interleave(2)), "all_gather o1: %s", o1)
+    check(torch.equal(o2, -torch.arange(float(N))), "all_gather o2: %s", o2)
+    if R == 0:
+        fused = {}
+        with open(path) as f:
+            events = json.load(f)
+        for e in events:
+            if e.get("ph") == "X" and e.get("name") in ("ALLREDUCE", "REDUCESCATTER",
+                                                        "ALLGATHER"):
+                fused.setdefault(e["name"], []).append(e["args"]["fused"])
+        want = {"ALLREDUCE": [2, 2], "REDUCESCATTER": [2, 2], "ALLGATHER": [2, 2]}
+        check(fused == want, "one fused collective per kind: %s", fused)
+        os.unlink(path)
+    # waiting inside the block: refused alike on every rank, then the block runs
+    x = torch.ones(2)
+    try:
+        with _coalescing_manager(pg, []):
+            dist.all_reduce(x)  # blocking: waits inside
+        check(False, "a wait inside the block raised")
+    except RuntimeError as e:
+        check("before the block ended" in str(e), "the wait inside: %s", e)
+    dist.barrier()
+    check(torch.equal(x, torch.full((2,), float(N))), "the call still ran at the end: %s", x)
+    # one rank's bad call inside the block fails on every rank, nothing hangs
+    y = torch.ones(3)
+    try:
+        with _coalescing_manager(pg, []):
+            w1 = dist.all_reduce(y, async_op=True)
+            w2 = (dist.all_reduce(torch.ones(2, dtype=torch.bool), op=dist.ReduceOp.AVG,
+                                  async_op=True) if R == N - 1 else
+                  dist.all_reduce(torch.ones(2), async_op=True))
+        w1.wait()
+        w2.wait()
+        check(False, "a refused call inside the block fails")
+    except (ValueError, RuntimeError) as e:
+        check(isinstance(e, ValueError) == (R == N - 1), "the refusal: %r", e)
+    dist.barrier()
+    z = torch.ones(2)
+    dist.all_reduce(z)
+    check(torch.equal(z, torch.full((2,), float(N))), "all_reduce after the blocks")
+
+
 def one_rank(bad, good, exc, what):
     """mpitest.one_rank: the others raise RuntimeError."""
     mpitest.one_rank(bad, good, exc, RuntimeError, what)
@@ -774,5 +849,5 @@ run("test_torch_distributed", [test_start_up, test_all_reduce_every_dtype_and_op
                                test_data_movement, test_cuda, test_all_to_all,
                                test_objects, test_point_to_point, test_new_group,
                                test_ddp_against_gloo, test_errors_on_every_rank,
-                               test_timeout, test_p2p_timeout,
+                               test_coalescing_manager, test_timeout, test_p2p_timeout,
                                test_destroy_leaves_no_thread])

@@ -121,6 +121,9 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         self._open_sends = []
         self._open_lock = threading.Lock()
         self._tl = threading.local()  # the slot of the call this thread makes
+        self._prefix = prefix
+        self._coalescing = None  # the deferred calls of an open _coalescing_manager
+        self._coalesced = itertools.count()  # its groups' numbers
         weakref.finalize(self, self._done.close)
 
     # -- torch asks
@@ -170,17 +173,25 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         return _lib.ASYNC_WAIT_NOW if last is None or last._state == _DONE else 0
 
     def _run(self, name, submit, post):
-        """One call: submit(name, flags) -> rondo.Handle; post(result) -> the
-        call's value."""
+        """One call: submit(name, flags, **group) -> rondo.Handle; post(result)
+        -> the call's value. Inside _coalescing_manager the call is kept for
+        _end_coalescing (unless its submit says groups = False)."""
+        if self._coalescing is not None and getattr(submit, "groups", True):
+            return self._defer(name, submit, post)
         h = submit(name, self._wait_now())
         self._tl.submitted = True  # errors from here on are the call's, not refusals
         return self._work(h.wait, post)
 
     def _refuse(self, name, err):
-        """This rank refuses the call `name`: the others' fail; err is raised."""
+        """This rank refuses the call `name`: the others' fail; err is raised.
+        Inside _coalescing_manager the refusal joins the block's group."""
+        def submit(nm, flags, **group):
+            return self._comm._submit_refusal(nm, err, **group)
         try:
-            h = self._comm._submit_refusal(name, err)
-            self._work(h.wait, _nothing)  # released when the name comes round
+            if self._coalescing is not None:
+                self._defer(name, submit, _nothing)
+            else:
+                self._work(submit(name, 0).wait, _nothing)  # released when the name comes round
         except RondoError:
             pass  # the engine is gone: nobody waits there either
         raise err
@@ -208,7 +219,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         code = CODES.get(getattr(t, "dtype", None))
         opc = _OP_CODES.get(_op_name(op))
         if (opc is not None and code is not None and t.is_cpu and t.is_contiguous()
-                and not t.is_sparse):
+                and not t.is_sparse and self._coalescing is None):
             slot, name = self._name()
             self._tl.slot = slot
             n = t.numel()
@@ -250,10 +261,10 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
                 buf = real.clone()  # t is the input: the result goes elsewhere
         n = _numel(t)
 
-        def submit(nm, flags):
+        def submit(nm, flags, **group):
             return self._comm._submit_allreduce(_ptr(buf), _ptr(buf), n, code, rop, nm, None,
                                                 1.0, 1.0, (t, buf, dst), tag=_tag(what, t),
-                                                flags=flags)
+                                                flags=flags, **group)
 
         def post(_):
             out = torch.view_as_real(dst) if dst.is_complex() else dst
@@ -276,11 +287,11 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             flat = torch.cat([_host(torch.view_as_real(t) if t.is_complex() else t).reshape(-1)
                               for t in ts])
 
-            def submit(nm, flags):
+            def submit(nm, flags, **group):
                 return self._comm._submit_allreduce(
                     _ptr(flat), _ptr(flat), flat.numel(), code, rop, nm, None, 1.0, 1.0,
                     (ts, flat), tag="all_reduce_coalesced: %s"
-                    % [_shape(t) for t in ts], flags=flags)
+                    % [_shape(t) for t in ts], flags=flags, **group)
 
             def post(_):
                 at = 0
@@ -336,10 +347,10 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             self._check_root(root)
             buf = _bytes_of(t)
 
-            def submit(nm, flags):
+            def submit(nm, flags, **group):
                 return self._comm._submit_broadcast(_ptr(buf), buf.numel(), _UINT8, root, nm,
                                                     (t, buf), tag=_tag("broadcast", t),
-                                                    flags=flags)
+                                                    flags=flags, **group)
 
             def post(_):
                 if self._comm.rank != root and buf.data_ptr() != t.data_ptr():
@@ -360,10 +371,10 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
                 ctypes.memmove(whole.data_ptr(), addr, int(total))
             return whole
 
-        def submit(nm, flags):
+        def submit(nm, flags, **group):
             return self._comm._submit_allgather(_ptr(buf), buf.numel(), 1, _UINT8, nm, (t, buf),
                                                 finish, tag="%s: %s" % (what, _dtype(t)),
-                                                flags=flags)
+                                                flags=flags, **group)
 
         def post(whole):
             return place(whole)
@@ -418,11 +429,11 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
                 dst, memory_format=torch.contiguous_format)
             total = _nbytes(dst)
 
-            def submit(nm, flags):
+            def submit(nm, flags, **group):
                 return self._comm._submit_allgather_into(
                     _ptr(src), src.numel(), dst.data_ptr() if total else None, total, 1,
                     _UINT8, nm, (input, src, output, dst),
-                    tag="all_gather_into_tensor: %s" % _dtype(input), flags=flags)
+                    tag="all_gather_into_tensor: %s" % _dtype(input), flags=flags, **group)
 
             def post(_):
                 if dst.data_ptr() != output.data_ptr():
@@ -497,10 +508,10 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             dst = torch.empty_like(dst)  # the output lies in the input (in place)
         row = _numel(out)
 
-        def submit(nm, flags):
+        def submit(nm, flags, **group):
             return self._comm._submit_reduce_scatter(_ptr(src), _ptr(dst), p, row, code, rop, nm,
                                                      1.0, 1.0, (flat, src, out, dst),
-                                                     tag=_tag(what, out), flags=flags)
+                                                     tag=_tag(what, out), flags=flags, **group)
 
         def post(_):
             _copy_back(torch.view_as_real(out) if out.is_complex() else out, dst)
@@ -554,10 +565,11 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
                 ctypes.memmove(whole.data_ptr(), addr, int(total))
             return whole
 
-        def submit(nm, flags):
+        def submit(nm, flags, **group):
             return self._comm._submit_alltoall(_ptr(send), sendcounts, 1, _UINT8, recvcounts, nm,
                                                (send, sendcounts, recvcounts), finish, tag=tag,
                                                flags=flags)
+        submit.groups = False  # runs at once, also inside _coalescing_manager
 
         def post(whole):
             return place(whole, [int(c) for c in recvcounts])
@@ -629,10 +641,62 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             return self._allreduce(name, one, _UINT8, "max", [], what="barrier")
         return self._call(prepare)
 
-    # batch_isend_irecv brackets its calls with these (NCCL groups them)
+    # -- coalescing: torch's _coalescing_manager brackets calls with these.
+    # The collectives made in between are kept, then submitted as one engine
+    # group: none runs before all are in, and those of one kind (all-reduces
+    # of a dtype, reduce-scatters, all-gathers) run as one fused collective,
+    # as NCCL runs a group's calls. Point-to-point calls and all-to-alls run
+    # at once, as outside.
+    def _defer(self, name, submit, post):
+        calls, owner = self._coalescing
+        if len(calls) >= _NAME_SLOTS:  # every rank stops at the same call
+            raise RuntimeError("rondo: at most %d collectives inside one _coalescing_manager"
+                               % _NAME_SLOTS)
+        box = []
+        sent = threading.Event()
+
+        def await_request():
+            if not sent.is_set() and threading.get_ident() == owner:
+                raise RuntimeError("rondo: a call inside _coalescing_manager was waited for "
+                                   "before the block ended: its collective runs at the end "
+                                   "(use async_op=True and wait after the block)")
+            sent.wait()
+            if isinstance(box[0], BaseException):
+                raise box[0]
+            return box[0].wait()
+        self._tl.submitted = True  # an error from here on is the call's
+        work = self._work(await_request, post)
+        calls.append((name, submit, box, sent, work))
+        return work
+
     def _start_coalescing(self, *args):
-        return None
+        if self._coalescing is not None:
+            raise RuntimeError("rondo: _coalescing_manager blocks do not nest")
+        self._coalescing = ([], threading.get_ident())
 
     def _end_coalescing(self, *args):
-        return None
+        """Submits the block's collectives as one group; returns a Work that
+        completes when all of them have (and raises the first one's error)."""
+        if self._coalescing is None:
+            raise RuntimeError("rondo: _end_coalescing without _start_coalescing")
+        calls, _ = self._coalescing
+        self._coalescing = None
+        group = "%scoalesced.%d" % (self._prefix, next(self._coalesced))
+        for name, submit, box, sent, _ in calls:
+            opts = {"group": group, "group_size": len(calls)}
+            try:
+                box.append(submit(name, 0, **opts))
+            except (RondoError, ValueError, TypeError) as e:
+                box.append(e)  # raised by the call's wait; the others' fail too:
+                try:
+                    self._comm._submit_refusal(name, e, **opts)
+                except RondoError:
+                    pass  # the engine is gone
+            sent.set()
+        works = [c[4] for c in calls]
 
+        def await_all():
+            for w in works:
+                w.wait()
+            return None
+        return RondoWork(await_all, _nothing, self._done.adopt)
