@@ -19,7 +19,13 @@ of the same ranks (new_group(backend="gloo")) runs the same calls. Parts:
               of an MLP whose gradients are --mlp-mb MB, synthetic data,
               default DDP settings. Both runs start from the same weights
               and data; the parameters after the last step are compared
-              (at 2 ranks every sum is a + b: the same bits on both).
+              (at 2 ranks every sum is a + b: the same bits on both);
+  sharded     dist.reduce_scatter_tensor of the whole tensor into this
+              rank's shard and dist.all_gather_into_tensor of the shard
+              into the whole (FSDP's and ZeRO's calls), timed in the same
+              rounds as an all_reduce of the whole tensor, each given as a
+              fraction of it; gloo in torch 1.13 raises on both
+              ("unsupported"). --no-sharded leaves them out.
 
 Method: warm-up calls, then rounds; a round runs `calls` calls (about
 50 ms of rondo's) of rondo then of gloo (the order alternating from round
@@ -54,9 +60,10 @@ def slowest(x):
 
 
 def compare(fns, rounds, budget=0.05, apart=False):
-    """fns: (rondo's, gloo's) calls. For each: the median over rounds of the
-    slowest rank's mean time per call, and the slowest rank's median of
-    single calls (s)."""
+    """fns: the calls to compare (rondo's, gloo's; or several of rondo's).
+    For each: the median over rounds of the slowest rank's mean time per
+    call, and the slowest rank's median of single calls (s). Each round
+    runs every fn, the first in turn (fns[k:] + fns[:k] in round k)."""
     for fn in fns:
         fn()
     dist.barrier()
@@ -64,15 +71,17 @@ def compare(fns, rounds, budget=0.05, apart=False):
     for _ in range(3):
         fns[0]()
     one = slowest((time.perf_counter() - t0) / 3)
-    for _ in range(3):
-        fns[1]()  # both make as many calls (the DDP runs stay comparable)
+    for fn in fns[1:]:
+        for _ in range(3):
+            fn()  # all make as many calls (the DDP runs stay comparable)
     calls = max(3, min(500, int(budget / max(one, 1e-6))))
-    means, singles = ([], []), ([], [])
+    k = len(fns)
+    means, singles = [[] for _ in fns], [[] for _ in fns]
     clock = time.perf_counter
-    if apart:  # every round of rondo's, then every round of gloo's
-        order = [(0,)] * rounds + [(1,)] * rounds
+    if apart:  # every round of the first's, then every round of the next's ...
+        order = [(w,) for w in range(k) for _ in range(rounds)]
     else:
-        order = [(0, 1) if k % 2 == 0 else (1, 0) for k in range(rounds)]
+        order = [tuple((r + j) % k for j in range(k)) for r in range(rounds)]
     for pair in order:
         for which in pair:
             fn, ts = fns[which], singles[which]
@@ -83,7 +92,7 @@ def compare(fns, rounds, budget=0.05, apart=False):
                 fn()
                 ts.append(clock() - t0)
             means[which].append(slowest((clock() - start) / calls))
-    return [(median(means[w]), slowest(median(singles[w]))) for w in (0, 1)]
+    return [(median(means[w]), slowest(median(singles[w]))) for w in range(k)]
 
 
 def median(v):
@@ -135,6 +144,54 @@ def all_reduce_rows(args, gloo, rank, size):
     return bad
 
 
+def sharded_rows(args, gloo, rank, size):
+    """What sharded training calls: reduce_scatter_tensor of a whole
+    tensor into this rank's shard and all_gather_into_tensor of the shard
+    into the whole, against all_reduce of the whole, all on rondo, timed in
+    the same rounds; gloo (torch 1.13) raises on both: "unsupported"."""
+    lo, hi = max(parse_size(args.b), 4 * size), parse_size(args.e)
+    bad = 0
+    n = lo
+    while n <= hi:
+        shard = max(n // 4 // size, 1)
+        count = shard * size
+        whole = torch.arange(float(count)) % 7 + rank
+        want_rs = (torch.arange(float(count)) % 7 * size + size * (size - 1) / 2)[
+            rank * shard:(rank + 1) * shard]
+        mine = torch.full((shard,), float(rank))
+        want_ag = torch.arange(float(size)).repeat_interleave(shard)
+        out_rs, out_ag = torch.empty(shard), torch.empty(count)
+        dist.reduce_scatter_tensor(out_rs, whole)
+        dist.all_gather_into_tensor(out_ag, mine)
+        wrong = torch.tensor([int((out_rs != want_rs).sum() + (out_ag != want_ag).sum())])
+        dist.all_reduce(wrong)
+        bad += int(wrong[0])
+        unsupported = {}
+        for name, call in (("reduce_scatter_tensor",
+                            lambda: dist.reduce_scatter_tensor(out_rs, whole, group=gloo)),
+                           ("all_gather_into_tensor",
+                            lambda: dist.all_gather_into_tensor(out_ag, mine, group=gloo))):
+            try:
+                call()
+            except RuntimeError as e:  # torch 1.13's gloo: "does not support"
+                unsupported[name] = str(e).split("\n")[0]
+        zeros = torch.zeros(count)
+        fns = (lambda: dist.all_reduce(zeros),
+               lambda: dist.reduce_scatter_tensor(out_rs, whole),
+               lambda: dist.all_gather_into_tensor(out_ag, mine))
+        (t_ar, p_ar), (t_rs, p_rs), (t_ag, p_ag) = compare(fns, args.r, apart=args.apart)
+        if rank == 0:
+            for name, t, p1 in (("reduce_scatter_tensor", t_rs, p_rs),
+                                ("all_gather_into_tensor", t_ag, p_ag)):
+                print("%-12s %10d %12.1f %12s %8s %12.1f %12s %8s   %.2fx all_reduce's "
+                      "%.1f us (p50 %.2fx)"
+                      % (name, count * 4, t * 1e6, "unsupported" if name in unsupported
+                         else "not timed", "-", p1 * 1e6, "-", "-", t / t_ar, t_ar * 1e6,
+                         p1 / p_ar), flush=True)
+        n *= args.f
+    return bad
+
+
 def ddp_rows(args, gloo, rank):
     # A square MLP: width w, `layers` layers of w*w + w parameters.
     layers = 4
@@ -177,6 +234,8 @@ def main():
     ap.add_argument("--apart", action="store_true",
                     help="all of rondo's rounds, then all of gloo's (default: alternating)")
     ap.add_argument("--mlp-mb", type=float, default=64, help="DDP model's gradient MB (0: none)")
+    ap.add_argument("--no-sharded", dest="sharded", action="store_false",
+                    help="without the reduce_scatter_tensor / all_gather_into_tensor rows")
     args = ap.parse_args()
     if args.f < 2:
         ap.error("-f must be 2 or more (each size is the last times f)")
@@ -194,6 +253,8 @@ def main():
               % ("call", "bytes", "rondo us", "gloo us", "gloo/rondo", "rondo p50", "gloo p50",
                  "ratio"))
     bad = all_reduce_rows(args, gloo, rank, size)
+    if args.sharded:
+        bad += sharded_rows(args, gloo, rank, size)
     if args.mlp_mb > 0:
         bad += ddp_rows(args, gloo, rank)
     if rank == 0 and bad:
