@@ -29,8 +29,8 @@ ranks train like one rank with the N-times batch. --ddp runs the same
 training with DDP and torch.optim.SGD and compares every step's loss and
 the final parameters (at 2 ranks every average is (a + b) / 2 on both
 sides: the same bits; at more ranks the sums may run in another order).
-The last lines give steps per second and the bytes each rank keeps between
-steps.
+The last lines give steps per second (the first 5 steps untimed) and the
+bytes each rank keeps between steps.
 """
 import argparse
 import time
@@ -156,12 +156,20 @@ class ShardedSGD:
         return shard + self.grads.numel() * 4 + params
 
 
+def untimed(steps):
+    """The first steps are not timed: the process warms up (allocations,
+    the engine's first calls) in whichever training runs first."""
+    return min(5, steps - 1)
+
+
 def train_sharded(args, data):
     model = make_model(args.width, args.depth)
     opt = ShardedSGD(model, args.stage, args.lr, args.momentum)
     losses = []
     t0 = time.perf_counter()
-    for x, y in data:
+    for i, (x, y) in enumerate(data):
+        if i == untimed(len(data)):
+            t0 = time.perf_counter()
         losses.append(float(opt.step(lambda: nn.functional.mse_loss(model(x), y))))
     seconds = time.perf_counter() - t0
     return losses, opt.full_parameters(), seconds, opt.kept_bytes()
@@ -173,7 +181,9 @@ def train_ddp(args, data):
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     losses = []
     t0 = time.perf_counter()
-    for x, y in data:
+    for i, (x, y) in enumerate(data):
+        if i == untimed(len(data)):
+            t0 = time.perf_counter()
         opt.zero_grad()
         loss = nn.functional.mse_loss(model(x), y)
         loss.backward()
@@ -187,7 +197,7 @@ def train_ddp(args, data):
 
 def compare(args):
     """Both trainings on the same data: (sharded, ddp), each (losses,
-    parameters, seconds, kept bytes)."""
+    parameters, seconds of the timed steps, kept bytes)."""
     data = batches(args.width, args.batch, args.steps, dist.get_rank())
     return train_sharded(args, data), train_ddp(args, data)
 
@@ -214,15 +224,16 @@ def main():
     else:
         data = batches(args.width, args.batch, args.steps, rank)
         ls, ps, ts, ks = train_sharded(args, data)
+    timed = args.steps - untimed(args.steps)
     if rank == 0:
         print("stage %d, %d ranks, %d steps: loss %.6f -> %.6f, %.1f steps/s, %d bytes kept "
-              "per rank" % (args.stage, size, args.steps, ls[0], ls[-1], args.steps / ts, ks))
+              "per rank" % (args.stage, size, args.steps, ls[0], ls[-1], timed / ts, ks))
         if args.ddp:
             dl = max(abs(a - b) for a, b in zip(ls, ld))
             dp = float((ps - pd).abs().max())
             print("DDP: loss %.6f -> %.6f, %.1f steps/s, %d bytes kept per rank; largest "
                   "difference: loss %.3g, parameter %.3g"
-                  % (ld[0], ld[-1], args.steps / td, kd, dl, dp))
+                  % (ld[0], ld[-1], timed / td, kd, dl, dp))
     dist.destroy_process_group()
 
 
