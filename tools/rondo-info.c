@@ -9,7 +9,7 @@
  * Runs on one rank (singleton) or under mpiexec; rank 0 prints. BYTES takes
  * K/M/G suffixes and is the whole buffer (a reduce-scatter's input, an
  * all-gather's output); C is allreduce (the default), reduce_scatter,
- * allgather or all. The selection table lists, for float32 sum at sizes
+ * allgather, a comma list of them, or all. The selection table lists, for float32 sum at sizes
  * 4 B to 64 MiB, what each collective would run, and why for all-reduce.
  */
 #include <hwloc.h>
@@ -20,6 +20,7 @@
 #include "base/numbers.h"
 #include "rondo.h"
 #include "tools/launch_env.h"
+#include "tools/names.h"
 
 static void print_build(void)
 {
@@ -162,25 +163,12 @@ static int print_explain(rondo_comm_t comm, rondo_coll_t coll, size_t bytes)
   return rc;
 }
 
-#define USAGE "usage: rondo-info [--explain BYTES [--collective C]]\n"
-
-/* The collective named name: 0, or -1 for "all", or -2 for no such name. */
-static int parse_collective(const char *name, rondo_coll_t *coll)
-{
-  if (strcmp(name, "all") == 0)
-    return -1;
-  for (int c = 0; c < RONDO_COLL_COUNT; c++)
-    if (strcmp(name, rondo_coll_name((rondo_coll_t)c)) == 0) {
-      *coll = (rondo_coll_t)c;
-      return 0;
-    }
-  return -2;
-}
+#define USAGE "usage: rondo-info [--explain BYTES [--collective C[,C..]]]\n"
 
 /* Reads the command line: 0, or 2 after a message (when print is set).
- * *all: --collective all. */
-static int parse(int argc, char **argv, const char **explain, size_t *bytes, rondo_coll_t *coll,
-                 int *all, int print)
+ * *colls: the collectives to explain, as bits 1 << rondo_coll_t. */
+static int parse(int argc, char **argv, const char **explain, size_t *bytes, unsigned *colls,
+                 int print)
 {
   const char *named = NULL;
   for (int i = 1; i < argc; i++) {
@@ -195,14 +183,16 @@ static int parse(int argc, char **argv, const char **explain, size_t *bytes, ron
     }
   }
   if (named != NULL) {
-    int got = parse_collective(named, coll);
-    *all = got == -1;
-    if (got == -2 || *explain == NULL) {
+    char bad[64];
+    if ((*colls = tool_parse_colls(named, bad, sizeof bad)) == 0) {
       if (print)
-        fprintf(stderr, got == -2 ? "rondo-info: --collective: '%s' is not allreduce, "
-                                    "reduce_scatter, allgather or all\n"
-                                  : "rondo-info: --collective %s goes with --explain BYTES\n",
-                named);
+        fprintf(stderr, "rondo-info: --collective: %s is not allreduce, reduce_scatter, "
+                        "allgather or all\n", bad);
+      return 2;
+    }
+    if (*explain == NULL) {
+      if (print)
+        fprintf(stderr, "rondo-info: --collective %s goes with --explain BYTES\n", named);
       return 2;
     }
   }
@@ -219,15 +209,14 @@ int main(int argc, char **argv)
 {
   const char *explain = NULL;
   size_t bytes = 0;
-  rondo_coll_t coll = RONDO_COLL_ALLREDUCE;
-  int all = 0;
+  unsigned colls = 1u << RONDO_COLL_ALLREDUCE;
   /* Read quietly: only the lowest rank that failed prints why (below). */
-  int rc = parse(argc, argv, &explain, &bytes, &coll, &all, 0), print;
+  int rc = parse(argc, argv, &explain, &bytes, &colls, 0), print;
   if (tool_init("rondo-info", &argc, &argv) != 0)
     return 1;
   if ((rc = tool_agree("rondo-info", rc, 0, &print)) != 0) {
     if (print)
-      parse(argc, argv, &explain, &bytes, &coll, &all, 1);
+      parse(argc, argv, &explain, &bytes, &colls, 1);
     rondo_finalize();
     return rc;
   }
@@ -236,14 +225,14 @@ int main(int argc, char **argv)
   char buf[4096];
   rondo_comm_rank(comm, &rank);
   /* Everything below is local: rank 0 alone prints. */
-  if (rank == 0 && explain != NULL && all) {
-    for (int c = 0; c < RONDO_COLL_COUNT && rc == 0; c++) {
-      if (c > 0)
+  if (rank == 0 && explain != NULL) {
+    for (int c = 0, shown = 0; c < RONDO_COLL_COUNT && rc == 0; c++) {
+      if (!(colls & (1u << c)))
+        continue;
+      if (shown++ > 0)
         printf("\n");
       rc = print_explain(comm, (rondo_coll_t)c, bytes);
     }
-  } else if (rank == 0 && explain != NULL) {
-    rc = print_explain(comm, coll, bytes);
   } else if (rank == 0) {
     print_build();
     printf("\nlauncher (rank 0)\n  %s\n", rondo_launcher());

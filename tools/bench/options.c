@@ -8,6 +8,7 @@
 #include "tools/bench/bench.h"
 #include "base/numbers.h"
 #include "tools/launch_env.h"
+#include "tools/names.h"
 
 static const char *const cmd_names[CMD_COUNT] = {
   "allreduce", "allgather", "broadcast", "reduce_scatter", "alltoall", "fusion", "tune",
@@ -144,50 +145,13 @@ static int parse_dtype(const char *s, rondo_dtype_t *d)
   return rondo_dtype_from_name(s, d) == RONDO_SUCCESS;
 }
 
-/* An empty name in a comma list ("a,,b", ",a", "a,"), which strtok would
- * skip: 1 and *badtok says so. */
-static int empty_token(const char *list, char *badtok, size_t len)
-{
-  size_t n = strlen(list);
-  if (n > 0 && list[0] != ',' && list[n - 1] != ',' && strstr(list, ",,") == NULL)
-    return 0;
-  snprintf(badtok, len, "an empty name");
-  return 1;
-}
-
-/* "all" or a comma list of collectives with a family (allreduce,
- * reduce_scatter, allgather), as bits 1 << rondo_coll_t; 0 naming the bad
- * token in *badtok. */
-static unsigned parse_colls(const char *arg, char *badtok, size_t len)
-{
-  char buf[256];
-  unsigned bits = 0;
-  if (empty_token(arg, badtok, len))
-    return 0;
-  snprintf(buf, sizeof buf, "%s", arg);
-  for (char *save, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-    unsigned bit = strcmp(tok, "all") == 0 ? (1u << RONDO_COLL_COUNT) - 1 : 0;
-    for (int c = 0; c < RONDO_COLL_COUNT; c++)
-      if (strcmp(tok, rondo_coll_name((rondo_coll_t)c)) == 0)
-        bit = 1u << c;
-    if (bit == 0) {
-      snprintf(badtok, len, "'%s'", tok);
-      return 0;
-    }
-    bits |= bit;
-  }
-  if (bits == 0)
-    snprintf(badtok, len, "no name");
-  return bits;
-}
-
 /* "all" or a comma list of names, into out[]; the count, or -1 naming the
  * bad token in *badtok. */
 static int parse_list(const char *arg, int kind, void *out, int max, char *badtok, size_t len)
 {
   char buf[256];
   int n = 0;
-  if (empty_token(arg, badtok, len))
+  if (tool_empty_name(arg, badtok, len))
     return -1;
   if (strcmp(arg, "all") == 0) {
     if (kind == 1)
@@ -231,7 +195,7 @@ static int check_algos(const char *list, bench_cmd_t cmd, char *badtok, size_t l
 {
   const char *mpi = bench_mpi_name(cmd);
   char buf[256];
-  if (empty_token(list, badtok, len))
+  if (tool_empty_name(list, badtok, len))
     return -1;
   snprintf(buf, sizeof buf, "%s", list);
   int n = 0;
@@ -489,7 +453,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     case OPT_OUTPUT: o->output = optarg; break;
     case OPT_SHARDED: o->sharded = 1; break;
     case OPT_COLLECTIVE:
-      if ((o->colls = parse_colls(optarg, badtok, sizeof badtok)) == 0)
+      if ((o->colls = tool_parse_colls(optarg, badtok, sizeof badtok)) == 0)
         return bad(print, "--collective: '%s': %s is not a collective (allreduce, "
                    "reduce_scatter, allgather, or all)", optarg, badtok);
       break;

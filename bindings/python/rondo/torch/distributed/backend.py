@@ -681,9 +681,9 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             raise RuntimeError("rondo: _end_coalescing without _start_coalescing")
         calls, _ = self._coalescing
         self._coalescing = None
-        group = "%scoalesced.%d" % (self._prefix, next(self._coalesced))
+        opts = {"group": "%scoalesced.%d" % (self._prefix, next(self._coalesced)),
+                "group_size": len(calls)}
         for name, submit, box, sent, _ in calls:
-            opts = {"group": group, "group_size": len(calls)}
             try:
                 box.append(submit(name, 0, **opts))
             except (RondoError, ValueError, TypeError) as e:
