@@ -8,7 +8,8 @@
   bench/train_strategies.py --dataset digits --target 0.95 --slow 1:2 \\
       --strategies mirrored,parameter-server:0,parameter-server:async
 
-A strategy is a --strategy name; parameter-server:S also sets --staleness S.
+A strategy is a --strategy name; parameter-server:S also sets --staleness S,
+sharded:K sets --stage K.
 --workers is the number of ranks that train: a parameter-server run adds
 --servers ranks to them. Without --dataset the data is synthetic, --per-rank
 samples per worker per step and --steps steps per epoch; with it, the
@@ -49,12 +50,14 @@ def parse():
 
 
 def command(a, strategy, out):
-    name, _, stale = strategy.partition(":")
+    name, _, option = strategy.partition(":")
     ranks = a.workers + (a.servers if name == "parameter-server" else 0)
     cmd = shlex.split(a.mpiexec) + ["-n", str(ranks), a.train, "--strategy", name,
                                     "--epochs", str(a.epochs), "--json", out, "-q"]
     if name == "parameter-server":
-        cmd += ["--servers", str(a.servers)] + (["--staleness", stale] if stale else [])
+        cmd += ["--servers", str(a.servers)] + (["--staleness", option] if option else [])
+    if name == "sharded" and option:
+        cmd += ["--stage", option]
     if a.dataset:
         cmd += ["--dataset", a.dataset, "--batch", str(a.batch), "--hidden", a.hidden]
     else:

@@ -517,8 +517,11 @@ RONDO_API rondo_status_t rondo_allgather_into_async(rondo_comm_t comm, const cha
  * row_count everywhere). The rows of the reduction are split as evenly as
  * possible: rank i receives rows / size rows, one more for i < rows % size,
  * starting after those of the ranks before it; recvbuf holds its share
- * (rows_i x row_count elements; not sendbuf). Any op but RONDO_ADASUM;
- * prescale and postscale as for an all-reduce. Host buffers. */
+ * (rows_i x row_count elements). In place as rondo_reduce_scatter():
+ * recvbuf at this rank's rows of sendbuf (ZeRO's and Megatron's shard) or
+ * sendbuf itself (the result at the start); sendbuf is then scratch. Other
+ * overlaps fail. Any op but RONDO_ADASUM; prescale and postscale as for an
+ * all-reduce. Host buffers. */
 RONDO_API rondo_status_t rondo_reduce_scatter_async(rondo_comm_t comm, const char *name,
                                                     const void *sendbuf, void *recvbuf,
                                                     size_t rows, size_t row_count,

@@ -61,7 +61,7 @@ int central_create(trainer_t *t)
            2 * n * sizeof(float) >> 20, L);
   if (trainer_agree(t, ok, err, sizeof err) != 0) {
     central_destroy(t);
-    return -1;
+    return TRAIN_EXIT_ERROR;
   }
   /* A window's errors are fatal by default: the synchronisation calls on it
    * are not checked one by one. */
@@ -94,6 +94,16 @@ void central_update(trainer_t *t, float lr)
   central_t *c = &t->central;
   optim_step_range(&t->m, lr, (float)t->o.momentum, (float)t->o.weight_decay, c->lo, c->hi);
   central_sync(t);
+}
+
+void central_describe(const trainer_t *t, char *buf, size_t len)
+{
+  double mib = (double)(2 * t->m.nparams * sizeof(float)) / (1 << 20);
+  snprintf(buf, len,
+           "central-storage: the variables and momentum (%.1f MiB) once per node, %d node%s; "
+           "the node's ranks update it in slices, rank 0's %d ranks 1/%d each",
+           mib, t->nodes, t->nodes == 1 ? "" : "s", t->central.local_size,
+           t->central.local_size);
 }
 
 /* After mlp_destroy or before: the model does not free what it adopted.

@@ -13,9 +13,11 @@
  * therefore train like one rank with the global batch, up to the order of
  * float32 sums (docs/train.md states the bound the tests assert).
  *
- * That is the default strategy, mirrored. central.c stores the variables
- * once per node with the same step, and ps.c runs the parameter-server
- * strategy's epochs (docs/train.md, "Strategies").
+ * That is the default strategy, mirrored (mirrored.c). The others are rows
+ * of strategy.c's table: central.c stores the variables once per node with
+ * the same step, sharded.c keeps 1/N of the state per rank (ZeRO), and
+ * ps.c runs the parameter-server strategy's epochs (docs/train.md,
+ * "Strategies").
  *
  * This file is the loop; setup.c is everything before the first step.
  * Failures are collective: a rank that cannot load a file or write a
@@ -23,6 +25,7 @@
  * the same message. So does a bad command line, on any rank: every rank
  * exits with status 2 (tools/launch_env.h).
  */
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -60,54 +63,26 @@ int trainer_agree(trainer_t *t, int ok, char *msg, size_t len)
   return -1;
 }
 
-/* ---- gradients through the engine ------------------------------------------------- */
-
-static void on_done(rondo_request_t req, rondo_status_t st, void *user)
-{
-  (void)req;
-  (void)st;
-  *(double *)user = train_now();
-}
-
 /* Called by backward as soon as layer l's dW and db are final. */
 static void on_grad_ready(int layer, void *user)
 {
   trainer_t *t = user;
-  if (t->nreq == 0)
-    t->first_submit = train_now();
-  for (int i = 2 * (layer - 1); i <= 2 * (layer - 1) + 1; i++) {
-    const var_t *v = &t->m.vars[i];
-    float *g = t->m.grads + v->offset;
-    if (t->size == 1) { /* nothing to communicate: the sum is the local one */
-      float scale = (float)t->ropts.postscale;
-      for (size_t k = 0; k < v->count; k++)
-        g[k] *= scale;
-      continue;
-    }
-    t->ropts.user = &t->done_at[t->nreq];
-    if (rondo_allreduce_async(t->comm, v->name, g, g, v->count, RONDO_FLOAT32, RONDO_SUM,
-                              &t->ropts, &t->req[t->nreq]) != RONDO_SUCCESS)
-      trainer_die(t, "submitting %s: %s", v->name, rondo_last_error());
-    t->nreq++;
-  }
+  t->strategy->grads_ready(t, layer);
 }
 
-/* Waits for every gradient; returns the time blocked, or -1 after printing
- * the failure (which the engine reports on every rank). */
-static double wait_grads(trainer_t *t)
+/* The whole variables (velocity 0) or momentum (1) on every rank: the
+ * model's own array, or a copy release_whole frees. Collective. */
+static float *whole(trainer_t *t, int velocity)
 {
-  double t0 = train_now();
-  int failed = 0;
-  for (int i = 0; i < t->nreq; i++) {
-    /* request i carries variable vars[...] in submission order: last layer first */
-    if (rondo_wait(&t->req[i]) != RONDO_SUCCESS && !failed) {
-      failed = 1;
-      fprintf(stderr, "rondo-train: rank %d: step %lld: the gradient all-reduce failed: %s\n",
-              t->rank, t->step + 1, rondo_last_error());
-    }
-  }
-  t->nreq = 0;
-  return failed ? -1 : train_now() - t0;
+  if (t->strategy->whole == NULL)
+    return velocity ? t->m.velocity : t->m.params;
+  return t->strategy->whole(t, velocity);
+}
+
+static void release_whole(trainer_t *t, float *array)
+{
+  if (array != t->m.params && array != t->m.velocity)
+    free(array);
 }
 
 /* ---- one step -------------------------------------------------------------------- */
@@ -122,10 +97,9 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
   size_t correct = 0;
   train_straggle(&t->o, t->rank);
   rondo_timeline_mark(t->comm, "step");
-  if (b->local > 0) {
-    mlp_forward(&t->m, b->x, b->local);
-    mlp_loss(&t->m, b->y, b->local, &loss, &correct);
-  }
+  /* also without rows: stage 3 of sharded gathers each layer's weights there */
+  mlp_forward(&t->m, b->x, b->local);
+  mlp_loss(&t->m, b->y, b->local, &loss, &correct);
   t->ropts.postscale = 1.0 / (double)b->global;
   rondo_timeline_mark(t->comm, "backward");
   if (t->o.overlap) {
@@ -136,7 +110,7 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
       on_grad_ready(l, t);
   }
   rondo_timeline_mark(t->comm, "gradients ready");
-  double waited = wait_grads(t);
+  double waited = t->strategy->wait_grads(t);
   if (waited < 0)
     return -1;
   rondo_timeline_mark(t->comm, "gradients reduced");
@@ -145,10 +119,7 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
     last_done = t->done_at[i] > last_done ? t->done_at[i] : last_done;
   double epochs_seen = (double)b->epoch + (double)(b->offset + b->global) / (double)t->data.train.n;
   double lr = optim_lr(&t->o, epochs_seen);
-  if (t->o.strategy == STRATEGY_CENTRAL_STORAGE)
-    central_update(t, (float)lr);
-  else
-    optim_step(&t->m, (float)lr, (float)t->o.momentum, (float)t->o.weight_decay);
+  t->strategy->update(t, (float)lr);
   rondo_timeline_mark(t->comm, "updated");
   acc->loss += loss;
   acc->correct += (double)correct;
@@ -169,9 +140,11 @@ static int mirror_check(trainer_t *t)
   int32_t mine[2 * TRAIN_MAX_LAYERS], *all = malloc(sizeof mine * (size_t)t->size);
   if (all == NULL)
     trainer_die(t, "no memory for the mirror check");
+  float *params = whole(t, 0);
   for (int i = 0; i < t->m.nvars; i++)
-    mine[i] = (int32_t)crc32_z(0L, (const Bytef *)(t->m.params + t->m.vars[i].offset),
+    mine[i] = (int32_t)crc32_z(0L, (const Bytef *)(params + t->m.vars[i].offset),
                                t->m.vars[i].count * sizeof(float));
+  release_whole(t, params);
   TRAINER_CHECK(t, rondo_allgather(t->comm, mine, all, (size_t)t->m.nvars, RONDO_INT32));
   t->checked_at = t->step;
   char msg[1024] = "";
@@ -201,15 +174,18 @@ static int mirror_check(trainer_t *t)
   return -1;
 }
 
+/* Every rank runs as many forward passes as the largest share needs (some
+ * without rows): under sharded's stage 3 each one gathers the weights. */
 static void evaluate(trainer_t *t, double *correct, double *loss, double *n)
 {
   const split_t *s = &t->data.test;
-  size_t first, count;
+  size_t first, count, most = (s->n + (size_t)t->size - 1) / (size_t)t->size;
   loader_split(s->n, t->rank, t->size, &first, &count);
   *correct = *loss = 0;
   *n = (double)count;
-  for (size_t done = 0; done < count;) {
-    size_t rows = count - done < t->m.max_rows ? count - done : t->m.max_rows;
+  for (size_t done = 0; done < most; done += t->m.max_rows) {
+    size_t left = count > done ? count - done : 0;
+    size_t rows = left < t->m.max_rows ? left : t->m.max_rows;
     for (size_t i = 0; i < rows; i++)
       t->eidx[i] = (uint32_t)(first + done + i);
     data_gather(&t->data, s, t->eidx, rows, t->ex, t->ey);
@@ -219,7 +195,6 @@ static void evaluate(trainer_t *t, double *correct, double *loss, double *n)
     mlp_loss(&t->m, t->ey, rows, &l, &c);
     *loss += l;
     *correct += (double)c;
-    done += rows;
   }
 }
 
@@ -227,6 +202,7 @@ static int save_checkpoint(trainer_t *t)
 {
   char err[1024] = "";
   int ok = 1;
+  float *params = whole(t, 0), *velocity = whole(t, 1);
   if (t->rank == 0) {
     ckpt_header_t h = {0};
     h.step = t->step;
@@ -246,9 +222,10 @@ static int save_checkpoint(trainer_t *t)
     h.gamma = t->o.gamma;
     h.nsizes = t->m.nlayers + 1;
     memcpy(h.sizes, t->m.sizes, sizeof h.sizes);
-    ok = ckpt_save(t->o.checkpoint, &h, t->m.params, t->m.velocity, t->m.nparams, err,
-                   sizeof err) == 0;
+    ok = ckpt_save(t->o.checkpoint, &h, params, velocity, t->m.nparams, err, sizeof err) == 0;
   }
+  release_whole(t, params);
+  release_whole(t, velocity);
   t->saved_at = t->step;
   return trainer_agree(t, ok, err, sizeof err);
 }
@@ -376,9 +353,9 @@ static int train_loop(trainer_t *t, acc_t *total)
   return 0;
 }
 
-/* --strategy parameter-server: the workers and servers run each epoch on
- * their own (ps.c), and every rank meets at its end. */
-static int train_loop_ps(trainer_t *t, acc_t *total)
+/* A strategy that runs whole epochs its own way (parameter-server: the
+ * workers and servers, ps.c): every rank meets at each epoch's end. */
+static int train_loop_epochs(trainer_t *t, acc_t *total)
 {
   int rc;
   while (t->epoch < t->o.epochs && !(t->o.max_steps > 0 && t->step >= t->o.max_steps)) {
@@ -386,26 +363,11 @@ static int train_loop_ps(trainer_t *t, acc_t *total)
     long long epoch = t->epoch;
     int partial;
     double t0 = train_now();
-    ps_epoch(t, &acc, &partial);
+    t->strategy->epoch(t, &acc, &partial);
     if ((rc = end_epoch(t, &acc, total, t0, epoch, partial)) != 0)
       return rc;
   }
   return 0;
-}
-
-/* "units_per_rank":[...]: each rank's units of work (servers: 0). */
-static void units_json(trainer_t *t, char *buf, size_t len)
-{
-  int64_t *all = malloc((size_t)t->size * sizeof *all);
-  if (all == NULL)
-    trainer_die(t, "no memory for the units per rank");
-  TRAINER_CHECK(t, rondo_allgather(t->comm, &t->ps.units, all, 1, RONDO_INT64));
-  size_t used = (size_t)snprintf(buf, len, "\"units_per_rank\":[");
-  for (int r = 0; r < t->size && used < len; r++)
-    used += (size_t)snprintf(buf + used, len - used, "%s%lld", r ? "," : "", (long long)all[r]);
-  if (used < len)
-    snprintf(buf + used, len - used, "]");
-  free(all);
 }
 
 static int finish(trainer_t *t, acc_t *total)
@@ -416,8 +378,10 @@ static int finish(trainer_t *t, acc_t *total)
     rc = TRAIN_EXIT_ERROR;
   if (rc == 0 && t->o.save_weights != NULL) {
     char err[1024] = "";
+    float *params = whole(t, 0);
     int ok = t->rank != 0 ||
-             weights_save(t->o.save_weights, t->m.params, t->m.nparams, err, sizeof err) == 0;
+             weights_save(t->o.save_weights, params, t->m.nparams, err, sizeof err) == 0;
+    release_whole(t, params);
     if (trainer_agree(t, ok, err, sizeof err) != 0)
       rc = TRAIN_EXIT_ERROR;
   }
@@ -437,8 +401,8 @@ static int finish(trainer_t *t, acc_t *total)
   run.pss_total = unknown ? -1 : sum;
   char config[2048], extra[4096] = "";
   trainer_config_json(t, config, sizeof config);
-  if (t->o.strategy == STRATEGY_PARAMETER_SERVER) /* how the units fell to the workers */
-    units_json(t, extra, sizeof extra);
+  if (t->strategy->final_json != NULL) /* parameter-server: how the units fell */
+    t->strategy->final_json(t, extra, sizeof extra);
   char err[1024] = "";
   int ok = report_final(t->rep, &run, config, extra, err, sizeof err) == 0;
   return trainer_agree(t, ok, err, sizeof err) != 0 ? TRAIN_EXIT_ERROR : 0;
@@ -450,18 +414,17 @@ static int train(trainer_t *t)
   int rc = trainer_setup(t);
   rondo_async_opts_t ro = RONDO_ASYNC_OPTS_INIT;
   t->ropts = ro;
-  t->ropts.callback = on_done;
+  t->ropts.callback = trainer_on_done;
   t->ropts.algo = t->algo;
   if (rc == 0)
-    rc = t->o.strategy == STRATEGY_PARAMETER_SERVER ? train_loop_ps(t, &total)
-                                                    : train_loop(t, &total);
+    rc = t->strategy->epoch != NULL ? train_loop_epochs(t, &total) : train_loop(t, &total);
   if (rc == 0)
     rc = finish(t, &total);
   loader_destroy(t->loader);
   report_destroy(t->rep);
+  if (t->strategy->destroy != NULL)
+    t->strategy->destroy(t);
   mlp_destroy(&t->m);
-  central_destroy(t);
-  ps_destroy(t);
   data_free(&t->data);
   free(t->ex);
   free(t->ey);
@@ -494,9 +457,16 @@ int main(int argc, char **argv)
 {
   trainer_t t;
   memset(&t, 0, sizeof t);
+#ifdef M_MMAP_THRESHOLD
+  /* Arrays from 128 KiB are mapped and given back when freed: glibc would
+   * otherwise raise the threshold after the first such free (sharded.c's
+   * whole arrays), and the memory figures would keep what was freed. */
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
   t.checked_at = t.saved_at = t.evaluated_at = -1;
   /* Read quietly: only the lowest rank that failed prints why (below). */
   int status = train_parse(argc, argv, &t.o, 0), print;
+  t.strategy = strategy_row(t.o.strategy);
   if (tool_init("rondo-train", &argc, &argv) != 0)
     return TRAIN_EXIT_ERROR;
   t.comm = rondo_world();

@@ -104,6 +104,8 @@ const float *mlp_forward(mlp_t *m, const float *x, size_t n)
   for (int l = 1; l <= m->nlayers; l++) {
     size_t in = m->sizes[l - 1], out = m->sizes[l];
     float *z = m->act[l];
+    if (m->layer_hook != NULL)
+      m->layer_hook(l, 0, m->hook_user);
     for (size_t i = 0; i < n; i++)
       memcpy(z + i * out, m->b[l - 1], out * sizeof(float));
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f,
@@ -148,6 +150,8 @@ void mlp_backward(mlp_t *m, size_t n, void (*grad_ready)(int layer, void *user),
   for (int l = m->nlayers; l >= 1; l--) {
     size_t in = m->sizes[l - 1], out = m->sizes[l];
     float *dz = m->delta[cur], *dW = m->dW[l - 1], *db = m->db[l - 1];
+    if (m->layer_hook != NULL && l > 1) /* only dA_{l-1} reads W_l; n = 0 too (collective) */
+      m->layer_hook(l, 1, m->hook_user);
     if (n == 0) {
       memset(dW, 0, out * in * sizeof(float));
       memset(db, 0, out * sizeof(float));

@@ -48,7 +48,11 @@ void train_usage(FILE *f)
     "  --strategy NAME         mirrored (default: the variables on every rank),\n"
     "                          central-storage (one copy per node, updated once) or\n"
     "                          parameter-server (servers hold the variables; workers\n"
-    "                          push gradients and get the variables back)\n"
+    "                          push gradients and get the variables back) or sharded\n"
+    "                          (ZeRO: each rank keeps 1/N of the state, see --stage)\n"
+    "  --stage S               sharded: 1 shards the momentum, 2 (default) the summed\n"
+    "                          gradients too (reduce-scatter), 3 the variables too\n"
+    "                          (each layer all-gathered before its use)\n"
     "  --servers K             parameter-server: the last K ranks serve (default: one\n"
     "                          per 5 ranks, at least 1)\n"
     "  --staleness S           parameter-server: a worker may run S steps ahead of the\n"
@@ -131,7 +135,8 @@ static const char *const datasets[] = {"digits", "fashion-mnist", "synthetic"};
 static const char *const schedules[] = {"cosine", "step", "constant"};
 static const char *const progresses[] = {"auto", "bar", "none"};
 static const char *const prefetches[] = {"off", "on", "auto"};
-static const char *const strategies[] = {"mirrored", "central-storage", "parameter-server"};
+static const char *const strategies[STRATEGY_COUNT] = {"mirrored", "central-storage",
+                                                       "parameter-server", "sharded"};
 
 const char *train_schedule_name(schedule_t s) { return schedules[s]; }
 const char *train_strategy_name(strategy_t s) { return strategies[s]; }
@@ -199,13 +204,14 @@ static void defaults(train_opts_t *o)
   o->progress = PROGRESS_AUTO;
   o->perturb_rank = -1;
   o->slow_rank = -1;
+  o->stage = 2;
   o->staleness = -1;
 }
 
 enum {
   OPT_DATASET = 256, OPT_DATA_DIR, OPT_SAMPLES, OPT_FEATURES, OPT_CLASSES, OPT_HIDDEN,
   OPT_SEED, OPT_EPOCHS, OPT_BATCH, OPT_LR, OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_WARMUP,
-  OPT_STEP_EPOCHS, OPT_GAMMA, OPT_MAX_STEPS, OPT_STRATEGY, OPT_SERVERS, OPT_STALENESS,
+  OPT_STEP_EPOCHS, OPT_GAMMA, OPT_MAX_STEPS, OPT_STRATEGY, OPT_SERVERS, OPT_STALENESS, OPT_STAGE,
   OPT_ALLREDUCE, OPT_NO_OVERLAP, OPT_PREFETCH,
   OPT_CHECK_EVERY,
   OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_INSPECT, OPT_JSON, OPT_SAVE_WEIGHTS,
@@ -233,6 +239,7 @@ static const struct option long_opts[] = {
   {"strategy", required_argument, NULL, OPT_STRATEGY},
   {"servers", required_argument, NULL, OPT_SERVERS},
   {"staleness", required_argument, NULL, OPT_STALENESS},
+  {"stage", required_argument, NULL, OPT_STAGE},
   {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
   {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
   {"prefetch", required_argument, NULL, OPT_PREFETCH},
@@ -263,6 +270,8 @@ static int check_combination(const train_opts_t *o, int print)
     return bad(print, "--checkpoint-every needs --checkpoint FILE");
   if (o->strategy != STRATEGY_PARAMETER_SERVER && (o->servers > 0 || (o->set & SET_STALENESS)))
     return bad(print, "--servers and --staleness are for --strategy parameter-server");
+  if (o->strategy != STRATEGY_SHARDED && (o->set & SET_STAGE))
+    return bad(print, "--stage is for --strategy sharded");
   if (o->strategy == STRATEGY_PARAMETER_SERVER) {
     /* The workers do not meet between the epochs' ends (docs/train.md). */
     if (o->checkpoint_every > 0)
@@ -389,10 +398,17 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print)
       o->max_steps = v;
       break;
     case OPT_STRATEGY:
-      if ((w = parse_word(arg, strategies, 3)) < 0)
+      if ((w = parse_word(arg, strategies, STRATEGY_COUNT)) < 0)
         return bad(print,
-                   "--strategy: '%s' is not mirrored, central-storage or parameter-server", arg);
+                   "--strategy: '%s' is not mirrored, central-storage, parameter-server or "
+                   "sharded", arg);
       o->strategy = (strategy_t)w;
+      break;
+    case OPT_STAGE:
+      if (parse_int(arg, 1, 3, &v) != 0)
+        return bad(print, "--stage: '%s' is not 1, 2 or 3 (ZeRO's stages)", arg);
+      o->set |= SET_STAGE;
+      o->stage = (int)v;
       break;
     case OPT_SERVERS:
       if (parse_int(arg, 1, 1 << 20, &v) != 0)

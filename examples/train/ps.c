@@ -463,6 +463,20 @@ void ps_epoch(trainer_t *t, acc_t *acc, int *partial)
   t->offset = *partial ? end : 0;
 }
 
+void ps_final_json(trainer_t *t, char *buf, size_t len)
+{
+  int64_t *all = malloc((size_t)t->size * sizeof *all);
+  if (all == NULL)
+    trainer_die(t, "no memory for the units per rank");
+  TRAINER_CHECK(t, rondo_allgather(t->comm, &t->ps.units, all, 1, RONDO_INT64));
+  size_t used = (size_t)snprintf(buf, len, "\"units_per_rank\":[");
+  for (int r = 0; r < t->size && used < len; r++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%lld", r ? "," : "", (long long)all[r]);
+  if (used < len)
+    snprintf(buf + used, len - used, "]");
+  free(all);
+}
+
 void ps_destroy(trainer_t *t)
 {
   ps_t *p = &t->ps;

@@ -140,34 +140,41 @@ static int check_checkpoint(const trainer_t *t, const ckpt_header_t *h, char *er
 /* ---- the strategy ------------------------------------------------------------------- */
 
 /* Every rank must run the same strategy, with the same parameter-server
- * layout: they communicate differently. */
+ * layout or sharded stage: they communicate differently. */
 static int strategy_agree(trainer_t *t)
 {
   const train_opts_t *o = &t->o;
   int ps = o->strategy == STRATEGY_PARAMETER_SERVER;
   /* the minimum and the negated maximum of each, in one all-reduce */
-  int64_t mine[3] = {o->strategy, ps ? ps_servers(t) : 0, ps ? o->staleness : 0}, v[6];
-  for (int i = 0; i < 3; i++) {
+  int64_t mine[4] = {o->strategy, ps ? ps_servers(t) : 0, ps ? o->staleness : 0,
+                     o->strategy == STRATEGY_SHARDED ? o->stage : 0},
+          v[8];
+  for (int i = 0; i < 4; i++) {
     v[i] = mine[i];
-    v[3 + i] = -mine[i];
+    v[4 + i] = -mine[i];
   }
-  TRAINER_CHECK(t, rondo_allreduce(t->comm, v, v, 6, RONDO_INT64, RONDO_MIN));
+  TRAINER_CHECK(t, rondo_allreduce(t->comm, v, v, 8, RONDO_INT64, RONDO_MIN));
   char err[1024] = "";
-  if (v[0] != -v[3])
+  if (v[0] != -v[4])
     snprintf(err, sizeof err,
              "the ranks were given different strategies (%s on some, %s on others): give "
              "every rank the same --strategy",
-             train_strategy_name((strategy_t)v[0]), train_strategy_name((strategy_t)-v[3]));
-  else if (v[1] != -v[4])
+             train_strategy_name((strategy_t)v[0]), train_strategy_name((strategy_t)-v[4]));
+  else if (v[1] != -v[5])
     snprintf(err, sizeof err,
              "the ranks were given different --servers (%lld on some, %lld on others): give "
              "every rank the same",
-             (long long)v[1], (long long)-v[4]);
-  else if (v[2] != -v[5])
+             (long long)v[1], (long long)-v[5]);
+  else if (v[2] != -v[6])
     snprintf(err, sizeof err,
              "the ranks were given different --staleness (%lld on some, %lld on others; -1 "
              "is async): give every rank the same",
-             (long long)v[2], (long long)-v[5]);
+             (long long)v[2], (long long)-v[6]);
+  else if (v[3] != -v[7])
+    snprintf(err, sizeof err,
+             "the ranks were given different --stage (%lld on some, %lld on others): give "
+             "every rank the same",
+             (long long)v[3], (long long)-v[7]);
   return trainer_agree(t, err[0] == '\0', err, sizeof err);
 }
 
@@ -355,13 +362,15 @@ void trainer_config_json(const trainer_t *t, char *buf, size_t len)
            "\"epochs\":%d,\"batch\":%zu,\"lr\":%g,\"momentum\":%g,\"weight_decay\":%g,"
            "\"schedule\":\"%s\",\"warmup_epochs\":%g,\"step_epochs\":%g,\"gamma\":%g,"
            "\"max_steps\":%lld,\"strategy\":\"%s\",\"servers\":%d,\"staleness\":%s,"
+           "\"stage\":%d,"
            "\"allreduce\":\"%s\",\"deterministic\":%s,\"overlap\":%s,"
            "\"prefetch\":%s,\"ranks\":%d,\"nodes\":%d,\"resumed\":%s}",
            t->data.name, t->data.train.n, t->data.test.n, t->data.features, t->data.classes,
            hidden, shape, t->m.nparams, (unsigned long long)t->o.seed, t->o.epochs, t->o.batch,
            t->o.lr, t->o.momentum, t->o.weight_decay, train_schedule_name(t->o.schedule),
            t->o.warmup_epochs, t->o.step_epochs, t->o.gamma, t->o.max_steps,
-           train_strategy_name(t->o.strategy), t->ps.servers, staleness, rondo_algo_name(t->algo),
+           train_strategy_name(t->o.strategy), t->ps.servers, staleness,
+           t->o.strategy == STRATEGY_SHARDED ? t->o.stage : 0, rondo_algo_name(t->algo),
            t->o.algo_deterministic ? "true" : "false",
            t->o.overlap ? "true" : "false", t->o.prefetch == PREFETCH_ON ? "true" : "false",
            t->size, t->nodes, t->o.resume != NULL ? "true" : "false");
@@ -398,23 +407,9 @@ static void print_header(trainer_t *t, const char *blas)
                 rondo_version_string(), topo, t->data.name, n, t->data.test.n,
                 t->data.features, t->data.classes, t->data.source, shape, t->m.nparams,
                 t->m.nvars, (unsigned long long)o->seed, B, mine, (n + B - 1) / B, last);
-  double mib = (double)(2 * t->m.nparams * sizeof(float)) / (1 << 20);
-  if (o->strategy == STRATEGY_PARAMETER_SERVER) {
-    char ps[512];
-    ps_describe(t, ps, sizeof ps);
-    report_header(t->rep, "strategy   %s\n", ps);
-  } else if (o->strategy == STRATEGY_CENTRAL_STORAGE)
-    report_header(t->rep,
-                  "strategy   central-storage: the variables and momentum (%.1f MiB) once per "
-                  "node, %d node%s; the node's ranks update it in slices, rank 0's %d ranks "
-                  "1/%d each\n",
-                  mib, t->nodes, t->nodes == 1 ? "" : "s", t->central.local_size,
-                  t->central.local_size);
-  else
-    report_header(t->rep,
-                  "strategy   mirrored: every rank holds the variables and momentum (%.1f MiB) "
-                  "and applies the update\n",
-                  mib);
+  char line[512];
+  t->strategy->describe(t, line, sizeof line);
+  report_header(t->rep, "strategy   %s\n", line);
   report_header(t->rep,
                 "optimizer  SGD, lr %g (%s, %g warm-up epochs), momentum %g, weight decay %g, "
                 "%d epochs%s\n"
@@ -466,9 +461,7 @@ int trainer_setup(trainer_t *t)
   if (trainer_agree(t, ok, err, sizeof err) != 0)
     goto out;
   mirror_start(t, &h, params, velocity);
-  if (t->o.strategy == STRATEGY_CENTRAL_STORAGE && central_create(t) != 0)
-    goto out;
-  if (t->o.strategy == STRATEGY_PARAMETER_SERVER && (rc = ps_create(t)) != 0)
+  if (t->strategy->create != NULL && (rc = t->strategy->create(t)) != 0)
     goto out;
   rc = TRAIN_EXIT_ERROR;
   if (choose_algo(t) != 0) {

@@ -11,6 +11,9 @@
  *   optim.c       SGD with momentum and weight decay, learning-rate schedules
  *   central.c     --strategy central-storage: one copy of the variables per node
  *   ps.c          --strategy parameter-server: servers hold the variables, workers push
+ *   sharded.c     --strategy sharded: ZeRO's stages 1-3, each rank holds 1/N
+ *   mirrored.c    --strategy mirrored's gradients and update (the default)
+ *   strategy.c    the table of strategies: what each does where they differ
  *   checkpoint.c  atomic checkpoints with a checksum, and the weight file
  *   report.c      epoch lines, the progress bar, JSON records
  *   main.c        the distributed loop: broadcast, overlapped gradient
@@ -39,7 +42,13 @@ typedef enum { SCHEDULE_COSINE, SCHEDULE_STEP, SCHEDULE_CONSTANT } schedule_t;
 typedef enum { PROGRESS_AUTO, PROGRESS_BAR, PROGRESS_NONE } progress_t;
 /* tf.distribute's names: MultiWorkerMirroredStrategy, CentralStorageStrategy,
  * ParameterServerStrategy */
-typedef enum { STRATEGY_MIRRORED, STRATEGY_CENTRAL_STORAGE, STRATEGY_PARAMETER_SERVER } strategy_t;
+typedef enum {
+  STRATEGY_MIRRORED,
+  STRATEGY_CENTRAL_STORAGE,
+  STRATEGY_PARAMETER_SERVER,
+  STRATEGY_SHARDED, /* ZeRO / FSDP: no tf.distribute counterpart */
+  STRATEGY_COUNT
+} strategy_t;
 enum { PREFETCH_OFF, PREFETCH_ON, PREFETCH_AUTO };
 
 /* Which options the command line set (train_opts_t.set): --resume takes the
@@ -49,7 +58,7 @@ enum {
   SET_HIDDEN = 1 << 4, SET_SEED = 1 << 5, SET_EPOCHS = 1 << 6, SET_BATCH = 1 << 7,
   SET_LR = 1 << 8, SET_MOMENTUM = 1 << 9, SET_WEIGHT_DECAY = 1 << 10, SET_SCHEDULE = 1 << 11,
   SET_WARMUP = 1 << 12, SET_STEP_EPOCHS = 1 << 13, SET_GAMMA = 1 << 14,
-  SET_STALENESS = 1 << 15,
+  SET_STALENESS = 1 << 15, SET_STAGE = 1 << 16,
 };
 
 typedef struct {
@@ -74,6 +83,7 @@ typedef struct {
   strategy_t strategy;
   int servers;                /* parameter-server: server ranks; 0: the default */
   long long staleness;        /* parameter-server: steps a worker may lead; -1: unbounded */
+  int stage;                  /* sharded: ZeRO's stage, 1-3 */
   int algo_deterministic;     /* --allreduce deterministic (the default) */
   rondo_algo_t algo;          /* otherwise the algorithm asked for */
   int prefetch;                /* PREFETCH_AUTO, _ON or _OFF; main.c resolves AUTO */
@@ -100,7 +110,7 @@ int train_parse(int argc, char **argv, train_opts_t *o, int print);
 void train_usage(FILE *f);
 /* "cosine", "step", "constant" */
 const char *train_schedule_name(schedule_t s);
-/* "mirrored", "central-storage", "parameter-server" */
+/* "mirrored", "central-storage", "parameter-server", "sharded" */
 const char *train_strategy_name(strategy_t s);
 
 /* ---- data ---------------------------------------------------------------------- */
@@ -178,6 +188,11 @@ typedef struct {
   int nvars;                         /* 2 nlayers: fc1.weight, fc1.bias, ... */
   var_t vars[2 * TRAIN_MAX_LAYERS];
   int adopted;                       /* params and velocity are another's (mlp_adopt) */
+  /* NULL, or called before layer l's forward (backward 0) and before its
+   * backward (1): sharded.c's stage 3 points W[l-1] and b[l-1] at the
+   * gathered weights there */
+  void (*layer_hook)(int layer, int backward, void *user);
+  void *hook_user;
 } mlp_t;
 
 int mlp_create(mlp_t *m, const size_t *sizes, int nsizes, size_t max_rows, uint64_t seed);

@@ -39,10 +39,62 @@ typedef struct {
   int64_t units;             /* the units this worker trained on, all epochs */
 } ps_t;
 
+/* --strategy sharded's shards and buffers (sharded.c). Variable i's shard
+ * on rank r is elements [lo, lo + len) of it, split as the engine's
+ * reduce-scatter splits count rows: count / N each, one more for the first
+ * count % N ranks. A rank's shards of all variables lie one after another
+ * in its shard arrays, variable i's from at[i]. */
 typedef struct {
+  int stage;                       /* 1, 2 or 3 */
+  size_t lo[2 * TRAIN_MAX_LAYERS], len[2 * TRAIN_MAX_LAYERS], at[2 * TRAIN_MAX_LAYERS];
+  size_t total;                    /* this rank's elements, all shards */
+  float *velocity;                 /* the momentum's shards (every stage) */
+  float *params;                   /* the variables' shards (stage 3) */
+  float *layer[2];                 /* stage 3: a layer's gathered W then b, two layers */
+  int held[2];                     /* the layer each holds, 0: none */
+  rondo_request_t pending[2][2];   /* its gathers in flight */
+} sharded_t;
+
+typedef struct trainer trainer_t;
+
+/* One row per strategy (strategy.c): whatever differs between them. A NULL
+ * entry does mirrored's thing, or nothing. */
+typedef struct {
+  strategy_t id;
+  /* After the mirrored start: the strategy's own state. 0, or the exit
+   * status after every rank learned why. Collective. */
+  int (*create)(trainer_t *t);
+  /* A whole epoch in the strategy's own way (parameter-server): as
+   * ps_epoch. NULL: main.c's steps, with the three hooks below. */
+  void (*epoch)(trainer_t *t, acc_t *acc, int *partial);
+  /* Backward has layer's gradients (1-based): start their reduction. */
+  void (*grads_ready)(trainer_t *t, int layer);
+  /* The step's reductions are done: seconds blocked, or -1 after printing
+   * why (the engine fails them on every rank). */
+  double (*wait_grads)(trainer_t *t);
+  /* The optimizer at learning rate lr; the step's variables are ready for
+   * the next forward when it returns. */
+  void (*update)(trainer_t *t, float lr);
+  /* The whole variables (velocity 0) or momentum (1), nparams floats, on
+   * every rank: the model's own array, or one malloc'ed that the caller
+   * frees. NULL: the model's own arrays hold both. Collective. */
+  float *(*whole)(trainer_t *t, int velocity);
+  /* The header's strategy line, after "strategy   ". */
+  void (*describe)(const trainer_t *t, char *buf, size_t len);
+  /* More members of the final JSON record ("" for none). Collective. */
+  void (*final_json)(trainer_t *t, char *buf, size_t len);
+  /* Frees what create made, also after it failed. */
+  void (*destroy)(trainer_t *t);
+} strategy_ops_t;
+
+/* The row of a strategy. */
+const strategy_ops_t *strategy_row(strategy_t id);
+
+struct trainer {
   rondo_comm_t comm;
   int rank, size, nodes;
   train_opts_t o;
+  const strategy_ops_t *strategy;
   rondo_algo_t algo;
   const char *algo_why, *input_why; /* for the header */
   int fresh;                        /* --resume F = --checkpoint F did not exist yet */
@@ -52,6 +104,7 @@ typedef struct {
   loader_t *loader;
   central_t central;
   ps_t ps;
+  sharded_t sharded;
   /* the step in flight */
   rondo_async_opts_t ropts;
   rondo_request_t req[2 * TRAIN_MAX_LAYERS];
@@ -70,7 +123,7 @@ typedef struct {
   double train_seconds;        /* the epochs' step time, without evaluation */
   long long checked_at, saved_at; /* the step of the last mirror check and checkpoint */
   long long evaluated_at;         /* the step of the last test-set evaluation */
-} trainer_t;
+};
 
 /* An error this rank cannot share with the others: ends the whole job. */
 void trainer_die(const trainer_t *t, const char *fmt, ...)
@@ -96,12 +149,38 @@ int trainer_setup(trainer_t *t);
 /* The configuration as a JSON object's text. */
 void trainer_config_json(const trainer_t *t, char *buf, size_t len);
 
+/* mirrored.c: mirrored's gradients (one all-reduce request per variable,
+ * submitted as backward produces it) and update; central-storage reuses
+ * the first two. */
+void mirrored_grads_ready(trainer_t *t, int layer);
+double mirrored_wait_grads(trainer_t *t);
+void mirrored_update(trainer_t *t, float lr);
+void mirrored_describe(const trainer_t *t, char *buf, size_t len);
+/* Waits for n requests: seconds blocked, or -1 after printing the first
+ * failure (what names the step and says which collective). */
+double trainer_wait(trainer_t *t, rondo_request_t *req, int n, const char *what);
+/* The engine callback that stamps the completion time into *user. */
+void trainer_on_done(rondo_request_t req, rondo_status_t st, void *user);
+
+/* sharded.c. sharded_create cuts every variable's momentum (and at stage
+ * 3 the variable) into this rank's shard and frees the rest: 0, or
+ * TRAIN_EXIT_USAGE after every rank learned why (a variable with fewer
+ * elements than ranks). Collective. */
+int sharded_create(trainer_t *t);
+void sharded_grads_ready(trainer_t *t, int layer);
+double sharded_wait_grads(trainer_t *t);
+void sharded_update(trainer_t *t, float lr);
+float *sharded_whole(trainer_t *t, int velocity);
+void sharded_describe(const trainer_t *t, char *buf, size_t len);
+void sharded_destroy(trainer_t *t);
+
 /* central.c. central_create moves the variables and the momentum (already
  * the same on every rank) into the node's shared copy: 0, or -1 after every
  * rank learned why. Collective. */
 int central_create(trainer_t *t);
 /* The optimizer on this rank's slice of the copy, then central_sync. */
 void central_update(trainer_t *t, float lr);
+void central_describe(const trainer_t *t, char *buf, size_t len);
 /* Every rank of the node has written what it writes and sees the others'. */
 void central_sync(trainer_t *t);
 void central_destroy(trainer_t *t);
@@ -120,6 +199,8 @@ int ps_create(trainer_t *t);
 void ps_epoch(trainer_t *t, acc_t *acc, int *partial);
 /* For the header: the roles, in a sentence. */
 void ps_describe(const trainer_t *t, char *buf, size_t len);
+/* "units_per_rank":[...]: each rank's units of work (servers: 0). */
+void ps_final_json(trainer_t *t, char *buf, size_t len);
 void ps_destroy(trainer_t *t);
 
 #endif

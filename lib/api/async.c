@@ -316,16 +316,16 @@ rondo_status_t rondo_reduce_scatter_async(rondo_comm_t comm, const char *name,
   CHECK_ARG(api_check_elementwise_op("rondo_reduce_scatter_async", op));
   CHECK_ARG(api_bytes(rows, row_count, &elems));
   CHECK_ARG(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
-  size_t mine = share_rows(rows, comm->size, comm->rank) * row_count;
+  size_t mine = share_rows(rows, comm->size, comm->rank) * row_count, before = 0;
+  for (int q = 0; q < comm->rank; q++)
+    before += share_rows(rows, comm->size, q) * row_count;
   CHECK_ARG(api_check_buffer(sendbuf, elems, "sendbuf"));
   CHECK_ARG(api_check_buffer(recvbuf, mine, "recvbuf"));
-  if (mine > 0 && sendbuf == recvbuf)
-    CHECK_ARG(rondo__fail(RONDO_ERR_INVALID_ARG,
-                          "rondo_reduce_scatter_async: '%s': in place (sendbuf == recvbuf) is "
-                          "not allowed",
-                          name));
-  CHECK_ARG(api_check_overlap("rondo_reduce_scatter_async", sendbuf, bytes, recvbuf,
-                              mine * rondo_dtype_size(dtype)));
+  /* in place: recvbuf at this rank's rows of sendbuf, or at its start */
+  const char *block = (const char *)sendbuf + before * rondo_dtype_size(dtype);
+  if (recvbuf != sendbuf)
+    CHECK_ARG(api_check_overlap_except("rondo_reduce_scatter_async", recvbuf,
+                                       mine * rondo_dtype_size(dtype), sendbuf, bytes, block));
   CHECK_ARG(api_host_only("rondo_reduce_scatter_async", sendbuf, "sendbuf"));
   CHECK_ARG(api_host_only("rondo_reduce_scatter_async", recvbuf, "recvbuf"));
   eng_sig_t sig = {.kind = ENG_REDUCE_SCATTER, .dtype = dtype, .op = op,

@@ -74,6 +74,9 @@ struct rondo_comm {
   struct shm_state *shm;      /* the node's shared window */
   void *scratch;     /* per-comm scratch, grown on demand (algo_scratch) */
   size_t scratch_bytes;
+  void *result;      /* an in-place call's result before it is copied over the
+                        input (algo_result_scratch): kept, not freed per call */
+  size_t result_bytes;
   /* The last AUTO decision: repeated calls of one size (a training loop)
    * skip the cost model. The comm's knobs and tuning table never change. */
   size_t last_count;

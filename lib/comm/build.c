@@ -209,8 +209,10 @@ static void free_topology(struct rondo_comm *c, int mpi_usable)
   if (c->topo == NULL)
     return;
   for (int g = 0; c->cross != NULL && g < c->topo->slices; g++) {
-    if (c->cross[g] != NULL)
+    if (c->cross[g] != NULL) {
       free(c->cross[g]->scratch);
+      free(c->cross[g]->result);
+    }
     free(c->cross[g]);
   }
   free(c->cross);
@@ -357,5 +359,6 @@ void comm_free(struct rondo_comm *c, int mpi_usable)
   if (mpi_usable)
     MPI_CHECK_LOG(MPI_Comm_free(&c->mpi));
   free(c->scratch);
+  free(c->result);
   free(c);
 }

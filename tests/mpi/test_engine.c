@@ -530,6 +530,21 @@ static void reduce_scatter(void)
                          RONDO_SUCCESS) &&
             MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
           mt_check_elems("reduce-scatter share", dt, out, want, mine * row);
+        /* in place: the result at this rank's rows of the input (ZeRO's
+         * shard), and with odd rows at its start (MPI_IN_PLACE's form) */
+        for (int form = 0; form < 2 && rows >= 5; form++) {
+          char *at = form == 0 ? in + first * row * es : in;
+          for (size_t i = 0; i < n; i++)
+            mt_store(dt, in, i, rs_value(mt.rank, i, (rondo_op_t)op));
+          mt_where("reduce_scatter_async %s %s, %zu rows of %zu, in place at %s", mt_dtype_str(dt),
+                   mt_op_str((rondo_op_t)op), rows, row, form == 0 ? "its rows" : "the start");
+          snprintf(name, sizeof name, "rs.%zu.%d.%zu.in%d", d, op, k, form);
+          if (MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), name, in, at, rows, row, dt,
+                                                      (rondo_op_t)op, &o, &r),
+                           RONDO_SUCCESS) &&
+              MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+            mt_check_elems("reduce-scatter share in place", dt, at, want, mine * row);
+        }
         free(in);
         free(out);
         free(want);
@@ -540,9 +555,13 @@ static void reduce_scatter(void)
   MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.adasum", x, y, 4, 1, RONDO_FLOAT32,
                                           RONDO_ADASUM, NULL, &r),
                RONDO_ERR_UNSUPPORTED);
-  MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.inplace", x, x, (size_t)mt.size, 1,
-                                          RONDO_FLOAT32, RONDO_SUM, NULL, &r),
-               RONDO_ERR_INVALID_ARG);
+  { /* recvbuf overlapping sendbuf elsewhere than at this rank's rows or its start */
+    float z[16] = {0};
+    MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.overlap", z, z + 2 * mt.rank + 1,
+                                            2 * (size_t)mt.size, 1, RONDO_FLOAT32, RONDO_SUM,
+                                            NULL, &r),
+                 RONDO_ERR_INVALID_ARG);
+  }
   if (mt.size > 1) {
     mt_where("reduce_scatter_async whose rows differ on one rank");
     int odd = mt.size - 1;
@@ -668,6 +687,7 @@ typedef struct {
   rondo_op_t op;
   size_t rows, row;
   double pre, post;
+  int in_place; /* 1: the result at this rank's rows of the input, 2: at its start */
 } fz_rs_t;
 
 /* The reduce-scatters of specs, submitted together as one group (in an
@@ -689,7 +709,9 @@ static void fz_reduce_scatters(rondo_comm_t comm, const fz_rs_t *specs, int n, c
       first += fz_share(sp->rows, q);
     mine[j] = fz_share(sp->rows, mt.rank) * sp->row;
     in[j] = mt_alloc(total * es + 1);
-    out[j] = mt_alloc(mine[j] * es + 1);
+    out[j] = sp->in_place == 1   ? in[j] + first * sp->row * es
+             : sp->in_place == 2 ? in[j]
+                                 : mt_alloc(mine[j] * es + 1);
     want[j] = mt_alloc(mine[j] * es + 1);
     for (size_t i = 0; i < total; i++)
       mt_store(sp->dt, in[j], i, fz_value(mt.rank, j, i));
@@ -714,8 +736,9 @@ static void fz_reduce_scatters(rondo_comm_t comm, const fz_rs_t *specs, int n, c
              mt_dtype_str(specs[j].dt), mt_op_str(specs[j].op), specs[j].rows, specs[j].row);
     if (req[j] != NULL && MT_EQ_STATUS(rondo_wait(&req[j]), RONDO_SUCCESS))
       mt_check_elems("its share, as alone", specs[j].dt, out[j], want[j], mine[j]);
+    if (specs[j].in_place == 0)
+      free(out[j]);
     free(in[j]);
-    free(out[j]);
     free(want[j]);
   }
 }
@@ -889,11 +912,11 @@ static void fused_collectives(void)
   MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
   const fz_rs_t rs[] = {
       {"fz.rs.f32.0", RONDO_FLOAT32, RONDO_SUM, 1, 2, 1, 1},
-      {"fz.rs.f32.1", RONDO_FLOAT32, RONDO_SUM, (size_t)p + 2, 1, 1, 1},
+      {"fz.rs.f32.1", RONDO_FLOAT32, RONDO_SUM, (size_t)p + 2, 1, 1, 1, 1},
       {"fz.rs.f32.2", RONDO_FLOAT32, RONDO_SUM, 2 * (size_t)p + 1, 3, 1, 1},
       {"fz.rs.i32.0", RONDO_INT32, RONDO_SUM, (size_t)p, 2, 1, 1},
-      {"fz.rs.i32.1", RONDO_INT32, RONDO_SUM, 3, 1, 1, 1},
-      {"fz.rs.avg.0", RONDO_FLOAT32, RONDO_AVG, (size_t)p + 1, 1, 2, 0.5},
+      {"fz.rs.i32.1", RONDO_INT32, RONDO_SUM, 3, 1, 1, 1, 1},
+      {"fz.rs.avg.0", RONDO_FLOAT32, RONDO_AVG, (size_t)p + 1, 1, 2, 0.5, 2},
       {"fz.rs.avg.1", RONDO_FLOAT32, RONDO_AVG, 2, 2, 2, 0.5},
   };
   fz_reduce_scatters(rondo_world(), rs, 7, "fz.rs");

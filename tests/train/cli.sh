@@ -54,6 +54,13 @@ extra
 --debug-perturb 1
 --debug-perturb x:3
 --inspect /nonexistent --bogus
+--stage 2
+--strategy mirrored --stage 1
+--strategy sharded --stage 4
+--strategy sharded --stage 0
+--strategy sharded --stage x
+--strategy sharded --debug-perturb 0:3
+--strategy zero
 LIST
 pass "$n bad command lines exit 2 with a message"
 run 2 --epochs 0

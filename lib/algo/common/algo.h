@@ -293,6 +293,11 @@ rondo_status_t algo_barrier(rondo_comm_t comm);
 
 /* A scratch buffer of the comm of at least bytes (valid until the next call). */
 rondo_status_t algo_scratch(rondo_comm_t comm, size_t bytes, void **buf);
+/* A second one, for the result of an in-place call while the algorithm
+ * uses algo_scratch (reduce_scatter/dispatch.c). Kept between calls: a
+ * fresh allocation per call costs its page faults every time (11 ms for
+ * 2 MiB where malloc maps it). */
+rondo_status_t algo_result_scratch(rondo_comm_t comm, size_t bytes, void **buf);
 
 /* The MPI datatype and op that compute rondo's semantics for (dtype, op):
  * built-ins where they match, user-defined ops over rondo's kernels for

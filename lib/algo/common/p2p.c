@@ -303,18 +303,28 @@ rondo_status_t algo_mpi_op(rondo_dtype_t dtype, rondo_op_t op, MPI_Datatype *mty
   return RONDO_SUCCESS;
 }
 
+/* Grows *mem (of *have bytes) to at least bytes. */
+static rondo_status_t grow(void **mem, size_t *have, size_t bytes, void **buf)
+{
+  if (bytes > *have) {
+    free(*mem);
+    *mem = malloc(bytes);
+    if (*mem == NULL) {
+      *have = 0;
+      return rondo__fail(RONDO_ERR_NO_MEMORY, "no memory for %zu bytes of scratch", bytes);
+    }
+    *have = bytes;
+  }
+  *buf = *mem;
+  return RONDO_SUCCESS;
+}
+
 rondo_status_t algo_scratch(rondo_comm_t comm, size_t bytes, void **buf)
 {
-  if (bytes > comm->scratch_bytes) {
-    free(comm->scratch);
-    comm->scratch = malloc(bytes);
-    if (comm->scratch == NULL) {
-      comm->scratch_bytes = 0;
-      return rondo__fail(RONDO_ERR_NO_MEMORY, "no memory for %zu bytes of scratch",
-                         bytes);
-    }
-    comm->scratch_bytes = bytes;
-  }
-  *buf = comm->scratch;
-  return RONDO_SUCCESS;
+  return grow(&comm->scratch, &comm->scratch_bytes, bytes, buf);
+}
+
+rondo_status_t algo_result_scratch(rondo_comm_t comm, size_t bytes, void **buf)
+{
+  return grow(&comm->result, &comm->result_bytes, bytes, buf);
 }

@@ -46,9 +46,8 @@ rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, v
   size_t mine = recvcounts[comm->rank], bytes = mine * esize;
   rondo_status_t st = RONDO_SUCCESS;
   void *out = recvbuf;
-  if (overlaps(sendbuf, in.bytes, recvbuf, bytes) && (out = malloc(bytes)) == NULL)
-    st = rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %zu bytes for an in-place result",
-                     bytes);
+  if (overlaps(sendbuf, in.bytes, recvbuf, bytes))
+    st = algo_result_scratch(comm, bytes, &out);
   if (st == RONDO_SUCCESS && in.count > 0) {
     algo_blocks_args_t a = {.comm = comm, .sendbuf = sendbuf, .recvbuf = out,
                             .counts = recvcounts, .displs = displs, .total = in.count,
@@ -63,8 +62,6 @@ rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, v
   }
   if (st == RONDO_SUCCESS && out != recvbuf && bytes > 0)
     memcpy(recvbuf, out, bytes);
-  if (out != recvbuf)
-    free(out);
   if (st == RONDO_SUCCESS && op == RONDO_AVG && mine > 0)
     reduce_average(recvbuf, mine, dtype, p);
   free(displs);
