@@ -21,7 +21,8 @@ of the same ranks (new_group(backend="gloo")) runs the same calls. Parts:
               and data; the parameters after the last step are compared
               (at 2 ranks every sum is a + b: the same bits on both);
   sharded     dist.reduce_scatter_tensor of the whole tensor into this
-              rank's shard and dist.all_gather_into_tensor of the shard
+              rank's shard, dist.reduce of it to rank 0 (gloo's too) and
+              dist.all_gather_into_tensor of the shard
               into the whole (FSDP's and ZeRO's calls), timed in the same
               rounds as an all_reduce of the whole tensor, each given as a
               fraction of it; gloo in torch 1.13 raises on both
@@ -163,7 +164,11 @@ def sharded_rows(args, gloo, rank, size):
         out_rs, out_ag = torch.empty(shard), torch.empty(count)
         dist.reduce_scatter_tensor(out_rs, whole)
         dist.all_gather_into_tensor(out_ag, mine)
-        wrong = torch.tensor([int((out_rs != want_rs).sum() + (out_ag != want_ag).sum())])
+        red = whole.clone()
+        dist.reduce(red, dst=0)
+        want_red = torch.arange(float(count)) % 7 * size + size * (size - 1) / 2
+        wrong = torch.tensor([int((out_rs != want_rs).sum() + (out_ag != want_ag).sum() +
+                                  (rank == 0 and (red != want_red).sum()))])
         dist.all_reduce(wrong)
         bad += int(wrong[0])
         unsupported = {}
@@ -178,8 +183,11 @@ def sharded_rows(args, gloo, rank, size):
         zeros = torch.zeros(count)
         fns = (lambda: dist.all_reduce(zeros),
                lambda: dist.reduce_scatter_tensor(out_rs, whole),
-               lambda: dist.all_gather_into_tensor(out_ag, mine))
-        (t_ar, p_ar), (t_rs, p_rs), (t_ag, p_ag) = compare(fns, args.r, apart=args.apart)
+               lambda: dist.all_gather_into_tensor(out_ag, mine),
+               lambda: dist.reduce(zeros, dst=0),
+               lambda: dist.reduce(zeros, dst=0, group=gloo))
+        (t_ar, p_ar), (t_rs, p_rs), (t_ag, p_ag), (t_red, p_red), (g_red, gp_red) = \
+            compare(fns, args.r, apart=args.apart)
         if rank == 0:
             for name, t, p1 in (("reduce_scatter_tensor", t_rs, p_rs),
                                 ("all_gather_into_tensor", t_ag, p_ag)):
@@ -188,6 +196,11 @@ def sharded_rows(args, gloo, rank, size):
                       % (name, count * 4, t * 1e6, "unsupported" if name in unsupported
                          else "not timed", "-", p1 * 1e6, "-", "-", t / t_ar, t_ar * 1e6,
                          p1 / p_ar), flush=True)
+            print("%-12s %10d %12.1f %12.1f %8.2f %12.1f %12.1f %8.2f   %.2fx all_reduce's "
+                  "%.1f us (p50 %.2fx)"
+                  % ("reduce", count * 4, t_red * 1e6, g_red * 1e6, g_red / t_red,
+                     p_red * 1e6, gp_red * 1e6, gp_red / p_red, t_red / t_ar, t_ar * 1e6,
+                     p_red / p_ar), flush=True)
         n *= args.f
     return bad
 

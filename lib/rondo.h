@@ -521,13 +521,26 @@ RONDO_API rondo_status_t rondo_allgather_into_async(rondo_comm_t comm, const cha
  * recvbuf at this rank's rows of sendbuf (ZeRO's and Megatron's shard) or
  * sendbuf itself (the result at the start); sendbuf is then scratch. Other
  * overlaps fail. Any op but RONDO_ADASUM; prescale and postscale as for an
- * all-reduce. Host buffers. */
+ * all-reduce; opts->algo forces a reduce-scatter algorithm (AUTO: the
+ * selector picks per fused buffer; one the family lacks fails the request
+ * on every rank). Host buffers. */
 RONDO_API rondo_status_t rondo_reduce_scatter_async(rondo_comm_t comm, const char *name,
                                                     const void *sendbuf, void *recvbuf,
                                                     size_t rows, size_t row_count,
                                                     rondo_dtype_t dtype, rondo_op_t op,
                                                     const rondo_async_opts_t *opts,
                                                     rondo_request_t *req);
+/* A reduce to root: the reduction of every rank's count elements lands in
+ * root's recvbuf (which may be sendbuf: in place); the other ranks' recvbuf
+ * is not used (NULL allowed). Any op but RONDO_ADASUM; prescale and
+ * postscale as for an all-reduce. Runs as a reduce-scatter whose rows all
+ * go to the root, fused with the requests of the same root, dtype, op and
+ * scales (torch.distributed's reduce). Host buffers. */
+RONDO_API rondo_status_t rondo_reduce_async(rondo_comm_t comm, const char *name,
+                                            const void *sendbuf, void *recvbuf, size_t count,
+                                            rondo_dtype_t dtype, rondo_op_t op, int root,
+                                            const rondo_async_opts_t *opts,
+                                            rondo_request_t *req);
 /* All-to-all with any split: sendcounts[i] rows of row_count elements go to
  * rank i, packed in rank order in sendbuf (sendcounts is copied; row_count
  * must be equal everywhere). Every rank receives the rows each rank sent it,

@@ -23,12 +23,13 @@
  *            first layer's gather of the next step starts at once.
  *
  * The arithmetic per element is mirrored's: the same sum of the ranks'
- * gradients (rondo's all-reduce and reduce-scatter add in rank order on
- * one node, and any order is the same at 2 ranks), the same scale by
+ * gradients (on one node rondo's shm all-reduce and reduce-scatter add in
+ * rank order, and any order is the same at 2 ranks), the same scale by
  * 1 / (samples in the global batch) inside the collective, the same
- * optimizer step. So the variables are mirrored's bytes (tests/train/
- * sharded.sh), and checkpoints hold the whole variables and momentum,
- * gathered when written: any strategy at any rank count resumes them.
+ * optimizer step. So the variables are mirrored's bytes there (across
+ * nodes at 3+ ranks within rounding: sharded_create), and checkpoints
+ * hold the whole variables and momentum, gathered when written: any
+ * strategy at any rank count resumes them.
  *
  * What stays whole on every rank at every stage: the local gradient that
  * backward writes (one buffer of nparams floats, which the summed pieces
@@ -107,6 +108,16 @@ int sharded_create(trainer_t *t)
   mlp_t *m = &t->m;
   char err[1024] = "";
   s->stage = t->o.stage;
+  /* Deterministic as mirrored's all-reduce (setup.c): the engine fuses what
+   * is ready together, so the reduce-scatter must add every element in one
+   * order whatever the fused size. At 1-2 ranks any order is the same; on
+   * one node shm adds in rank order, as mirrored's shm all-reduce does;
+   * across nodes pairwise adds each block in a fixed order of ranks (not
+   * recursive doubling's: the bits may differ from mirrored's there by
+   * rounding, docs/train.md). */
+  s->rs_algo = !t->o.algo_deterministic || t->size <= 2 ? RONDO_ALGO_AUTO
+               : t->nodes == 1                        ? RONDO_ALGO_SHM
+                                                      : RONDO_ALGO_PAIRWISE;
   for (int i = 0; i < m->nvars && err[0] == '\0'; i++)
     if (m->vars[i].count < (size_t)t->size)
       snprintf(err, sizeof err,
@@ -167,13 +178,15 @@ void sharded_grads_ready(trainer_t *t, int layer)
   }
   if (t->nreq == 0)
     t->first_submit = train_now();
+  rondo_async_opts_t o = t->ropts;
+  o.algo = s->rs_algo;
   for (int i = 2 * (layer - 1); i <= 2 * (layer - 1) + 1; i++) {
     const var_t *v = &t->m.vars[i];
-    t->ropts.user = &t->done_at[t->nreq];
+    o.user = &t->done_at[t->nreq];
     float *g = t->m.grads + v->offset; /* the sum of its piece lands on the piece */
     if (rondo_reduce_scatter_async(t->comm, v->name, g, g + s->lo[i], v->count, 1,
-                                   RONDO_FLOAT32, RONDO_SUM, &t->ropts,
-                                   &t->req[t->nreq]) != RONDO_SUCCESS)
+                                   RONDO_FLOAT32, RONDO_SUM, &o, &t->req[t->nreq]) !=
+        RONDO_SUCCESS)
       trainer_die(t, "submitting %s: %s", v->name, rondo_last_error());
     t->nreq++;
   }

@@ -46,6 +46,7 @@ typedef struct {
  * in its shard arrays, variable i's from at[i]. */
 typedef struct {
   int stage;                       /* 1, 2 or 3 */
+  rondo_algo_t rs_algo;            /* the gradients' reduce-scatter (stages 2, 3) */
   size_t lo[2 * TRAIN_MAX_LAYERS], len[2 * TRAIN_MAX_LAYERS], at[2 * TRAIN_MAX_LAYERS];
   size_t total;                    /* this rank's elements, all shards */
   float *velocity;                 /* the momentum's shards (every stage) */

@@ -329,10 +329,41 @@ rondo_status_t rondo_reduce_scatter_async(rondo_comm_t comm, const char *name,
   CHECK_ARG(api_host_only("rondo_reduce_scatter_async", sendbuf, "sendbuf"));
   CHECK_ARG(api_host_only("rondo_reduce_scatter_async", recvbuf, "recvbuf"));
   eng_sig_t sig = {.kind = ENG_REDUCE_SCATTER, .dtype = dtype, .op = op,
-                   .algo = RONDO_ALGO_AUTO, .root = -1, .count = row_count, .rows = rows,
+                   .algo = o.algo, .root = -1, .count = row_count, .rows = rows,
                    .prescale = o.prescale, .postscale = o.postscale,
                    .flags = RONDO_ASYNC_NO_JOIN};
   return submit_plain(comm, name, sig, &o, sendbuf, recvbuf, rows, -1, req);
+}
+
+rondo_status_t rondo_reduce_async(rondo_comm_t comm, const char *name, const void *sendbuf,
+                                  void *recvbuf, size_t count, rondo_dtype_t dtype, rondo_op_t op,
+                                  int root, const rondo_async_opts_t *opts, rondo_request_t *req)
+{
+  size_t bytes;
+  rondo_async_opts_t o;
+  RONDO_CHECK(begin("rondo_reduce_async", comm, name, opts, &o, req));
+  CHECK_ARG(api_check_dtype(dtype));
+  CHECK_ARG(api_check_op(op));
+  CHECK_ARG(api_check_elementwise_op("rondo_reduce_async", op));
+  CHECK_ARG(api_bytes(count, rondo_dtype_size(dtype), &bytes));
+  if (root < 0 || root >= comm->size)
+    CHECK_ARG(rondo__fail(RONDO_ERR_INVALID_ROOT,
+                          "'%s': root %d is not a rank of this comm (0..%d)", name, root,
+                          comm->size - 1));
+  int mine = comm->rank == root;
+  CHECK_ARG(api_check_buffer(sendbuf, count, "sendbuf"));
+  CHECK_ARG(api_check_buffer(mine ? recvbuf : NULL, mine ? count : 0, "recvbuf"));
+  if (mine && recvbuf != sendbuf)
+    CHECK_ARG(api_check_overlap("rondo_reduce_async", sendbuf, bytes, recvbuf, bytes));
+  CHECK_ARG(api_host_only("rondo_reduce_async", sendbuf, "sendbuf"));
+  if (mine)
+    CHECK_ARG(api_host_only("rondo_reduce_async", recvbuf, "recvbuf"));
+  /* a reduce-scatter whose rows all go to the root (collectives.c) */
+  eng_sig_t sig = {.kind = ENG_REDUCE_SCATTER, .dtype = dtype, .op = op,
+                   .algo = RONDO_ALGO_AUTO, .root = root, .count = 1, .rows = count,
+                   .prescale = o.prescale, .postscale = o.postscale,
+                   .flags = RONDO_ASYNC_NO_JOIN};
+  return submit_plain(comm, name, sig, &o, sendbuf, mine ? recvbuf : NULL, count, -1, req);
 }
 
 rondo_status_t rondo_alltoallv_async(rondo_comm_t comm, const char *name, const void *sendbuf,

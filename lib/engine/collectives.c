@@ -104,10 +104,13 @@ void eng_run_broadcast(struct engine *e, eng_item_t *it)
 
 /* ---- reduce-scatter ---------------------------------------------------------------- */
 
-/* Rank q's rows of a reduce-scatter of rows rows over size ranks. */
-static size_t share_rows(uint64_t rows, int size, int q)
+/* Rank q's rows of a reduce-scatter over size ranks: an even split, or
+ * every row at the root for a reduce (rondo_reduce_async: root >= 0). */
+static size_t share_rows(const eng_sig_t *sig, int size, int q)
 {
-  return (size_t)(rows / (uint64_t)size + ((uint64_t)q < rows % (uint64_t)size));
+  if (sig->root >= 0)
+    return q == sig->root ? (size_t)sig->rows : 0;
+  return (size_t)(sig->rows / (uint64_t)size + ((uint64_t)q < sig->rows % (uint64_t)size));
 }
 
 /* One batch of reduce-scatters (same dtype, op and scales). Reduce-scatters
@@ -126,7 +129,7 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
   for (int q = 0; q < p; q++) {
     counts[q] = 0;
     for (size_t j = 0; j < nb; j++)
-      counts[q] += share_rows(b[j].resp->sig.rows, p, q) * b[j].resp->sig.count;
+      counts[q] += share_rows(&b[j].resp->sig, p, q) * b[j].resp->sig.count;
     total += counts[q];
   }
   size_t mine = counts[e->rank];
@@ -162,7 +165,7 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
     for (int q = 0; q < p && st == RONDO_SUCCESS; q++)
       for (size_t j = 0; j < nb; j++) {
         const struct rondo_request *r = b[j].req;
-        size_t cnt = share_rows(b[j].resp->sig.rows, p, q) * b[j].resp->sig.count;
+        size_t cnt = share_rows(&b[j].resp->sig, p, q) * b[j].resp->sig.count;
         if (cnt == 0)
           continue;
         if (r->stand_in)
@@ -177,7 +180,8 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
   }
   double t1 = rondo__now();
   if (st == RONDO_SUCCESS)
-    st = algo_reduce_scatterv(e->exec, src, dst, counts, dtype, op == RONDO_AVG ? RONDO_SUM : op);
+    st = algo_reduce_scatter_run(e->exec, src, dst, counts, dtype,
+                                 op == RONDO_AVG ? RONDO_SUM : op, (rondo_algo_t)s->algo, NULL);
   if (st == RONDO_SUCCESS && op == RONDO_AVG && mine > 0)
     reduce_average(dst, mine, dtype, p);
   if (st == RONDO_SUCCESS && s->postscale != 1.0 && mine > 0)
@@ -187,7 +191,7 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
     const char *out = dst;
     for (size_t j = 0; j < nb; j++) {
       const struct rondo_request *r = b[j].req;
-      size_t cnt = share_rows(b[j].resp->sig.rows, p, e->rank) * b[j].resp->sig.count;
+      size_t cnt = share_rows(&b[j].resp->sig, p, e->rank) * b[j].resp->sig.count;
       if (cnt > 0 && !r->stand_in)
         memcpy(r->recvbuf, out, cnt * esize);
       out += cnt * esize;

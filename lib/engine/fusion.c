@@ -122,13 +122,15 @@ void eng_fusion_run_host(struct engine *e, eng_item_t *it, size_t n)
   eng_complete_many(e, reqs, n, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
 }
 
-/* Host and device requests are never fused together. (A reduce-scatter's
- * or allgather's algo and mem are always AUTO and host, an allgather's op
- * and scales always SUM and 1: they group by what differs.) */
+/* Host and device requests are never fused together, nor reduces to
+ * different roots. (A reduce-scatter's or allgather's mem is always host,
+ * an allgather's algo, op and scales always AUTO, SUM and 1: they group by
+ * what differs.) */
 static int same_group(const eng_sig_t *a, const eng_sig_t *b)
 {
   return a->dtype == b->dtype && a->op == b->op && a->prescale == b->prescale &&
-         a->postscale == b->postscale && a->algo == b->algo && a->mem == b->mem;
+         a->postscale == b->postscale && a->algo == b->algo && a->mem == b->mem &&
+         a->root == b->root;
 }
 
 void eng_fuse(struct engine *e, eng_item_t *it, size_t n,

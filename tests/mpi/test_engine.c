@@ -481,6 +481,23 @@ static int64_t rs_value(int q, size_t i, rondo_op_t op)
   return (int64_t)((q * 7 + (int)i * 3) % 23) - 11;
 }
 
+/* want[i] = the reduction over the ranks of element g (rs_value), exact. */
+static void rs_store_want(rondo_dtype_t dt, void *want, size_t i, size_t g, rondo_op_t op)
+{
+  int64_t acc = rs_value(0, g, op);
+  for (int q = 1; q < mt.size; q++) {
+    int64_t v = rs_value(q, g, op);
+    acc = op == RONDO_MIN    ? (v < acc ? v : acc)
+          : op == RONDO_MAX  ? (v > acc ? v : acc)
+          : op == RONDO_PROD ? acc * v
+                             : acc + v;
+  }
+  if (op == RONDO_AVG)
+    mt_store_avg(dt, want, i, acc, mt.size);
+  else
+    mt_store(dt, want, i, acc);
+}
+
 static void reduce_scatter(void)
 {
   static const rondo_dtype_t dts[] = {RONDO_INT16, RONDO_INT32, RONDO_FLOAT16, RONDO_FLOAT32,
@@ -503,20 +520,8 @@ static void reduce_scatter(void)
              *want = mt_alloc(mine * row * es + 1);
         for (size_t i = 0; i < n; i++)
           mt_store(dt, in, i, rs_value(mt.rank, i, (rondo_op_t)op));
-        for (size_t i = 0; i < mine * row; i++) {
-          size_t g = first * row + i;
-          int64_t acc = rs_value(0, g, (rondo_op_t)op);
-          for (int q = 1; q < mt.size; q++) {
-            int64_t v = rs_value(q, g, (rondo_op_t)op);
-            acc = op == RONDO_MIN ? (v < acc ? v : acc)
-                  : op == RONDO_MAX ? (v > acc ? v : acc)
-                  : op == RONDO_PROD ? acc * v : acc + v;
-          }
-          if (op == RONDO_AVG)
-            mt_store_avg(dt, want, i, acc, mt.size);
-          else
-            mt_store(dt, want, i, acc); /* prescale 2 then postscale 0.5: exact */
-        }
+        for (size_t i = 0; i < mine * row; i++) /* prescale 2 then postscale 0.5: exact */
+          rs_store_want(dt, want, i, first * row + i, (rondo_op_t)op);
         rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
         if (scaled) {
           o.prescale = 2.0;
@@ -555,6 +560,41 @@ static void reduce_scatter(void)
   MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.adasum", x, y, 4, 1, RONDO_FLOAT32,
                                           RONDO_ADASUM, NULL, &r),
                RONDO_ERR_UNSUPPORTED);
+  { /* a forced algorithm: the family's run it (the closed form), one it lacks fails */
+    static const rondo_algo_t algos[] = {RONDO_ALGO_PAIRWISE, RONDO_ALGO_RING,
+                                         RONDO_ALGO_RECURSIVE_HALVING, RONDO_ALGO_MPI};
+    float in[12], out[12];
+    size_t rows = 2 * (size_t)mt.size + 1, mine = 2 + ((size_t)mt.rank < 1), first = 0;
+    for (int q = 0; q < mt.rank; q++)
+      first += 2 + (q < 1);
+    for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+      mt_where("reduce_scatter_async forced to %s", rondo_algo_name(algos[a]));
+      rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+      o.algo = algos[a];
+      for (size_t i = 0; i < rows; i++)
+        in[i] = (float)(mt.rank + 3 * (int)i);
+      char name[32];
+      snprintf(name, sizeof name, "rs.algo.%zu", a);
+      if (MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), name, in, out, rows, 1,
+                                                  RONDO_FLOAT32, RONDO_SUM, &o, &r),
+                       RONDO_SUCCESS) &&
+          MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS))
+        for (size_t i = 0; i < mine; i++) {
+          float want = 0;
+          for (int q = 0; q < mt.size; q++)
+            want += (float)(q + 3 * (int)(first + i));
+          MT_CHECK(out[i] == want, "%s: element %zu: %g, want %g", rondo_algo_name(algos[a]), i,
+                   (double)out[i], (double)want);
+        }
+    }
+    mt_where("reduce_scatter_async forced to an all-reduce-only algorithm");
+    rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+    o.algo = RONDO_ALGO_RABENSEIFNER;
+    if (MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.algo.bad", in, out, rows, 1,
+                                                RONDO_FLOAT32, RONDO_SUM, &o, &r),
+                     RONDO_SUCCESS))
+      MT_CHECK(rondo_wait(&r) != RONDO_SUCCESS, "rabenseifner reduce-scatter did not fail");
+  }
   { /* recvbuf overlapping sendbuf elsewhere than at this rank's rows or its start */
     float z[16] = {0};
     MT_EQ_STATUS(rondo_reduce_scatter_async(rondo_world(), "rs.overlap", z, z + 2 * mt.rank + 1,
@@ -591,6 +631,111 @@ static int64_t fz_value(int q, int j, size_t i)
 static size_t fz_share(size_t rows, int q)
 {
   return rows / (size_t)mt.size + ((size_t)q < rows % (size_t)mt.size);
+}
+
+/* rondo_reduce_async: every dtype and op, counts 0 to 9, the first and the
+ * last rank as root, in place on the root and not, against the closed
+ * form; a group of reduces to two roots (each fused with its own root's);
+ * the root differing on one rank; a root outside the comm. The other
+ * ranks' recvbuf is NULL: never touched. */
+static void mm_reduce_roots(void);
+static void reduce_async(void)
+{
+  static const rondo_dtype_t dts[] = {RONDO_INT16, RONDO_INT32, RONDO_FLOAT16, RONDO_FLOAT32,
+                                      RONDO_FLOAT64};
+  static const size_t lens[] = {0, 1, 9};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+    for (int op = 0; op < MT_OPS; op++)
+      for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+        for (int form = 0; form < 2; form++) {
+          rondo_dtype_t dt = dts[d];
+          size_t n = lens[k], es = mt_dtype_size(dt);
+          int root = form == 0 ? 0 : mt.size - 1, in_place = form == 1;
+          mt_where("reduce_async %s %s, %zu elements to root %d%s", mt_dtype_str(dt),
+                   mt_op_str((rondo_op_t)op), n, root, in_place ? ", in place" : "");
+          char *in = mt_alloc(n * es + 1), *out = mt_alloc(n * es + 1),
+               *want = mt_alloc(n * es + 1);
+          for (size_t i = 0; i < n; i++) {
+            mt_store(dt, in, i, rs_value(mt.rank, i, (rondo_op_t)op));
+            rs_store_want(dt, want, i, i, (rondo_op_t)op);
+          }
+          char name[64];
+          snprintf(name, sizeof name, "rd.%zu.%d.%zu.%d", d, op, k, form);
+          void *dst = mt.rank != root ? NULL : in_place ? (void *)in : (void *)out;
+          rondo_request_t r = NULL;
+          if (MT_EQ_STATUS(rondo_reduce_async(rondo_world(), name, in, dst, n, dt,
+                                              (rondo_op_t)op, root, NULL, &r),
+                           RONDO_SUCCESS) &&
+              MT_EQ_STATUS(rondo_wait(&r), RONDO_SUCCESS) && mt.rank == root)
+            mt_check_elems("the root's reduction", dt, dst, want, n);
+          free(in);
+          free(out);
+          free(want);
+        }
+  mt_where("a group of reduces to two roots, 2 rows each, float32 sum, postscale 0.5");
+  {
+    enum { G = 4, C = 5 };
+    float in[G][C], out[G][C];
+    rondo_request_t req[G] = {0};
+    rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+    o.group = "rd.group";
+    o.group_size = G;
+    o.postscale = 0.5;
+    for (int j = 0; j < G; j++) {
+      int k = (j + mt.rank) % G; /* an order that differs per rank */
+      int root = k % 2 == 0 ? 0 : mt.size - 1;
+      for (int i = 0; i < C; i++) {
+        in[k][i] = (float)(mt.rank * 10 + k * 100 + i);
+        out[k][i] = -1;
+      }
+      char name[32];
+      snprintf(name, sizeof name, "rd.group.%d", k);
+      MT_EQ_STATUS(rondo_reduce_async(rondo_world(), name, in[k], out[k], C, RONDO_FLOAT32,
+                                      RONDO_SUM, root, &o, &req[k]),
+                   RONDO_SUCCESS);
+    }
+    for (int k = 0; k < G; k++) {
+      int root = k % 2 == 0 ? 0 : mt.size - 1;
+      if (req[k] == NULL || !MT_EQ_STATUS(rondo_wait(&req[k]), RONDO_SUCCESS))
+        continue;
+      for (int i = 0; i < C; i++) {
+        float want = 0;
+        for (int q = 0; q < mt.size; q++)
+          want += (float)(q * 10 + k * 100 + i);
+        want *= 0.5f;
+        if (mt.rank == root)
+          MT_CHECK(out[k][i] == want, "rd.group.%d[%d] on root %d: %g, want %g", k, i, root,
+                   (double)out[k][i], (double)want);
+        else if (mt.rank != 0 && mt.rank != mt.size - 1)
+          MT_CHECK(out[k][i] == -1, "rd.group.%d[%d] off the root: written (%g)", k, i,
+                   (double)out[k][i]);
+      }
+    }
+  }
+  if (mt.size > 1)
+    mm_reduce_roots();
+  mt_where("reduce_async to a root outside the comm");
+  {
+    float x[2] = {0}, y[2];
+    rondo_request_t r = NULL;
+    MT_EQ_STATUS(rondo_reduce_async(rondo_world(), "rd.badroot", x, y, 2, RONDO_FLOAT32,
+                                    RONDO_SUM, mt.size, NULL, &r),
+                 RONDO_ERR_INVALID_ROOT);
+    MT_EQ_STATUS(rondo_reduce_async(rondo_world(), "rd.adasum", x, y, 2, RONDO_FLOAT32,
+                                    RONDO_ADASUM, 0, NULL, &r),
+                 RONDO_ERR_UNSUPPORTED);
+  }
+}
+
+static rondo_status_t mm_reduce_root(int odd, rondo_request_t *r)
+{
+  return rondo_reduce_async(rondo_world(), "mm.reduceroot", mm_buf, mm_buf, 8, RONDO_FLOAT32,
+                            RONDO_SUM, odd ? 1 : 0, NULL, r);
+}
+
+static void mm_reduce_roots(void)
+{
+  expect_mismatch("mm.reduceroot", "root", mm_reduce_root);
 }
 
 /* A timeline file of this run for tag (rank 0's path on every rank). */
@@ -911,13 +1056,13 @@ static void fused_collectives(void)
   mt_where("fused reduce-scatters: timeline %s", path);
   MT_EQ_STATUS(rondo_timeline_start(rondo_world(), path, 0), RONDO_SUCCESS);
   const fz_rs_t rs[] = {
-      {"fz.rs.f32.0", RONDO_FLOAT32, RONDO_SUM, 1, 2, 1, 1},
+      {"fz.rs.f32.0", RONDO_FLOAT32, RONDO_SUM, 1, 2, 1, 1, 0},
       {"fz.rs.f32.1", RONDO_FLOAT32, RONDO_SUM, (size_t)p + 2, 1, 1, 1, 1},
-      {"fz.rs.f32.2", RONDO_FLOAT32, RONDO_SUM, 2 * (size_t)p + 1, 3, 1, 1},
-      {"fz.rs.i32.0", RONDO_INT32, RONDO_SUM, (size_t)p, 2, 1, 1},
+      {"fz.rs.f32.2", RONDO_FLOAT32, RONDO_SUM, 2 * (size_t)p + 1, 3, 1, 1, 0},
+      {"fz.rs.i32.0", RONDO_INT32, RONDO_SUM, (size_t)p, 2, 1, 1, 0},
       {"fz.rs.i32.1", RONDO_INT32, RONDO_SUM, 3, 1, 1, 1, 1},
       {"fz.rs.avg.0", RONDO_FLOAT32, RONDO_AVG, (size_t)p + 1, 1, 2, 0.5, 2},
-      {"fz.rs.avg.1", RONDO_FLOAT32, RONDO_AVG, 2, 2, 2, 0.5},
+      {"fz.rs.avg.1", RONDO_FLOAT32, RONDO_AVG, 2, 2, 2, 0.5, 0},
   };
   fz_reduce_scatters(rondo_world(), rs, 7, "fz.rs");
   MT_EQ_STATUS(rondo_timeline_stop(rondo_world()), RONDO_SUCCESS);
@@ -997,9 +1142,9 @@ static void fused_collectives(void)
   fz_path(path, sizeof path, "limit");
   MT_EQ_STATUS(rondo_timeline_start(c, path, 0), RONDO_SUCCESS);
   const fz_rs_t small[] = {
-      {"fz.lim.0", RONDO_FLOAT32, RONDO_SUM, 8, 4, 1, 1},
-      {"fz.lim.1", RONDO_FLOAT32, RONDO_SUM, 16, 2, 1, 1},
-      {"fz.lim.2", RONDO_FLOAT32, RONDO_SUM, 32, 1, 1, 1},
+      {"fz.lim.0", RONDO_FLOAT32, RONDO_SUM, 8, 4, 1, 1, 0},
+      {"fz.lim.1", RONDO_FLOAT32, RONDO_SUM, 16, 2, 1, 1, 0},
+      {"fz.lim.2", RONDO_FLOAT32, RONDO_SUM, 32, 1, 1, 1, 0},
   };
   fz_reduce_scatters(c, small, 3, "fz.lim");
   MT_EQ_STATUS(rondo_timeline_stop(c), RONDO_SUCCESS);
@@ -1781,6 +1926,7 @@ int main(int argc, char **argv)
     tags_and_flags();
     refusals();
     reduce_scatter();
+    reduce_async();
     fused_collectives();
     alltoallv();
     no_join();

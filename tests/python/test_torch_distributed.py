@@ -33,6 +33,7 @@
     run at the launcher's timeout).
 """
 import datetime
+import math
 import os
 import threading
 
@@ -301,6 +302,28 @@ def test_data_movement():
     dist.reduce(t, dst=N - 1)
     check(torch.equal(t, torch.full((4,), float(N * (N + 1) // 2) if R == N - 1 else
                                     float(R + 1))), "reduce")
+    # every dtype and op the backend takes, on root 0, a strided root tensor
+    for dt, op, want in ((torch.int64, dist.ReduceOp.MIN, lambda: 1),
+                         (torch.float64, dist.ReduceOp.MAX, lambda: N),
+                         (torch.int32, dist.ReduceOp.PRODUCT, lambda: math.factorial(N)),
+                         (torch.float32, dist.ReduceOp.AVG, lambda: (N + 1) / 2)):
+        base = torch.zeros(5, 2, dtype=dt)
+        base[:, 0] = R + 1
+        t = base[:, 0]  # strided: every other element
+        dist.reduce(t, dst=0, op=op)
+        check(torch.equal(t, torch.full((5,), want(), dtype=dt) if R == 0 else
+                          torch.full((5,), R + 1, dtype=dt)) and bool((base[:, 1] == 0).all()),
+              "reduce %s %s: %s" % (dt, op, t.tolist()))
+    z = torch.full((3,), complex(R, -R), dtype=torch.complex64)
+    dist.reduce(z, dst=N - 1)
+    s = N * (N - 1) // 2
+    check(torch.equal(z, torch.full((3,), complex(s, -s), dtype=torch.complex64))
+          if R == N - 1 else torch.equal(z, torch.full((3,), complex(R, -R),
+                                                       dtype=torch.complex64)),
+          "reduce complex64")
+    b = torch.tensor([R == 0, True, False])
+    dist.reduce(b, dst=0, op=dist.ReduceOp.BOR)
+    check(R != 0 or b.tolist() == [True, True, False], "reduce bool BOR: %s" % b.tolist())
     # gather / scatter
     got = [torch.zeros(2, dtype=torch.int32) for _ in range(N)] if R == 0 else None
     dist.gather(torch.tensor([R, -R], dtype=torch.int32), got, dst=0)

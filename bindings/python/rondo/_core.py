@@ -253,6 +253,16 @@ class Submitter:
                                        ctypes.byref(req))
         return self._handle(st, req, keep)
 
+    def _submit_reduce(self, src, dst, count, code, op, root, name, prescale, postscale, keep,
+                       group=None, group_size=0, tag=None, flags=0):
+        """dst: the root's result (src itself in place), None elsewhere."""
+        reap()
+        opts = async_opts(prescale, postscale, None, group, group_size, tag, flags)
+        req = ctypes.c_void_p()
+        st = _lib.reduce_async(self._h, self._name(name, "reduce"), src, dst, count, code,
+                               op_code(op), root, ctypes.byref(opts), ctypes.byref(req))
+        return self._handle(st, req, keep)
+
     def _submit_alltoall(self, src, sendcounts, row_count, code, recvcounts, name, keep, finish,
                          tag=None, flags=0):
         """sendcounts, recvcounts: numpy uintp arrays of self.size rows (kept

@@ -106,6 +106,9 @@ broadcast_async = _proto("rondo_broadcast_async",
 reduce_scatter_async = _proto("rondo_reduce_scatter_async",
                               [vp, ctypes.c_char_p, vp, vp, sz, sz, ci, ci,
                                ctypes.POINTER(AsyncOpts), ctypes.POINTER(vp)])
+reduce_async = _proto("rondo_reduce_async",
+                      [vp, ctypes.c_char_p, vp, vp, sz, ci, ci, ci, ctypes.POINTER(AsyncOpts),
+                       ctypes.POINTER(vp)])
 alltoallv_async = _proto("rondo_alltoallv_async",
                          [vp, ctypes.c_char_p, vp, c_size_p, sz, ci, c_size_p,
                           ctypes.POINTER(AsyncOpts), ctypes.POINTER(vp)])

@@ -92,6 +92,8 @@ typedef struct algo_desc {
   unsigned collectives;   /* ALGO_SERVES_*: the one this descriptor runs */
   algo_allreduce_fn allreduce;
   algo_blocks_fn blocks;  /* reduce-scatter or all-gather */
+  int blocks_in_place;    /* a reduce-scatter that takes recvbuf at this rank's block
+                             of sendbuf itself (else the dispatch gives it scratch) */
 } algo_desc_t;
 
 extern const algo_desc_t algo_mpi, algo_ring, algo_recursive_doubling, algo_rabenseifner,
@@ -233,13 +235,10 @@ int algo_hier_describe(rondo_comm_t comm, const select_input_t *in, char *buf, s
  * algorithms (forced: its RONDO_*_ALGO knob, then its tuning table, then
  * the cost model) unless algo names one, run on arguments every rank
  * agreed on (agree: the signature the shm member agrees on in its first
- * round, or NULL). */
-/* recvcounts[i] elements of the reduction go to rank i (0 allowed; recvbuf
- * may then be NULL); sendbuf holds the blocks packed in rank order. In
- * place: recvbuf is sendbuf or this rank's block of it. op: any but
- * ADASUM; AVG is a SUM divided by the comm size. */
-rondo_status_t algo_reduce_scatterv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                                    const size_t *recvcounts, rondo_dtype_t dtype, rondo_op_t op);
+ * round, or NULL). A reduce-scatter's recvcounts[i] elements go to rank i
+ * (0 allowed; recvbuf may then be NULL), sendbuf holds the blocks packed
+ * in rank order; in place, recvbuf is sendbuf or this rank's block of it;
+ * op: any but ADASUM (AVG: a SUM divided by the comm size). */
 rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
                                        const size_t *recvcounts, rondo_dtype_t dtype,
                                        rondo_op_t op, rondo_algo_t algo,

@@ -14,7 +14,9 @@
  *    the caller's op (AVG too) and in-place forms as they are.
  *  - reduce-scatter: op is SUM, MIN, MAX or PROD (AVG arrives as SUM and
  *    the dispatch divides); recvbuf never overlaps sendbuf (the dispatch
- *    reduces into scratch for the in-place forms and copies).
+ *    reduces into scratch for the in-place forms and copies), but for a
+ *    member with blocks_in_place, which may get recvbuf at this rank's
+ *    block of sendbuf (shm).
  *  - all-gather: sendbuf may be this rank's block of recvbuf (in place);
  *    every rank ends with the same bytes in every block (they are copies).
  *  - Traffic goes over the comm's private duplicate.

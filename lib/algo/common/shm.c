@@ -336,10 +336,14 @@ static rondo_status_t run_rounds(run_t *r, shm_mode_t mode, size_t longest,
              shm_reduces_whole(a->count, a->count * a->esize, r->s->w.size);
   /* In place, this rank's input is dst itself: rank 0 and 1 read it in
    * the first reduce_apply, before dst is written; a later rank's would
-   * be overwritten first, so that rank copies its pieces in as well. (A
-   * reduce-scatter's blocks never overlap their input: blocks.h.) */
-  r->direct = mode != SHM_ALLGATHER && !r->whole &&
-              (r->b != NULL || a->sendbuf != a->recvbuf || r->s->w.rank < 2);
+   * be overwritten first, so that rank copies its pieces in as well. A
+   * reduce-scatter is in place with recvbuf at this rank's block of
+   * sendbuf (the dispatch gives it no other overlap: blocks.h). */
+  int in_place = r->b != NULL ? (const char *)a->recvbuf ==
+                                    (const char *)a->sendbuf +
+                                        r->b->displs[a->comm->rank] * a->esize
+                              : a->sendbuf == a->recvbuf;
+  r->direct = mode != SHM_ALLGATHER && !r->whole && (!in_place || r->s->w.rank < 2);
   r->s->progress = progress;
   r->s->progress_arg = arg;
   rondo_status_t st = RONDO_SUCCESS;

@@ -9,8 +9,9 @@
  *
  * What no host member needs to know is done here once: one rank copies its
  * block; an in-place call (recvbuf is sendbuf or this rank's block of it)
- * reduces into a block of scratch and copies it over, since every member
- * still reads the whole input while it writes its result; AVG is a SUM
+ * reduces into a block of scratch and copies it over, since most members
+ * still read the whole input while they write their result (shm takes
+ * recvbuf at this rank's block as it is: blocks_in_place); AVG is a SUM
  * divided by the comm size.
  */
 #include "algo/common/blocks.h"
@@ -45,8 +46,10 @@ rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, v
     displs[i + 1] = displs[i] + recvcounts[i];
   size_t mine = recvcounts[comm->rank], bytes = mine * esize;
   rondo_status_t st = RONDO_SUCCESS;
+  const algo_desc_t *member = algo_family_find(RONDO_COLL_REDUCE_SCATTER, algo);
+  int at_block = (const char *)recvbuf == (const char *)sendbuf + displs[comm->rank] * esize;
   void *out = recvbuf;
-  if (overlaps(sendbuf, in.bytes, recvbuf, bytes))
+  if (overlaps(sendbuf, in.bytes, recvbuf, bytes) && !(at_block && member->blocks_in_place))
     st = algo_result_scratch(comm, bytes, &out);
   if (st == RONDO_SUCCESS && in.count > 0) {
     algo_blocks_args_t a = {.comm = comm, .sendbuf = sendbuf, .recvbuf = out,
@@ -55,10 +58,12 @@ rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, v
                             .agree = agree};
     LOG_DEBUG("reduce-scatter %zu x %s %s: %s", in.count, rondo_dtype_name(dtype),
               rondo_op_name(op), rondo_algo_name(algo));
-    if (p == 1)
-      memcpy(out, sendbuf, bytes);
-    else
-      st = algo_family_find(RONDO_COLL_REDUCE_SCATTER, algo)->blocks(&a);
+    if (p == 1) {
+      if (out != sendbuf)
+        memcpy(out, sendbuf, bytes);
+    } else {
+      st = member->blocks(&a);
+    }
   }
   if (st == RONDO_SUCCESS && out != recvbuf && bytes > 0)
     memcpy(recvbuf, out, bytes);
@@ -66,13 +71,6 @@ rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, v
     reduce_average(recvbuf, mine, dtype, p);
   free(displs);
   return st;
-}
-
-rondo_status_t algo_reduce_scatterv(rondo_comm_t comm, const void *sendbuf, void *recvbuf,
-                                    const size_t *recvcounts, rondo_dtype_t dtype, rondo_op_t op)
-{
-  return algo_reduce_scatter_run(comm, sendbuf, recvbuf, recvcounts, dtype, op, RONDO_ALGO_AUTO,
-                                 NULL);
 }
 
 rondo_status_t algo_reduce_scatter_block(rondo_comm_t comm, const void *sendbuf, void *recvbuf,

@@ -7,8 +7,11 @@
  * message at all: each byte is copied once into shared memory and read
  * once by its owner, where MPI's point-to-point path copies it through a
  * bounce buffer per step. Pipelined through the window's slots in chunks
- * of RONDO_SHM_CHUNK_BYTES (shm.c has the protocol). Needs every rank of
- * the comm on one node.
+ * of RONDO_SHM_CHUNK_BYTES (shm.c has the protocol). In place (recvbuf at
+ * this rank's block of sendbuf) it needs no scratch: a rank's own input is
+ * read in the first reduction of each piece, before the result lands on
+ * it (ranks 0 and 1), or copied into its slot first (the others). Needs
+ * every rank of the comm on one node.
  */
 #include "algo/common/blocks.h"
 #include "algo/common/shm.h"
@@ -38,4 +41,5 @@ const algo_desc_t algo_rs_shm = {
                .cannot_run = cannot_run, .cost = cost},
     .collectives = ALGO_SERVES_REDUCE_SCATTER,
     .blocks = reduce_scatter_shm,
+    .blocks_in_place = 1, /* shm.c: in place, ranks from 2 copy their own pieces in */
 };

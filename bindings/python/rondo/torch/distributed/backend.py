@@ -304,7 +304,8 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             return self._run(name, submit, post)
         return self._call(prepare)
 
-    # -- reduce: an all-reduce whose result only the root keeps
+    # -- reduce: the reduction lands on the root only (rondo_reduce_async); the
+    # other ranks' tensors are read, not written
     def reduce(self, tensors, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         root = opts.rootRank if opts is not None else 0
@@ -313,10 +314,21 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             t = _one(tensors, "reduce")
             self._check_root(root)
             code, rop = _reduction(t, op)
-            if self._comm.rank == root:
-                return self._allreduce(name, t, code, rop, [t], what="reduce")
-            scratch = torch.empty_like(t, memory_format=torch.contiguous_format)
-            return self._allreduce(name, t, code, rop, [t], dst=scratch, what="reduce")
+            real = torch.view_as_real(t) if t.is_complex() else t
+            buf = _host(real)
+            mine = self._comm.rank == root
+
+            def submit(nm, flags, **group):
+                return self._comm._submit_reduce(_ptr(buf), _ptr(buf) if mine else None,
+                                                 _numel(t), code, rop, root, nm, 1.0, 1.0,
+                                                 (t, buf), tag=_tag("reduce", t), flags=flags,
+                                                 **group)
+
+            def post(_):
+                if mine:
+                    _copy_back(real, buf)
+                return [t]
+            return self._run(name, submit, post)
         return self._call(prepare)
 
     def _root_list(self, lists, root, what, kind):
