@@ -19,7 +19,9 @@
  * ps.c runs the parameter-server strategy's epochs (docs/train.md,
  * "Strategies").
  *
- * This file is the loop; setup.c is everything before the first step.
+ * This file is the loop; setup.c is everything before the first step,
+ * state.c the whole variables (mirror checks, checkpoints) and epoch.c an
+ * epoch's numbers.
  * Failures are collective: a rank that cannot load a file or write a
  * checkpoint tells the others (trainer_agree()), and every rank stops with
  * the same message. So does a bad command line, on any rank: every rank
@@ -30,7 +32,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "examples/train/trainer.h"
 #include "tools/launch_env.h"
@@ -68,21 +69,6 @@ static void on_grad_ready(int layer, void *user)
 {
   trainer_t *t = user;
   t->strategy->grads_ready(t, layer);
-}
-
-/* The whole variables (velocity 0) or momentum (1) on every rank: the
- * model's own array, or a copy release_whole frees. Collective. */
-static float *whole(trainer_t *t, int velocity)
-{
-  if (t->strategy->whole == NULL)
-    return velocity ? t->m.velocity : t->m.params;
-  return t->strategy->whole(t, velocity);
-}
-
-static void release_whole(trainer_t *t, float *array)
-{
-  if (array != t->m.params && array != t->m.velocity)
-    free(array);
 }
 
 /* ---- one step -------------------------------------------------------------------- */
@@ -131,161 +117,6 @@ static int train_step(trainer_t *t, const batch_t *b, acc_t *acc)
   return 0;
 }
 
-/* ---- checks, evaluation, checkpoints ------------------------------------------------ */
-
-/* Compares a CRC-32 of every variable across ranks. On a difference every
- * rank prints which variables differ on which ranks and returns -1. */
-static int mirror_check(trainer_t *t)
-{
-  int32_t mine[2 * TRAIN_MAX_LAYERS], *all = malloc(sizeof mine * (size_t)t->size);
-  if (all == NULL)
-    trainer_die(t, "no memory for the mirror check");
-  float *params = whole(t, 0);
-  for (int i = 0; i < t->m.nvars; i++)
-    mine[i] = (int32_t)crc32_z(0L, (const Bytef *)(params + t->m.vars[i].offset),
-                               t->m.vars[i].count * sizeof(float));
-  release_whole(t, params);
-  TRAINER_CHECK(t, rondo_allgather(t->comm, mine, all, (size_t)t->m.nvars, RONDO_INT32));
-  t->checked_at = t->step;
-  char msg[1024] = "";
-  size_t used = 0;
-  int bad = 0;
-  for (int i = 0; i < t->m.nvars; i++) {
-    int listed = 0;
-    for (int r = 1; r < t->size && used < sizeof msg; r++) {
-      if (all[r * t->m.nvars + i] == all[i])
-        continue;
-      if (listed == 0)
-        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s on rank", bad ? "; " : "",
-                                 t->m.vars[i].name);
-      if (used < sizeof msg)
-        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s %d", listed ? "," : "", r);
-      listed = bad = 1;
-    }
-  }
-  free(all);
-  if (!bad)
-    return 0;
-  fprintf(stderr,
-          "rondo-train: rank %d: the mirrored variables diverged after step %lld: "
-          "different from rank 0's: %s\n",
-          t->rank, t->step, msg);
-  fflush(stderr);
-  return -1;
-}
-
-/* Every rank runs as many forward passes as the largest share needs (some
- * without rows): under sharded's stage 3 each one gathers the weights. */
-static void evaluate(trainer_t *t, double *correct, double *loss, double *n)
-{
-  const split_t *s = &t->data.test;
-  size_t first, count, most = (s->n + (size_t)t->size - 1) / (size_t)t->size;
-  loader_split(s->n, t->rank, t->size, &first, &count);
-  *correct = *loss = 0;
-  *n = (double)count;
-  for (size_t done = 0; done < most; done += t->m.max_rows) {
-    size_t left = count > done ? count - done : 0;
-    size_t rows = left < t->m.max_rows ? left : t->m.max_rows;
-    for (size_t i = 0; i < rows; i++)
-      t->eidx[i] = (uint32_t)(first + done + i);
-    data_gather(&t->data, s, t->eidx, rows, t->ex, t->ey);
-    mlp_forward(&t->m, t->ex, rows);
-    double l;
-    size_t c;
-    mlp_loss(&t->m, t->ey, rows, &l, &c);
-    *loss += l;
-    *correct += (double)c;
-  }
-}
-
-static int save_checkpoint(trainer_t *t)
-{
-  char err[1024] = "";
-  int ok = 1;
-  float *params = whole(t, 0), *velocity = whole(t, 1);
-  if (t->rank == 0) {
-    ckpt_header_t h = {0};
-    h.step = t->step;
-    h.epoch = t->epoch;
-    h.offset = t->offset;
-    h.seed = t->o.seed;
-    h.batch = t->o.batch;
-    snprintf(h.dataset, sizeof h.dataset, "%s", t->data.name);
-    h.train_samples = t->data.train.n;
-    h.epochs = t->o.epochs;
-    h.schedule = t->o.schedule;
-    h.lr = t->o.lr;
-    h.momentum = t->o.momentum;
-    h.weight_decay = t->o.weight_decay;
-    h.warmup_epochs = t->o.warmup_epochs;
-    h.step_epochs = t->o.step_epochs;
-    h.gamma = t->o.gamma;
-    h.nsizes = t->m.nlayers + 1;
-    memcpy(h.sizes, t->m.sizes, sizeof h.sizes);
-    ok = ckpt_save(t->o.checkpoint, &h, params, velocity, t->m.nparams, err, sizeof err) == 0;
-  }
-  release_whole(t, params);
-  release_whole(t, velocity);
-  t->saved_at = t->step;
-  return trainer_agree(t, ok, err, sizeof err);
-}
-
-/* ---- epochs ---------------------------------------------------------------------- */
-
-static void reduce_epoch(trainer_t *t, acc_t *acc, double seconds, int partial, long long epoch,
-                         epoch_stats_t *s)
-{
-  /* The test set is evaluated once per step: the final summary, right after
-   * the last epoch's end, reuses that epoch's numbers. */
-  int fresh = t->evaluated_at != t->step;
-  double tc = 0, tl = 0, tn = 0, test_acc = t->last.test_acc, test_loss = t->last.test_loss;
-  if (fresh)
-    evaluate(t, &tc, &tl, &tn);
-  double v[] = {acc->loss, acc->correct, acc->samples, acc->step_time, acc->comm_wait,
-                acc->comm_window, acc->input_wait, acc->input_prep, acc->steps, tc, tl, tn};
-  TRAINER_CHECK(t, rondo_allreduce(t->comm, v, v, sizeof v / sizeof v[0], RONDO_FLOAT64, RONDO_SUM));
-  TRAINER_CHECK(t, rondo_allreduce(t->comm, &seconds, &seconds, 1, RONDO_FLOAT64, RONDO_MAX));
-  size_t n = t->data.train.n, B = t->o.batch;
-  double steps = v[8] / t->size, lr = t->last.lr; /* every rank counted every step */
-  memset(s, 0, sizeof *s);
-  s->epoch = epoch + 1;
-  s->epochs = t->o.epochs;
-  s->partial = partial;
-  s->step = t->step;
-  s->steps_in_epoch = (n + B - 1) / B;
-  s->steps_done = (size_t)steps;
-  s->loss = v[2] > 0 ? v[0] / v[2] : 0;
-  s->train_acc = v[2] > 0 ? v[1] / v[2] : 0;
-  s->test_acc = !fresh ? test_acc : v[11] > 0 ? v[9] / v[11] : 0;
-  s->test_loss = !fresh ? test_loss : v[11] > 0 ? v[10] / v[11] : 0;
-  t->evaluated_at = t->step;
-  s->seconds = seconds;
-  s->samples = v[2];
-  s->comm_wait = v[3] > 0 ? v[4] / v[3] : 0;
-  s->comm_hidden = v[5] > 0 ? 1 - v[4] / v[5] : 0;
-  s->comm_hidden = s->comm_hidden < 0 ? 0 : s->comm_hidden;
-  s->input_wait = v[3] > 0 ? v[6] / v[3] : 0;
-  s->input_wait_ms = steps > 0 ? 1e3 * v[6] / v[8] : 0;
-  s->input_prep_ms = steps > 0 ? 1e3 * v[7] / v[8] : 0;
-  s->lr = lr;
-  s->size = t->size;
-}
-
-static void acc_add(acc_t *to, const acc_t *from)
-{
-  to->loss += from->loss;
-  to->correct += from->correct;
-  to->samples += from->samples;
-  to->step_time += from->step_time;
-  to->comm_wait += from->comm_wait;
-  to->comm_window += from->comm_window;
-  to->input_wait += from->input_wait;
-  to->input_prep += from->input_prep;
-  to->steps += from->steps;
-}
-
-/* ---- setup ---------------------------------------------------------------------- */
-
 /* ---- the loop ------------------------------------------------------------------ */
 
 static int end_epoch(trainer_t *t, acc_t *acc, acc_t *total, double t_start, long long epoch,
@@ -298,18 +129,18 @@ static int end_epoch(trainer_t *t, acc_t *acc, acc_t *total, double t_start, lon
   acc->input_prep = prepared - t->seen_prep;
   t->seen_wait = waited;
   t->seen_prep = prepared;
-  reduce_epoch(t, acc, train_now() - t_start, partial, epoch, &t->last);
+  trainer_reduce_epoch(t, acc, train_now() - t_start, partial, epoch, &t->last);
   t->train_seconds += t->last.seconds;
   char err[1024] = "";
   int ok = report_epoch(t->rep, &t->last, err, sizeof err) == 0;
   if (trainer_agree(t, ok, err, sizeof err) != 0)
     return TRAIN_EXIT_ERROR;
-  acc_add(total, acc);
+  trainer_acc_add(total, acc);
   memset(acc, 0, sizeof *acc);
-  if (!partial && t->o.check_every == 0 && mirror_check(t) != 0)
+  if (!partial && t->o.check_every == 0 && trainer_mirror_check(t) != 0)
     return TRAIN_EXIT_DIVERGED;
   if (!partial && t->o.checkpoint != NULL && t->o.checkpoint_every == 0 &&
-      save_checkpoint(t) != 0)
+      trainer_save_checkpoint(t) != 0)
     return TRAIN_EXIT_ERROR;
   return 0;
 }
@@ -335,10 +166,10 @@ static int train_loop(trainer_t *t, acc_t *total)
     t->offset = b->last ? 0 : b->offset + b->global;
     if (t->o.perturb_step == t->step && t->o.perturb_rank == t->rank)
       t->m.b[0][0] += 1e-3f;
-    if (t->o.check_every > 0 && t->step % t->o.check_every == 0 && mirror_check(t) != 0)
+    if (t->o.check_every > 0 && t->step % t->o.check_every == 0 && trainer_mirror_check(t) != 0)
       return TRAIN_EXIT_DIVERGED;
     if (t->o.checkpoint_every > 0 && t->step % t->o.checkpoint_every == 0 &&
-        save_checkpoint(t) != 0)
+        trainer_save_checkpoint(t) != 0)
       return TRAIN_EXIT_ERROR;
     int stop = t->o.max_steps > 0 && t->step >= t->o.max_steps;
     if (b->last || stop) {
@@ -373,22 +204,15 @@ static int train_loop_epochs(trainer_t *t, acc_t *total)
 static int finish(trainer_t *t, acc_t *total)
 {
   /* The last epoch's end may have done both already. */
-  int rc = t->checked_at != t->step && mirror_check(t) != 0 ? TRAIN_EXIT_DIVERGED : 0;
-  if (rc == 0 && t->o.checkpoint != NULL && t->saved_at != t->step && save_checkpoint(t) != 0)
+  int rc = t->checked_at != t->step && trainer_mirror_check(t) != 0 ? TRAIN_EXIT_DIVERGED : 0;
+  if (rc == 0 && t->o.checkpoint != NULL && t->saved_at != t->step && trainer_save_checkpoint(t) != 0)
     rc = TRAIN_EXIT_ERROR;
-  if (rc == 0 && t->o.save_weights != NULL) {
-    char err[1024] = "";
-    float *params = whole(t, 0);
-    int ok = t->rank != 0 ||
-             weights_save(t->o.save_weights, params, t->m.nparams, err, sizeof err) == 0;
-    release_whole(t, params);
-    if (trainer_agree(t, ok, err, sizeof err) != 0)
-      rc = TRAIN_EXIT_ERROR;
-  }
+  if (rc == 0 && t->o.save_weights != NULL && trainer_save_weights(t) != 0)
+    rc = TRAIN_EXIT_ERROR;
   if (rc != 0)
     return rc;
   epoch_stats_t run;
-  reduce_epoch(t, total, t->train_seconds, 0, 0, &run);
+  trainer_reduce_epoch(t, total, t->train_seconds, 0, 0, &run);
   run.step = t->step;
   double mem[3], most[3], sum;
   train_memory(&mem[0], &mem[1]);

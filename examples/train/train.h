@@ -15,9 +15,10 @@
  *   mirrored.c    --strategy mirrored's gradients and update (the default)
  *   strategy.c    the table of strategies: what each does where they differ
  *   checkpoint.c  atomic checkpoints with a checksum, and the weight file
+ *   state.c       the whole variables: the mirror check, checkpoints, weights
+ *   epoch.c       evaluation and an epoch's numbers, reduced across ranks
  *   report.c      epoch lines, the progress bar, JSON records
- *   main.c        the distributed loop: broadcast, overlapped gradient
- *                 all-reduces, mirror checks, checkpoints
+ *   main.c        the distributed loop: the step, epochs' ends, the run's end
  */
 #ifndef RONDO_TRAIN_H
 #define RONDO_TRAIN_H

@@ -141,6 +141,20 @@ void trainer_die(const trainer_t *t, const char *fmt, ...)
  * -1; otherwise 0. */
 int trainer_agree(trainer_t *t, int ok, char *msg, size_t len);
 
+/* state.c: the variables compared across ranks (-1 after every rank
+ * printed which differ), a checkpoint written by rank 0 and the weight
+ * file (0, or -1 after every rank learned why). Collective. */
+int trainer_mirror_check(trainer_t *t);
+int trainer_save_checkpoint(trainer_t *t);
+int trainer_save_weights(trainer_t *t);
+
+/* epoch.c: the test set evaluated (unless this step's numbers are fresh)
+ * and every rank's sums in acc reduced into s: an epoch's line, or with
+ * the run's totals the final one. Collective. */
+void trainer_reduce_epoch(trainer_t *t, acc_t *acc, double seconds, int partial,
+                          long long epoch, epoch_stats_t *s);
+void trainer_acc_add(acc_t *to, const acc_t *from);
+
 /* setup.c: loads the data, builds and mirrors the model, resumes from a
  * checkpoint, prints the header and starts the input pipeline. 0, or the
  * exit status (TRAIN_EXIT_USAGE for an --allreduce algorithm that cannot

@@ -78,18 +78,32 @@ _fast = _r._fast if hasattr(_r._fast, "engine_submit") else None
 _BLOCKING_OPTS = {}  # (dtype, shape, flags) -> the options of the common all_reduce
 
 
-def _blocking_opts(t, flags):
-    """The address of the options of the common all_reduce of t: its tag
-    (made once per dtype and shape) and flags."""
-    key = (t.dtype, t.shape, flags)
+def _blocking_opts(t, flags, what="all_reduce", tag=None):
+    """The address of the options of a common call (what) on t: its tag
+    (made once per call, dtype and shape; _tag(what, t) unless given) and
+    flags."""
+    key = (what, t.dtype, t.shape, flags)
     o = _BLOCKING_OPTS.get(key)
     if o is None:
         if len(_BLOCKING_OPTS) > 1024:
             _BLOCKING_OPTS.clear()
-        opts = _r.Comm._opts(tag=_tag("all_reduce", t), flags=flags)
+        opts = _r.Comm._opts(tag=_tag(what, t) if tag is None else tag, flags=flags)
         _BLOCKING_OPTS[key] = (opts, ctypes.addressof(opts))
         o = _BLOCKING_OPTS[key]
     return o[1]
+
+
+def _plain(t):
+    """A contiguous dense CPU tensor: the common calls' case."""
+    return isinstance(t, torch.Tensor) and t.is_cpu and not t.is_sparse and t.is_contiguous()
+
+
+def _in_place_ok(src, n, dst, m, rank):
+    """Whether dst (m bytes) may be the engine's reduce-scatter output for
+    src (n bytes): apart from it, at this rank's block, or at its start."""
+    if m == 0 or dst + m <= src or src + n <= dst:
+        return True
+    return dst == src or dst == src + rank * m
 
 
 _uids = itertools.count()          # local: names the completion threads
@@ -208,6 +222,21 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             if self._tl.submitted:
                 raise  # the call itself failed (on every rank)
             self._refuse(name, err)
+
+    def _direct(self, submit, address, keep, value):
+        """A common call made as the common all_reduce is (below), without
+        the general path's closures: submit(name, opts, req) -> status.
+        keep: what must live until the call is done; value: the Work's."""
+        slot, name = self._name()
+        self._tl.slot = slot
+        r = ctypes.c_void_p()
+        st = submit(name, ctypes.cast(address, ctypes.POINTER(_lib.AsyncOpts)), ctypes.byref(r))
+        if st != 0:  # not submitted: this rank refuses the name
+            try:
+                _raise(st, self._comm.rank)
+            except RondoError as err:
+                self._refuse(name, err)
+        return self._work(_Request(r.value, self._comm.rank).wait, lambda _: (keep, value)[1])
 
     # -- all-reduce
     def allreduce(self, tensors, opts=None):
@@ -430,6 +459,17 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         into output's memory (the engine's all-gather into the caller's
         buffer: no count exchange, no result to copy), in place where input
         is this rank's part of output."""
+        p = self._comm.size
+        if (self._coalescing is None and _plain(input) and _plain(output)
+                and output.dtype == input.dtype and output.numel() == input.numel() * p):
+            nb = input.numel() * input.element_size()
+            h, src, dst = self._comm._h, input.data_ptr() or None, output.data_ptr() or None
+            what = "all_gather_into_tensor"
+            address = _blocking_opts(input, self._wait_now(), what, "%s: %s" % (what, _dtype(input)))
+            return self._direct(lambda nm, o, r: _lib.allgather_into_async(
+                h, nm, src if nb else None, nb, dst if nb else None, nb * p, 1, _UINT8, o, r),
+                address, (input, output), output)
+
         def prepare(name):
             _check_tensor(input, "_allgather_base input")
             _check_tensor(output, "_allgather_base output")
@@ -515,9 +555,9 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         p = self._comm.size
         src = _host(torch.view_as_real(flat) if flat.is_complex() else flat)
         dst = _host(torch.view_as_real(out) if out.is_complex() else out)
-        lo, hi = src.data_ptr(), src.data_ptr() + _nbytes(src)
-        if dst.numel() and lo < dst.data_ptr() + _nbytes(dst) and dst.data_ptr() < hi:
-            dst = torch.empty_like(dst)  # the output lies in the input (in place)
+        if not _in_place_ok(src.data_ptr(), _nbytes(src), dst.data_ptr(), _nbytes(dst),
+                            self._comm.rank):
+            dst = torch.empty_like(dst)  # the output lies elsewhere in the input
         row = _numel(out)
 
         def submit(nm, flags, **group):
@@ -552,6 +592,21 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
 
     def _reduce_scatter_base(self, output, input, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
+        p = self._comm.size
+        code = CODES.get(getattr(output, "dtype", None))
+        opc = _OP_CODES.get(_op_name(op))
+        if (self._coalescing is None and code is not None and opc is not None and _plain(input)
+                and _plain(output) and input.dtype == output.dtype
+                and input.numel() == output.numel() * p):
+            row = output.numel()
+            nb = row * output.element_size()
+            lo, d = input.data_ptr(), output.data_ptr()
+            if _in_place_ok(lo, nb * p, d, nb, self._comm.rank):
+                h = self._comm._h
+                address = _blocking_opts(output, self._wait_now(), "reduce_scatter_tensor")
+                return self._direct(lambda nm, o, r: _lib.reduce_scatter_async(
+                    h, nm, lo if nb else None, d if nb else None, p, row, code, opc, o, r),
+                    address, (input, output), [output])
 
         def prepare(name):
             _check_tensor(output, "reduce_scatter_tensor output")
