@@ -264,6 +264,12 @@ static void mirror_start(trainer_t *t, const ckpt_header_t *h, const float *para
  * everywhere) when the one asked for cannot run on this comm. */
 static int choose_algo(trainer_t *t)
 {
+  /* The gradients' reduce-scatter (sharded.c, stages 2-3) follows the same
+   * rule; across nodes pairwise adds each block in a fixed order of ranks,
+   * which is not recursive doubling's: rounding apart (docs/train.md). */
+  t->rs_algo = !t->o.algo_deterministic || t->size <= 2 ? RONDO_ALGO_AUTO
+               : t->nodes == 1                        ? RONDO_ALGO_SHM
+                                                      : RONDO_ALGO_PAIRWISE;
   if (!t->o.algo_deterministic) {
     t->algo = t->o.algo;
     t->algo_why = "as asked (--allreduce)";

@@ -27,7 +27,7 @@
  * rank order, and any order is the same at 2 ranks), the same scale by
  * 1 / (samples in the global batch) inside the collective, the same
  * optimizer step. So the variables are mirrored's bytes there (across
- * nodes at 3+ ranks within rounding: sharded_create), and checkpoints
+ * nodes at 3+ ranks within rounding: setup.c, choose_algo), and checkpoints
  * hold the whole variables and momentum, gathered when written: any
  * strategy at any rank count resumes them.
  *
@@ -54,6 +54,20 @@ static void split(size_t count, int r, int n, size_t *lo, size_t *len)
   *len = q + (ur < rem);
 }
 
+/* Submits the all-gather of variable i's pieces (this rank's: from) into
+ * into, the whole variable. */
+static void submit_gather(trainer_t *t, int i, const float *from, float *into,
+                          rondo_request_t *req)
+{
+  const var_t *v = &t->m.vars[i];
+  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
+  char name[48];
+  snprintf(name, sizeof name, "%s/gather", v->name);
+  if (rondo_allgather_into_async(t->comm, name, from, t->sharded.len[i], into, v->count, 1,
+                                 RONDO_FLOAT32, &o, req) != RONDO_SUCCESS)
+    trainer_die(t, "submitting %s: %s", name, rondo_last_error());
+}
+
 /* ---- stage 3: a layer's weights, gathered ----------------------------------------- */
 
 /* Starts gathering layer l (1-based) into its buffer, unless it is there. */
@@ -65,16 +79,9 @@ static void gather_layer(trainer_t *t, int l)
     return;
   if (trainer_wait(t, s->pending[b], 2, "weights' all-gather") < 0) /* a stale one */
     trainer_die(t, "gathering the variables failed");
-  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
-  for (int i = 2 * (l - 1); i < 2 * l; i++) {
-    const var_t *v = &t->m.vars[i];
-    char name[48];
-    snprintf(name, sizeof name, "%s/gather", v->name);
-    if (rondo_allgather_into_async(t->comm, name, s->params + s->at[i], s->len[i],
-                                   s->layer[b] + in_layer(&t->m, i), v->count, 1,
-                                   RONDO_FLOAT32, &o, &s->pending[b][i % 2]) != RONDO_SUCCESS)
-      trainer_die(t, "submitting %s: %s", name, rondo_last_error());
-  }
+  for (int i = 2 * (l - 1); i < 2 * l; i++)
+    submit_gather(t, i, s->params + s->at[i], s->layer[b] + in_layer(&t->m, i),
+                  &s->pending[b][i % 2]);
   s->held[b] = l;
 }
 
@@ -108,16 +115,6 @@ int sharded_create(trainer_t *t)
   mlp_t *m = &t->m;
   char err[1024] = "";
   s->stage = t->o.stage;
-  /* Deterministic as mirrored's all-reduce (setup.c): the engine fuses what
-   * is ready together, so the reduce-scatter must add every element in one
-   * order whatever the fused size. At 1-2 ranks any order is the same; on
-   * one node shm adds in rank order, as mirrored's shm all-reduce does;
-   * across nodes pairwise adds each block in a fixed order of ranks (not
-   * recursive doubling's: the bits may differ from mirrored's there by
-   * rounding, docs/train.md). */
-  s->rs_algo = !t->o.algo_deterministic || t->size <= 2 ? RONDO_ALGO_AUTO
-               : t->nodes == 1                        ? RONDO_ALGO_SHM
-                                                      : RONDO_ALGO_PAIRWISE;
   for (int i = 0; i < m->nvars && err[0] == '\0'; i++)
     if (m->vars[i].count < (size_t)t->size)
       snprintf(err, sizeof err,
@@ -179,7 +176,7 @@ void sharded_grads_ready(trainer_t *t, int layer)
   if (t->nreq == 0)
     t->first_submit = train_now();
   rondo_async_opts_t o = t->ropts;
-  o.algo = s->rs_algo;
+  o.algo = t->rs_algo; /* deterministic as mirrored's all-reduce: setup.c */
   for (int i = 2 * (layer - 1); i <= 2 * (layer - 1) + 1; i++) {
     const var_t *v = &t->m.vars[i];
     o.user = &t->done_at[t->nreq];
@@ -220,17 +217,10 @@ void sharded_update(trainer_t *t, float lr)
     return;
   }
   /* Every rank's updated pieces into every rank's variables, in place. */
-  rondo_async_opts_t o = RONDO_ASYNC_OPTS_INIT;
   rondo_request_t req[2 * TRAIN_MAX_LAYERS];
-  for (int i = 0; i < m->nvars; i++) {
-    const var_t *v = &m->vars[i];
-    char name[48];
-    snprintf(name, sizeof name, "%s/gather", v->name);
-    if (rondo_allgather_into_async(t->comm, name, m->params + v->offset + s->lo[i], s->len[i],
-                                   m->params + v->offset, v->count, 1, RONDO_FLOAT32, &o,
-                                   &req[i]) != RONDO_SUCCESS)
-      trainer_die(t, "submitting %s: %s", name, rondo_last_error());
-  }
+  for (int i = 0; i < m->nvars; i++)
+    submit_gather(t, i, m->params + m->vars[i].offset + s->lo[i], m->params + m->vars[i].offset,
+                  &req[i]);
   if (trainer_wait(t, req, m->nvars, "variables' all-gather") < 0)
     trainer_die(t, "gathering the variables failed");
 }

@@ -46,7 +46,6 @@ typedef struct {
  * in its shard arrays, variable i's from at[i]. */
 typedef struct {
   int stage;                       /* 1, 2 or 3 */
-  rondo_algo_t rs_algo;            /* the gradients' reduce-scatter (stages 2, 3) */
   size_t lo[2 * TRAIN_MAX_LAYERS], len[2 * TRAIN_MAX_LAYERS], at[2 * TRAIN_MAX_LAYERS];
   size_t total;                    /* this rank's elements, all shards */
   float *velocity;                 /* the momentum's shards (every stage) */
@@ -96,7 +95,8 @@ struct trainer {
   int rank, size, nodes;
   train_opts_t o;
   const strategy_ops_t *strategy;
-  rondo_algo_t algo;
+  rondo_algo_t algo;                /* the gradients' all-reduce */
+  rondo_algo_t rs_algo;             /* sharded's reduce-scatter of them (setup.c) */
   const char *algo_why, *input_why; /* for the header */
   int fresh;                        /* --resume F = --checkpoint F did not exist yet */
   dataset_t data;

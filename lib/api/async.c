@@ -316,9 +316,9 @@ rondo_status_t rondo_reduce_scatter_async(rondo_comm_t comm, const char *name,
   CHECK_ARG(api_check_elementwise_op("rondo_reduce_scatter_async", op));
   CHECK_ARG(api_bytes(rows, row_count, &elems));
   CHECK_ARG(api_bytes(elems, rondo_dtype_size(dtype), &bytes));
-  size_t mine = share_rows(rows, comm->size, comm->rank) * row_count, before = 0;
-  for (int q = 0; q < comm->rank; q++)
-    before += share_rows(rows, comm->size, q) * row_count;
+  size_t p = (size_t)comm->size, r = (size_t)comm->rank;
+  size_t mine = share_rows(rows, comm->size, comm->rank) * row_count;
+  size_t before = (r * (rows / p) + (r < rows % p ? r : rows % p)) * row_count;
   CHECK_ARG(api_check_buffer(sendbuf, elems, "sendbuf"));
   CHECK_ARG(api_check_buffer(recvbuf, mine, "recvbuf"));
   /* in place: recvbuf at this rank's rows of sendbuf, or at its start */
