@@ -32,6 +32,9 @@ void eng_buffers_free(eng_buffers_t *b)
   free(b->found);
   free(b->reqs);
   free(b->taken);
+  free(b->order);
+  free(b->ends);
+  free(b->open);
   free(b->counts);
   free(b->rows);
   free(b->sizes);
@@ -53,6 +56,9 @@ rondo_status_t eng_buffers_reserve(eng_buffers_t *b, size_t n)
       !grow_array(&b->found, cap, sizeof *b->found) ||
       !grow_array(&b->reqs, cap, sizeof *b->reqs) ||
       !grow_array(&b->taken, cap, sizeof *b->taken) ||
+      !grow_array(&b->order, cap, sizeof *b->order) ||
+      !grow_array(&b->ends, cap, sizeof *b->ends) ||
+      !grow_array(&b->open, cap, sizeof *b->open) ||
       !grow_array(&b->counts, cap, sizeof *b->counts))
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: room for %zu requests in a cycle", cap);
   b->cap = cap;

@@ -20,6 +20,7 @@ typedef struct {
   struct rondo_request **found;     /* this rank's request for each response */
   struct rondo_request **reqs;      /* one batch's requests */
   char *taken;                      /* items already in a batch */
+  size_t *order, *ends, *open;      /* a fusion plan (plan.h) */
   size_t *counts;                   /* one batch's per request counts: Adasum's tensor
                                        sizes, where each request is in a fused
                                        reduce-scatter's or allgather's blocks */

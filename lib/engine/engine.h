@@ -11,6 +11,7 @@
  *   coordinator.c rank 0's decision on the slow path (pure)
  *   wire.c       the slow path's messages as bytes
  *   packet.c     the packet every cycle all-reduces, and its MPI operation
+ *   plan.c       fusion planning: items and limits in, batches out (pure)
  *   timeline.c   the Chrome trace (RONDO_TIMELINE)
  *   wait.c       naps, polls, and which thread runs cycles
  *   inflight.c   the in-flight table, the pending list, completion

@@ -1,15 +1,12 @@
 /*
  * Fused all-reduces (fusion.h). Every rank holds the same response list, so
  * every rank builds the same batches in the same order: all-reduces are
- * grouped by (dtype, op, prescale, postscale, forced algorithm, memory), in
- * order of first appearance, and each group is packed greedily, in response
- * order, into batches of at most RONDO_FUSION_THRESHOLD bytes (0: every
- * request alone); a tensor above ENG_FUSE_MAX_TENSOR_BYTES runs alone, from
- * its own buffers (eng_fuse, which the fused reduce-scatters and
- * allgathers of collectives.c share). A batch of one runs straight from
- * sendbuf to recvbuf; a larger one is copied into the fusion buffer
- * (prescaled on the way), reduced in place by one selected all-reduce, and
- * copied out (postscaled on the way).
+ * grouped and packed into batches by plan.c's rule (eng_fuse, which the
+ * fused reduce-scatters and allgathers of collectives.c share); a tensor
+ * above ENG_FUSE_MAX_TENSOR_BYTES runs alone, from its own buffers. A batch
+ * of one runs straight from sendbuf to recvbuf; a larger one is copied into
+ * the fusion buffer (prescaled on the way), reduced in place by one
+ * selected all-reduce, and copied out (postscaled on the way).
  *
  * The fusion buffer grows only through eng_fusion_reserve (or hold and
  * agreed), which every rank calls alike and agrees on: a rank short of
@@ -20,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "engine/inflight.h"
+#include "engine/plan.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -122,50 +120,19 @@ void eng_fusion_run_host(struct engine *e, eng_item_t *it, size_t n)
   eng_complete_many(e, reqs, n, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
 }
 
-/* Host and device requests are never fused together, nor reduces to
- * different roots. (A reduce-scatter's or allgather's mem is always host,
- * an allgather's algo, op and scales always AUTO, SUM and 1: they group by
- * what differs.) */
-static int same_group(const eng_sig_t *a, const eng_sig_t *b)
-{
-  return a->dtype == b->dtype && a->op == b->op && a->prescale == b->prescale &&
-         a->postscale == b->postscale && a->algo == b->algo && a->mem == b->mem &&
-         a->root == b->root;
-}
-
 void eng_fuse(struct engine *e, eng_item_t *it, size_t n,
               void (*run)(struct engine *e, eng_item_t *batch, size_t nb, void *ctx), void *ctx)
 {
-  size_t limit = e->owner->cfg.fusion_threshold;
   /* room for every item of the cycle (buffers.c) */
-  char *taken = e->buf.taken;
+  eng_plan_t plan = {e->buf.order, e->buf.ends, 0, e->buf.open, e->buf.taken};
+  eng_plan_limits_t lim = {e->owner->cfg.fusion_threshold, ENG_FUSE_MAX_TENSOR_BYTES};
+  eng_plan(it, n, lim, &plan);
   eng_item_t *batch = e->buf.batch;
-  memset(taken, 0, n);
-  for (size_t g = 0; g < n; g++) {
-    if (taken[g])
-      continue;
-    const eng_sig_t *key = &it[g].resp->sig;
-    size_t nb = 0, bytes = 0, esize = rondo_dtype_size((rondo_dtype_t)key->dtype);
-    for (size_t i = g; i < n; i++) {
-      if (taken[i] || !same_group(key, &it[i].resp->sig))
-        continue;
-      size_t b = it[i].elems * esize;
-      if (b > ENG_FUSE_MAX_TENSOR_BYTES) { /* big: straight from the caller's buffers */
-        taken[i] = 1;
-        run(e, &it[i], 1, ctx);
-        continue;
-      }
-      if (nb > 0 && (limit == 0 || bytes + b > limit)) {
-        run(e, batch, nb, ctx);
-        nb = 0;
-        bytes = 0;
-      }
-      batch[nb++] = it[i];
-      bytes += b;
-      taken[i] = 1;
-    }
-    if (nb > 0)
-      run(e, batch, nb, ctx);
+  for (size_t b = 0, from = 0; b < plan.nbatches; from = plan.ends[b++]) {
+    size_t nb = plan.ends[b] - from;
+    for (size_t j = 0; j < nb; j++)
+      batch[j] = it[plan.order[from + j]];
+    run(e, batch, nb, ctx);
   }
 }
 

@@ -3,8 +3,8 @@
  * must be equal to reduce them together and packed into batches of at most
  * RONDO_FUSION_THRESHOLD bytes (fusion.c); device batches run on the GPU
  * and complete when their event does (fusion_device.c). The batching rule
- * (eng_fuse) serves the fused reduce-scatters and allgathers too
- * (collectives.c).
+ * (plan.c, through eng_fuse) serves the fused reduce-scatters and
+ * allgathers too (collectives.c).
  */
 #ifndef RONDO_ENGINE_FUSION_H
 #define RONDO_ENGINE_FUSION_H
@@ -43,14 +43,10 @@ static inline size_t eng_batch_count(const eng_item_t *it, size_t n)
   return total;
 }
 
-/* The batching rule of every fused kind (all-reduce, reduce-scatter,
- * allgather), which every rank applies alike to the same items: the items
- * (of one kind, in response order, each with its elems set) are grouped by
- * what must be equal to fuse them (dtype, op, prescale, postscale, forced
- * algorithm, memory), in order of first appearance, and each group is
- * packed greedily, in response order, into batches of at most
- * RONDO_FUSION_THRESHOLD bytes (0: every request alone); an item above
- * ENG_FUSE_MAX_TENSOR_BYTES runs alone. run gets each batch, with ctx. */
+/* Every fused kind's batches (all-reduce, reduce-scatter, allgather): the
+ * items (of one kind, in response order, each with its elems set) planned
+ * by eng_plan (plan.h: the batching rule) with RONDO_FUSION_THRESHOLD and
+ * ENG_FUSE_MAX_TENSOR_BYTES; run gets each batch, with ctx. */
 void eng_fuse(struct engine *e, eng_item_t *items, size_t n,
               void (*run)(struct engine *e, eng_item_t *batch, size_t nb, void *ctx), void *ctx);
 

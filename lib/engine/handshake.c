@@ -11,6 +11,7 @@
 #include "engine/stall.h"
 #include "engine/wait.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 enum { TAG_HELLO = 1 };
@@ -82,6 +83,48 @@ void eng_hello_end(struct engine *e, rondo_status_t st)
   e->hello.done = 1;
 }
 
+/* Waiting for the rendezvous on the engine thread: requests keep arriving and
+ * age. Past RONDO_STALL_WARN_SEC rank 0 names the ranks it has not heard
+ * from (arrived: its list, or NULL); past RONDO_STALL_ABORT_SEC every rank
+ * fails its waiting requests with RONDO_ERR_STALLED (the stall inspector
+ * says when). The rendezvous itself goes on: the missing ranks join it
+ * when they first use the engine or destroy the comm. */
+static void stalled_rendezvous(struct engine *e, const char *arrived)
+{
+  eng_stall_limits_t lim = eng_stall_limits(e->owner);
+  double now = rondo__now(), oldest = 0;
+  for (size_t i = 0; i < e->npending; i++)
+    if (e->pending[i] != NULL && now - e->pending[i]->t_submit > oldest)
+      oldest = now - e->pending[i]->t_submit;
+  char missing[128] = "the other ranks";
+  if (arrived != NULL) {
+    size_t used = (size_t)snprintf(missing, sizeof missing, "rank(s) ");
+    for (int r = 1, shown = 0; r < e->size && used + 16 < sizeof missing; r++)
+      if (!arrived[r])
+        used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d",
+                                 shown++ ? "," : "", r);
+  }
+  if (eng_stall_abort_due(lim, oldest)) {
+    char msg[512];
+    for (size_t i = 0; i < e->npending; i++) {
+      struct rondo_request *r = e->pending[i];
+      if (r == NULL || !eng_stall_abort_due(lim, now - r->t_submit))
+        continue;
+      snprintf(msg, sizeof msg,
+               "'%s' stalled: %s did not start this comm's engine (no request, no join) "
+               "within the comm's timeout of %g s (RONDO_STALL_ABORT_SEC, "
+               "rondo_comm_set_timeout)",
+               r->name, missing, lim.abort);
+      eng_complete(e, r, RONDO_ERR_STALLED, msg);
+    }
+  } else if (e->rank == 0 && eng_stall_warn_due(&e->stall, lim, now, oldest)) {
+    LOG_WARN("stall: request(s) waited %.0f s: %s did not start this comm's engine (they "
+             "submitted no request and did not join). Every rank must submit the same names; "
+             "set RONDO_STALL_ABORT_SEC to fail them instead of waiting",
+             oldest, missing);
+  }
+}
+
 rondo_status_t eng_rendezvous(struct engine *e, int working, int on_thread, int *anyone)
 {
   rondo_status_t st = e->hello.posted ? RONDO_SUCCESS : eng_hello_post(e, working);
@@ -93,7 +136,7 @@ rondo_status_t eng_rendezvous(struct engine *e, int working, int on_thread, int 
       break;
     if (on_thread) {
       eng_take_queue(e);
-      eng_stall_rendezvous(e, e->hello.arrived);
+      stalled_rendezvous(e, e->hello.arrived);
       eng_prune_pending(e);
       eng_idle_nap(e, nap);
     } else {

@@ -14,7 +14,7 @@
  * path runs: every rank sends its records (name, signature, age: wire.c)
  * to rank 0, whose coordinator (coordinator.c) decides the responses, which
  * rank 0 broadcasts; names stalled past RONDO_STALL_WARN_SEC are logged by
- * rank 0 with the ranks that are missing (stall.c).
+ * rank 0 with the ranks that are missing (stall.h says when).
  *
  * A small all-reduce rides along (the inline part of the packet): when
  * every rank has exactly one request pending, the same cached all-reduce of
@@ -96,12 +96,18 @@ static rondo_status_t decide(struct engine *e, const char *all, const int *bytes
       st = rondo__fail(RONDO_ERR_INTERNAL, "engine: malformed negotiation message from rank %d", r);
   }
   if (st == RONDO_SUCCESS) {
+    eng_stall_limits_t lim = eng_stall_limits(e->owner);
     eng_coord_in_t in = {size, (const eng_record_t *const *)recs, n, joined, stopping,
-                         e->owner->cfg.stall_warn_sec, comm_request_timeout(e->owner)};
+                         lim.warn, lim.abort};
     eng_stalls_t stalls;
     st = eng_coordinate(&in, &e->cache, out, &stalls);
-    if (st == RONDO_SUCCESS)
-      eng_stall_report(e, &stalls);
+    /* every stalled name waited past lim.warn; one warning per lim.warn */
+    if (st == RONDO_SUCCESS && stalls.stalled > 0 &&
+        eng_stall_warn_due(&e->stall, lim, rondo__now(), lim.warn))
+      LOG_WARN("stall: %d request(s) waited more than %.0f s for other ranks: %s%s. "
+               "Every rank must submit the same names; set RONDO_STALL_ABORT_SEC to fail "
+               "them instead of waiting",
+               stalls.stalled, lim.warn, stalls.line, stalls.stalled > 5 ? ", ..." : "");
   }
   for (int r = 0; recs != NULL && r < size; r++)
     eng_records_free(recs[r], n[r]);
@@ -282,7 +288,8 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
    * knows who joined, so a joined broadcast root is an error, not a stall. */
   if (e->join.joined || stopping)
     cached = 0; /* a stopping rank: rank 0 must see it to fail what it lacks */
-  if (eng_stall_force_slow_path(e, pending, oldest, held))
+  if (eng_stall_force_slow_path(&e->stall, eng_stall_limits(e->owner), rondo__now(), pending,
+                                oldest, held))
     cached = 0;
   mine[0] = (pending ? 0 : F_NO_PENDING) | (cached ? F_ALL_CACHED : 0) |
             (e->join.joined ? F_JOINED : F_NONE_JOINED) | (stopping ? F_STOPPING : 0);
