@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "device/device.h"
-#include "engine/await.h"
+#include "engine/caller.h"
 #include "engine/engine.h"
 
 #define NAME_MAX_BYTES 255

@@ -40,7 +40,7 @@
 
 #include "engine/engine.h"
 #include "engine/inflight.h"
-#include "engine/wait.h"
+#include "engine/nap.h"
 
 #include <stdint.h>
 #include <stdio.h>

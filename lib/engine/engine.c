@@ -194,7 +194,7 @@ void eng_destroy(rondo_comm_t comm, int mpi_usable)
   eng_buffers_free(&e->buf);
   eng_groups_free(&e->failed);
   /* Requests not yet waited for are all released: rondo_wait() does not
-   * touch e (await.c). */
+   * touch e (caller.c). */
   pthread_mutex_destroy(&e->lock);
   pthread_cond_destroy(&e->work);
   pthread_cond_destroy(&e->done);

@@ -13,7 +13,7 @@
  *   packet.c     the packet every cycle all-reduces, and its MPI operation
  *   plan.c       fusion planning: items and limits in, batches out (pure)
  *   timeline.c   the Chrome trace (RONDO_TIMELINE)
- *   wait.c       naps, polls, and which thread runs cycles
+ *   nap.c        how its threads nap and poll, and which one runs cycles
  *   inflight.c   the in-flight table, the pending list, completion
  *   groups.c     groups: announced together, failed together
  *   stall.c      the stall inspector
@@ -25,7 +25,7 @@
  *   execute.c    a cycle's work: a table of runners by kind
  *   loop.c       the engine thread and rondo_wait's helpers
  *   engine.c     the comm's side (this header's functions)
- *   await.c      rondo_test, rondo_wait, rondo_request_result
+ *   caller.c     the caller's side: rondo_test, rondo_wait, rondo_request_result
  *
  * Threads: application threads submit and wait; one engine thread per comm
  * negotiates and runs. They share the in-flight table, the submission queue

@@ -9,7 +9,7 @@
 #include "engine/engine.h"
 #include "engine/inflight.h"
 #include "engine/stall.h"
-#include "engine/wait.h"
+#include "engine/nap.h"
 
 #include <stdio.h>
 #include <stdlib.h>

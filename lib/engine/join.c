@@ -5,7 +5,7 @@
 
 #include "engine/engine.h"
 #include "engine/responses.h"
-#include "engine/wait.h"
+#include "engine/nap.h"
 
 #include <stdio.h>
 

@@ -19,7 +19,7 @@
 #include "engine/execute.h"
 #include "engine/inflight.h"
 #include "engine/negotiate.h"
-#include "engine/wait.h"
+#include "engine/nap.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -28,7 +28,7 @@
 #include "engine/coordinator.h"
 #include "engine/engine.h"
 #include "engine/inflight.h"
-#include "engine/wait.h"
+#include "engine/nap.h"
 #include "engine/wire.h"
 #include "reduce/reduce.h"
 

@@ -15,7 +15,7 @@
  *             inside the callback;
  *   released  the engine will not touch the request again: rondo_wait()
  *             may free it.
- * rondo_wait() (await.c) sleeps on the table's condition variable, never on
+ * rondo_wait() (caller.c) sleeps on the table's condition variable, never on
  * the engine's, so it does not depend on the comm still existing.
  *
  * A completion queue (rondo_queue_t) gets a request's handle when it is
@@ -148,7 +148,7 @@ void eng_request_release(struct rondo_request **reqs, size_t n)
   pthread_mutex_unlock(&tab.lock);
 }
 
-/* ---- for await.c --------------------------------------------------------------- */
+/* ---- for caller.c --------------------------------------------------------------- */
 
 void eng_handles_lock(void) { pthread_mutex_lock(&tab.lock); }
 void eng_handles_unlock(void) { pthread_mutex_unlock(&tab.lock); }

@@ -2,7 +2,7 @@
  * A request as the engine holds it, its handle (rondo_request_t), and its
  * completion state: done (the result is final) and released (the engine is
  * finished with it), and completion queues (rondo_queue_t). The waiting side
- * (rondo_test, rondo_wait) is await.c.
+ * (rondo_test, rondo_wait) is caller.c.
  */
 #ifndef RONDO_ENGINE_REQUEST_H
 #define RONDO_ENGINE_REQUEST_H
@@ -71,7 +71,7 @@ void eng_request_free(struct rondo_request *r);
 void eng_request_mark_done(struct rondo_request **reqs, size_t n);
 void eng_request_release(struct rondo_request **reqs, size_t n);
 
-/* For await.c: the handle table's lock, under which a handle is
+/* For caller.c: the handle table's lock, under which a handle is
  * looked up (NULL: stale) and a request's done/released/waiting change. */
 void eng_handles_lock(void);
 void eng_handles_unlock(void);

@@ -3,8 +3,8 @@
  * and rondo_request_result. A thread that waits for a request alone in
  * flight runs the engine's cycles itself (eng_help, loop.c).
  */
-#ifndef RONDO_ENGINE_AWAIT_H
-#define RONDO_ENGINE_AWAIT_H
+#ifndef RONDO_ENGINE_CALLER_H
+#define RONDO_ENGINE_CALLER_H
 
 #include "base/base.h"
 
@@ -14,4 +14,4 @@ rondo_status_t eng_request_wait(rondo_request_t h, int *freed);
 rondo_status_t eng_request_wait_result(rondo_request_t h, int *freed, void **buf, size_t *count);
 rondo_status_t eng_request_result(rondo_request_t h, void **buf, size_t *count);
 
-#endif /* RONDO_ENGINE_AWAIT_H */
+#endif /* RONDO_ENGINE_CALLER_H */

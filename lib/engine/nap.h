@@ -3,8 +3,8 @@
  * request (yield a little, then sleep, longer and longer), and which thread
  * runs cycles now (the engine thread, or a helper in rondo_wait).
  */
-#ifndef RONDO_ENGINE_WAIT_H
-#define RONDO_ENGINE_WAIT_H
+#ifndef RONDO_ENGINE_NAP_H
+#define RONDO_ENGINE_NAP_H
 
 #include <time.h>
 
@@ -33,4 +33,4 @@ enum { ENG_THREAD_ENGINE = 1, ENG_THREAD_HELPER = 2 };
 void eng_set_in_cycle(int who);
 int eng_in_cycle(void);
 
-#endif /* RONDO_ENGINE_WAIT_H */
+#endif /* RONDO_ENGINE_NAP_H */

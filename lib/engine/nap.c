@@ -1,7 +1,7 @@
 /*
- * How an engine's threads wait (wait.h).
+ * How an engine's threads wait (nap.h).
  */
-#include "engine/wait.h"
+#include "engine/nap.h"
 
 #include "engine/engine.h"
 

@@ -1,12 +1,12 @@
 /*
- * Waiting for a request (await.h), above the handle table (request.c) and
+ * Waiting for a request (caller.h), above the handle table (request.c) and
  * the engine's loop (loop.c), which it uses and which do not use it.
  */
-#include "engine/await.h"
+#include "engine/caller.h"
 
 #include "engine/loop.h"
 #include "engine/request.h"
-#include "engine/wait.h"
+#include "engine/nap.h"
 
 rondo_status_t eng_request_test(rondo_request_t h, int *done)
 {
