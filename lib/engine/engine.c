@@ -127,7 +127,7 @@ void eng_leave_begin(rondo_comm_t comm, int can_poll)
    * (eng_start_locked): no rendezvous, whose nonblocking all-reduce costs
    * p^2 messages in SimGrid's SMPI. */
   if (comm->thread_level_max < MPI_THREAD_MULTIPLE)
-    e->hello.done = 1;
+    eng_hello_skip(e);
   if (started || e->hello.done)
     return;
   if (can_poll && !e->hello.posted) {
@@ -304,23 +304,8 @@ rondo_status_t eng_join(rondo_comm_t comm, int *last_rank)
     st = rondo__fail(RONDO_ERR_INVALID_ARG, "rondo_join: another thread is joining already");
   else
     st = eng_start_locked(e);
-  if (st == RONDO_SUCCESS) {
-    e->join.wanted = 1;
-    e->join.done = 0;
-    pthread_cond_signal(&e->work);
-    while (e->join.done == 0)
-      pthread_cond_wait(&e->done, &e->lock);
-    if (e->join.done == -2)
-      st = rondo__fail(RONDO_ERR_SHUT_DOWN,
-                       "rondo_join: rank(s) %s destroyed the comm (or finalized rondo) while "
-                       "this rank had joined: they will not join",
-                       e->join.why);
-    else if (e->join.done < 0)
-      st = rondo__fail(RONDO_ERR_SHUT_DOWN, "rondo_join: the engine shut down first");
-    else if (last_rank != NULL)
-      *last_rank = e->join.last;
-    e->join.done = 0;
-  }
+  if (st == RONDO_SUCCESS)
+    st = eng_join_wait_locked(e, last_rank);
   pthread_mutex_unlock(&e->lock);
   return st;
 }

@@ -169,12 +169,8 @@ void eng_fusion_run_device(struct engine *e, eng_item_t *it, size_t n)
     if (b.reqs != NULL && batch_push(e, &b) == RONDO_SUCCESS) {
       /* Ran: no longer pending for the negotiation (the in-flight table
        * keeps the names until eng_poll_device completes them). */
-      for (size_t i = 0; i < n; i++) {
-        struct rondo_request *r = it[i].req;
-        if (r->pidx >= 0 && (size_t)r->pidx < e->npending && e->pending[r->pidx] == r)
-          e->pending[r->pidx] = NULL;
-        r->pidx = -1;
-      }
+      for (size_t i = 0; i < n; i++)
+        eng_pending_drop(e, it[i].req);
       gpu_leave(g, prev);
       return;
     }

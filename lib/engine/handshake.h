@@ -28,6 +28,8 @@ void eng_hello_free(struct engine *e);
 rondo_status_t eng_hello_post(struct engine *e, int working);
 /* Whether it is complete (*all), without waiting. */
 rondo_status_t eng_hello_test(struct engine *e, int *all);
+/* No rank can start an engine: no rendezvous is needed. */
+void eng_hello_skip(struct engine *e);
 /* It is over (st: how): its requests and tables go. */
 void eng_hello_end(struct engine *e, rondo_status_t st);
 /* The whole rendezvous, waiting. on_thread: the engine thread, whose waiting

@@ -126,6 +126,21 @@ void eng_prune_pending(struct engine *e)
 
 /* ---- the pending list (cycles only) ------------------------------------------------ */
 
+void eng_pending_drop(struct engine *e, struct rondo_request *r)
+{
+  if (r->pidx >= 0 && (size_t)r->pidx < e->npending && e->pending[r->pidx] == r)
+    e->pending[r->pidx] = NULL;
+  r->pidx = -1;
+}
+
+void eng_pending_fail_all(struct engine *e, rondo_status_t st, const char *why)
+{
+  for (size_t i = 0; i < e->npending; i++)
+    if (e->pending[i] != NULL)
+      eng_complete(e, e->pending[i], st, why);
+  e->npending = 0;
+}
+
 void eng_take_queue(struct engine *e)
 {
   pthread_mutex_lock(&e->lock);

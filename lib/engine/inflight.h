@@ -23,6 +23,11 @@ rondo_status_t eng_table_grow(struct engine *e);
 void eng_take_queue(struct engine *e);
 /* Closes the gaps completions left in the pending list. */
 void eng_prune_pending(struct engine *e);
+/* r ran and stays in flight until its GPU work is done (fusion_device.c):
+ * no longer pending for the negotiation. */
+void eng_pending_drop(struct engine *e, struct rondo_request *r);
+/* The thread stops: every pending request completes with st and why. */
+void eng_pending_fail_all(struct engine *e, rondo_status_t st, const char *why);
 /* found[i] = this rank's pending request named by response i of c, or NULL. */
 void eng_find_pending(struct engine *e, const eng_cycle_t *c, struct rondo_request **found);
 

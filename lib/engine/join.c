@@ -9,6 +9,33 @@
 
 #include <stdio.h>
 
+rondo_status_t eng_join_wait_locked(struct engine *e, int *last_rank)
+{
+  rondo_status_t st = RONDO_SUCCESS;
+  e->join.wanted = 1;
+  e->join.done = 0;
+  pthread_cond_signal(&e->work);
+  while (e->join.done == 0)
+    pthread_cond_wait(&e->done, &e->lock);
+  if (e->join.done == -2)
+    st = rondo__fail(RONDO_ERR_SHUT_DOWN,
+                     "rondo_join: rank(s) %s destroyed the comm (or finalized rondo) while "
+                     "this rank had joined: they will not join",
+                     e->join.why);
+  else if (e->join.done < 0)
+    st = rondo__fail(RONDO_ERR_SHUT_DOWN, "rondo_join: the engine shut down first");
+  else if (last_rank != NULL)
+    *last_rank = e->join.last;
+  e->join.done = 0;
+  return st;
+}
+
+void eng_join_enter(struct engine *e)
+{
+  e->join.joined = 1;
+  e->join.cycle = e->cycle;
+}
+
 rondo_status_t eng_join_finish(struct engine *e)
 {
   int64_t mine = e->join.joined ? (int64_t)e->join.cycle * e->size + e->rank : -1, last = -1;

@@ -23,6 +23,12 @@ typedef struct {
   uint64_t cycle;       /* the cycle it joined in */
 } eng_join_t;
 
+/* The caller's side (engine.c's eng_join), under e->lock, the engine
+ * started: asks the engine thread to join and waits until it has, every
+ * rank having joined (*last_rank: the last one), or fails. */
+rondo_status_t eng_join_wait_locked(struct engine *e, int *last_rank);
+/* Cycles only: this rank, which has nothing pending, joins now. */
+void eng_join_enter(struct engine *e);
 /* Everyone has joined: agree on the last one and release rondo_join. */
 rondo_status_t eng_join_finish(struct engine *e);
 /* Ranks (bits of stopping) shut down while this one has joined: they will

@@ -97,10 +97,7 @@ static void wait_for_burst_end(struct engine *e, double most)
 static void fail_everything(struct engine *e, rondo_status_t st, const char *why)
 {
   eng_take_queue(e);
-  for (size_t i = 0; i < e->npending; i++)
-    if (e->pending[i] != NULL)
-      eng_complete(e, e->pending[i], st, why);
-  e->npending = 0;
+  eng_pending_fail_all(e, st, why);
   pthread_mutex_lock(&e->lock);
   e->exited = 1;
   eng_join_abandon_locked(e);
@@ -125,10 +122,8 @@ static rondo_status_t run_cycle(struct engine *e, int wait_burst, eng_cycle_out_
   eng_groups_announce(e);
   /* A joining rank's own requests still in flight go first (they complete
    * as usual, served by the other ranks); it joins once it has none. */
-  if (join && e->npending == 0 && e->dev.n == 0) {
-    e->join.joined = 1;
-    e->join.cycle = e->cycle;
-  }
+  if (join && e->npending == 0 && e->dev.n == 0)
+    eng_join_enter(e);
   if (e->npending > 0 || stopping || e->join.joined)
     e->idle = 0; /* this rank has work: the others are likely to have it too */
   eng_cycle_t cyc;
