@@ -16,10 +16,12 @@
 #                       completion queues, the timeline and rondo-train's) built with
 #                       ThreadSanitizer
 #   4. build-openmpi/ : against Open MPI 4.1 (installed beside MPICH, which
-#                       stays the system's default): the multi-rank tests at
-#                       1-4 ranks (the interposer's among them), the Python
-#                       tests at 2 ranks, a rondo-train run and the export
-#                       check ('make print-openmpi-tests'); docs/building.md
+#                       stays the system's default): the library's tests at
+#                       2 and 3 ranks (the interposer's among them), two on
+#                       virtual nodes at 4, the Python tests at 2 ranks,
+#                       rondo-train's runs that call MPI themselves and the
+#                       export check ('make print-openmpi-tests');
+#                       docs/building.md
 # and a closing line with the totals. Any failure fails the command.
 set -eu
 RONDO_TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,7 +64,9 @@ run_logged() {
 status=0
 echo "== 1/4 configure and make distcheck (build/)"
 rondo_configure "$RONDO_TOP/build"
-# -j: the compile runs in parallel, the tests one at a time (Makefile.am)
+# -j (here and below): the compile runs in parallel, the tests one at a
+# time (Makefile.am: on 2 cores two tests at once took longer than one
+# after the other, as did a build beside them, even at nice 19)
 run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" -j"$(nproc)" distcheck \
   DISTCHECK_CONFIGURE_FLAGS="CC=$RONDO_CC MPIEXEC=$RONDO_MPIEXEC" \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build" print-plain-tests)" || status=1
@@ -71,7 +75,7 @@ tally "$RONDO_TOP/build/distcheck.out" "$RONDO_TOP/build"
 echo "== 2/4 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 rondo_build "$RONDO_TOP/build-asan" --enable-sanitizers --disable-static
 # (print-sanitizer-tests: Makefile.am says which and why)
-run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" check \
+run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" -j"$(nproc)" check \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-asan" print-sanitizer-tests)" || status=1
 tally "$RONDO_TOP/build-asan/check.out" "$RONDO_TOP/build-asan"
 
@@ -89,7 +93,7 @@ tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-n
   tests/launch/variables.sh tests/timeline.sh tests/train/accuracy.sh
   tests/train/parity.sh tests/train/checkpoint.sh"
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
-  run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" check \
+  run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" -j"$(nproc)" check \
   TESTS="$(echo $tsan_tests)" || status=1
 tally "$RONDO_TOP/build-tsan/check.out" "$RONDO_TOP/build-tsan"
 
@@ -97,7 +101,7 @@ echo "== 4/4 Open MPI 4.1 (build-openmpi/)"
 RONDO_CC=mpicc.openmpi
 RONDO_MPIEXEC=$(command -v mpiexec.openmpi)
 rondo_build "$RONDO_TOP/build-openmpi"
-run_logged "$RONDO_TOP/build-openmpi/check.out" make -C "$RONDO_TOP/build-openmpi" check \
+run_logged "$RONDO_TOP/build-openmpi/check.out" make -C "$RONDO_TOP/build-openmpi" -j"$(nproc)" check \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-openmpi" print-openmpi-tests)" || status=1
 tally "$RONDO_TOP/build-openmpi/check.out" "$RONDO_TOP/build-openmpi"
 

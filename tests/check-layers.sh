@@ -21,18 +21,25 @@ status=0
 
 # The one list of layers and levels: "folder level" pairs.
 levels="base 0 reduce 1 topo 1 launch 1 select 2 device 2 algo 3 comm 4 engine 5 api 6"
+# level FOLDER: sets lvl to FOLDER's level, or x (no subprocess: the
+# include check asks it for every include of every file).
 level() {
-  echo "$levels" | awk -v f="$1" '{ for (i = 1; i < NF; i += 2) if ($i == f) { print $(i + 1); exit }
-                                     print "x" }'
+  lvl=x
+  set -- "$1" $levels
+  f=$1; shift
+  while [ $# -ge 2 ]; do
+    if [ "$1" = "$f" ]; then lvl=$2; return; fi
+    shift 2
+  done
 }
-
 # The "#include "..."" names of file $1.
 includes_of() { sed -n 's/^#include "\([^"]*\)".*/\1/p' "$1"; }
 
 # "may FROM use TO": 0 yes, 1 no.
 may_use() {
   [ "$1" = "$2" ] && return 0
-  a=$(level "$1") b=$(level "$2")
+  level "$1"; a=$lvl
+  level "$2"; b=$lvl
   [ "$a" = x ] || [ "$b" = x ] && return 1
   [ "$b" -lt "$a" ]
 }
@@ -45,7 +52,8 @@ check_includes() {
   folders=0
   for dir in "$1"/lib/*/; do
     from=$(basename "$dir")
-    if [ "$(level "$from")" = x ]; then
+    level "$from"
+    if [ "$lvl" = x ]; then
       echo "FAIL: lib/$from/ is not a layer of docs/architecture.md"; bad=1; continue
     fi
     folders=$((folders + 1))

@@ -280,10 +280,10 @@ fi
 
 if wanted 6 && [ -z "$vg" ]; then
   row 6 "connects from formation until the job ends (a silent one held if accepted): refused; no 'stopped waiting'"
+  # (a stranger that held rank 0 would make it wait out the rendezvous
+  # timeout and say "stopped waiting", which job_end refuses; no clock is
+  # read: under a sanitizer on a loaded host the job alone can take longer)
   after silent
-  # (rank 0 waited out the rendezvous timeout + 1 s when a stranger held it)
-  [ $job_ms -lt $((timeout_sec * 1000)) ] ||
-    row_bad "the job took $job_ms ms, longer than the rendezvous timeout ($timeout_sec s)"
   row_end
 fi
 
