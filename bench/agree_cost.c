@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/common/agree.h"
+#include "algo/agree/agree.h"
 #include "base/numbers.h"
 #include "tools/measure.h"
 

@@ -1,6 +1,6 @@
 /*
  * The blocking collective entry points: validate arguments, agree on them
- * across ranks (lib/algo/common/agree.c), choose the algorithm and run it on the
+ * across ranks (lib/algo/agree/agree.c), choose the algorithm and run it on the
  * caller's thread (lib/algo/allreduce/dispatch.c); and the questions about the
  * choice (rondo_allreduce_choice, rondo_explain, rondo_algo_available).
  *
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "algo/common/blocks.h"
 #include "algo/common/gpu.h"
 #include "device/device.h"

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "algo/common/agree.h"
-#include "algo/common/check_exchange.h"
+#include "algo/agree/agree.h"
+#include "algo/agree/check_exchange.h"
 #include "topo/topo.h"
 
 rondo_status_t rondo_comm_split(rondo_comm_t comm, int color, int key, rondo_comm_t *newcomm)

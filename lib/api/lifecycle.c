@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "comm/comm.h"
 #include "engine/engine.h"
 #include "launch/launch.h"

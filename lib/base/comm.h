@@ -51,10 +51,15 @@ struct rondo_comm {
                         check's all-reduce, the mpi algorithm, the barrier)
                         are nonblocking, so that those ranks can yield, and
                         leaving a comm polls */
-  struct agree_board *board;  /* argument board of a one-node user comm, or NULL */
   int thread_level_max; /* the highest MPI thread level among the ranks */
-  /* The argument check's packet across nodes: its room for inline data,
-   * equal on every rank (check_packet.c) */
+
+  /* lib/algo/agree, the argument agreement (agree.h's glossary): the board,
+   * the exchange's choice and the first room are set when the comm is
+   * built (lib/comm, from algo's calls); the room and the three after
+   * home_from are then rewritten by every agreed call, alike on every
+   * rank. Not read-only. */
+  struct agree_board *board;  /* argument board of a one-node user comm, or NULL */
+  /* The packet's room for inline data, equal on every rank (check_packet.c) */
   size_t check_room;
   int check_by_exchange; /* the packets cross by rondo's own exchange, not
                             MPI's all-reduce: equal on every rank, chosen

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/common/algo.h"
-#include "algo/common/check_exchange.h"
+#include "algo/algo.h"
+#include "algo/agree/check_exchange.h"
 #include "algo/common/gpu.h"
 #include "algo/common/blocks.h"
 #include "algo/common/shm.h"

@@ -47,7 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "reduce/reduce.h"
 
 static void span(struct engine *e, const struct rondo_request *r, const char *what, double t0)

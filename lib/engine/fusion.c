@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "reduce/reduce.h"
 
 /* A fused Adasum batch: each request is a tensor with coefficients of its

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "algo/common/gpu.h"
 #include "reduce/reduce.h"
 

@@ -92,7 +92,7 @@ typedef struct {
   int rab_radix;        /* Rabenseifner's doubling's radix (RONDO_RAB_RADIX):
                            2, 4 or 8; 0 means the model's choice */
   size_t check_bytes;   /* the argument check's packet across nodes
-                           (lib/algo/common/agree.c) */
+                           (lib/algo/agree/agree.c) */
   /* The inter level per butterfly distance, where measured (lib/topo/net.c):
    * a step between nodes 2^k apart takes dist_alpha[k] + dist_beta[k] per
    * byte (x the streams sharing the link); k < dists. dists 0: inter's

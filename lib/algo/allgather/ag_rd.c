@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/common/check_exchange.h"
+#include "algo/agree/check_exchange.h"
 #include "base/numbers.h"
 
 /* Sends blocks [s_lo, s_hi) of recvbuf to peer and receives blocks

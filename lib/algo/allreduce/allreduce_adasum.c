@@ -24,7 +24,7 @@
  * users run, the rounds cost about the same and the dot products need no
  * extra messages; each is summed in one order, the same on both partners.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #include "base/numbers.h"
 

@@ -11,7 +11,7 @@
  * of at most AGREE_INLINE_BYTES across nodes travels inside the argument
  * check's all-reduce instead (check_packet.c), so it costs one all-reduce.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #include <limits.h>
 

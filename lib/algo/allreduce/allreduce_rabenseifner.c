@@ -34,9 +34,9 @@
  * the final block over instead cost 2 MiB of memcpy per 4 MiB call on two
  * ranks, 1.23-1.26x the unchecked call.)
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
-#include "algo/common/check_exchange.h"
+#include "algo/agree/check_exchange.h"
 #include "base/numbers.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
  * Bit-identical results: both partners reduce (lower rank's data) op (higher
  * rank's data), and by induction all ranks of a group hold the same bytes.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #include "base/numbers.h"
 

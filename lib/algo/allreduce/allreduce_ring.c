@@ -25,7 +25,7 @@
  * contribution entering exactly once per segment. Counts below p leave some
  * segments empty; empty chunks are skipped by sender and receiver alike.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,7 +22,7 @@
  */
 #include "algo/common/gpu.h"
 
-#include "algo/common/agree.h"
+#include "algo/agree/agree.h"
 
 #include <stdlib.h>
 #include <string.h>

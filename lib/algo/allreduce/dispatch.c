@@ -5,7 +5,7 @@
  * the algorithm's descriptor. lib/api's blocking calls and lib/engine's
  * fused buffers both come through here.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #include "reduce/reduce.h"
 

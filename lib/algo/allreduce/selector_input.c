@@ -7,9 +7,9 @@
  * phase chooses by cost), and dispatch.c reads the table: there, their
  * calls would run in a circle.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
-#include "algo/common/check_exchange.h"
+#include "algo/agree/check_exchange.h"
 #include "algo/common/gpu.h"
 #include "base/numbers.h"
 #include "topo/topo.h"

@@ -8,7 +8,7 @@
  * one row here (DEVELOPERS.md). The order is the selector's preference on a
  * tie (on one rank every algorithm is a copy, and mpi wins).
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #include <pthread.h>
 #include <stddef.h>

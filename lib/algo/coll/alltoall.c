@@ -4,7 +4,7 @@
  * every byte crosses the network once, so there is no reduction to overlap
  * and nothing for rondo's schedules to improve.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #include <limits.h>
 #include <stdlib.h>

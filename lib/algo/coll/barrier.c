@@ -3,7 +3,7 @@
  * in the MPI library: lg p rounds, nothing for rondo to improve); the
  * nonblocking one where some rank of the comm yields its core.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 rondo_status_t algo_barrier(rondo_comm_t comm)
 {

@@ -4,7 +4,7 @@
  * better schedule over plain point-to-point. Large messages go in pieces so
  * MPI-3 libraries (int counts) work too.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #define PIECE ((size_t)1 << 30) /* bytes per MPI_Bcast call */
 

@@ -24,7 +24,7 @@
 #ifndef RONDO_ALGO_BLOCKS_H
 #define RONDO_ALGO_BLOCKS_H
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 struct algo_blocks_args {
   rondo_comm_t comm;

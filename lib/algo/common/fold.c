@@ -5,7 +5,7 @@
  * even rank sends its input to the odd one and waits for the result; this
  * costs one extra full-buffer exchange before and after for those ranks.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 int algo_fold_rank(rondo_comm_t comm, int nr)
 {

@@ -19,7 +19,7 @@
 #ifndef RONDO_ALGO_GPU_H
 #define RONDO_ALGO_GPU_H
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "device/device.h"
 
 enum { GPU_FAULT_BYTES = 320, GPU_EVENTS = 3 };

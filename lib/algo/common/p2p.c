@@ -3,7 +3,7 @@
  * datatype/op mapping for the mpi algorithm and reduce-scatter, and the
  * operand-ordered reduction that keeps partners' results bit-identical.
  */
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -25,7 +25,7 @@
 #ifndef RONDO_SHM_H
 #define RONDO_SHM_H
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 
 typedef enum {
   SHM_ALLREDUCE,      /* recvbuf = the node's reduction */

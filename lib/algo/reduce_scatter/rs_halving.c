@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/common/check_exchange.h"
+#include "algo/agree/check_exchange.h"
 #include "base/numbers.h"
 #include "reduce/reduce.h"
 

@@ -49,7 +49,7 @@
  * is received: a mismatch still ends in an error on every rank, never a
  * hang or a stray message.
  */
-#include "algo/common/check_exchange.h"
+#include "algo/agree/check_exchange.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -58,7 +58,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "base/numbers.h"
 #include "topo/topo.h"
 

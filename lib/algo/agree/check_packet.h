@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "algo/common/agree.h"
+#include "algo/agree/agree.h"
 
 /* The header, 64 bytes. A call is told by sig, agree.c's 64-bit sum of
  * its collective and every field (what the board inside a node compares

@@ -11,7 +11,7 @@
 #ifndef RONDO_ALGO_CHECK_EXCHANGE_H
 #define RONDO_ALGO_CHECK_EXCHANGE_H
 
-#include "algo/common/check_packet.h"
+#include "algo/agree/check_packet.h"
 
 /* A collective whose data rides in the exchange (Rabenseifner's halving,
  * the all-gather's recursive doubling; "reduce" places what came).

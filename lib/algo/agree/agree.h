@@ -7,6 +7,33 @@
  * (check_exchange.c). The shm all-reduce folds the board into its first
  * round (shm.c), Rabenseifner's halving carries the exchange where it is
  * rondo's own (agree_call_riding). Internal (prefix agree_).
+ *
+ * lib/algo/agree/ holds the whole agreement: agree.c (the calls above),
+ * check_packet.c (the packet) and check_exchange.c (its exchange). The
+ * words its files use:
+ *   signature  the fields of one call that must be equal on every rank
+ *              (agree_sig_t), summed to 64 bits to compare them at once
+ *   board      a one-node comm's agreement: a shared-memory page where each
+ *              rank posts its call's sum and reads the others' (no message)
+ *   packet     what a rank sends in each step of the agreement across
+ *              nodes: a 64-byte header (the sums, who failed, who leaves)
+ *              and room for inline data
+ *   exchange   how the packets cross: rondo's own recursive doubling over
+ *              point-to-point messages, or one MPI all-reduce (chosen once
+ *              per comm: algo_check_by_exchange)
+ *   room       how many bytes of inline data a packet carries, equal on
+ *              every rank, grown and shrunk by the calls before
+ *              (packet_next_room)
+ *   inline     a small all-reduce whose data travels in the packet itself:
+ *              the check and the reduction are one exchange (agree_inline)
+ *   rider      a larger collective (Rabenseifner's halving, the all-gather's
+ *              doubling) that sends its own data in the exchange's steps,
+ *              so the check costs no round of its own (agree_call_riding)
+ *   home_from  the size above which, where nodes are blocks of ranks, one
+ *              rank a node carries the inline data across nodes
+ *              (check_leaders_carry, algo_check_home_from)
+ *   leave      the agreement of rondo_comm_destroy: a rank that leaves makes
+ *              the others' next call fail instead of hang (agree_leave)
  */
 #ifndef RONDO_ALGO_AGREE_H
 #define RONDO_ALGO_AGREE_H

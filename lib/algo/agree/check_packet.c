@@ -38,11 +38,11 @@
  * reduce and a broadcast above 10000 bytes, so there AGREE_INLINE_BYTES is
  * 8 KiB.
  */
-#include "algo/common/check_packet.h"
+#include "algo/agree/check_packet.h"
 
 #include <string.h>
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "reduce/reduce.h"
 
 #define ROOM_MIN 64 /* the smallest room that is not 0 */

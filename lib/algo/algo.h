@@ -23,7 +23,7 @@
 #define RONDO_ALGO_H
 
 #include "base/comm.h"
-#include "algo/common/agree.h"
+#include "algo/agree/agree.h"
 #include "select/select.h"
 
 /* The dispatch's host all-reduce (dispatch.c), handed to a device

@@ -43,7 +43,7 @@
  * Every rank sends the same packet shape whatever its call, so a mismatch
  * is still reported, never a hang.
  */
-#include "algo/common/agree.h"
+#include "algo/agree/agree.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -58,8 +58,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "algo/common/algo.h"
-#include "algo/common/check_exchange.h"
+#include "algo/algo.h"
+#include "algo/agree/check_exchange.h"
 #include "algo/common/shared_window.h"
 #include "reduce/reduce.h"
 #include "topo/topo.h"
