@@ -213,13 +213,6 @@ rondo_status_t algo_allreduce_fused(rondo_comm_t comm, const void *sendbuf, void
                                     const size_t *counts, size_t n, rondo_dtype_t dtype,
                                     rondo_op_t op, rondo_algo_t algo);
 
-/* The cross-node phase of a hierarchical all-reduce (allreduce_hier.c): n
- * elements of buf (host memory), a slice of a whole-element all-reduce on
- * comm, all-reduced over cross (one rank per node) by ring or recursive
- * doubling, as the cost model says. op is SUM, MIN, MAX or PROD. */
-rondo_status_t algo_hier_cross(rondo_comm_t comm, rondo_comm_t cross, void *buf, size_t n,
-                               size_t whole, rondo_dtype_t dtype, rondo_op_t op);
-
 /* How many stripes the hierarchical pipeline cuts bytes into, chunk
  * (RONDO_HIER_CHUNK_BYTES) bytes being the unit, on a slow link (a chunk
  * takes over 2 ms to cross) or not; 0: none (allreduce_hier.c). */

@@ -537,6 +537,161 @@ static void run_case(sweep_t *s)
   fflush(stdout);
 }
 
+/* The rows to measure (s->v): the family's members and MPI's call, the
+ * device rows, or rondo's call and MPI's. extra: a line for under the
+ * header (device buffers, rows left out). Returns 0, or the exit code
+ * (2: bad rows, 77: no device). */
+static int choose_rows(sweep_t *s, char *extra, size_t len)
+{
+  const bench_opts_t *o = s->o;
+  extra[0] = '\0';
+  if (o->device) {
+    char why[160];
+    int local = 0;
+    rondo_comm_local_rank(s->comm, &local);
+    int ok = bdev_start(local, why, sizeof why) == 0, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) {
+      if (s->rank == 0)
+        printf("rondo-bench: --memory device: skipped: %s\n",
+               ok ? "some rank has no CUDA device" : why);
+      return 77;
+    }
+    snprintf(extra, len, "# memory: device (rank 0: %s)", why);
+    s->dsend = bdev_alloc(o->maxbytes + 64);
+    s->drecv = bdev_alloc(o->maxbytes + 64);
+    s->pin = bdev_alloc_pinned(o->maxbytes + 64);
+    MPI_Comm_dup(MPI_COMM_WORLD, &s->mpi);
+    char rows_why[400];
+    if (sweep_rows_device(s, rows_why, sizeof rows_why) < 0)
+      return 2;
+    MPI_Comm_free(&s->mpi);
+    if (rows_why[0])
+      snprintf(extra + strlen(extra), len - strlen(extra), "\n# %s", rows_why);
+  } else if (s->family) {
+    char note[600];
+    if (sweep_rows_family(s, note, sizeof note) < 0)
+      return 2;
+    if (note[0])
+      snprintf(extra, len, "# not measured: %s", note);
+  } else {
+    s->v[0] = (variant_t){"rondo", RONDO_ALGO_AUTO, 0, V_RONDO};
+    s->v[1] = (variant_t){"", RONDO_ALGO_AUTO, 1, V_MPI};
+    snprintf(s->v[1].label, sizeof s->v[1].label, "%s", bench_mpi_name(o->cmd));
+    s->nv = 2;
+  }
+  return 0;
+}
+
+static void free_buffers(sweep_t *s)
+{
+  free(s->send);
+  free(s->recv);
+  free(s->expect);
+  free(s->t);
+}
+
+/* The host buffers of the largest size and the timings, on every rank or
+ * on none. */
+static int alloc_buffers(sweep_t *s)
+{
+  s->cap = s->o->maxbytes + 64;
+  s->send = malloc(s->cap);
+  s->recv = malloc(s->cap);
+  s->expect = malloc(s->cap);
+  s->t = malloc((size_t)s->nv * (size_t)s->o->iters * sizeof *s->t);
+  int ok = s->send && s->recv && s->expect && s->t, all_ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all_ok)
+    return 0;
+  if (!ok)
+    fprintf(stderr, "rondo-bench: out of memory: three buffers of %zu bytes\n", s->cap);
+  free_buffers(s);
+  return -1;
+}
+
+/* Every size of every dtype and op: the rows. */
+static void sweep_sizes(sweep_t *s)
+{
+  const bench_opts_t *o = s->o;
+  size_t sizes[BENCH_MAX_SIZES];
+  int nsizes = bench_sizes(o, sizes);
+  int nops = reduces(o->cmd) ? o->nops : 1;
+  int total = o->ndtypes * nops * nsizes, step = 0;
+  for (int d = 0; d < o->ndtypes; d++)
+    for (int p = 0; p < nops; p++) {
+      s->dtype = o->dtypes[d];
+      s->op = o->ops[p];
+      s->esize = rondo_dtype_size(s->dtype);
+      size_t last = 0;
+      for (int z = 0; z < nsizes; z++) {
+        char what[48];
+        step++;
+        if (geometry(s, sizes[z]) && s->bytes != last) {
+          run_case(s);
+          last = s->bytes;
+        }
+        out_progress(o, step, total, out_bytes(sizes[z], what, sizeof what));
+      }
+    }
+}
+
+/* Rank 0's closing lines (wrong results, MPI's own bugs, bus bandwidth,
+ * AUTO's record) and the summary record. */
+static void report(const sweep_t *s, long wrong)
+{
+  const bench_opts_t *o = s->o;
+  if (s->rank == 0) {
+    if (wrong == 0)
+      printf("# wrong results: 0 (OK)%s\n", o->check ? "" : " -- not checked (-c 0)");
+    else {
+      printf("# wrong results: %ld elements in %ld of %ld rows (FAILED), in:", wrong,
+             s->rows_wrong, s->rows);
+      for (int i = 0; i < s->nfailed; i++)
+        printf("%s %s", i ? "," : "", s->failed[i]);
+      printf("\n");
+    }
+    if (s->mpi_wrong_total != 0) {
+      char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+      int len;
+      MPI_Get_library_version(lib, &len);
+      lib[strcspn(lib, "\n")] = '\0';
+      for (char *c = lib; *c != '\0'; c++)
+        *c = *c == '\t' ? ' ' : *c;
+      printf("# MPI wrong: %ld elements in %ld rows: %s's own %s are wrong in this MPI (%s %s); "
+             "MPI's bug, not rondo's, not counted above\n",
+             s->mpi_wrong_total, s->mpi_rows_wrong, bench_mpi_name(o->cmd),
+             s->mpi_sum_wrong ? "8- and 16-bit integer sums" : "uint8 min/max", lib,
+             s->mpi_sum_wrong ? "saturates them instead of wrapping around"
+                              : "compares uint8 as signed");
+    }
+    printf("# average bus bandwidth: %.3f GB/s over %ld rows; by algorithm:",
+           s->busbw_rows ? s->busbw_sum / (double)s->busbw_rows : 0.0, s->busbw_rows);
+    for (int k = 0; k < s->nv; k++)
+      if (s->busbw_n[k] > 0)
+        printf(" %s %.3f", s->v[k].label, s->busbw_by[k] / s->busbw_n[k]);
+    printf("\n");
+    if (s->auto_cases > 0)
+      printf("# auto within 10%% of the fastest forced algorithm in %d of %d cases (%.0f%%)\n",
+             s->auto_within, s->auto_cases, 100.0 * s->auto_within / s->auto_cases);
+    fflush(stdout);
+  }
+  out_summary_begin();
+  out_num("avg_busbw_gbps", s->busbw_rows ? s->busbw_sum / (double)s->busbw_rows : 0.0);
+  for (int k = 0; k < s->nv; k++)
+    if (s->busbw_n[k] > 0) {
+      char key[48];
+      snprintf(key, sizeof key, "avg_busbw_gbps_%s", s->v[k].label);
+      out_num(key, s->busbw_by[k] / s->busbw_n[k]);
+    }
+  out_int("rows", s->rows);
+  out_int("wrong", wrong);
+  if (s->auto_cases > 0) {
+    out_int("auto_cases", s->auto_cases);
+    out_int("auto_within_10pct", s->auto_within);
+  }
+}
+
 int sweep_main(const bench_opts_t *o)
 {
   sweep_t s;
@@ -552,61 +707,12 @@ int sweep_main(const bench_opts_t *o)
               s.size);
     return 2;
   }
-  char extra_line[768] = ""; /* a line under the header: device buffers, rows left out */
-  if (o->device) {
-    char why[160];
-    int local = 0;
-    rondo_comm_local_rank(s.comm, &local);
-    int ok = bdev_start(local, why, sizeof why) == 0, all = 0;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all) {
-      if (s.rank == 0)
-        printf("rondo-bench: --memory device: skipped: %s\n",
-               ok ? "some rank has no CUDA device" : why);
-      return 77;
-    }
-    snprintf(extra_line, sizeof extra_line, "# memory: device (rank 0: %s)", why);
-    s.dsend = bdev_alloc(o->maxbytes + 64);
-    s.drecv = bdev_alloc(o->maxbytes + 64);
-    s.pin = bdev_alloc_pinned(o->maxbytes + 64);
-    MPI_Comm_dup(MPI_COMM_WORLD, &s.mpi);
-    char rows_why[400];
-    if (sweep_rows_device(&s, rows_why, sizeof rows_why) < 0)
-      return 2;
-    MPI_Comm_free(&s.mpi);
-    if (rows_why[0])
-      snprintf(extra_line + strlen(extra_line), sizeof extra_line - strlen(extra_line),
-               "\n# %s", rows_why);
-  } else if (s.family) {
-    char note[600];
-    if (sweep_rows_family(&s, note, sizeof note) < 0)
-      return 2;
-    if (note[0])
-      snprintf(extra_line, sizeof extra_line, "# not measured: %s", note);
-  } else {
-    s.v[0] = (variant_t){"rondo", RONDO_ALGO_AUTO, 0, V_RONDO};
-    s.v[1] = (variant_t){"", RONDO_ALGO_AUTO, 1, V_MPI};
-    snprintf(s.v[1].label, sizeof s.v[1].label, "%s", bench_mpi_name(o->cmd));
-    s.nv = 2;
-  }
-  size_t sizes[BENCH_MAX_SIZES];
-  int nsizes = bench_sizes(o, sizes);
-  s.cap = o->maxbytes + 64;
-  s.send = malloc(s.cap);
-  s.recv = malloc(s.cap);
-  s.expect = malloc(s.cap);
-  s.t = malloc((size_t)s.nv * (size_t)o->iters * sizeof *s.t);
-  int ok = s.send && s.recv && s.expect && s.t, all_ok;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!all_ok) {
-    if (!ok)
-      fprintf(stderr, "rondo-bench: out of memory: three buffers of %zu bytes\n", s.cap);
-    free(s.send);
-    free(s.recv);
-    free(s.expect);
-    free(s.t);
+  char extra_line[768];
+  int rc = choose_rows(&s, extra_line, sizeof extra_line);
+  if (rc != 0)
+    return rc;
+  if (alloc_buffers(&s) != 0)
     return 1;
-  }
   MPI_Comm_dup(MPI_COMM_WORLD, &s.mpi);
   s.mpi_u8_wrong = !o->device && reduces(o->cmd) && mpi_minmax_u8_wrong(s.mpi, s.rank, s.size);
   s.mpi_sum_wrong = !o->device && reduces(o->cmd) && mpi_small_sum_wrong();
@@ -619,87 +725,19 @@ int sweep_main(const bench_opts_t *o)
     snprintf(title + strlen(title), sizeof title - strlen(title), ", root %d", o->root);
   if (out_start(o, s.comm, title) != 0) {
     MPI_Comm_free(&s.mpi);
-    free(s.send);
-    free(s.recv);
-    free(s.expect);
-    free(s.t);
+    free_buffers(&s);
     return 1;
   }
   if (s.rank == 0 && extra_line[0])
     printf("%s\n", extra_line);
   if (s.rank == 0)
     print_columns(o);
-  int nops = reduces(o->cmd) ? o->nops : 1;
-  int total = o->ndtypes * nops * nsizes, step = 0;
-  for (int d = 0; d < o->ndtypes; d++)
-    for (int p = 0; p < nops; p++) {
-      s.dtype = o->dtypes[d];
-      s.op = o->ops[p];
-      s.esize = rondo_dtype_size(s.dtype);
-      size_t last = 0;
-      for (int z = 0; z < nsizes; z++) {
-        char what[48];
-        step++;
-        if (geometry(&s, sizes[z]) && s.bytes != last) {
-          run_case(&s);
-          last = s.bytes;
-        }
-        out_progress(o, step, total, out_bytes(sizes[z], what, sizeof what));
-      }
-    }
+  sweep_sizes(&s);
 
   long wrong = 0;
   MPI_Allreduce(&s.wrong_total, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  if (s.rank == 0) {
-    if (wrong == 0)
-      printf("# wrong results: 0 (OK)%s\n", o->check ? "" : " -- not checked (-c 0)");
-    else {
-      printf("# wrong results: %ld elements in %ld of %ld rows (FAILED), in:", wrong, s.rows_wrong,
-             s.rows);
-      for (int i = 0; i < s.nfailed; i++)
-        printf("%s %s", i ? "," : "", s.failed[i]);
-      printf("\n");
-    }
-    if (s.mpi_wrong_total != 0) {
-      char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-      int len;
-      MPI_Get_library_version(lib, &len);
-      lib[strcspn(lib, "\n")] = '\0';
-      for (char *c = lib; *c != '\0'; c++)
-        *c = *c == '\t' ? ' ' : *c;
-      printf("# MPI wrong: %ld elements in %ld rows: %s's own %s are wrong in this MPI (%s %s); "
-             "MPI's bug, not rondo's, not counted above\n",
-             s.mpi_wrong_total, s.mpi_rows_wrong, bench_mpi_name(o->cmd),
-             s.mpi_sum_wrong ? "8- and 16-bit integer sums" : "uint8 min/max", lib,
-             s.mpi_sum_wrong ? "saturates them instead of wrapping around"
-                             : "compares uint8 as signed");
-    }
-    printf("# average bus bandwidth: %.3f GB/s over %ld rows; by algorithm:",
-           s.busbw_rows ? s.busbw_sum / (double)s.busbw_rows : 0.0, s.busbw_rows);
-    for (int k = 0; k < s.nv; k++)
-      if (s.busbw_n[k] > 0)
-        printf(" %s %.3f", s.v[k].label, s.busbw_by[k] / s.busbw_n[k]);
-    printf("\n");
-    if (s.auto_cases > 0)
-      printf("# auto within 10%% of the fastest forced algorithm in %d of %d cases (%.0f%%)\n",
-             s.auto_within, s.auto_cases, 100.0 * s.auto_within / s.auto_cases);
-    fflush(stdout);
-  }
-  out_summary_begin();
-  out_num("avg_busbw_gbps", s.busbw_rows ? s.busbw_sum / (double)s.busbw_rows : 0.0);
-  for (int k = 0; k < s.nv; k++)
-    if (s.busbw_n[k] > 0) {
-      char key[48];
-      snprintf(key, sizeof key, "avg_busbw_gbps_%s", s.v[k].label);
-      out_num(key, s.busbw_by[k] / s.busbw_n[k]);
-    }
-  out_int("rows", s.rows);
-  out_int("wrong", wrong);
-  if (s.auto_cases > 0) {
-    out_int("auto_cases", s.auto_cases);
-    out_int("auto_within_10pct", s.auto_within);
-  }
-  int rc = out_finish() != 0 || wrong != 0;
+  report(&s, wrong);
+  rc = out_finish() != 0 || wrong != 0;
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Comm_free(&s.mpi);
   if (o->device) {
@@ -709,9 +747,6 @@ int sweep_main(const bench_opts_t *o)
     bdev_free_pinned(s.pin);
     bdev_stop();
   }
-  free(s.send);
-  free(s.recv);
-  free(s.expect);
-  free(s.t);
+  free_buffers(&s);
   return rc;
 }

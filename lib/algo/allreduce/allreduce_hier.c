@@ -19,7 +19,8 @@
  * reduce. MPI moves requests only inside MPI calls, so the shared-memory
  * phases move the cross-node steps on after every round and while they
  * wait (shm_run_with). Otherwise the phases run one after another,
- * the cross phase by ring or recursive doubling as the cost model says.
+ * the cross phase by ring or recursive doubling as the cost model says
+ * (hier_cross.c, which the NCCL hierarchy shares).
  *
  * Unequal nodes (3+1, say): slices are cut by the largest node size G, and
  * on a node of L < G ranks local rank r owns slices r, r+L, ..., so every
@@ -28,6 +29,7 @@
  * comes out of one cross all-reduce (identical on its owners) and is copied
  * by the allgather, so every rank ends with the same bytes.
  */
+#include "algo/allreduce/hier_cross.h"
 #include "algo/common/shm.h"
 
 #include <math.h>
@@ -36,51 +38,6 @@
 
 #include "base/numbers.h"
 #include "topo/topo.h"
-
-/* The candidates for a cross-node slice: one rank per node. */
-static const select_algo_t *const cross_algos[] = {&algo_ring.select,
-                                                   &algo_recursive_doubling.select};
-static const select_menu_t cross_menu = {2, cross_algos, RONDO_COLL_ALLREDUCE, NULL};
-
-/* The model's parameters for the cross phase: every local rank crosses at
- * once, so the node's link is shared by max_local streams. */
-static select_params_t cross_params(const select_params_t *prm, int max_local)
-{
-  select_params_t p = *prm;
-  p.inter.beta *= max_local;
-  p.lone_beta *= max_local;
-  for (int k = 0; k < p.dists; k++)
-    p.dist_beta[k] *= max_local;
-  return p;
-}
-
-static select_input_t cross_input(const select_input_t *in, double bytes)
-{
-  select_input_t c = *in;
-  c.bytes = (size_t)bytes;
-  c.count = in->count / (size_t)in->max_local;
-  c.ranks = in->nodes;
-  c.min_local = c.max_local = 1;
-  return c;
-}
-
-rondo_status_t algo_hier_cross(rondo_comm_t comm, rondo_comm_t cross, void *buf, size_t n,
-                               size_t whole, rondo_dtype_t dtype, rondo_op_t op)
-{
-  algo_allreduce_args_t c = {.comm = cross, .sendbuf = buf, .recvbuf = buf, .count = n,
-                             .dtype = dtype, .op = op, .esize = rondo_dtype_size(dtype)};
-  if (n == 0 || cross->size == 1)
-    return RONDO_SUCCESS;
-  select_input_t all = algo_input(comm, whole, dtype, op);
-  select_input_t in = cross_input(&all, (double)(n * c.esize));
-  in.count = n;
-  select_result_t res;
-  select_params_t params = algo_params(comm);
-  params = cross_params(&params, all.max_local);
-  rondo_algo_t pick = select_choose(&params, &cross_menu, NULL, RONDO_ALGO_AUTO, &in, &res);
-  return (pick == RONDO_ALGO_RECURSIVE_DOUBLING ? &algo_recursive_doubling : &algo_ring)
-      ->allreduce(&c);
-}
 
 static rondo_status_t cross_allreduce(const algo_allreduce_args_t *a, rondo_comm_t cross,
                                       size_t off, size_t n)
@@ -433,7 +390,7 @@ size_t algo_hier_stripes(double bytes, double chunk, int slow)
 static double stripe_wire(const select_params_t *link, const select_input_t *in, double stripe)
 {
   double slice = stripe / in->max_local;
-  select_input_t cin = cross_input(in, slice);
+  select_input_t cin = algo_hier_cross_input(in, slice);
   int pof2 = rondo__pof2_floor(in->nodes) == in->nodes;
   return pof2 ? algo_rab_time(link, &cin, slice, 0, 2) : algo_rd_time(link, &cin, slice, 0);
 }
@@ -443,9 +400,9 @@ static hier_times_t hier_times(const select_params_t *prm, const select_input_t 
   const select_level_t *sh = &prm->shm;
   double n = (double)in->bytes;
   double cores = 2 * sh->alpha + (2 * sh->beta + sh->gamma) * n;
-  select_params_t link = cross_params(prm, in->max_local);
+  select_params_t link = algo_hier_cross_params(prm, in->max_local);
   double slice = n / in->max_local;
-  select_input_t cin = cross_input(in, slice);
+  select_input_t cin = algo_hier_cross_input(in, slice);
   double rd = algo_rd_time(&link, &cin, slice, 0);
   double ring = algo_ring_time(&link.inter, slice, in->nodes, prm->ring_chunk, 1);
   hier_times_t t = {cores + (ring < rd ? ring : rd), 0, 0, 0, 0};

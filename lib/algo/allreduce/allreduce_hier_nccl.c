@@ -24,6 +24,7 @@
  * the allgather. As in staging, a rank whose device step failed still takes
  * part in the cross-node all-reduce, from a buffer of its own.
  */
+#include "algo/allreduce/hier_cross.h"
 #include "algo/common/gpu.h"
 
 #include <stdlib.h>
