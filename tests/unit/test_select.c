@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/common/algo.h"
+#include "algo/algo.h"
 #include "algo/common/blocks.h"
 #include "select/select.h"
 
