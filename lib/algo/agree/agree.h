@@ -1,5 +1,6 @@
 /*
- * Collective argument agreement (agree.c): a small collective of its own.
+ * Collective argument agreement (lib/algo/agree/): a small collective of
+ * its own.
  * Every blocking entry point fills a signature of the arguments that must be
  * equal on every rank; agree_call() checks local validity and equality on
  * all ranks before any data moves: in shared memory on a one-node comm (the
@@ -8,9 +9,11 @@
  * round (shm.c), Rabenseifner's halving carries the exchange where it is
  * rondo's own (agree_call_riding). Internal (prefix agree_).
  *
- * lib/algo/agree/ holds the whole agreement: agree.c (the calls above),
- * check_packet.c (the packet) and check_exchange.c (its exchange). The
- * words its files use:
+ * lib/algo/agree/ holds the whole agreement, bottom up: signature.c (a
+ * call's sum and names), check_packet.c (the packet), check_exchange.c
+ * (its exchange), board.c (the check on one node), across.c (across
+ * nodes), agree.c (which one a call takes; the leave step). The words its
+ * files use:
  *   signature  the fields of one call that must be equal on every rank
  *              (agree_sig_t), summed to 64 bits to compare them at once
  *   board      a one-node comm's agreement: a shared-memory page where each

@@ -5,8 +5,8 @@
  * own data in the same steps (a rider) and, where nodes are blocks of
  * several ranks, larger inline data crosses from one rank a node, or by
  * one MPI all-reduce, which MPICH makes node-aware where nodes hold
- * several ranks; chosen once per comm (algo_check_by_exchange). agree.c
- * runs it. Internal (prefix check_).
+ * several ranks; chosen once per comm (algo_check_by_exchange).
+ * across.c runs it. Internal (prefix check_).
  */
 #ifndef RONDO_ALGO_CHECK_EXCHANGE_H
 #define RONDO_ALGO_CHECK_EXCHANGE_H

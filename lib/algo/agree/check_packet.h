@@ -1,8 +1,8 @@
 /*
  * The argument check's packet across nodes (check_packet.c): what one
  * rank sends in each step of the check's exchange (check_exchange.c), how
- * two packets combine, and how much inline data it has room for. agree.c
- * fills and reads it. Internal (prefix packet_).
+ * two packets combine, and how much inline data it has room for.
+ * across.c fills and reads it. Internal (prefix packet_).
  */
 #ifndef RONDO_ALGO_CHECK_PACKET_H
 #define RONDO_ALGO_CHECK_PACKET_H
@@ -11,11 +11,11 @@
 
 #include "algo/agree/agree.h"
 
-/* The header, 64 bytes. A call is told by sig, agree.c's 64-bit sum of
+/* The header, 64 bytes. A call is told by sig, signature.c's 64-bit sum of
  * its collective and every field (what the board inside a node compares
  * too): combined by MAX with its complement, so sig == ~not_sig after the
  * exchange says every rank made the same call, and a mismatch is then told
- * in detail by one more all-reduce (agree.c). An all-reduce's count, dtype,
+ * in detail by one more all-reduce (across.c). An all-reduce's count, dtype,
  * op and algorithm are here in the clear, since the inline data is reduced
  * by them. Ranks are encoded as size - rank, 0 for none, so MAX finds the
  * lowest. Then room bytes of inline data. */
