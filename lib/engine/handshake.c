@@ -98,6 +98,10 @@ static void stalled_rendezvous(struct engine *e, const char *arrived)
   for (size_t i = 0; i < e->npending; i++)
     if (e->pending[i] != NULL && now - e->pending[i]->t_submit > oldest)
       oldest = now - e->pending[i]->t_submit;
+  int abort_now = eng_stall_abort_due(lim, oldest);
+  int warn_now = !abort_now && e->rank == 0 && eng_stall_warn_due(&e->stall, lim, now, oldest);
+  if (!abort_now && !warn_now)
+    return; /* the usual nap: nothing to name */
   char missing[128] = "the other ranks";
   if (arrived != NULL) {
     size_t used = (size_t)snprintf(missing, sizeof missing, "rank(s) ");
@@ -106,7 +110,7 @@ static void stalled_rendezvous(struct engine *e, const char *arrived)
         used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d",
                                  shown++ ? "," : "", r);
   }
-  if (eng_stall_abort_due(lim, oldest)) {
+  if (abort_now) {
     char msg[512];
     for (size_t i = 0; i < e->npending; i++) {
       struct rondo_request *r = e->pending[i];
@@ -119,7 +123,7 @@ static void stalled_rendezvous(struct engine *e, const char *arrived)
                r->name, missing, lim.abort);
       eng_complete(e, r, RONDO_ERR_STALLED, msg);
     }
-  } else if (e->rank == 0 && eng_stall_warn_due(&e->stall, lim, now, oldest)) {
+  } else {
     LOG_WARN("stall: request(s) waited %.0f s: %s did not start this comm's engine (they "
              "submitted no request and did not join). Every rank must submit the same names; "
              "set RONDO_STALL_ABORT_SEC to fail them instead of waiting",
