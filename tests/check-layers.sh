@@ -14,6 +14,10 @@
 #    within tools/bench/, the files' calls run one way: no file uses a
 #    symbol of a file that, directly or through others, uses one of its
 #    own.
+#  - the engine (lib/engine/): struct engine lives in assembly.h, which
+#    only the files that assemble the engine include (assemblers, below);
+#    and every include of an engine file goes down the order that
+#    engine.h lists its files in, bottom up.
 set -u
 src=${top_srcdir:-.}
 build=$(cd "${top_builddir:-.}" && pwd)
@@ -84,6 +88,84 @@ if check_includes "$tmp" > /dev/null; then
 fi
 rm -rf "$tmp"
 check_includes "$src" || status=1
+
+# ---- the engine's private struct and its order ----------------------------------------
+# The files that assemble the engine: the only ones that may include
+# engine/assembly.h (struct engine). Every other file takes the object it
+# needs (docs/engine.md).
+assemblers="lib/engine/engine.c lib/engine/loop.c"
+
+# check_private ROOT: reports each file of ROOT (lib/, tools/, tests/,
+# bench/, examples/, interpose/) other than the assemblers that includes
+# engine/assembly.h; returns 1 if any does.
+check_private() {
+  bad=0
+  for f in $(cd "$1" && find lib tools tests bench examples interpose -name '*.[ch]' 2>/dev/null | LC_ALL=C sort); do
+    case " $assemblers lib/engine/assembly.h " in *" $f "*) continue ;; esac
+    for inc in $(includes_of "$1/$f"); do
+      case $inc in
+      engine/assembly.h | assembly.h)
+        echo "FAIL: $f includes $inc: only the files that assemble the engine ($assemblers) see struct engine"
+        bad=1 ;;
+      esac
+    done
+  done
+  return $bad
+}
+
+# check_engine_order ROOT: the engine's files, bottom up, are the names
+# "  name.c" that ROOT/lib/engine/engine.h's opening comment lists (one
+# rank per line; a line may name two). Each include "engine/x.h" of an
+# engine file must be of a file of its own rank or below (x.h counts as
+# x.c; a header of no listed file is left to the other checks); returns 1
+# if one is not.
+check_engine_order() {
+  order=$(sed -n '1,/\*\//s/^ \*   \([a-z_]*\.c\)\(, \([a-z_]*\.c\)\)\{0,1\} .*/\1 \3/p' \
+          "$1/lib/engine/engine.h")
+  [ -n "$order" ] || { echo "FAIL: lib/engine/engine.h lists no files bottom up"; return 1; }
+  echo "$order" | awk -v root="$1" '
+    { for (i = 1; i <= NF; i++) { sub(/\.c$/, "", $i); rank[$i] = NR } }
+    END {
+      bad = 0
+      for (f in rank) for (ext = 0; ext < 2; ext++) {
+        file = root "/lib/engine/" f (ext ? ".h" : ".c")
+        while ((getline line < file) > 0)
+          if (match(line, /^#include "engine\/[a-z_]*\.h"/)) {
+            to = substr(line, RSTART + 17, RLENGTH - 20)
+            if ((to in rank) && rank[to] > rank[f]) {
+              printf "FAIL: lib/engine/%s%s includes engine/%s.h, a file above it (engine.h lists the order)\n", f, (ext ? ".h" : ".c"), to
+              bad = 1
+            }
+          }
+        close(file)
+      }
+      exit bad
+    }'
+}
+
+# The checks must catch a violation: a file of the engine that includes
+# the private header, and one that includes a file above it; and must pass
+# the assemblers and an include that goes down.
+tmp=$(mktemp -d)
+mkdir -p "$tmp/lib/engine"
+printf '/*\n *   low.c        below\n *   high.c, also.c  above\n */\n' > "$tmp/lib/engine/engine.h"
+printf 'struct engine { int x; };\n' > "$tmp/lib/engine/assembly.h"
+printf '#include "engine/assembly.h"\n' > "$tmp/lib/engine/engine.c"
+printf '#include "engine/low.h"\n' > "$tmp/lib/engine/high.c"
+if ! check_private "$tmp" > /dev/null || ! check_engine_order "$tmp" > /dev/null; then
+  echo "FAIL: the engine checks refused an assembler or an include that goes down"; status=1
+fi
+printf '#include "engine/assembly.h"\n' > "$tmp/lib/engine/low.c"
+if check_private "$tmp" > /dev/null; then
+  echo "FAIL: the private-struct check missed lib/engine/low.c including engine/assembly.h"; status=1
+fi
+printf '#include "engine/also.h"\n' > "$tmp/lib/engine/low.h"
+if check_engine_order "$tmp" > /dev/null; then
+  echo "FAIL: the engine's order check missed low.h including engine/also.h"; status=1
+fi
+rm -rf "$tmp"
+check_private "$src" || status=1
+check_engine_order "$src" || status=1
 
 # librondo-mpi (interpose/) sits above the library and uses its public API:
 # rondo.h, and the header-only size parser every tool shares.
@@ -256,5 +338,5 @@ if [ -n "$found" ]; then
   echo "$found" | sed 's/^/  /'
   status=1
 fi
-[ $status = 0 ] && echo "PASS: $folders layers; no include or call goes up or sideways ($ncalls calls between objects), no include circle, no circle of calls within a folder"
+[ $status = 0 ] && echo "PASS: $folders layers; no include or call goes up or sideways ($ncalls calls between objects), no include circle, no circle of calls within a folder; struct engine private to $(echo $assemblers | wc -w) files, the engine's includes in order"
 exit $status

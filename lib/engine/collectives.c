@@ -38,8 +38,9 @@
  */
 #include "engine/collectives.h"
 
-#include "engine/engine.h"
+#include "base/comm.h"
 #include "engine/inflight.h"
+#include "engine/request.h"
 #include "engine/nap.h"
 
 #include <stdint.h>
@@ -50,21 +51,21 @@
 #include "algo/algo.h"
 #include "reduce/reduce.h"
 
-static void span(struct engine *e, const struct rondo_request *r, const char *what, double t0)
+static void span(eng_run_t *e, const struct rondo_request *r, const char *what, double t0)
 {
   if (!r->stand_in)
-    eng_tl_span(&e->trace, r->name, what, t0, rondo__now(), NULL);
+    eng_tl_span(e->trace, r->name, what, t0, rondo__now(), NULL);
 }
 
-static void finish(struct engine *e, struct rondo_request *r, rondo_status_t st)
+static void finish(eng_run_t *e, struct rondo_request *r, rondo_status_t st)
 {
-  eng_complete(e, r, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
+  eng_complete(e->flight, r, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
 }
 
 /* The spans of a fused batch (or a lone request) on each member's track:
  * the copies in and out when there are some, the collective with its
  * arguments between them. */
-static void batch_spans(struct engine *e, const eng_item_t *b, size_t nb, const char *what,
+static void batch_spans(eng_run_t *e, const eng_item_t *b, size_t nb, const char *what,
                         int copied_in, double t0, double t1, double t2, double t3, const char *args)
 {
   for (size_t j = 0; j < nb; j++) {
@@ -72,29 +73,29 @@ static void batch_spans(struct engine *e, const eng_item_t *b, size_t nb, const 
     if (r->stand_in)
       continue;
     if (copied_in)
-      eng_tl_span(&e->trace, r->name, "MEMCPY_IN_FUSION_BUFFER", t0, t1, NULL);
-    eng_tl_span(&e->trace, r->name, what, t1, t2, args);
+      eng_tl_span(e->trace, r->name, "MEMCPY_IN_FUSION_BUFFER", t0, t1, NULL);
+    eng_tl_span(e->trace, r->name, what, t1, t2, args);
     if (nb > 1)
-      eng_tl_span(&e->trace, r->name, "MEMCPY_OUT_FUSION_BUFFER", t2, t3, NULL);
+      eng_tl_span(e->trace, r->name, "MEMCPY_OUT_FUSION_BUFFER", t2, t3, NULL);
   }
 }
 
-static void complete_batch(struct engine *e, eng_item_t *b, size_t nb, rondo_status_t st)
+static void complete_batch(eng_run_t *e, eng_item_t *b, size_t nb, rondo_status_t st)
 {
-  struct rondo_request **reqs = e->buf.reqs; /* room for every item of the cycle */
+  struct rondo_request **reqs = e->buf->reqs; /* room for every item of the cycle */
   for (size_t j = 0; j < nb; j++)
     reqs[j] = b[j].req;
-  eng_complete_many(e, reqs, nb, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
+  eng_complete_many(e->flight, reqs, nb, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
 }
 
-void eng_run_broadcast(struct engine *e, eng_item_t *it)
+void eng_run_broadcast(eng_run_t *e, eng_item_t *it)
 {
   struct rondo_request *r = it->req;
   const eng_sig_t *s = &it->resp->sig;
   size_t bytes = s->count * rondo_dtype_size((rondo_dtype_t)s->dtype);
   double t0 = rondo__now();
   /* a stand-in receives into its scratch (reserved with it, execute.c) */
-  void *buf = r->stand_in ? e->buf.scratch : r->recvbuf;
+  void *buf = r->stand_in ? e->buf->scratch : r->recvbuf;
   rondo_status_t st = RONDO_SUCCESS;
   if (bytes > 0)
     st = algo_broadcast(e->exec, buf, bytes, s->root);
@@ -117,7 +118,7 @@ static size_t share_rows(const eng_sig_t *sig, int size, int q)
  * never meet a joined rank (the negotiation fails them, RONDO_ASYNC_NO_JOIN),
  * so there are no stand-ins here; a batch of several would still pack one's
  * identity. */
-static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
+static void rs_batch(eng_run_t *e, eng_item_t *b, size_t nb, void *ctx)
 {
   (void)ctx;
   const eng_sig_t *s = &b[0].resp->sig;
@@ -125,7 +126,7 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
   rondo_op_t op = (rondo_op_t)s->op;
   size_t esize = rondo_dtype_size(dtype), total = 0;
   int p = e->size;
-  size_t *counts = e->buf.sizes, *at = e->buf.counts;
+  size_t *counts = e->buf->sizes, *at = e->buf->counts;
   for (int q = 0; q < p; q++) {
     counts[q] = 0;
     for (size_t j = 0; j < nb; j++)
@@ -142,9 +143,9 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
     src = r->sendbuf;
     dst = r->recvbuf;
     if (s->prescale != 1.0 && total > 0) {
-      if ((st = eng_scratch_reserve(&e->buf, total * esize)) == RONDO_SUCCESS) {
-        reduce_scale(e->buf.scratch, src, total, dtype, s->prescale);
-        src = e->buf.scratch;
+      if ((st = eng_scratch_reserve(e->buf, total * esize)) == RONDO_SUCCESS) {
+        reduce_scale(e->buf->scratch, src, total, dtype, s->prescale);
+        src = e->buf->scratch;
       }
       /* no rank goes into the collective while another could not; the
        * scales are in the signature, so every rank agrees here or none */
@@ -153,8 +154,8 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
   } else {
     /* the inputs, then room for this rank's block (rank 0's is the
      * largest: the same size on every rank) */
-    st = eng_fusion_reserve(&e->buf, e->exec->mpi, (total + counts[0]) * esize + 1);
-    char *in = e->buf.fusion;
+    st = eng_fusion_reserve(e->buf, e->exec->mpi, (total + counts[0]) * esize + 1);
+    char *in = e->buf->fusion;
     src = dst = NULL;
     if (st == RONDO_SUCCESS) {
       src = in;
@@ -198,7 +199,7 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
     }
   }
   double t3 = rondo__now();
-  if (eng_tl_on(&e->trace)) {
+  if (eng_tl_on(e->trace)) {
     char args[96];
     snprintf(args, sizeof args, "{\"fused\":%zu,\"bytes\":%zu}", nb, total * esize);
     batch_spans(e, b, nb, "REDUCESCATTER", nb > 1 || s->prescale != 1.0, t0, t1, t2, t3, args);
@@ -206,7 +207,7 @@ static void rs_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
   complete_batch(e, b, nb, st);
 }
 
-void eng_reduce_scatter_run(struct engine *e, eng_item_t *it, size_t n)
+void eng_reduce_scatter_run(eng_run_t *e, eng_item_t *it, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     it[i].elems = (size_t)(it[i].resp->sig.rows * it[i].resp->sig.count);
@@ -240,12 +241,12 @@ static uint64_t rows_of(const eng_item_t *it, const ag_cycle_t *c, int q)
 }
 
 /* One batch of allgathers (same dtype; their results allocated). */
-static void ag_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
+static void ag_batch(eng_run_t *e, eng_item_t *b, size_t nb, void *ctx)
 {
   ag_cycle_t *c = ctx;
   size_t esize = rondo_dtype_size((rondo_dtype_t)b[0].resp->sig.dtype), total = 0;
   int p = e->size, exchanged = 0;
-  size_t *counts = e->buf.sizes, *at = e->buf.counts;
+  size_t *counts = e->buf->sizes, *at = e->buf->counts;
   for (int q = 0; q < p; q++) {
     counts[q] = 0;
     for (size_t j = 0; j < nb; j++)
@@ -268,7 +269,7 @@ static void ag_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
   const void *src = b[0].req->sendbuf; /* a stand-in's: NULL, and no rows */
   void *dst = b[0].out;
   if (nb > 1) { /* the fusion buffer holds it (the cycle's agreement) */
-    char *f = e->buf.fusion, *in = f + total * esize;
+    char *f = e->buf->fusion, *in = f + total * esize;
     dst = f;
     src = in;
     for (size_t j = 0; j < nb; j++) {
@@ -303,7 +304,7 @@ static void ag_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
       }
   }
   double t3 = rondo__now();
-  if (eng_tl_on(&e->trace)) {
+  if (eng_tl_on(e->trace)) {
     char args[128];
     snprintf(args, sizeof args, "{\"fused\":%zu,\"bytes\":%zu,\"counts\":\"%s\"}", nb,
              total * esize, exchanged ? "exchanged" : "negotiated");
@@ -323,7 +324,7 @@ static void ag_batch(struct engine *e, eng_item_t *b, size_t nb, void *ctx)
 }
 
 /* Fails every allgather of the cycle (before any data moved). */
-static void ag_fail_all(struct engine *e, eng_item_t *it, size_t n, rondo_status_t st)
+static void ag_fail_all(eng_run_t *e, eng_item_t *it, size_t n, rondo_status_t st)
 {
   for (size_t i = 0; i < n; i++) {
     if (allocated(&it[i]))
@@ -333,7 +334,7 @@ static void ag_fail_all(struct engine *e, eng_item_t *it, size_t n, rondo_status
   complete_batch(e, it, n, st);
 }
 
-void eng_allgather_run(struct engine *e, eng_item_t *it, size_t n)
+void eng_allgather_run(eng_run_t *e, eng_item_t *it, size_t n)
 {
   int p = e->size;
   ag_cycle_t c = {NULL, 0, 1, 0, 0, RONDO_SUCCESS};
@@ -344,9 +345,9 @@ void eng_allgather_run(struct engine *e, eng_item_t *it, size_t n)
   rondo_status_t st = RONDO_SUCCESS;
   if (c.k > 0) {
     /* One exchange of every rank's rows of the allgathers that need it. */
-    st = eng_rows_reserve(&e->buf, e->exec->mpi, c.k * (size_t)p);
+    st = eng_rows_reserve(e->buf, e->exec->mpi, c.k * (size_t)p);
     if (st == RONDO_SUCCESS) {
-      uint64_t *table = e->buf.rows, *mine = table + (size_t)e->rank * c.k;
+      uint64_t *table = e->buf->rows, *mine = table + (size_t)e->rank * c.k;
       for (size_t i = 0; i < n; i++)
         if (it[i].col != SIZE_MAX)
           mine[it[i].col] = it[i].req->stand_in ? 0 : it[i].req->rows;
@@ -354,7 +355,7 @@ void eng_allgather_run(struct engine *e, eng_item_t *it, size_t n)
       int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, table, (int)c.k, MPI_UINT64_T,
                               e->exec->mpi, &req);
       st = rc != MPI_SUCCESS ? rondo__mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__)
-                             : eng_wait(e, &req);
+                             : eng_wait(e->nap, &req);
       c.table = table;
     }
   }
@@ -400,7 +401,7 @@ void eng_allgather_run(struct engine *e, eng_item_t *it, size_t n)
   }
   eng_fuse(e, it, n, ag_batch, &c); /* plan: c.need */
   if (st == RONDO_SUCCESS && c.need > 0)
-    st = eng_fusion_hold(&e->buf, c.need);
+    st = eng_fusion_hold(e->buf, c.need);
   if (n == 1 && c.k == 0 && !allocated(&it[0]) && !it[0].req->stand_in) {
     c.folded = 1; /* nothing to allocate: the check alone is left (ag_cycle_t) */
     c.local = st;
@@ -411,27 +412,27 @@ void eng_allgather_run(struct engine *e, eng_item_t *it, size_t n)
       return;
     }
   }
-  eng_fusion_agreed(&e->buf, c.need);
+  eng_fusion_agreed(e->buf, c.need);
   c.plan = 0;
   eng_fuse(e, it, n, ag_batch, &c);
 }
 
-void eng_run_alltoall(struct engine *e, eng_item_t *it)
+void eng_run_alltoall(eng_run_t *e, eng_item_t *it)
 {
   struct rondo_request *r = it->req;
   const eng_sig_t *s = &it->resp->sig;
   size_t row = s->count * rondo_dtype_size((rondo_dtype_t)s->dtype), total = 0;
   int p = e->size;
   double t0 = rondo__now();
-  uint64_t *rows = e->buf.rows;   /* [0, p): to each rank; [p, 2p): from each */
-  size_t *bytes = e->buf.sizes;
+  uint64_t *rows = e->buf->rows;   /* [0, p): to each rank; [p, 2p): from each */
+  size_t *bytes = e->buf->sizes;
   void *out = NULL;
   for (int q = 0; q < p; q++)
     rows[q] = r->sendcounts[q];
   MPI_Request req;
   int rc = MPI_Ialltoall(rows, 1, MPI_UINT64_T, rows + p, 1, MPI_UINT64_T, e->exec->mpi, &req);
   rondo_status_t st = rc != MPI_SUCCESS ? rondo__mpi_fail(rc, "MPI_Ialltoall", __FILE__, __LINE__)
-                                        : eng_wait(e, &req);
+                                        : eng_wait(e->nap, &req);
   if (st == RONDO_SUCCESS) {
     for (int q = 0; q < p; q++) {
       bytes[q] = (size_t)rows[q] * row;

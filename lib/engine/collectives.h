@@ -9,15 +9,15 @@
 
 #include <stddef.h>
 
+#include "engine/fusion.h"
 #include "engine/responses.h"
 
-struct engine;
 
 /* All the cycle's items of the kind, in response order. */
-void eng_reduce_scatter_run(struct engine *e, eng_item_t *items, size_t n);
-void eng_allgather_run(struct engine *e, eng_item_t *items, size_t n);
+void eng_reduce_scatter_run(eng_run_t *e, eng_item_t *items, size_t n);
+void eng_allgather_run(eng_run_t *e, eng_item_t *items, size_t n);
 /* One item. */
-void eng_run_broadcast(struct engine *e, eng_item_t *it);
-void eng_run_alltoall(struct engine *e, eng_item_t *it);
+void eng_run_broadcast(eng_run_t *e, eng_item_t *it);
+void eng_run_alltoall(eng_run_t *e, eng_item_t *it);
 
 #endif /* RONDO_ENGINE_COLLECTIVES_H */

@@ -16,11 +16,12 @@
  */
 #include "engine/execute.h"
 
+#include "base/comm.h"
 #include "engine/collectives.h"
-#include "engine/engine.h"
 #include "engine/fusion.h"
 #include "engine/groups.h"
 #include "engine/inflight.h"
+#include "engine/request.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +31,8 @@
  * the others one item at a time, in response order (run_one). A refusal
  * is never ready (it fails on every rank), so it has no runner. */
 static const struct {
-  void (*run_all)(struct engine *e, eng_item_t *items, size_t n);
-  void (*run_one)(struct engine *e, eng_item_t *it);
+  void (*run_all)(eng_run_t *e, eng_item_t *items, size_t n);
+  void (*run_one)(eng_run_t *e, eng_item_t *it);
 } runners[ENG_KINDS] = {
     [ENG_ALLREDUCE] = {eng_fusion_run, NULL},
     [ENG_BROADCAST] = {NULL, eng_run_broadcast},
@@ -42,21 +43,21 @@ static const struct {
 };
 
 /* A stand-in for resp on a joined rank, with scratch for its data. */
-static struct rondo_request *stand_in(struct engine *e, const eng_resp_t *resp)
+static struct rondo_request *stand_in(eng_run_t *e, const eng_resp_t *resp)
 {
-  if (!e->join.joined)
+  if (!e->join->joined)
     LOG_ERROR("engine: '%s' is ready but this rank has no such request; taking part with "
               "the identity to keep the ranks in step (please report this)",
               resp->name);
   size_t bytes = resp->sig.count * rondo_dtype_size((rondo_dtype_t)resp->sig.dtype);
-  if (eng_scratch_reserve(&e->buf, bytes + 1) != RONDO_SUCCESS)
+  if (eng_scratch_reserve(e->buf, bytes + 1) != RONDO_SUCCESS)
     return NULL;
   struct rondo_request *r = calloc(1, sizeof *r);
   if (r == NULL || (r->name = strdup(resp->name)) == NULL) {
     free(r);
     return NULL;
   }
-  r->eng = e;
+  r->eng = e->eng;
   r->stand_in = 1;
   r->pidx = -1;
   r->sig = resp->sig;
@@ -64,9 +65,9 @@ static struct rondo_request *stand_in(struct engine *e, const eng_resp_t *resp)
 }
 
 /* Every rank fails the cycle's ready requests (some rank lacked memory). */
-static void fail_ready(struct engine *e, const eng_cycle_t *c)
+static void fail_ready(eng_run_t *e, const eng_cycle_t *c)
 {
-  struct rondo_request **found = e->buf.found;
+  struct rondo_request **found = e->buf->found;
   for (size_t i = 0; i < c->nresp; i++) {
     struct rondo_request *r = found != NULL ? found[i] : NULL;
     if (c->resp[i].type != RESP_OK || r == NULL)
@@ -80,23 +81,23 @@ static void fail_ready(struct engine *e, const eng_cycle_t *c)
     snprintf(msg, sizeof msg,
              "'%s' did not run: a rank could not get the memory to run this cycle (%s)", r->name,
              rondo_last_error());
-    eng_group_failed(e, r, RONDO_ERR_NO_MEMORY, msg);
-    eng_complete(e, r, RONDO_ERR_NO_MEMORY, msg);
+    eng_group_failed(e->failed, r, RONDO_ERR_NO_MEMORY, msg);
+    eng_complete(e->flight, r, RONDO_ERR_NO_MEMORY, msg);
     found[i] = NULL;
   }
 }
 
-rondo_status_t eng_execute_prepare(struct engine *e, const eng_cycle_t *c)
+rondo_status_t eng_execute_prepare(eng_run_t *e, const eng_cycle_t *c)
 {
-  rondo_status_t st = eng_buffers_reserve(&e->buf, c->nresp);
+  rondo_status_t st = eng_buffers_reserve(e->buf, c->nresp);
   if (st == RONDO_SUCCESS)
-    eng_find_pending(e, c, e->buf.found);
+    eng_find_pending(e->flight, c, e->buf->found);
   int ready = 0;
   for (size_t i = 0; i < c->nresp && st == RONDO_SUCCESS; i++) {
     if (c->resp[i].type != RESP_OK)
       continue;
     ready = 1;
-    if (e->buf.found[i] == NULL && (e->buf.found[i] = stand_in(e, &c->resp[i])) == NULL)
+    if (e->buf->found[i] == NULL && (e->buf->found[i] = stand_in(e, &c->resp[i])) == NULL)
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: a stand-in for '%s'", c->resp[i].name);
   }
   /* The fast path needs no agreement: its items fit in the room reserved
@@ -108,32 +109,32 @@ rondo_status_t eng_execute_prepare(struct engine *e, const eng_cycle_t *c)
   return st;
 }
 
-void eng_execute(struct engine *e, const eng_cycle_t *c)
+void eng_execute(eng_run_t *e, const eng_cycle_t *c)
 {
   if (c->nresp == 0)
     return;
   double ready = rondo__now();
-  eng_item_t *it = e->buf.items, *kind = e->buf.kind_items;
-  struct rondo_request **found = e->buf.found;
+  eng_item_t *it = e->buf->items, *kind = e->buf->kind_items;
+  struct rondo_request **found = e->buf->found;
   size_t n = 0;
   for (size_t i = 0; i < c->nresp; i++) {
     const eng_resp_t *resp = &c->resp[i];
     struct rondo_request *r = found[i];
     if (resp->type == RESP_ERROR) {
       if (r != NULL)
-        eng_group_failed(e, r, resp->status, resp->message);
+        eng_group_failed(e->failed, r, resp->status, resp->message);
       /* a refusing rank gets its own reason, the others the response's */
       if (r != NULL && r->sig.kind == ENG_REFUSED)
-        eng_complete(e, r, RONDO_ERR_INVALID_ARG, r->reason);
+        eng_complete(e->flight, r, RONDO_ERR_INVALID_ARG, r->reason);
       else if (r != NULL)
-        eng_complete(e, r, resp->status, resp->message);
+        eng_complete(e->flight, r, resp->status, resp->message);
       continue;
     }
     if (r == NULL)
       continue; /* failed with the cycle (eng_execute_prepare) */
     if (!r->stand_in) {
-      eng_tl_span(&e->trace, r->name, "QUEUE_WAIT", r->t_submit, r->t_taken, NULL);
-      eng_tl_span(&e->trace, r->name, "NEGOTIATE", r->t_taken, ready, NULL);
+      eng_tl_span(e->trace, r->name, "QUEUE_WAIT", r->t_submit, r->t_taken, NULL);
+      eng_tl_span(e->trace, r->name, "NEGOTIATE", r->t_taken, ready, NULL);
     }
     it[n++] = (eng_item_t){.req = r, .resp = resp};
   }

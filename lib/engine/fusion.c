@@ -15,8 +15,9 @@
  */
 #include "engine/fusion.h"
 
-#include "engine/engine.h"
+#include "base/comm.h"
 #include "engine/inflight.h"
+#include "engine/request.h"
 #include "engine/plan.h"
 
 #include <stdio.h>
@@ -27,11 +28,11 @@
 
 /* A fused Adasum batch: each request is a tensor with coefficients of its
  * own, so the algorithm gets their boundaries. */
-static rondo_status_t run_adasum(struct engine *e, eng_item_t *it, size_t n, const void *src,
+static rondo_status_t run_adasum(eng_run_t *e, eng_item_t *it, size_t n, const void *src,
                                  void *buf)
 {
   const eng_sig_t *s = &it[0].resp->sig;
-  size_t *counts = e->buf.counts; /* room for every item of the cycle */
+  size_t *counts = e->buf->counts; /* room for every item of the cycle */
   for (size_t i = 0; i < n; i++)
     counts[i] = it[i].resp->sig.count;
   rondo_status_t st = algo_allreduce_fused(e->exec, src, buf, counts, n, (rondo_dtype_t)s->dtype,
@@ -39,7 +40,7 @@ static rondo_status_t run_adasum(struct engine *e, eng_item_t *it, size_t n, con
   return st;
 }
 
-void eng_fusion_run_host(struct engine *e, eng_item_t *it, size_t n)
+void eng_fusion_run_host(eng_run_t *e, eng_item_t *it, size_t n)
 {
   const eng_sig_t *s = &it[0].resp->sig;
   rondo_dtype_t dtype = (rondo_dtype_t)s->dtype;
@@ -61,8 +62,8 @@ void eng_fusion_run_host(struct engine *e, eng_item_t *it, size_t n)
     /* A batch of several: the fusion buffer, grown alike on every rank. A
      * stand-in alone: its scratch, reserved with it (execute.c). */
     if (n > 1)
-      st = eng_fusion_reserve(&e->buf, e->exec->mpi, total * esize + 1);
-    buf = n > 1 ? e->buf.fusion : e->buf.scratch;
+      st = eng_fusion_reserve(e->buf, e->exec->mpi, total * esize + 1);
+    buf = n > 1 ? e->buf->fusion : e->buf->scratch;
     src = buf;
     size_t off = 0;
     for (size_t i = 0; i < n && st == RONDO_SUCCESS; i++) {
@@ -97,7 +98,7 @@ void eng_fusion_run_host(struct engine *e, eng_item_t *it, size_t n)
     }
   }
   double t3 = rondo__now();
-  if (eng_tl_on(&e->trace)) {
+  if (eng_tl_on(e->trace)) {
     char args[160];
     rondo_algo_t algo = s->algo != RONDO_ALGO_AUTO ? (rondo_algo_t)s->algo
                                                    : (rondo_algo_t)e->exec->last_algo;
@@ -108,26 +109,26 @@ void eng_fusion_run_host(struct engine *e, eng_item_t *it, size_t n)
       if (r->stand_in)
         continue;
       if (n > 1 || s->prescale != 1.0)
-        eng_tl_span(&e->trace, r->name, "MEMCPY_IN_FUSION_BUFFER", t0, t1, NULL);
-      eng_tl_span(&e->trace, r->name, "ALLREDUCE", t1, t2, args);
+        eng_tl_span(e->trace, r->name, "MEMCPY_IN_FUSION_BUFFER", t0, t1, NULL);
+      eng_tl_span(e->trace, r->name, "ALLREDUCE", t1, t2, args);
       if (n > 1)
-        eng_tl_span(&e->trace, r->name, "MEMCPY_OUT_FUSION_BUFFER", t2, t3, NULL);
+        eng_tl_span(e->trace, r->name, "MEMCPY_OUT_FUSION_BUFFER", t2, t3, NULL);
     }
   }
-  struct rondo_request **reqs = e->buf.reqs; /* room for every item of the cycle */
+  struct rondo_request **reqs = e->buf->reqs; /* room for every item of the cycle */
   for (size_t i = 0; i < n; i++)
     reqs[i] = it[i].req;
-  eng_complete_many(e, reqs, n, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
+  eng_complete_many(e->flight, reqs, n, st, st == RONDO_SUCCESS ? NULL : rondo_last_error());
 }
 
-void eng_fuse(struct engine *e, eng_item_t *it, size_t n,
-              void (*run)(struct engine *e, eng_item_t *batch, size_t nb, void *ctx), void *ctx)
+void eng_fuse(eng_run_t *e, eng_item_t *it, size_t n,
+              void (*run)(eng_run_t *e, eng_item_t *batch, size_t nb, void *ctx), void *ctx)
 {
   /* room for every item of the cycle (buffers.c) */
-  eng_plan_t plan = {e->buf.order, e->buf.ends, 0, e->buf.open, e->buf.taken};
+  eng_plan_t plan = {e->buf->order, e->buf->ends, 0, e->buf->open, e->buf->taken};
   eng_plan_limits_t lim = {e->owner->cfg.fusion_threshold, ENG_FUSE_MAX_TENSOR_BYTES};
   eng_plan(it, n, lim, &plan);
-  eng_item_t *batch = e->buf.batch;
+  eng_item_t *batch = e->buf->batch;
   for (size_t b = 0, from = 0; b < plan.nbatches; from = plan.ends[b++]) {
     size_t nb = plan.ends[b] - from;
     for (size_t j = 0; j < nb; j++)
@@ -136,7 +137,7 @@ void eng_fuse(struct engine *e, eng_item_t *it, size_t n,
   }
 }
 
-static void run_any_batch(struct engine *e, eng_item_t *it, size_t n, void *ctx)
+static void run_any_batch(eng_run_t *e, eng_item_t *it, size_t n, void *ctx)
 {
   (void)ctx;
   if (it[0].resp->sig.mem)
@@ -145,7 +146,7 @@ static void run_any_batch(struct engine *e, eng_item_t *it, size_t n, void *ctx)
     eng_fusion_run_host(e, it, n);
 }
 
-void eng_fusion_run(struct engine *e, eng_item_t *it, size_t n)
+void eng_fusion_run(eng_run_t *e, eng_item_t *it, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     it[i].elems = it[i].resp->sig.count;

@@ -11,7 +11,13 @@
 
 #include <stddef.h>
 
+#include "engine/buffers.h"
+#include "engine/groups.h"
+#include "engine/inflight.h"
+#include "engine/join.h"
+#include "engine/nap.h"
 #include "engine/responses.h"
+#include "engine/timeline.h"
 
 struct engine;
 struct dev_event;
@@ -34,6 +40,28 @@ typedef struct {
   size_t fusion_bytes;
 } eng_device_batches_t;
 
+/* What the runners (fusion.c, fusion_device.c, collectives.c, execute.c)
+ * work with: the comms, this rank's place, and the engine's objects they
+ * use, each through its own functions. The engine that assembles it fills
+ * it at creation; exec when its startup has built it. Cycles only, but
+ * for what is marked otherwise. */
+typedef struct {
+  rondo_comm_t owner;         /* the user comm (its knobs: owner->cfg) */
+  rondo_comm_t exec;          /* the comm the requests run on, built over mpi */
+  MPI_Comm mpi;               /* the engine's negotiation traffic */
+  int rank, size;
+  struct engine *eng;         /* a stand-in's engine (opaque: request.h) */
+  eng_buffers_t *buf;         /* buffers.c */
+  eng_trace_t *trace;         /* timeline.c (its own lock) */
+  eng_device_batches_t *dev;  /* fusion_device.c */
+  eng_flight_t *flight;       /* inflight.c: completion */
+  eng_failed_groups_t *failed; /* groups.c */
+  const eng_join_t *join;     /* join.c: whether this rank has joined */
+  eng_nap_t *nap;             /* nap.c: waits */
+  const int *device;          /* under nap->sync->lock: the device of this rank's
+                                 device requests, or -1 (eng_device) */
+} eng_run_t;
+
 /* A batch's element count, all its requests together. */
 static inline size_t eng_batch_count(const eng_item_t *it, size_t n)
 {
@@ -47,8 +75,8 @@ static inline size_t eng_batch_count(const eng_item_t *it, size_t n)
  * items (of one kind, in response order, each with its elems set) planned
  * by eng_plan (plan.h: the batching rule) with RONDO_FUSION_THRESHOLD and
  * ENG_FUSE_MAX_TENSOR_BYTES; run gets each batch, with ctx. */
-void eng_fuse(struct engine *e, eng_item_t *items, size_t n,
-              void (*run)(struct engine *e, eng_item_t *batch, size_t nb, void *ctx), void *ctx);
+void eng_fuse(eng_run_t *e, eng_item_t *items, size_t n,
+              void (*run)(eng_run_t *e, eng_item_t *batch, size_t nb, void *ctx), void *ctx);
 
 /* Tensors above this many bytes (in the fusion buffer) are not fused:
  * copying them into the fusion buffer and out again moves more memory than
@@ -59,15 +87,15 @@ void eng_fuse(struct engine *e, eng_item_t *items, size_t n,
 #define ENG_FUSE_MAX_TENSOR_BYTES ((size_t)256 << 10)
 
 /* The all-reduce items of a cycle, in response order. */
-void eng_fusion_run(struct engine *e, eng_item_t *items, size_t n);
+void eng_fusion_run(eng_run_t *e, eng_item_t *items, size_t n);
 /* One host batch (fusion.c) and one device batch (fusion_device.c). */
-void eng_fusion_run_host(struct engine *e, eng_item_t *items, size_t n);
-void eng_fusion_run_device(struct engine *e, eng_item_t *items, size_t n);
+void eng_fusion_run_host(eng_run_t *e, eng_item_t *items, size_t n);
+void eng_fusion_run_device(eng_run_t *e, eng_item_t *items, size_t n);
 /* Completes the device batches whose GPU work is done (or failed, or timed
  * out). Never blocks. Returns how many are still in flight. */
-size_t eng_poll_device(struct engine *e);
+size_t eng_poll_device(eng_run_t *e);
 /* At shutdown: waits for every device batch (polling, within the device
  * timeout), then frees the device fusion buffer. */
-void eng_drain_device(struct engine *e);
+void eng_drain_device(eng_run_t *e);
 
 #endif /* RONDO_ENGINE_FUSION_H */

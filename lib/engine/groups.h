@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "engine/inflight.h"
 
-struct engine;
 struct rondo_request;
 
 typedef struct {
@@ -26,12 +26,13 @@ typedef struct {
   int n;
 } eng_failed_groups_t;
 
-/* Marks the pending requests that may be announced this cycle. */
-void eng_groups_announce(struct engine *e);
+/* Marks the pending requests of f that may be announced this cycle (cycles
+ * only); those of a group that failed here fail at once. */
+void eng_groups_announce(eng_failed_groups_t *g, eng_flight_t *f);
 /* req, a member of a group, fails (st, message) on this rank: the group's
  * later members fail with it. Before req is completed. */
-void eng_group_failed(struct engine *e, const struct rondo_request *req, rondo_status_t st,
-                      const char *message);
+void eng_group_failed(eng_failed_groups_t *g, const struct rondo_request *req,
+                      rondo_status_t st, const char *message);
 void eng_groups_free(eng_failed_groups_t *f);
 
 #endif /* RONDO_ENGINE_GROUPS_H */

@@ -15,7 +15,7 @@
 #include "engine/loop.h"
 
 #include "comm/comm.h"
-#include "engine/engine.h"
+#include "engine/assembly.h"
 #include "engine/execute.h"
 #include "engine/inflight.h"
 #include "engine/negotiate.h"
@@ -48,11 +48,12 @@ typedef struct {
 static rondo_status_t startup(struct engine *e)
 {
   int anyone = 1;
+  eng_hello_wait_t on_thread = {&e->flight, &e->nap, &e->stall, e->owner};
   if (!e->hello.done)
-    RONDO_CHECK(eng_rendezvous(e, 1, 1, &anyone));
+    RONDO_CHECK(eng_rendezvous(&e->hello, 1, &on_thread, &anyone));
   /* The engine thread shares the cores with the application's threads:
    * its waits inside collectives yield at once instead of spinning first. */
-  rondo_status_t st = comm_build(e->mpi, e->owner, 1, RONDO_SUCCESS, &e->exec);
+  rondo_status_t st = comm_build(e->mpi, e->owner, 1, RONDO_SUCCESS, &e->ctx.exec);
   if (st == RONDO_SUCCESS)
     st = eng_cache_init(&e->cache, e->owner->cfg.cache_capacity);
   if (st == RONDO_SUCCESS)
@@ -66,7 +67,7 @@ static rondo_status_t startup(struct engine *e)
   int ok = st == RONDO_SUCCESS, all_ok = 0;
   MPI_Request req;
   MPI_CHECK(MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, e->mpi, &req));
-  RONDO_CHECK(eng_wait(e, &req));
+  RONDO_CHECK(eng_wait(&e->nap, &req));
   if (st == RONDO_SUCCESS && !all_ok)
     st = rondo__fail(RONDO_ERR_PEER, "engine: another rank could not start its engine");
   return st;
@@ -81,11 +82,11 @@ static void wait_for_burst_end(struct engine *e, double most)
 {
   double start = rondo__now();
   for (;;) {
-    pthread_mutex_lock(&e->lock);
-    int burst = e->queue_head != NULL && e->queue_head != e->queue_tail;
-    double newest = burst ? e->queue_tail->t_submit : 0;
+    pthread_mutex_lock(&e->sync.lock);
+    double newest;
+    eng_queue_burst_locked(&e->flight, &newest);
     int go = e->stop || e->join.wanted;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->sync.lock);
     double now = rondo__now();
     if (go || now - newest >= SETTLE_S || now - start >= most)
       return;
@@ -96,13 +97,13 @@ static void wait_for_burst_end(struct engine *e, double most)
 /* The thread stops: whatever is still in flight fails. */
 static void fail_everything(struct engine *e, rondo_status_t st, const char *why)
 {
-  eng_take_queue(e);
-  eng_pending_fail_all(e, st, why);
-  pthread_mutex_lock(&e->lock);
+  eng_take_queue(&e->flight);
+  eng_pending_fail_all(&e->flight, st, why);
+  pthread_mutex_lock(&e->sync.lock);
   e->exited = 1;
-  eng_join_abandon_locked(e);
-  pthread_cond_broadcast(&e->done);
-  pthread_mutex_unlock(&e->lock);
+  eng_join_abandon_locked(&e->join);
+  pthread_cond_broadcast(&e->sync.done);
+  pthread_mutex_unlock(&e->sync.lock);
 }
 
 
@@ -112,22 +113,22 @@ static void fail_everything(struct engine *e, rondo_status_t st, const char *why
 static rondo_status_t run_cycle(struct engine *e, int wait_burst, eng_cycle_out_t *ret)
 {
   double t0 = rondo__now();
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->sync.lock);
   int stopping = e->stop;
   int join = e->join.wanted && !e->join.joined;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->sync.lock);
   if (wait_burst)
     wait_for_burst_end(e, e->owner->cfg.cycle_time_ms * 1e-3);
-  eng_take_queue(e);
-  eng_groups_announce(e);
+  eng_take_queue(&e->flight);
+  eng_groups_announce(&e->failed, &e->flight);
   /* A joining rank's own requests still in flight go first (they complete
    * as usual, served by the other ranks); it joins once it has none. */
-  if (join && e->npending == 0 && e->dev.n == 0)
-    eng_join_enter(e);
-  if (e->npending > 0 || stopping || e->join.joined)
-    e->idle = 0; /* this rank has work: the others are likely to have it too */
+  if (join && eng_pending_count(&e->flight) == 0 && e->dev.n == 0)
+    eng_join_enter(&e->join, e->cycle);
+  if (eng_pending_count(&e->flight) > 0 || stopping || e->join.joined)
+    e->nap.idle = 0; /* this rank has work: the others are likely to have it too */
   eng_cycle_t cyc;
-  RONDO_CHECK(eng_negotiate(e, stopping, &cyc));
+  RONDO_CHECK(eng_negotiate(&e->neg, stopping, &cyc));
   e->cycle++;
   if (cyc.nresp > 0 && eng_tl_on(&e->trace)) {
     char args[96];
@@ -137,26 +138,26 @@ static rondo_status_t run_cycle(struct engine *e, int wait_burst, eng_cycle_out_
     eng_tl_cycle(&e->trace, t0);
   }
   /* After a slow path every rank agrees it can run the cycle (memory). */
-  if (eng_execute_prepare(e, &cyc) == RONDO_SUCCESS)
-    eng_execute(e, &cyc);
+  if (eng_execute_prepare(&e->ctx, &cyc) == RONDO_SUCCESS)
+    eng_execute(&e->ctx, &cyc);
   eng_cycle_out_t out;
-  out.device_busy = e->dev.n > 0 ? eng_poll_device(e) : 0;
-  eng_prune_pending(e);
+  out.device_busy = e->dev.n > 0 ? eng_poll_device(&e->ctx) : 0;
+  eng_prune_pending(&e->flight);
   /* Busy: this rank has requests waiting for other ranks (or joined).
    * Work pending only elsewhere waits for this rank's application, whose
    * submission wakes the thread: negotiating again early would add an
    * empty cycle to every request. */
-  out.busy = e->npending > 0 || e->join.joined;
+  out.busy = eng_pending_count(&e->flight) > 0 || e->join.joined;
   out.progress = cyc.nresp > 0 || cyc.inline_done > 0;
   out.anyone = cyc.anyone_pending;
   out.all_stopping = cyc.all_stopping;
   rondo_status_t st = RONDO_SUCCESS;
   if (cyc.all_joined && e->join.joined)
-    st = eng_join_finish(e);
+    st = eng_join_finish(&e->join, &e->nap, e->mpi, e->rank, e->size);
   else if (e->join.joined && cyc.stopping != 0 && !cyc.all_stopping)
-    eng_join_leave(e, cyc.stopping);
+    eng_join_leave(&e->join, &e->sync, e->size, cyc.stopping);
   eng_cycle_free(&cyc);
-  e->idle = !out.busy && !out.device_busy && !out.anyone;
+  e->nap.idle = !out.busy && !out.device_busy && !out.anyone;
   *ret = out;
   return st;
 }
@@ -178,18 +179,18 @@ typedef struct {
  * come every RONDO_CYCLE_TIME_MS and cut into the helper's next call). */
 static int pause_after_cycle(struct engine *e, loop_timing_t *t, eng_cycle_out_t o)
 {
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->sync.lock);
   int due = 1;
   if (o.progress || o.busy)
     t->idle = t->cycle_s; /* work is flowing: the next wake-up comes soon */
-  if (e->queue_head != NULL || e->stop || e->join.wanted) {
+  if (eng_queue_waiting_locked(&e->flight) || e->stop || e->join.wanted) {
     t->idle = t->cycle_s; /* new work: negotiate again at once */
     t->retry = ENG_RETRY_MIN_S;
   } else if (o.device_busy) {
     /* GPU work in flight: poll it soon (its events are not signals), and
      * wake for new submissions meanwhile */
     struct timespec ts = eng_deadline(t->device_nap);
-    due = pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT;
+    due = pthread_cond_timedwait(&e->sync.work, &e->sync.lock, &ts) == ETIMEDOUT;
     t->device_nap = t->device_nap * 2 < DEVICE_POLL_MAX_S ? t->device_nap * 2 : DEVICE_POLL_MAX_S;
   } else if (o.busy) {
     /* Requests wait for other ranks, which are most likely still
@@ -200,21 +201,21 @@ static int pause_after_cycle(struct engine *e, loop_timing_t *t, eng_cycle_out_t
     if (t->retry > t->cycle_s)
       t->retry = t->cycle_s;
     double until = rondo__now() + t->retry;
-    while (!e->stop && e->queue_head == NULL && rondo__now() < until) {
+    while (!e->stop && !eng_queue_waiting_locked(&e->flight) && rondo__now() < until) {
       struct timespec ts = eng_deadline(until - rondo__now());
-      if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
+      if (pthread_cond_timedwait(&e->sync.work, &e->sync.lock, &ts) == ETIMEDOUT)
         break;
     }
   } else {
     struct timespec ts = eng_deadline(t->idle);
-    due = pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT;
+    due = pthread_cond_timedwait(&e->sync.work, &e->sync.lock, &ts) == ETIMEDOUT;
     t->idle = t->idle * 2 < IDLE_MAX_S ? t->idle * 2 : IDLE_MAX_S;
     if (t->idle < 1e-4)
       t->idle = 1e-4;
   }
   if (!o.device_busy)
     t->device_nap = DEVICE_POLL_MIN_S;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->sync.lock);
   return due;
 }
 
@@ -223,19 +224,19 @@ static int pause_after_cycle(struct engine *e, loop_timing_t *t, eng_cycle_out_t
  * signals) or its own timer runs out. */
 static int helper_running(struct engine *e)
 {
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->sync.lock);
   int h = e->helpers > 0 && !e->stop && !e->join.wanted;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->sync.lock);
   return h;
 }
 
 /* Whether this rank has anything for a cycle (under e->run). */
 static int has_work(struct engine *e)
 {
-  pthread_mutex_lock(&e->lock);
-  int work = e->queue_head != NULL || e->stop || e->join.wanted;
-  pthread_mutex_unlock(&e->lock);
-  return work || e->npending > 0 || e->join.joined || e->dev.n > 0;
+  pthread_mutex_lock(&e->sync.lock);
+  int work = eng_queue_waiting_locked(&e->flight) || e->stop || e->join.wanted;
+  pthread_mutex_unlock(&e->sync.lock);
+  return work || eng_pending_count(&e->flight) > 0 || e->join.joined || e->dev.n > 0;
 }
 
 static void *loop_main(void *arg)
@@ -248,13 +249,13 @@ static void *loop_main(void *arg)
 #endif
   eng_set_in_cycle(ENG_THREAD_ENGINE);
   pthread_mutex_lock(&e->run);
-  e->idle = 1; /* the other ranks' engines may start much later */
+  e->nap.idle = 1; /* the other ranks' engines may start much later */
   rondo_status_t st = startup(e);
-  e->idle = 0;
+  e->nap.idle = 0;
   pthread_mutex_unlock(&e->run);
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->sync.lock);
   e->ready = st == RONDO_SUCCESS;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->sync.lock);
   loop_timing_t t = {e->owner->cfg.cycle_time_ms * 1e-3, 0, ENG_RETRY_MIN_S, DEVICE_POLL_MIN_S};
   t.idle = t.cycle_s;
   int due = 1; /* the first cycle runs at once */
@@ -265,9 +266,9 @@ static void *loop_main(void *arg)
       continue;
     }
     pthread_mutex_lock(&e->run);
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->sync.lock);
     int broken = e->broken;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->sync.lock);
     if (broken) {
       /* a helper's cycle failed (or found every rank stopping) */
       st = e->broken_st;
@@ -289,12 +290,12 @@ static void *loop_main(void *arg)
   /* GPU work still queued finishes (or fails) before the requests of the
    * shutdown are failed and the buffers freed. */
   pthread_mutex_lock(&e->run);
-  eng_drain_device(e);
+  eng_drain_device(&e->ctx);
   if (st != RONDO_SUCCESS) {
     LOG_ERROR("engine stopped: %s", rondo_last_error());
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->sync.lock);
     e->fatal = st;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->sync.lock);
     fail_everything(e, st, "the engine stopped after an error (see the log)");
   } else {
     fail_everything(e, RONDO_ERR_SHUT_DOWN,
@@ -315,16 +316,16 @@ int eng_help_begin(struct engine *e, const struct rondo_request *req)
    * submitter computes on, and its cycles would contend with that for the
    * cores; the engine thread, pinned beside the submitter, runs them. */
   int submitter = pthread_equal(req->submitter, pthread_self());
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->sync.lock);
   /* Only a request alone in flight: with others (async requests, DDP's
    * buckets) the engine thread paces the cycles, as it always did. */
   int ok = submitter && e->ready && !e->exited && !e->stop && !e->join.wanted && !e->broken &&
-           e->in_flight == 1;
+           eng_in_flight_locked(&e->flight) == 1;
   if (ok)
     e->helpers++;
   else
-    pthread_cond_signal(&e->work); /* eng_submit left it to this thread */
-  pthread_mutex_unlock(&e->lock);
+    pthread_cond_signal(&e->sync.work); /* eng_submit left it to this thread */
+  pthread_mutex_unlock(&e->sync.lock);
   return ok;
 }
 
@@ -336,18 +337,19 @@ void eng_help(struct engine *e, struct rondo_request *req)
   /* req->completed: written by whoever held run when it completed (this
    * thread, or the engine thread before this one took run) */
   while (!req->completed) {
-    pthread_mutex_lock(&e->lock);
-    int go = !e->exited && !e->stop && !e->join.wanted && !e->broken && e->in_flight == 1;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_lock(&e->sync.lock);
+    int go = !e->exited && !e->stop && !e->join.wanted && !e->broken &&
+             eng_in_flight_locked(&e->flight) == 1;
+    pthread_mutex_unlock(&e->sync.lock);
     if (!go)
       break; /* the engine thread takes over: other requests, shutdown, join, failure */
     eng_cycle_out_t out;
     rondo_status_t st = run_cycle(e, 0, &out);
     if (st != RONDO_SUCCESS || out.all_stopping) {
-      pthread_mutex_lock(&e->lock);
+      pthread_mutex_lock(&e->sync.lock);
       e->broken = 1;
       e->broken_st = st;
-      pthread_mutex_unlock(&e->lock);
+      pthread_mutex_unlock(&e->sync.lock);
       break;
     }
     if (req->completed)
@@ -357,27 +359,27 @@ void eng_help(struct engine *e, struct rondo_request *req)
     retry = out.progress ? ENG_RETRY_MIN_S : 2 * retry;
     if (retry > cycle_s)
       retry = cycle_s;
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->sync.lock);
     double until = rondo__now() + retry;
-    while (!e->stop && e->queue_head == NULL && rondo__now() < until) {
+    while (!e->stop && !eng_queue_waiting_locked(&e->flight) && rondo__now() < until) {
       struct timespec ts = eng_deadline(until - rondo__now());
-      if (pthread_cond_timedwait(&e->work, &e->lock, &ts) == ETIMEDOUT)
+      if (pthread_cond_timedwait(&e->sync.work, &e->sync.lock, &ts) == ETIMEDOUT)
         break;
     }
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->sync.lock);
   }
   eng_set_in_cycle(0);
-  int more = e->npending > 0 || e->dev.n > 0;
+  int more = eng_pending_count(&e->flight) > 0 || e->dev.n > 0;
   pthread_mutex_unlock(&e->run);
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->sync.lock);
   e->helpers--;
   /* What is left (other threads' requests, a failure, the shutdown) is the
    * engine thread's again (it may be waiting for this helper to leave);
    * eng_destroy waits for the last helper. */
-  if (more || e->queue_head != NULL || e->broken || e->stop || e->join.wanted)
-    pthread_cond_broadcast(&e->work);
-  pthread_cond_broadcast(&e->done);
-  pthread_mutex_unlock(&e->lock);
+  if (more || eng_queue_waiting_locked(&e->flight) || e->broken || e->stop || e->join.wanted)
+    pthread_cond_broadcast(&e->sync.work);
+  pthread_cond_broadcast(&e->sync.done);
+  pthread_mutex_unlock(&e->sync.lock);
 }
 
 rondo_status_t eng_start_locked(struct engine *e)

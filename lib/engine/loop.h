@@ -11,7 +11,7 @@
 struct engine;
 struct rondo_request;
 
-/* Starts the engine thread if it is not running. Under e->lock. */
+/* Starts the engine thread if it is not running. Under e->sync.lock. */
 rondo_status_t eng_start_locked(struct engine *e);
 /* rondo_wait's help: a thread about to sleep until req (a host request of
  * e) completes runs e's cycles itself while e can spare them, which saves

@@ -3,8 +3,6 @@
  */
 #include "engine/nap.h"
 
-#include "engine/engine.h"
-
 #include <sched.h>
 
 /* Polls of a busy engine: it yields SPIN_S (or SPIN_POLLS times), then
@@ -42,14 +40,14 @@ struct timespec eng_deadline(double s)
   return ts;
 }
 
-int eng_idle_nap(struct engine *e, double s)
+int eng_idle_nap(eng_nap_t *n, double s)
 {
   struct timespec ts = eng_deadline(s);
-  pthread_mutex_lock(&e->lock);
-  if (e->queue_head == NULL && !e->stop && !e->join.wanted)
-    pthread_cond_timedwait(&e->work, &e->lock, &ts);
-  int woke = e->queue_head != NULL || e->stop || e->join.wanted;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_lock(&n->sync->lock);
+  if (!n->news_locked(n->arg))
+    pthread_cond_timedwait(&n->sync->work, &n->sync->lock, &ts);
+  int woke = n->news_locked(n->arg);
+  pthread_mutex_unlock(&n->sync->lock);
   return woke;
 }
 
@@ -63,7 +61,7 @@ int eng_idle_nap(struct engine *e, double s)
  *     and then a sleep fall into step with each other's sleeps (each waits
  *     out the other's nap: 60-110 us per collective instead of 4, measured
  *     with MPICH's nonblocking all-reduce);
- *   - an engine thread that shares the application's core (e->pin_to_submitter) and
+ *   - an engine thread that shares the application's core (n->pin_to_submitter) and
  *     any thread on a node with more ranks than cores yield SPIN_POLLS
  *     times: each yield hands the core to the application (submitting a
  *     burst, say) and back, and the others need the core more than this
@@ -71,12 +69,12 @@ int eng_idle_nap(struct engine *e, double s)
  * An idle engine (the last cycle found no work anywhere) is waiting for
  * ranks that sleep too: it sleeps from the start, 0.5 ms doubling up to
  * 10 ms. */
-rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
+rondo_status_t eng_wait(eng_nap_t *n, MPI_Request *req)
 {
-  int idle = e->idle;
+  int idle = n->idle;
   double nap = idle ? IDLE_POLL_S : 20e-6, most = idle ? ENG_IDLE_POLL_MAX_S : POLL_SLEEP_MAX_S;
   double start = rondo__now();
-  int by_time = !e->oversubscribed && (in_cycle == ENG_THREAD_HELPER || !e->pin_to_submitter);
+  int by_time = !n->oversubscribed && (in_cycle == ENG_THREAD_HELPER || !n->pin_to_submitter);
   for (unsigned polls = 0;; polls++) {
     int done = 0;
     MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
@@ -87,7 +85,7 @@ rondo_status_t eng_wait(struct engine *e, MPI_Request *req)
       sched_yield();
       continue;
     }
-    if (idle && eng_idle_nap(e, nap)) {
+    if (idle && eng_idle_nap(n, nap)) {
       /* local work arrived: the other ranks are probably busy too */
       idle = 0;
       nap = 20e-6;

@@ -26,7 +26,8 @@
 
 #include "comm/comm.h"
 #include "engine/coordinator.h"
-#include "engine/engine.h"
+#include "engine/fusion.h"
+#include "engine/request.h"
 #include "engine/inflight.h"
 #include "engine/nap.h"
 #include "engine/wire.h"
@@ -54,22 +55,24 @@ int eng_bit_words(int cache_capacity) { return 1 + (cache_capacity + 63) / 64; }
 /* ---- the slow path ------------------------------------------------------------------ */
 
 /* This rank's records (its pending requests) into mine, encoded. */
-static rondo_status_t my_records(struct engine *e, eng_buf_t *mine)
+static rondo_status_t my_records(eng_negotiator_t *ng, eng_buf_t *mine)
 {
-  eng_record_t *recs = calloc(e->npending ? e->npending : 1, sizeof *recs);
+  size_t npending = eng_pending_count(ng->run->flight);
+  eng_record_t *recs = calloc(npending ? npending : 1, sizeof *recs);
   if (recs == NULL)
     return rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation message");
   uint32_t n = 0;
   double now = rondo__now();
-  for (size_t i = 0; i < e->npending; i++) {
-    struct rondo_request *r = e->pending[i];
+  for (size_t i = 0; i < npending; i++) {
+    struct rondo_request *r = eng_pending_at(ng->run->flight, i);
     if (r == NULL)
       continue;
     /* held back with an incomplete group: how many of the group are here */
     uint32_t held = 0;
-    for (size_t j = 0; !r->announced && j < e->npending; j++)
-      held += e->pending[j] != NULL && e->pending[j]->group != NULL &&
-              strcmp(e->pending[j]->group, r->group) == 0;
+    for (size_t j = 0; !r->announced && j < npending; j++) {
+      struct rondo_request *q = eng_pending_at(ng->run->flight, j);
+      held += q != NULL && q->group != NULL && strcmp(q->group, r->group) == 0;
+    }
     recs[n++] = (eng_record_t){r->name, r->sig, now - r->t_submit,
                                r->sig.kind == ENG_REFUSED ? r->reason : r->tag, r->group, held};
   }
@@ -80,11 +83,11 @@ static rondo_status_t my_records(struct engine *e, eng_buf_t *mine)
 
 /* Rank 0: decodes every rank's records (all: their bytes, at displs) and
  * lets the coordinator decide. */
-static rondo_status_t decide(struct engine *e, const char *all, const int *bytes,
+static rondo_status_t decide(eng_negotiator_t *ng, const char *all, const int *bytes,
                              const int *displs, const int *joined, const int *stopping,
                              eng_cycle_t *out)
 {
-  int size = e->size;
+  int size = ng->run->size;
   eng_record_t **recs = calloc((size_t)size, sizeof *recs);
   uint32_t *n = calloc((size_t)size, sizeof *n);
   rondo_status_t st = recs != NULL && n != NULL
@@ -96,14 +99,14 @@ static rondo_status_t decide(struct engine *e, const char *all, const int *bytes
       st = rondo__fail(RONDO_ERR_INTERNAL, "engine: malformed negotiation message from rank %d", r);
   }
   if (st == RONDO_SUCCESS) {
-    eng_stall_limits_t lim = eng_stall_limits(e->owner);
+    eng_stall_limits_t lim = eng_stall_limits(ng->run->owner);
     eng_coord_in_t in = {size, (const eng_record_t *const *)recs, n, joined, stopping,
                          lim.warn, lim.abort};
     eng_stalls_t stalls;
-    st = eng_coordinate(&in, &e->cache, out, &stalls);
+    st = eng_coordinate(&in, ng->cache, out, &stalls);
     /* every stalled name waited past lim.warn; one warning per lim.warn */
     if (st == RONDO_SUCCESS && stalls.stalled > 0 &&
-        eng_stall_warn_due(&e->stall, lim, rondo__now(), lim.warn))
+        eng_stall_warn_due(ng->stall, lim, rondo__now(), lim.warn))
       LOG_WARN("stall: %d request(s) waited more than %.0f s for other ranks: %s%s. "
                "Every rank must submit the same names; set RONDO_STALL_ABORT_SEC to fail "
                "them instead of waiting",
@@ -120,30 +123,30 @@ static rondo_status_t decide(struct engine *e, const char *all, const int *bytes
  * serializes them into *resp. *decided: rank 0's outcome (its own failures
  * reach the others through the response size). A returned failure is
  * MPI's: this engine cannot go on. */
-static rondo_status_t gather_decide(struct engine *e, int joined, int stopping,
+static rondo_status_t gather_decide(eng_negotiator_t *ng, int joined, int stopping,
                                     eng_cycle_t *out, eng_buf_t *resp, rondo_status_t *decided)
 {
   eng_buf_t mine = {0};
-  rondo_status_t st = my_records(e, &mine), mst = RONDO_SUCCESS;
+  rondo_status_t st = my_records(ng, &mine), mst = RONDO_SUCCESS;
   int head[3] = {(int)mine.len, joined, stopping}, *heads = NULL, *bytes = NULL,
       *displs = NULL, *joins = NULL, *stops = NULL;
   char *all = NULL;
-  if (e->rank == 0) {
-    heads = malloc(3 * (size_t)e->size * sizeof *heads);
-    bytes = malloc((size_t)e->size * sizeof *bytes);
-    displs = malloc((size_t)e->size * sizeof *displs);
-    joins = malloc((size_t)e->size * sizeof *joins);
-    stops = malloc((size_t)e->size * sizeof *stops);
+  if (ng->run->rank == 0) {
+    heads = malloc(3 * (size_t)ng->run->size * sizeof *heads);
+    bytes = malloc((size_t)ng->run->size * sizeof *bytes);
+    displs = malloc((size_t)ng->run->size * sizeof *displs);
+    joins = malloc((size_t)ng->run->size * sizeof *joins);
+    stops = malloc((size_t)ng->run->size * sizeof *stops);
     if (st == RONDO_SUCCESS && (!heads || !bytes || !displs || !joins || !stops))
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation");
   }
   /* The gathers run whatever happened on rank 0, so no rank hangs. */
   MPI_Request req;
-  MPI_CHECK_GOTO(MPI_Igather(head, 3, MPI_INT, heads, 3, MPI_INT, 0, e->mpi, &req), mst, out);
-  RONDO_CHECK_GOTO(eng_wait(e, &req), mst, out);
+  MPI_CHECK_GOTO(MPI_Igather(head, 3, MPI_INT, heads, 3, MPI_INT, 0, ng->run->mpi, &req), mst, out);
+  RONDO_CHECK_GOTO(eng_wait(ng->run->nap, &req), mst, out);
   size_t total = 0;
-  if (e->rank == 0 && st == RONDO_SUCCESS) {
-    for (int r = 0; r < e->size; r++) {
+  if (ng->run->rank == 0 && st == RONDO_SUCCESS) {
+    for (int r = 0; r < ng->run->size; r++) {
       bytes[r] = heads[3 * r];
       joins[r] = heads[3 * r + 1];
       stops[r] = heads[3 * r + 2];
@@ -154,12 +157,12 @@ static rondo_status_t gather_decide(struct engine *e, int joined, int stopping,
       st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: negotiation");
   }
   MPI_CHECK_GOTO(MPI_Igatherv(mine.p, (int)mine.len, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0,
-                              e->mpi, &req),
+                              ng->run->mpi, &req),
                  mst, out);
-  RONDO_CHECK_GOTO(eng_wait(e, &req), mst, out);
-  if (e->rank == 0) {
+  RONDO_CHECK_GOTO(eng_wait(ng->run->nap, &req), mst, out);
+  if (ng->run->rank == 0) {
     if (st == RONDO_SUCCESS)
-      st = decide(e, all, bytes, displs, joins, stops, out);
+      st = decide(ng, all, bytes, displs, joins, stops, out);
     if (st == RONDO_SUCCESS)
       st = eng_wire_put_responses(resp, out);
     eng_cycle_free(out);
@@ -176,35 +179,36 @@ out:
   return mst;
 }
 
-static rondo_status_t slow_path(struct engine *e, int joined, int stopping, eng_cycle_t *out)
+static rondo_status_t slow_path(eng_negotiator_t *ng, int joined, int stopping, eng_cycle_t *out)
 {
   eng_buf_t resp = {0};
   rondo_status_t decided;
-  rondo_status_t st = gather_decide(e, joined, stopping, out, &resp, &decided);
+  rondo_status_t st = gather_decide(ng, joined, stopping, out, &resp, &decided);
   /* UINT64_MAX: rank 0 failed to decide */
   uint64_t resp_len = decided == RONDO_SUCCESS ? resp.len : UINT64_MAX;
   MPI_Request req;
   if (st == RONDO_SUCCESS)
-    MPI_CHECK_GOTO(MPI_Ibcast(&resp_len, 1, MPI_UINT64_T, 0, e->mpi, &req), st, out);
+    MPI_CHECK_GOTO(MPI_Ibcast(&resp_len, 1, MPI_UINT64_T, 0, ng->run->mpi, &req), st, out);
   if (st == RONDO_SUCCESS)
-    RONDO_CHECK_GOTO(eng_wait(e, &req), st, out);
+    RONDO_CHECK_GOTO(eng_wait(ng->run->nap, &req), st, out);
   if (st != RONDO_SUCCESS)
     goto out;
   if (resp_len == UINT64_MAX) {
-    st = e->rank == 0 ? decided : rondo__fail(RONDO_ERR_PEER, "engine: rank 0 failed to negotiate");
+    st = ng->run->rank == 0 ? decided
+                            : rondo__fail(RONDO_ERR_PEER, "engine: rank 0 failed to negotiate");
     goto out;
   }
-  if (e->rank != 0 && (resp.p = malloc(resp_len ? resp_len : 1)) == NULL) {
+  if (ng->run->rank != 0 && (resp.p = malloc(resp_len ? resp_len : 1)) == NULL) {
     st = rondo__fail(RONDO_ERR_NO_MEMORY, "engine: responses"); /* cannot recover */
     goto out;
   }
-  MPI_CHECK_GOTO(MPI_Ibcast(resp.p, (int)resp_len, MPI_BYTE, 0, e->mpi, &req), st, out);
-  RONDO_CHECK_GOTO(eng_wait(e, &req), st, out);
+  MPI_CHECK_GOTO(MPI_Ibcast(resp.p, (int)resp_len, MPI_BYTE, 0, ng->run->mpi, &req), st, out);
+  RONDO_CHECK_GOTO(eng_wait(ng->run->nap, &req), st, out);
   st = eng_wire_get_responses(resp.p, resp_len, out);
   /* Every rank (rank 0 again: idempotent) applies the cache entries. */
   for (size_t i = 0; i < out->nresp && st == RONDO_SUCCESS; i++)
     if (out->resp[i].type == RESP_OK && out->resp[i].cache_id >= 0)
-      st = eng_cache_set(&e->cache, out->resp[i].cache_id, out->resp[i].name,
+      st = eng_cache_set(ng->cache, out->resp[i].cache_id, out->resp[i].name,
                          &out->resp[i].sig);
 out:
   free(resp.p);
@@ -215,43 +219,43 @@ out:
  * small host all-reduce without scaling, for which no algorithm was forced
  * (opts.algo or RONDO_ALLREDUCE_ALGO: rondo-train forces one for
  * bit-reproducible runs, and benchmarks force the one they measure). */
-static int fits_inline(const struct engine *e, const struct rondo_request *r, int id)
+static int fits_inline(const eng_negotiator_t *ng, const struct rondo_request *r, int id)
 {
   const eng_sig_t *s = &r->sig;
   return id >= 0 && s->kind == ENG_ALLREDUCE && r->device < 0 && s->count > 0 &&
-         e->exec->forced_algo == RONDO_ALGO_AUTO &&
-         s->count * rondo_dtype_size((rondo_dtype_t)s->dtype) <= e->packet.inline_bytes &&
+         ng->run->exec->forced_algo == RONDO_ALGO_AUTO &&
+         s->count * rondo_dtype_size((rondo_dtype_t)s->dtype) <= ng->packet->inline_bytes &&
          s->prescale == 1.0 && s->postscale == 1.0 && s->op != RONDO_ADASUM &&
          s->algo == RONDO_ALGO_AUTO && !r->stand_in;
 }
 
 /* r rode along and is done: its result from the reduced packet. */
-static void finish_inline(struct engine *e, struct rondo_request *r, const unsigned char *data,
+static void finish_inline(eng_negotiator_t *ng, struct rondo_request *r, const unsigned char *data,
                           double ready)
 {
   const eng_sig_t *s = &r->sig;
   size_t bytes = s->count * rondo_dtype_size((rondo_dtype_t)s->dtype);
   memcpy(r->recvbuf, data, bytes);
   if (s->op == RONDO_AVG)
-    reduce_average(r->recvbuf, s->count, (rondo_dtype_t)s->dtype, e->size);
-  if (eng_tl_on(&e->trace)) {
+    reduce_average(r->recvbuf, s->count, (rondo_dtype_t)s->dtype, ng->run->size);
+  if (eng_tl_on(ng->run->trace)) {
     char args[96];
     snprintf(args, sizeof args, "{\"algorithm\":\"inline\",\"fused\":1,\"bytes\":%zu}", bytes);
-    eng_tl_span(&e->trace, r->name, "QUEUE_WAIT", r->t_submit, r->t_taken, NULL);
-    eng_tl_span(&e->trace, r->name, "ALLREDUCE", r->t_taken, ready, args);
+    eng_tl_span(ng->run->trace, r->name, "QUEUE_WAIT", r->t_submit, r->t_taken, NULL);
+    eng_tl_span(ng->run->trace, r->name, "ALLREDUCE", r->t_taken, ready, args);
   }
-  eng_complete(e, r, RONDO_SUCCESS, NULL);
+  eng_complete(ng->run->flight, r, RONDO_SUCCESS, NULL);
 }
 
-rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
+rondo_status_t eng_negotiate(eng_negotiator_t *ng, int stopping, eng_cycle_t *out)
 {
   memset(out, 0, sizeof *out);
-  int words = eng_bit_words(e->cache.capacity);
-  unsigned char *mine_p = e->packet.bufs, *all_p = e->packet.bufs + e->packet.bytes;
+  int words = eng_bit_words(ng->cache->capacity);
+  unsigned char *mine_p = ng->packet->bufs, *all_p = ng->packet->bufs + ng->packet->bytes;
   eng_inline_t *mine_h = (eng_inline_t *)mine_p;
   mine_h->head = 0;
-  mine_h->first = e->rank;
-  mine_h->cap = e->packet.inline_bytes;
+  mine_h->first = ng->run->rank;
+  mine_h->cap = ng->packet->inline_bytes;
   mine_h->words = (uint64_t)words;
   uint64_t *mine = eng_packet_words(mine_p);
   uint64_t *all = (uint64_t *)(all_p + ((unsigned char *)mine - mine_p)); /* the same layout */
@@ -260,8 +264,8 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
   int announced = 0, lone_id = -1;
   int pending = 0, cached = 1;
   double now = rondo__now(), oldest = 0, held = 0;
-  for (size_t i = 0; i < e->npending; i++) {
-    struct rondo_request *r = e->pending[i];
+  for (size_t i = 0; i < eng_pending_count(ng->run->flight); i++) {
+    struct rondo_request *r = eng_pending_at(ng->run->flight, i);
     if (r == NULL)
       continue;
     pending = 1;
@@ -272,7 +276,7 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
         held = now - r->t_submit;
       continue;
     }
-    int id = eng_cache_find(&e->cache, r->name, &r->sig);
+    int id = eng_cache_find(ng->cache, r->name, &r->sig);
     if (announced++ == 0) {
       lone = r;
       lone_id = id;
@@ -281,23 +285,23 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
       cached = 0;
     } else {
       mine[1 + id / 64] |= 1ull << (id % 64);
-      e->packet.by_id[id] = r;
+      ng->packet->by_id[id] = r;
     }
   }
   /* While a rank has joined, rank 0 decides every cycle (the slow path): it
    * knows who joined, so a joined broadcast root is an error, not a stall. */
-  if (e->join.joined || stopping)
+  if (ng->run->join->joined || stopping)
     cached = 0; /* a stopping rank: rank 0 must see it to fail what it lacks */
-  if (eng_stall_force_slow_path(&e->stall, eng_stall_limits(e->owner), rondo__now(), pending,
+  if (eng_stall_force_slow_path(ng->stall, eng_stall_limits(ng->run->owner), rondo__now(), pending,
                                 oldest, held))
     cached = 0;
   mine[0] = (pending ? 0 : F_NO_PENDING) | (cached ? F_ALL_CACHED : 0) |
-            (e->join.joined ? F_JOINED : F_NONE_JOINED) | (stopping ? F_STOPPING : 0);
-  int bit = e->rank < ENG_STOP_RANKS ? e->rank : ENG_STOP_RANKS;
+            (ng->run->join->joined ? F_JOINED : F_NONE_JOINED) | (stopping ? F_STOPPING : 0);
+  int bit = ng->run->rank < ENG_STOP_RANKS ? ng->run->rank : ENG_STOP_RANKS;
   mine[0] |= ~0ull << F_RANK_SHIFT;
   if (stopping)
     mine[0] &= ~(1ull << (F_RANK_SHIFT + bit));
-  if (announced != 1 || !cached || !fits_inline(e, lone, lone_id))
+  if (announced != 1 || !cached || !fits_inline(ng, lone, lone_id))
     lone = NULL;
   if (lone != NULL) {
     mine_h->head = eng_inline_head(lone_id, &lone->sig);
@@ -308,11 +312,11 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
   MPI_Op op;
   RONDO_CHECK(eng_packet_op(&op));
   rondo_status_t st = RONDO_SUCCESS;
-  int rc = MPI_Iallreduce(mine_p, all_p, 1, e->packet.type, op, e->mpi, &req);
+  int rc = MPI_Iallreduce(mine_p, all_p, 1, ng->packet->type, op, ng->run->mpi, &req);
   if (rc != MPI_SUCCESS)
     st = rondo__mpi_fail(rc, "MPI_Iallreduce", __FILE__, __LINE__);
   else
-    st = eng_wait(e, &req);
+    st = eng_wait(ng->run->nap, &req);
   if (st == RONDO_SUCCESS) {
     out->anyone_pending = !(all[0] & F_NO_PENDING);
     out->all_joined = (all[0] & F_JOINED) != 0;
@@ -333,8 +337,8 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
         for (uint64_t b = all[w]; b != 0 && st == RONDO_SUCCESS; b &= b - 1) {
           int id = (w - 1) * 64 + __builtin_ctzll(b);
           if (id == rode) {
-            eng_cache_touch(&e->cache, id);
-            finish_inline(e, lone, ((const eng_inline_t *)all_p)->data, ready);
+            eng_cache_touch(ng->cache, id);
+            finish_inline(ng, lone, ((const eng_inline_t *)all_p)->data, ready);
             out->inline_done++;
             continue;
           }
@@ -343,18 +347,18 @@ rondo_status_t eng_negotiate(struct engine *e, int stopping, eng_cycle_t *out)
             st = RONDO_ERR_NO_MEMORY;
             break;
           }
-          eng_cache_touch(&e->cache, id);
+          eng_cache_touch(ng->cache, id);
           r->type = RESP_OK;
           r->cache_id = id;
-          r->sig = *eng_cache_sig(&e->cache, id);
-          r->name = (char *)eng_cache_name(&e->cache, id);
+          r->sig = *eng_cache_sig(ng->cache, id);
+          r->name = (char *)eng_cache_name(ng->cache, id);
           r->name_borrowed = 1;
-          r->req = e->packet.by_id[id]; /* set this cycle: the AND has this rank's bit */
+          r->req = ng->packet->by_id[id]; /* set this cycle: the AND has this rank's bit */
           out->nresp++;
         }
     } else {
       eng_cycle_t flags = *out;
-      st = slow_path(e, e->join.joined, stopping, out);
+      st = slow_path(ng, ng->run->join->joined, stopping, out);
       /* rank 0's decision freed its copy of the cycle (flags included) */
       out->anyone_pending = flags.anyone_pending;
       out->anyone_joined = flags.anyone_joined;
