@@ -169,15 +169,16 @@ select_params_t algo_params(rondo_comm_t comm);
  * wherever MPI's all-reduce is not node-aware (select_mpi_node_aware on
  * algo_params, whose MPI all-reduce is flat where some rank yields: the
  * check then runs MPI's nonblocking one) and wherever one rank a node can
- * carry the inline data across (check_leaders_carry). */
+ * carry the inline data across (agree_leaders_carry). */
 int algo_check_by_exchange(rondo_comm_t comm);
 /* Where a node's first rank can carry the check's inline data across
- * (check_leaders_carry): the bytes above which it does, the others leaving
- * theirs home; SIZE_MAX elsewhere. The model's break-even: from there the
- * L - 1 more copies that would cross each node's link in each of the lg N
- * steps take longer than the lg L steps that bring the data from the
- * first rank. Equal on every rank (the network's measurement is). */
-size_t algo_check_home_from(rondo_comm_t comm);
+ * (agree_leaders_carry) in rondo's exchange (by_exchange: what
+ * algo_check_by_exchange chose): the bytes above which it does, the others
+ * leaving theirs home; SIZE_MAX elsewhere. The model's break-even: from
+ * there the L - 1 more copies that would cross each node's link in each
+ * of the lg N steps take longer than the lg L steps that bring the data
+ * from the first rank. Equal on every rank (the network's measurement is). */
+size_t algo_check_home_from(rondo_comm_t comm, int by_exchange);
 /* The comm's choice: its RONDO_ALLREDUCE_ALGO, then its tuning table, then
  * the cost model (algo_params). */
 rondo_algo_t algo_choose(rondo_comm_t comm, const select_input_t *in, select_result_t *res);

@@ -166,7 +166,7 @@ rondo_status_t rondo_comm_topology(rondo_comm_t comm, char *buf, size_t len, siz
   else if (agree_board_active(comm))
     snprintf(check, sizeof check, "a board in shared memory");
   else
-    check_describe(comm, check, sizeof check);
+    agree_exchange_describe(comm, check, sizeof check);
   int want = snprintf(buf, len,
                       "%d ranks on %d %snode(s) of %d-%d ranks; this rank: node %d, local "
                       "rank %d of %d; hardware: %s; %d ranks share %d available cores%s; "

@@ -12,7 +12,7 @@
 
 struct topo;
 struct shm_state;
-struct agree_board;
+struct agree_state;
 struct select_table;
 struct engine;
 struct gpu_state;
@@ -53,27 +53,13 @@ struct rondo_comm {
                         leaving a comm polls */
   int thread_level_max; /* the highest MPI thread level among the ranks */
 
-  /* lib/algo/agree, the argument agreement (agree.h's glossary): the board,
-   * the exchange's choice and the first room are set when the comm is
-   * built (lib/comm, from algo's calls); the room and the three after
-   * home_from are then rewritten by every agreed call, alike on every
-   * rank. Not read-only. */
-  struct agree_board *board;  /* argument board of a one-node user comm, or NULL */
-  /* The packet's room for inline data, equal on every rank (check_packet.c) */
-  size_t check_room;
-  int check_by_exchange; /* the packets cross by rondo's own exchange, not
-                            MPI's all-reduce: equal on every rank, chosen
-                            once the comm knows its topology
-                            (algo_check_by_exchange) */
-  size_t check_home_from; /* in rondo's exchange where a node's first rank
-                            carries the inline data across (check_leaders_carry),
-                            it does so for data above this many bytes: equal
-                            on every rank (algo_check_home_from) */
-  int check_smaller;   /* calls in a row that needed less room */
-  size_t check_recent; /* the most room those calls needed */
-  unsigned check_calls; /* exchanges so far, equal on every rank: the data
-                           of one call and the next get different tags
-                           (check_exchange.c) */
+  /* lib/algo/agree: the argument agreement's own state (agree.h's
+   * glossary), opaque here. The pointer is set once when the comm is built
+   * (agree_state_create, from lib/comm) and freed with the comm; what it
+   * points to is not read-only: the agreement sets its board and exchange
+   * while the comm is built, then rewrites the rest (the packet's room, the
+   * count of exchanges) in every agreed call, alike on every rank. */
+  struct agree_state *agree;
 
   /* lib/algo: made on first use, by the thread running the collective */
   struct shm_state *shm;      /* the node's shared window */

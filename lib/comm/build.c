@@ -1,9 +1,10 @@
 /*
  * Building a comm: duplicate the MPI communicator, read and agree on the
- * configuration, find the topology and make the cross-node comms and the
- * argument board. Every step that can fail on one rank only (a malformed
- * knob, a missing tuning file) is agreed before the next collective step,
- * so no rank waits for one that gave up.
+ * configuration, find the topology and make the cross-node comms, and the
+ * argument agreement's state (its exchange, its board). Every step that
+ * can fail on one rank only (a malformed knob, a missing tuning file) is
+ * agreed before the next collective step, so no rank waits for one that
+ * gave up.
  */
 #include "comm/comm.h"
 
@@ -190,9 +191,8 @@ static rondo_status_t sub_comm(const struct rondo_comm *parent, MPI_Comm mpi,
   c->last_algo = RONDO_ALGO_AUTO;
   c->yield_waits = parent->yield_waits;
   c->yield_any = parent->yield_any;
-  c->check_room = AGREE_FIRST_ROOM;
-  c->check_by_exchange = 1; /* one rank per node; no check runs on it today */
-  c->check_home_from = SIZE_MAX;
+  RONDO_CHECK_GOTO(agree_state_create(c), st, fail);
+  agree_choose_exchange(c, 1, SIZE_MAX); /* one rank per node; no check runs on it today */
   MPI_CHECK_GOTO(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_rank(mpi, &c->rank), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_size(mpi, &c->size), st, fail);
@@ -200,6 +200,7 @@ static rondo_status_t sub_comm(const struct rondo_comm *parent, MPI_Comm mpi,
   *out = c;
   return RONDO_SUCCESS;
 fail:
+  agree_state_free(c, 0);
   free(c);
   return st;
 }
@@ -210,6 +211,7 @@ static void free_topology(struct rondo_comm *c, int mpi_usable)
     return;
   for (int g = 0; c->cross != NULL && g < c->topo->slices; g++) {
     if (c->cross[g] != NULL) {
+      agree_state_free(c->cross[g], mpi_usable);
       free(c->cross[g]->scratch);
       free(c->cross[g]->result);
     }
@@ -271,11 +273,11 @@ static rondo_status_t find_topology(struct rondo_comm *c, const struct rondo_com
       if (c->cross[g] != NULL)
         c->cross[g]->link_beta = c->topo->net.beta * c->topo->max_local;
   }
-  c->check_by_exchange = algo_check_by_exchange(c);
-  c->check_home_from = algo_check_home_from(c);
+  int by_exchange = algo_check_by_exchange(c);
+  agree_choose_exchange(c, by_exchange, algo_check_home_from(c, by_exchange));
   if (c->node_count > 1 && parent == NULL) {
     char way[128];
-    check_describe(c, way, sizeof way);
+    agree_exchange_describe(c, way, sizeof way);
     LOG_INFO("the argument check crosses nodes by %s (RONDO_CHECK_EXCHANGE)", way);
   }
   if (c->topo->oversubscribed && !__atomic_exchange_n(&said_oversubscribed, 1, __ATOMIC_RELAXED))
@@ -292,6 +294,10 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
 {
   rondo_status_t st = RONDO_SUCCESS;
   struct rondo_comm *c = calloc(1, sizeof *c);
+  if (c != NULL && agree_state_create(c) != RONDO_SUCCESS) {
+    free(c);
+    c = NULL;
+  }
   if (c == NULL) {
     /* This rank still takes the steps the others take up to the agreement
      * (on a duplicate of its own), so they learn it failed. */
@@ -307,7 +313,6 @@ rondo_status_t comm_build(MPI_Comm mpi_comm, const struct rondo_comm *parent, in
     MPI_CHECK_LOG(MPI_Comm_free(&dup));
     return st;
   }
-  c->check_room = AGREE_FIRST_ROOM;
   MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_dup);
   /* rondo reports MPI failures as statuses instead of aborting. */
   MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_setup);
@@ -345,6 +350,7 @@ fail_setup:
     select_table_free(c->tuning);
   MPI_CHECK_LOG(MPI_Comm_free(&c->mpi));
 fail_dup:
+  agree_state_free(c, 1);
   free(c);
   return st;
 }
@@ -352,7 +358,7 @@ fail_dup:
 void comm_free(struct rondo_comm *c, int mpi_usable)
 {
   gpu_detach(c, mpi_usable);
-  agree_board_free(c, mpi_usable);
+  agree_state_free(c, mpi_usable);
   free_topology(c, mpi_usable);
   if (c->owns_tuning)
     select_table_free(c->tuning);

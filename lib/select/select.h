@@ -46,8 +46,8 @@ typedef struct {
                           (algo_check_by_exchange) */
   int check_leaders;   /* in that exchange this call's inline data would
                           cross nodes from each node's first rank alone,
-                          once per node (check_leaders_carry, above
-                          comm->check_home_from bytes) */
+                          once per node (agree_leaders_carry, above
+                          agree_home_from(comm) bytes) */
   rondo_coll_t coll;   /* the collective (0: all-reduce); for reduce-scatter
                           and all-gather count and bytes are the whole
                           buffer's, every rank's block */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "algo/agree/check_packet.h"
+#include "algo/agree/signature.h"
 #include "base/comm.h"
 
 /* A call's sum as hand-made packets carry it: any value that differs
@@ -21,9 +22,10 @@ static uint64_t sum_of(agree_coll_t coll, int64_t count, rondo_dtype_t dtype, ro
 }
 
 /* A reduced packet in which every rank called coll with these fields. */
-static packet_t agreed(agree_coll_t coll, int64_t count, rondo_dtype_t dtype, rondo_algo_t algo)
+static agree_packet_t agreed(agree_coll_t coll, int64_t count, rondo_dtype_t dtype,
+                             rondo_algo_t algo)
 {
-  packet_t p;
+  agree_packet_t p;
   memset(&p, 0, sizeof p);
   p.sig = sum_of(coll, count, dtype, algo);
   p.not_sig = ~p.sig;
@@ -39,26 +41,32 @@ static packet_t agreed(agree_coll_t coll, int64_t count, rondo_dtype_t dtype, ro
 
 /* p, combined with the packet of a rank that called the same but with
  * count: the sums differ (a mismatch). */
-static packet_t disagreed(packet_t p, int64_t count)
+static agree_packet_t disagreed(agree_packet_t p, int64_t count)
 {
-  packet_t q = agreed((agree_coll_t)p.coll, count, (rondo_dtype_t)p.dtype, (rondo_algo_t)p.algo);
+  agree_packet_t q =
+      agreed((agree_coll_t)p.coll, count, (rondo_dtype_t)p.dtype, (rondo_algo_t)p.algo);
   q.room = p.room;
   q.first = p.first;
   q.rides = p.rides;
-  packet_combine(&q, &p);
+  agree_packet_combine(&q, &p);
   return p;
 }
 
 static void call(struct rondo_comm *c, int64_t bytes, rondo_algo_t algo)
 {
-  packet_t p = agreed(AGREE_ALLREDUCE, bytes / 4, RONDO_FLOAT32, algo);
-  packet_next_room(c, &p);
+  agree_packet_t p = agreed(AGREE_ALLREDUCE, bytes / 4, RONDO_FLOAT32, algo);
+  agree_packet_next_room(c, &p);
 }
+
+/* The agreement state of the comm under test (one test runs at a time). */
+static struct agree_state the_state;
 
 static void new_comm(struct rondo_comm *c)
 {
   memset(c, 0, sizeof *c);
-  c->check_room = AGREE_FIRST_ROOM;
+  memset(&the_state, 0, sizeof the_state);
+  the_state.room = AGREE_FIRST_ROOM;
+  c->agree = &the_state;
 }
 
 /* A larger inline call grows the room at once, to its power-of-two class. */
@@ -68,9 +76,9 @@ static void test_grows_at_once(void **state)
   struct rondo_comm c;
   new_comm(&c);
   call(&c, 1028, RONDO_ALGO_MPI);
-  assert_int_equal(c.check_room, 2048);
+  assert_int_equal(c.agree->room, 2048);
   call(&c, AGREE_INLINE_BYTES, RONDO_ALGO_MPI);
-  assert_int_equal(c.check_room, AGREE_INLINE_BYTES);
+  assert_int_equal(c.agree->room, AGREE_INLINE_BYTES);
 }
 
 /* Smaller inline calls lower it after 8 in a row, to the largest of them. */
@@ -81,13 +89,13 @@ static void test_shrinks_after_eight(void **state)
   new_comm(&c);
   for (int i = 0; i < 7; i++) {
     call(&c, i == 3 ? 200 : 16, RONDO_ALGO_MPI);
-    assert_int_equal(c.check_room, AGREE_FIRST_ROOM);
+    assert_int_equal(c.agree->room, AGREE_FIRST_ROOM);
   }
   call(&c, 16, RONDO_ALGO_MPI);
-  assert_int_equal(c.check_room, 256);
+  assert_int_equal(c.agree->room, 256);
   for (int i = 0; i < 8; i++)
     call(&c, 16, RONDO_ALGO_MPI);
-  assert_int_equal(c.check_room, 64);
+  assert_int_equal(c.agree->room, 64);
 }
 
 /* A loop of two sizes keeps the larger one riding. */
@@ -98,7 +106,7 @@ static void test_two_sizes_keep_the_larger(void **state)
   new_comm(&c);
   for (int i = 0; i < 40; i++) {
     call(&c, i % 2 ? 8 : 4096, RONDO_ALGO_MPI);
-    assert_int_equal(c.check_room, 4096);
+    assert_int_equal(c.agree->room, 4096);
   }
 }
 
@@ -111,15 +119,15 @@ static void test_others_cap_the_room(void **state)
   new_comm(&c);
   call(&c, 4096, RONDO_ALGO_MPI);
   call(&c, 1 << 20, RONDO_ALGO_RING);
-  assert_int_equal(c.check_room, 4096); /* 64 KiB allowed */
+  assert_int_equal(c.agree->room, 4096); /* 64 KiB allowed */
   call(&c, 32768, RONDO_ALGO_RECURSIVE_DOUBLING);
-  assert_int_equal(c.check_room, 2048);
+  assert_int_equal(c.agree->room, 2048);
   call(&c, AGREE_INLINE_BYTES + 4, RONDO_ALGO_MPI);
-  assert_int_equal(c.check_room, AGREE_INLINE_BYTES / 16);
+  assert_int_equal(c.agree->room, AGREE_INLINE_BYTES / 16);
   call(&c, 512, RONDO_ALGO_RABENSEIFNER);
-  assert_int_equal(c.check_room, 0);
+  assert_int_equal(c.agree->room, 0);
   call(&c, 16, RONDO_ALGO_MPI);
-  assert_int_equal(c.check_room, 64);
+  assert_int_equal(c.agree->room, 64);
 }
 
 /* A failed or mismatched call, or another collective, changes nothing. */
@@ -128,30 +136,30 @@ static void test_unchanged_by_others(void **state)
   (void)state;
   struct rondo_comm c;
   new_comm(&c);
-  packet_t p = agreed(AGREE_ALLREDUCE, 4096, RONDO_FLOAT32, RONDO_ALGO_MPI);
+  agree_packet_t p = agreed(AGREE_ALLREDUCE, 4096, RONDO_FLOAT32, RONDO_ALGO_MPI);
   p.failed = 1; /* a rank failed its local check */
-  packet_next_room(&c, &p);
-  assert_int_equal(c.check_room, AGREE_FIRST_ROOM);
+  agree_packet_next_room(&c, &p);
+  assert_int_equal(c.agree->room, AGREE_FIRST_ROOM);
   p = agreed(AGREE_ALLREDUCE, 4096, RONDO_FLOAT32, RONDO_ALGO_MPI);
   p = disagreed(p, 1000); /* the counts differed */
-  packet_next_room(&c, &p);
-  assert_int_equal(c.check_room, AGREE_FIRST_ROOM);
+  agree_packet_next_room(&c, &p);
+  assert_int_equal(c.agree->room, AGREE_FIRST_ROOM);
   p = agreed(AGREE_BARRIER, 0, 0, 0);
-  packet_next_room(&c, &p);
+  agree_packet_next_room(&c, &p);
   p = agreed(AGREE_BROADCAST, 1 << 20, RONDO_FLOAT32, RONDO_ALGO_RING);
-  packet_next_room(&c, &p);
-  assert_int_equal(c.check_room, AGREE_FIRST_ROOM);
+  agree_packet_next_room(&c, &p);
+  assert_int_equal(c.agree->room, AGREE_FIRST_ROOM);
   for (int i = 0; i < 7; i++) /* the shrink count survives, and so does */
     call(&c, 16, RONDO_ALGO_MPI);
-  packet_next_room(&c, &p); /* a broadcast between */
+  agree_packet_next_room(&c, &p); /* a broadcast between */
   call(&c, 16, RONDO_ALGO_MPI);
-  assert_int_equal(c.check_room, 64);
+  assert_int_equal(c.agree->room, 64);
 }
 
 /* A packet of one rank that calls an mpi all-reduce of n
  * float32 (riding in the packet: the room holds them) with this data. */
 typedef struct {
-  packet_t p;
+  agree_packet_t p;
   float data[4];
 } one_t;
 
@@ -176,8 +184,8 @@ static void test_combine(void **state)
   b.p.rides = 0;
   b.p.leaving = 1; /* rank 1 of 2 is destroying the comm */
   one_t ab = b, ba = a;
-  packet_combine(&a.p, &ab.p);
-  packet_combine(&b.p, &ba.p);
+  agree_packet_combine(&a.p, &ab.p);
+  agree_packet_combine(&b.p, &ba.p);
   assert_memory_equal(&ab, &ba, sizeof ab);
   assert_int_equal(ab.p.first, 0);
   assert_int_equal(ab.p.rides, 0);
@@ -190,14 +198,14 @@ static void test_combine(void **state)
   c.p.sig = 0;
   c.p.not_sig = ~(uint64_t)0;
   one_t ac = a;
-  packet_combine(&c.p, &ac.p);
+  agree_packet_combine(&c.p, &ac.p);
   assert_int_equal(ac.p.failed, 1);
-  assert_false(packet_agrees(&ac.p));
+  assert_false(agree_packet_agrees(&ac.p));
   assert_memory_equal(ac.data, x0, sizeof x0);
   /* the headers alone (a step whose data stayed home): the same header as
    * a whole combine, the data left as it was */
   one_t hb = b;
-  packet_combine_header(&a.p, &hb.p);
+  agree_packet_combine_header(&a.p, &hb.p);
   assert_memory_equal(&hb.p, &ab.p, sizeof hb.p);
   assert_memory_equal(hb.data, x1, sizeof x1);
 }
@@ -207,47 +215,47 @@ static void test_combine(void **state)
 static void test_rides(void **state)
 {
   (void)state;
-  packet_t p = agreed(AGREE_ALLREDUCE, 4096, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
-  assert_false(packet_rides(&p));
+  agree_packet_t p = agreed(AGREE_ALLREDUCE, 4096, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
+  assert_false(agree_packet_rides(&p));
   p.rides = 1;
-  assert_true(packet_rides(&p));
-  packet_t q = p;
+  assert_true(agree_packet_rides(&p));
+  agree_packet_t q = p;
   q.failed = 1; /* a rank failed */
-  assert_false(packet_rides(&q));
+  assert_false(agree_packet_rides(&q));
   q = disagreed(p, 4000); /* counts from 4000 to 4096 */
-  assert_false(packet_rides(&q));
+  assert_false(agree_packet_rides(&q));
   q = p;
-  packet_t b = agreed(AGREE_BROADCAST, 4096, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
+  agree_packet_t b = agreed(AGREE_BROADCAST, 4096, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
   b.rides = 1;
-  packet_combine(&b, &q); /* a broadcast on some rank, all-reduces elsewhere */
-  assert_false(packet_rides(&q));
+  agree_packet_combine(&b, &q); /* a broadcast on some rank, all-reduces elsewhere */
+  assert_false(agree_packet_rides(&q));
   q = agreed(AGREE_ALLREDUCE, 4000, RONDO_FLOAT32, RONDO_ALGO_RABENSEIFNER);
   q.rides = 1;
-  packet_combine(&q, &p); /* two riding groups whose counts differ */
+  agree_packet_combine(&q, &p); /* two riding groups whose counts differ */
   assert_int_equal(p.rides, 1);
-  assert_false(packet_rides(&p));
+  assert_false(agree_packet_rides(&p));
 }
 
 /* A packet sends its header and the data it carries, not its whole room. */
 static void test_sends_only_what_it_carries(void **state)
 {
   (void)state;
-  packet_t p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
+  agree_packet_t p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
   p.room = 64;
-  assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t) + 16);
+  assert_int_equal(agree_packet_sent_bytes(&p), sizeof(agree_packet_t) + 16);
   p.room = 8; /* more than the room: it does not ride */
-  assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t));
+  assert_int_equal(agree_packet_sent_bytes(&p), sizeof(agree_packet_t));
   p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_RING);
   p.room = 64; /* another algorithm: no data */
-  assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t));
+  assert_int_equal(agree_packet_sent_bytes(&p), sizeof(agree_packet_t));
   p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
   p.room = 64;
   p = disagreed(p, 3); /* ranks that disagree on the count: no data */
-  assert_int_equal(packet_sent_bytes(&p), sizeof(packet_t));
-  assert_int_equal(packet_data_bytes(&p), 0);
+  assert_int_equal(agree_packet_sent_bytes(&p), sizeof(agree_packet_t));
+  assert_int_equal(agree_packet_data_bytes(&p), 0);
   p = agreed(AGREE_ALLREDUCE, 4, RONDO_FLOAT32, RONDO_ALGO_MPI);
   p.room = 64;
-  assert_int_equal(packet_data_bytes(&p), 16);
+  assert_int_equal(agree_packet_data_bytes(&p), 16);
 }
 
 /* A reduce-scatter's or all-gather's packet that tells the size of its
@@ -261,20 +269,20 @@ static void test_families_ride(void **state)
   (void)state;
   struct rondo_comm c;
   new_comm(&c);
-  packet_t p = agreed(AGREE_REDUCE_SCATTER, 1024, RONDO_FLOAT32, RONDO_ALGO_MPI);
-  packet_next_room(&c, &p);
-  assert_int_equal(c.check_room, 4096);
+  agree_packet_t p = agreed(AGREE_REDUCE_SCATTER, 1024, RONDO_FLOAT32, RONDO_ALGO_MPI);
+  agree_packet_next_room(&c, &p);
+  assert_int_equal(c.agree->room, 4096);
   p = agreed(AGREE_ALLGATHER, AGREE_INLINE_BYTES, RONDO_UINT8, RONDO_ALGO_MPI);
-  packet_next_room(&c, &p);
-  assert_int_equal(c.check_room, AGREE_INLINE_BYTES);
+  agree_packet_next_room(&c, &p);
+  assert_int_equal(c.agree->room, AGREE_INLINE_BYTES);
   p = agreed(AGREE_ALLGATHER, 0, 0, 0);
-  packet_next_room(&c, &p);
+  agree_packet_next_room(&c, &p);
   p = agreed(AGREE_REDUCE_SCATTER, 0, 0, 0);
-  packet_next_room(&c, &p);
-  assert_int_equal(c.check_room, AGREE_INLINE_BYTES);
+  agree_packet_next_room(&c, &p);
+  assert_int_equal(c.agree->room, AGREE_INLINE_BYTES);
 
   struct gathered {
-    packet_t p;
+    agree_packet_t p;
     unsigned char data[8];
   } a, b;
   a.p = agreed(AGREE_ALLGATHER, 8, RONDO_UINT8, RONDO_ALGO_MPI);
@@ -284,10 +292,10 @@ static void test_families_ride(void **state)
   unsigned char x0[8] = {0xff, 0x80, 7, 0, 0, 0, 0, 0}, x1[8] = {0, 0, 0, 0, 0xfe, 1, 0, 0x81};
   memcpy(a.data, x0, 8);
   memcpy(b.data, x1, 8);
-  assert_int_equal(packet_data_bytes(&a.p), 8);
+  assert_int_equal(agree_packet_data_bytes(&a.p), 8);
   struct gathered ab = b, ba = a;
-  packet_combine(&a.p, &ab.p);
-  packet_combine(&b.p, &ba.p);
+  agree_packet_combine(&a.p, &ab.p);
+  agree_packet_combine(&b.p, &ba.p);
   unsigned char want[8] = {0xff, 0x80, 7, 0, 0xfe, 1, 0, 0x81};
   assert_memory_equal(ab.data, want, 8);
   assert_memory_equal(&ab, &ba, sizeof ab);

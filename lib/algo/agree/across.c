@@ -24,9 +24,9 @@
  * carries (NULL: none); rides: its all-reduce's data rides in the
  * exchange. */
 static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                        const agree_inline_t *d, int rides, packet_t *p)
+                        const agree_inline_t *d, int rides, agree_packet_t *p)
 {
-  memset(p, 0, sizeof *p + comm->check_room);
+  memset(p, 0, sizeof *p + comm->agree->room);
   int ok = local == RONDO_SUCCESS;
   p->sig = ok ? agree_sig_sum(sig) : 0;
   p->not_sig = ~p->sig;
@@ -47,7 +47,7 @@ static void packet_fill(rondo_comm_t comm, rondo_status_t local, const agree_sig
   p->leaving = sig->coll == AGREE_COMM_DESTROY ? comm->size - comm->rank : 0;
   p->first = comm->rank;
   p->rides = rides && ok;
-  p->room = (int32_t)comm->check_room;
+  p->room = (int32_t)comm->agree->room;
 }
 
 /* The detail of a mismatch, after packets that disagree: the collective and
@@ -96,25 +96,25 @@ static rondo_status_t mismatch(const agree_sig_t *sig, const int64_t r[DETAIL_WO
 }
 
 rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                                   const agree_inline_t *d, check_rider_t *rider, int *rode)
+                            const agree_inline_t *d, agree_rider_t *rider, int *rode)
 {
   /* The packet with comm's room, whatever this rank's call: ranks in
    * different collectives must still exchange packets of one size for the
    * mismatch to be reported. */
-  int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
-  packet_t *all = (packet_t *)buf;
+  int64_t buf[AGREE_PACKET_MAX_BYTES / sizeof(int64_t) + 1];
+  agree_packet_t *all = (agree_packet_t *)buf;
   packet_fill(comm, local, sig, d, rider != NULL, all);
   size_t bytes = d != NULL ? d->count * rondo_dtype_size(d->dtype) : 0;
-  if (bytes > comm->check_room)
-    bytes = 0; /* only its size rides: packet_data_bytes */
+  if (bytes > comm->agree->room)
+    bytes = 0; /* only its size rides: agree_packet_data_bytes */
   if (rode != NULL)
     *rode = bytes > 0;
   if (bytes > 0 && local == RONDO_SUCCESS && d->in_bytes > 0)
-    memcpy(packet_data(all) + d->at, d->in, d->in_bytes);
-  RONDO_CHECK(check_exchange(comm, all, local == RONDO_SUCCESS ? rider : NULL, NULL));
-  packet_next_room(comm, all);
+    memcpy(agree_packet_data(all) + d->at, d->in, d->in_bytes);
+  RONDO_CHECK(agree_exchange(comm, all, local == RONDO_SUCCESS ? rider : NULL, NULL));
+  agree_packet_next_room(comm, all);
   int64_t r[DETAIL_WORDS];
-  int differ = all->failed == 0 && all->leaving == 0 && !packet_agrees(all);
+  int differ = all->failed == 0 && all->leaving == 0 && !agree_packet_agrees(all);
   if (differ) /* (a rank whose arguments were bad sets failed: not here) */
     RONDO_CHECK(detail(comm, sig, r));
   if (local != RONDO_SUCCESS)
@@ -132,17 +132,17 @@ rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, const agree
     return rondo__fail(RONDO_ERR_INTERNAL, "%s: the data did not ride in every step",
                        agree_coll_name(sig->coll)); /* (agreed calls always ride alike) */
   if (bytes > 0)
-    memcpy(d->out, packet_data(all), bytes);
+    memcpy(d->out, agree_packet_data(all), bytes);
   return RONDO_SUCCESS;
 }
 
-size_t agree_packet_bytes(void) { return sizeof(packet_t); }
+size_t agree_packet_bytes(void) { return sizeof(agree_packet_t); }
 
-void agree_packet_free(void) { check_free(); }
+void agree_packet_free(void) { agree_exchange_free(); }
 
 int agree_inline_fits(rondo_comm_t comm, rondo_algo_t algo, size_t count, size_t bytes)
 {
-  return comm->size > 1 && comm->board == NULL && !agree_skip && algo == RONDO_ALGO_MPI &&
+  return comm->size > 1 && comm->agree->board == NULL && !agree_skip && algo == RONDO_ALGO_MPI &&
          count > 0 && bytes <= AGREE_INLINE_BYTES;
 }
 
@@ -154,12 +154,12 @@ rondo_status_t agree_inline(rondo_comm_t comm, const agree_sig_t *sig, const agr
 
 int agree_rider_fits(rondo_comm_t comm, int carries_check, size_t count)
 {
-  return comm->size > 1 && comm->board == NULL && !agree_skip && carries_check && count > 0 &&
-         check_by_exchange(comm);
+  return comm->size > 1 && comm->agree->board == NULL && !agree_skip && carries_check &&
+         count > 0 && agree_by_exchange(comm);
 }
 
 rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                                 check_rider_t *rider)
+                                 agree_rider_t *rider)
 {
   return agree_across(comm, local, sig, NULL, rider, NULL);
 }
@@ -167,14 +167,14 @@ rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const 
 rondo_status_t agree_across_leave(rondo_comm_t comm, const agree_sig_t *sig,
                                 void (*poll)(rondo_comm_t), int *all_left)
 {
-  int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
-  packet_t *all = (packet_t *)buf;
+  int64_t buf[AGREE_PACKET_MAX_BYTES / sizeof(int64_t) + 1];
+  agree_packet_t *all = (agree_packet_t *)buf;
   packet_fill(comm, RONDO_SUCCESS, sig, NULL, 0, all);
-  RONDO_CHECK(check_exchange(comm, all, NULL, comm->yield_any ? poll : NULL));
-  packet_next_room(comm, all);
+  RONDO_CHECK(agree_exchange(comm, all, NULL, comm->yield_any ? poll : NULL));
+  agree_packet_next_room(comm, all);
   /* every rank's call was this one (no mismatch is told here: a rank in
    * another call sees this one's leaving) */
-  *all_left = packet_agrees(all);
+  *all_left = agree_packet_agrees(all);
   return RONDO_SUCCESS;
 }
 

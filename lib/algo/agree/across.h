@@ -12,7 +12,7 @@
  * data this rank's packet carries (NULL: none); rider: the all-reduce
  * whose data rides in the exchange, or NULL. */
 rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                            const agree_inline_t *d, check_rider_t *rider, int *rode);
+                            const agree_inline_t *d, agree_rider_t *rider, int *rode);
 /* One round of the leave across nodes: whether every rank was leaving too.
  * Where some rank yields, its waits poll and nap (agree_leave_polls). */
 rondo_status_t agree_across_leave(rondo_comm_t comm, const agree_sig_t *sig,

@@ -11,17 +11,39 @@
  * left), board.c (the check on one node), across.c (the check across
  * nodes: packets through check_exchange.c), and this file, which picks one
  * of the two for a call (agree_call) and runs the leave step
- * (agree_leave) over both. They share one signature format and one rule
- * for what a mismatch reports (signature.c).
+ * (agree_leave) over both, and makes and frees a comm's state. They
+ * share one signature format and one rule for what a mismatch reports
+ * (signature.c), and the state's fields (signature.h).
  */
 #include "algo/agree/agree.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "algo/agree/across.h"
 #include "algo/agree/board.h"
 #include "algo/agree/check_exchange.h"
 #include "algo/agree/signature.h"
+
+rondo_status_t agree_state_create(rondo_comm_t comm)
+{
+  struct agree_state *a = calloc(1, sizeof *a);
+  if (a == NULL)
+    return rondo__fail(RONDO_ERR_NO_MEMORY, "the comm's argument agreement");
+  a->room = AGREE_FIRST_ROOM;
+  a->home_from = SIZE_MAX; /* agree_choose_exchange sets both */
+  comm->agree = a;
+  return RONDO_SUCCESS;
+}
+
+void agree_state_free(rondo_comm_t comm, int mpi_usable)
+{
+  if (comm->agree == NULL)
+    return;
+  agree_board_free(comm, mpi_usable);
+  free(comm->agree);
+  comm->agree = NULL;
+}
 
 rondo_status_t agree_call_detail(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
                                  int *same_call)
@@ -36,7 +58,7 @@ rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_s
 {
   if (comm->size == 1 || agree_skip)
     return local;
-  if (comm->board == NULL)
+  if (comm->agree->board == NULL)
     return agree_across(comm, local, sig, NULL, NULL, NULL);
   agree_post(comm, local, sig);
   return agree_finish(comm, local, sig);
@@ -46,7 +68,7 @@ rondo_status_t agree_call(rondo_comm_t comm, rondo_status_t local, const agree_s
 
 int agree_leave_polls(rondo_comm_t comm)
 {
-  return comm->board != NULL || comm->yield_any;
+  return comm->agree->board != NULL || comm->yield_any;
 }
 
 /* One step of comm's leave: a look at the board, or a round of the MPI
@@ -58,7 +80,7 @@ static rondo_status_t leave_step(rondo_comm_t comm, agree_leave_t *st, void (*po
     st->done = 1;
     return RONDO_SUCCESS;
   }
-  if (comm->board != NULL) {
+  if (comm->agree->board != NULL) {
     agree_board_leave_step(comm, st, &sig);
     return RONDO_SUCCESS;
   }
@@ -100,7 +122,7 @@ rondo_status_t agree_leave(rondo_comm_t *comms, int n, void (*poll)(rondo_comm_t
     for (int i = 0; i < n; i++)
       if (!st[i].done && poll != NULL)
         poll(comms[i]);
-    check_nap(&nap);
+    agree_nap(&nap);
   }
   if (st != &one)
     free(st);

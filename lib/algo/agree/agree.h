@@ -26,7 +26,7 @@
  *              per comm: algo_check_by_exchange)
  *   room       how many bytes of inline data a packet carries, equal on
  *              every rank, grown and shrunk by the calls before
- *              (packet_next_room)
+ *              (agree_packet_next_room)
  *   inline     a small all-reduce whose data travels in the packet itself:
  *              the check and the reduction are one exchange (agree_inline)
  *   rider      a larger collective (Rabenseifner's halving, the all-gather's
@@ -34,9 +34,13 @@
  *              so the check costs no round of its own (agree_call_riding)
  *   home_from  the size above which, where nodes are blocks of ranks, one
  *              rank a node carries the inline data across nodes
- *              (check_leaders_carry, algo_check_home_from)
+ *              (agree_leaders_carry, algo_check_home_from)
  *   leave      the agreement of rondo_comm_destroy: a rank that leaves makes
  *              the others' next call fail instead of hang (agree_leave)
+ *   state      a comm's agreement (comm->agree): its board, the exchange
+ *              chosen, the room and the count of exchanges; made and freed
+ *              with the comm, rewritten by every agreed call, its fields
+ *              seen by this folder alone (signature.h)
  */
 #ifndef RONDO_ALGO_AGREE_H
 #define RONDO_ALGO_AGREE_H
@@ -58,7 +62,7 @@ typedef enum {
 } agree_coll_t;
 
 #define AGREE_SIG_MAX 6
-typedef struct check_rider check_rider_t; /* check_exchange.h */
+typedef struct agree_rider agree_rider_t; /* check_exchange.h */
 
 typedef struct {
   agree_coll_t coll;
@@ -98,10 +102,16 @@ rondo_status_t agree_leave(rondo_comm_t *comms, int n, void (*poll)(rondo_comm_t
  * nodes where some rank yields); else it blocks in MPI (MPI_Allreduce, or
  * algo_waitall on the exchange's messages). */
 int agree_leave_polls(rondo_comm_t comm);
+/* A comm's agreement state (comm->agree, whose fields only lib/algo/agree/
+ * sees): made with the comm before anything reads it (lib/comm: the first
+ * room, no board, MPI's all-reduce until agree_choose_exchange), freed
+ * with it, its board first (no MPI calls unless mpi_usable). Free takes a
+ * comm whose state was never made too. */
+rondo_status_t agree_state_create(rondo_comm_t comm);
+void agree_state_free(rondo_comm_t comm, int mpi_usable);
 /* The shared-memory board of a one-node comm (none elsewhere): made when a
- * user comm is created (lib/comm), freed with it. */
+ * user comm is created (lib/comm), freed by agree_state_free. */
 rondo_status_t agree_board_create(rondo_comm_t comm);
-void agree_board_free(rondo_comm_t comm, int mpi_usable);
 int agree_board_active(rondo_comm_t comm);
 /* agree_call in two halves, on a comm with a board: post this rank's
  * signature, then wait for every rank's and compare. The shm all-reduce
@@ -159,7 +169,7 @@ int agree_rider_fits(rondo_comm_t comm, int carries_check, size_t count);
  * step carried the data; on failure the data that moved is to be thrown
  * away. Collective. */
 rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,
-                                 check_rider_t *rider);
+                                 agree_rider_t *rider);
 /* The size of the check's packet across nodes without data (the cost model
  * prices it: the room a call carries for nothing is at most a sixteenth of
  * its own bytes). */

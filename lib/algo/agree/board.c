@@ -87,21 +87,21 @@ rondo_status_t agree_board_create(rondo_comm_t comm)
     return RONDO_SUCCESS;
   }
   b->w = w;
-  comm->board = b;
+  comm->agree->board = b;
   return RONDO_SUCCESS;
 }
 
 void agree_board_free(rondo_comm_t comm, int mpi_usable)
 {
-  struct agree_board *b = comm->board;
+  struct agree_board *b = comm->agree->board;
   if (b == NULL)
     return;
   shwin_free(&b->w, mpi_usable);
   free(b);
-  comm->board = NULL;
+  comm->agree->board = NULL;
 }
 
-int agree_board_active(rondo_comm_t comm) { return comm->board != NULL; }
+int agree_board_active(rondo_comm_t comm) { return comm->agree->board != NULL; }
 
 static board_flag_t *flag(const struct agree_board *b, int q, uint64_t call)
 {
@@ -161,7 +161,7 @@ static void board_stall(rondo_comm_t comm, const agree_sig_t *sig, uint64_t call
   int abort_now = abort_after > 0 && waited >= abort_after;
   if (!warn_now && !abort_now)
     return;
-  const struct agree_board *b = comm->board;
+  const struct agree_board *b = comm->agree->board;
   char ranks[160] = "";
   size_t used = 0;
   for (int q = 0, shown = 0; q < b->w.size && used + 16 < sizeof ranks; q++)
@@ -186,7 +186,7 @@ static void board_stall(rondo_comm_t comm, const agree_sig_t *sig, uint64_t call
 
 void agree_post(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig)
 {
-  struct agree_board *b = comm->board;
+  struct agree_board *b = comm->agree->board;
   uint64_t call = b->call + 1;
   board_payload_t *p = payload(b, b->w.rank, call);
   p->status = local;
@@ -219,7 +219,7 @@ static int board_same_call(const struct agree_board *b, uint64_t call, agree_col
 rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
                             const agree_sig_t *sig)
 {
-  struct agree_board *b = comm->board;
+  struct agree_board *b = comm->agree->board;
   uint64_t call = ++b->call;
   uint64_t mine = flag(b, b->w.rank, call)->sum;
   int failed = -1, differs = -1, leaving = -1;
@@ -280,7 +280,7 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local,
 
 void agree_board_leave_step(rondo_comm_t comm, agree_leave_t *st, const agree_sig_t *sig)
 {
-  struct agree_board *b = comm->board;
+  struct agree_board *b = comm->agree->board;
   if (!st->open) {
     agree_post(comm, RONDO_SUCCESS, sig);
     st->call = ++b->call;

@@ -1,8 +1,8 @@
 /*
  * The argument check on one node (board.c): agree.h declares the board's
- * calls the other files of the layer use (create, free, post, finish);
- * this is the leave step's look at it, for agree.c. Internal to
- * lib/algo/agree/.
+ * calls the other files of the layer use (create, post, finish); this
+ * is its freeing and the leave step's look at it, for agree.c. Internal
+ * to lib/algo/agree/.
  */
 #ifndef RONDO_ALGO_AGREE_BOARD_H
 #define RONDO_ALGO_AGREE_BOARD_H
@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 #include "algo/agree/agree.h"
+
+/* Frees comm's board, if any (agree_state_free). */
+void agree_board_free(rondo_comm_t comm, int mpi_usable);
 
 /* One comm's leave between steps (agree_leave). */
 typedef struct {

@@ -11,10 +11,10 @@
  * nodes of one rank, and Open MPI's everywhere.
  *
  * Where nodes of L ranks are blocks of consecutive ranks, L and their
- * number powers of two (check_leaders_carry), the first lg L steps stay
+ * number powers of two (agree_leaders_carry), the first lg L steps stay
  * inside each node, so when the first step across nodes begins every rank
  * of a node holds the node's packet. From there, for inline data (an mpi
- * call's, check_packet.h) above comm->check_home_from bytes, only each
+ * call's, check_packet.h) above comm->agree->home_from bytes, only each
  * node's first rank sends it across; the others send their header alone,
  * and at the end get the data from it, in lg L steps inside the node. The
  * links between nodes carry the data once per node, as in MPICH's
@@ -23,10 +23,10 @@
  * (algo_check_home_from).
  *
  * By one MPI all-reduce of the packets (a packet datatype, a user-defined
- * op over packet_combine). Where nodes hold several ranks MPICH's blocking
- * all-reduce is node-aware: the ranks of a node meet in shared memory and
- * one of each crosses the network. A comm takes this way where MPI's
- * all-reduce is node-aware and its nodes are not such blocks
+ * op over agree_packet_combine). Where nodes hold several ranks MPICH's
+ * blocking all-reduce is node-aware: the ranks of a node meet in shared
+ * memory and one of each crosses the network. A comm takes this way where
+ * MPI's all-reduce is node-aware and its nodes are not such blocks
  * (algo_check_by_exchange): there rondo's exchange would have L copies of
  * the riding data cross at once. No data rides with it but the packet's
  * own.
@@ -38,7 +38,7 @@
  * its own. The packets decide, step by step, who
  * sends data: a rank sends its data with its packet while its packet so
  * far says every rank it has heard from made the same valid call and
- * rides (packet_rides). It also posts the receive of its partner's data
+ * rides (agree_packet_rides). It also posts the receive of its partner's data
  * then, before the partner's packet is in: under a rendezvous protocol (or
  * SimGrid's SMPI, where a message moves once both sides are there) data
  * whose receive waits for the packet would pay the latency twice per step.
@@ -58,11 +58,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "algo/agree/signature.h"
 #include "algo/algo.h"
 #include "base/numbers.h"
 #include "topo/topo.h"
 
-void check_nap(double *nap)
+void agree_nap(double *nap)
 {
   struct timespec ts = {0, (long)(*nap * 1e9)};
   nanosleep(&ts, NULL);
@@ -84,7 +85,7 @@ static rondo_status_t wait_all(rondo_comm_t comm, int n, MPI_Request *reqs,
       if (done)
         break;
       poll(comm);
-      check_nap(&nap);
+      agree_nap(&nap);
     }
   }
   return RONDO_SUCCESS;
@@ -111,10 +112,10 @@ static void look_at_tags(void)
  * the larger: a receive posted for fewer bytes is truncated, which MPICH
  * reports as fatal. That needs two riding calls that differ and whose
  * hashes collide, about 1 in 4 million where the tags are wide. */
-static int data_tag(rondo_comm_t comm, const packet_t *p)
+static int data_tag(rondo_comm_t comm, const agree_packet_t *p)
 {
   uint64_t h = p->sig; /* a 64-bit sum already */
-  int parity = (int)(comm->check_calls & 1);
+  int parity = (int)(comm->agree->calls & 1);
   pthread_once(&tags_looked, look_at_tags);
   if (wide_tags)
     return ALGO_TAG_CHECK_WIDE + 2 * (int)(h % (1u << 22)) + parity;
@@ -164,12 +165,12 @@ static rondo_status_t withdraw(MPI_Request *req, int *took)
 }
 
 /* Whether a packet's inline data stays home in a step across nodes whose
- * ranks are not their node's first (bare): above comm->check_home_from
+ * ranks are not their node's first (bare): above comm->agree->home_from
  * bytes. Either side of the step asks it of the packet the other side sent
  * too. */
-static int stays_home(rondo_comm_t comm, int bare, const packet_t *p)
+static int stays_home(rondo_comm_t comm, int bare, const agree_packet_t *p)
 {
-  return bare && packet_data_bytes(p) > comm->check_home_from;
+  return bare && agree_packet_data_bytes(p) > comm->agree->home_from;
 }
 
 /* Waits for one message, a receive if recv; on a failure abandons it
@@ -188,17 +189,18 @@ static rondo_status_t wait_one(rondo_comm_t comm, MPI_Request *req, int recv,
 /* One step with peer: this rank's packet (and data) out if send, peer's
  * packet in and combined into mine if recv, peer's data reduced or
  * dropped. theirs: room for a packet. bare: a step across nodes between
- * ranks that are not their node's first (check_leaders_carry), where the
+ * ranks that are not their node's first (agree_leaders_carry), where the
  * larger inline data stays home (stays_home). */
-static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, int peer,
-                           int mask, int send, int recv, int bare, check_rider_t *rider,
+static rondo_status_t step(rondo_comm_t comm, agree_packet_t *mine, agree_packet_t *theirs,
+                           int peer, int mask, int send, int recv, int bare, agree_rider_t *rider,
                            void (*poll)(rondo_comm_t))
 {
   int home = stays_home(comm, bare, mine);
-  size_t bytes = packet_bytes(comm), sent = home ? sizeof(packet_t) : packet_sent_bytes(mine);
+  size_t bytes = agree_packet_recv_bytes(comm),
+         sent = home ? sizeof(agree_packet_t) : agree_packet_sent_bytes(mine);
   MPI_Request in[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   MPI_Request out[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  int rides = rider != NULL && packet_rides(mine), tag = rides ? data_tag(comm, mine) : -1;
+  int rides = rider != NULL && agree_packet_rides(mine), tag = rides ? data_tag(comm, mine) : -1;
   rondo_status_t st = RONDO_SUCCESS;
   if (recv) {
     RONDO_CHECK_GOTO(algo_irecv_tag(comm, theirs, bytes, peer, ALGO_TAG_CHECK, &in[0]), st,
@@ -221,8 +223,8 @@ static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, 
   }
   if (recv) {
     RONDO_CHECK_GOTO(wait_all(comm, 1, &in[0], poll), st, abandon);
-    int they_ride = packet_rides(theirs);
-    int same = they_ride && rides && packet_same_call(mine, theirs);
+    int they_ride = agree_packet_rides(theirs);
+    int same = they_ride && rides && agree_packet_same_call(mine, theirs);
     int took = 0;
     if (same) {
       RONDO_CHECK_GOTO(wait_all(comm, 1, &in[1], poll), st, abandon);
@@ -235,9 +237,9 @@ static rondo_status_t step(rondo_comm_t comm, packet_t *mine, packet_t *theirs, 
   }
   RONDO_CHECK_GOTO(wait_all(comm, 2, out, poll), st, abandon); /* mine is sent: it may change */
   if (recv && (home || stays_home(comm, bare, theirs)))
-    packet_combine_header(theirs, mine);
+    agree_packet_combine_header(theirs, mine);
   else if (recv)
-    packet_combine(theirs, mine);
+    agree_packet_combine(theirs, mine);
   return RONDO_SUCCESS;
 abandon: /* no receive may outlive theirs or the rider's buffer */
   algo_abandon(2, in, 2, out);
@@ -245,18 +247,18 @@ abandon: /* no receive may outlive theirs or the rider's buffer */
 }
 
 /* The node's first rank's packet to every rank of the node, by a binomial
- * tree over local ranks (a node is a block: check_leaders_carry). */
-static rondo_status_t spread(rondo_comm_t comm, packet_t *mine, void (*poll)(rondo_comm_t))
+ * tree over local ranks (a node is a block: agree_leaders_carry). */
+static rondo_status_t spread(rondo_comm_t comm, agree_packet_t *mine, void (*poll)(rondo_comm_t))
 {
   int local = comm->local_rank;
   for (int mask = comm->local_size / 2; mask > 0; mask >>= 1) {
     MPI_Request req = MPI_REQUEST_NULL;
     int low = local & (2 * mask - 1);
     if (low == 0)
-      RONDO_CHECK(algo_isend_tag(comm, mine, packet_sent_bytes(mine), comm->rank + mask,
+      RONDO_CHECK(algo_isend_tag(comm, mine, agree_packet_sent_bytes(mine), comm->rank + mask,
                                  ALGO_TAG_CHECK, &req));
     else if (low == mask)
-      RONDO_CHECK(algo_irecv_tag(comm, mine, packet_bytes(comm), comm->rank - mask,
+      RONDO_CHECK(algo_irecv_tag(comm, mine, agree_packet_recv_bytes(comm), comm->rank - mask,
                                  ALGO_TAG_CHECK, &req));
     else
       continue;
@@ -267,32 +269,32 @@ static rondo_status_t spread(rondo_comm_t comm, packet_t *mine, void (*poll)(ron
 
 /* ---- one MPI all-reduce ----------------------------------------------------------------- */
 
-/* MPI_User_function over packets: packet_combine. */
+/* MPI_User_function over packets: agree_packet_combine. */
 static void packet_reduce(void *in, void *inout, int *len, MPI_Datatype *type)
 {
   (void)type;
-  size_t stride = sizeof(packet_t) + (size_t)((const packet_t *)in)->room;
+  size_t stride = sizeof(agree_packet_t) + (size_t)((const agree_packet_t *)in)->room;
   for (int k = 0; k < *len; k++)
-    packet_combine((const packet_t *)((char *)in + (size_t)k * stride),
-                   (packet_t *)((char *)inout + (size_t)k * stride));
+    agree_packet_combine((const agree_packet_t *)((char *)in + (size_t)k * stride),
+                         (agree_packet_t *)((char *)inout + (size_t)k * stride));
 }
 
-/* One datatype per room class (packet_room_class), made at its first use;
+/* One datatype per room class (agree_packet_room_class), made at its first use;
  * one op. */
-static MPI_Datatype types[PACKET_ROOMS];
-static int typed[PACKET_ROOMS]; /* types[k] was made */
+static MPI_Datatype types[AGREE_PACKET_ROOMS];
+static int typed[AGREE_PACKET_ROOMS]; /* types[k] was made */
 static MPI_Op packet_op = MPI_OP_NULL;
 static pthread_mutex_t made = PTHREAD_MUTEX_INITIALIZER;
 
 static rondo_status_t packet_mpi(rondo_comm_t comm, MPI_Datatype *type, MPI_Op *op)
 {
-  int k = packet_room_class(comm->check_room), rc = MPI_SUCCESS;
+  int k = agree_packet_room_class(comm->agree->room), rc = MPI_SUCCESS;
   pthread_mutex_lock(&made);
   if (packet_op == MPI_OP_NULL)
     rc = MPI_Op_create(packet_reduce, 1, &packet_op);
   if (rc == MPI_SUCCESS && !typed[k]) {
     MPI_Datatype t;
-    rc = MPI_Type_contiguous((int)packet_bytes(comm), MPI_BYTE, &t);
+    rc = MPI_Type_contiguous((int)agree_packet_recv_bytes(comm), MPI_BYTE, &t);
     if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&t)) == MPI_SUCCESS) {
       types[k] = t;
       typed[k] = 1;
@@ -306,9 +308,9 @@ static rondo_status_t packet_mpi(rondo_comm_t comm, MPI_Datatype *type, MPI_Op *
   return RONDO_SUCCESS;
 }
 
-void check_free(void)
+void agree_exchange_free(void)
 {
-  for (int k = 0; k < PACKET_ROOMS; k++)
+  for (int k = 0; k < AGREE_PACKET_ROOMS; k++)
     if (typed[k]) {
       MPI_CHECK_LOG(MPI_Type_free(&types[k]));
       typed[k] = 0;
@@ -321,7 +323,7 @@ void check_free(void)
  * nonblocking one is not node-aware); where some rank yields, nonblocking
  * on every rank (a blocking collective may not match a nonblocking one),
  * waited for as the caller asks. */
-static rondo_status_t by_mpi(rondo_comm_t comm, packet_t *mine, packet_t *all,
+static rondo_status_t by_mpi(rondo_comm_t comm, agree_packet_t *mine, agree_packet_t *all,
                              void (*poll)(rondo_comm_t))
 {
   MPI_Datatype type = MPI_DATATYPE_NULL;
@@ -334,24 +336,32 @@ static rondo_status_t by_mpi(rondo_comm_t comm, packet_t *mine, packet_t *all,
     MPI_CHECK(MPI_Iallreduce(mine, all, 1, type, op, comm->mpi, &req));
     RONDO_CHECK(wait_all(comm, 1, &req, poll));
   }
-  memcpy(mine, all, packet_bytes(comm));
+  memcpy(mine, all, agree_packet_recv_bytes(comm));
   return RONDO_SUCCESS;
 }
 
-int check_by_exchange(rondo_comm_t comm) { return comm->check_by_exchange; }
+int agree_by_exchange(rondo_comm_t comm) { return comm->agree->by_exchange; }
 
-void check_describe(rondo_comm_t comm, char *buf, size_t len)
+size_t agree_home_from(rondo_comm_t comm) { return comm->agree->home_from; }
+
+void agree_choose_exchange(rondo_comm_t comm, int by_exchange, size_t home_from)
 {
-  if (!check_by_exchange(comm))
+  comm->agree->by_exchange = by_exchange;
+  comm->agree->home_from = home_from;
+}
+
+void agree_exchange_describe(rondo_comm_t comm, char *buf, size_t len)
+{
+  if (!agree_by_exchange(comm))
     snprintf(buf, len, "MPI's all-reduce");
-  else if (comm->check_home_from < SIZE_MAX)
+  else if (comm->agree->home_from < SIZE_MAX)
     snprintf(buf, len, "rondo's exchange, inline data above %zu B across from one rank a node",
-             comm->check_home_from);
+             comm->agree->home_from);
   else
     snprintf(buf, len, "rondo's exchange");
 }
 
-int check_leaders_carry(rondo_comm_t comm)
+int agree_leaders_carry(rondo_comm_t comm)
 {
   const struct topo *t = comm->topo;
   return t != NULL && t->blocks && t->max_local > 1 && t->node_count > 1 &&
@@ -361,25 +371,26 @@ int check_leaders_carry(rondo_comm_t comm)
 
 /* ---- rondo's recursive doubling ----------------------------------------------------------- */
 
-rondo_status_t check_exchange(rondo_comm_t comm, packet_t *mine, check_rider_t *rider,
+rondo_status_t agree_exchange(rondo_comm_t comm, agree_packet_t *mine, agree_rider_t *rider,
                               void (*poll)(rondo_comm_t))
 {
-  int64_t buf[PACKET_MAX_BYTES / sizeof(int64_t) + 1];
-  packet_t *theirs = (packet_t *)buf;
-  if (!check_by_exchange(comm))
+  int64_t buf[AGREE_PACKET_MAX_BYTES / sizeof(int64_t) + 1];
+  agree_packet_t *theirs = (agree_packet_t *)buf;
+  if (!agree_by_exchange(comm))
     return rider == NULL ? by_mpi(comm, mine, theirs, poll)
                          : rondo__fail(RONDO_ERR_INTERNAL, "no data rides in an MPI all-reduce");
   int rank = comm->rank, newrank = algo_fold_newrank(comm);
-  comm->check_calls++;
+  comm->agree->calls++;
   /* where the node's first rank alone carries the data across, the steps
    * from distance L on cross nodes (the size is a power of two: no fold) */
-  int across = check_leaders_carry(comm) ? comm->local_size : comm->pof2;
+  int across = agree_leaders_carry(comm) ? comm->local_size : comm->pof2;
   int bare = across < comm->pof2 && comm->local_rank != 0;
   int folded = rank < 2 * (comm->size - comm->pof2);
   if (newrank < 0) { /* folded onto rank + 1: gives, then gets the result */
     RONDO_CHECK(step(comm, mine, theirs, rank + 1, 0, 1, 0, 0, rider, poll));
     MPI_Request req = MPI_REQUEST_NULL;
-    RONDO_CHECK(algo_irecv_tag(comm, mine, packet_bytes(comm), rank + 1, ALGO_TAG_CHECK, &req));
+    RONDO_CHECK(
+        algo_irecv_tag(comm, mine, agree_packet_recv_bytes(comm), rank + 1, ALGO_TAG_CHECK, &req));
     return wait_one(comm, &req, 1, poll);
   }
   if (folded)
@@ -391,8 +402,8 @@ rondo_status_t check_exchange(rondo_comm_t comm, packet_t *mine, check_rider_t *
     RONDO_CHECK(spread(comm, mine, poll)); /* the data, which crossed with the first ranks */
   if (folded) {
     MPI_Request req = MPI_REQUEST_NULL;
-    RONDO_CHECK(algo_isend_tag(comm, mine, packet_sent_bytes(mine), rank - 1, ALGO_TAG_CHECK,
-                               &req));
+    RONDO_CHECK(
+        algo_isend_tag(comm, mine, agree_packet_sent_bytes(mine), rank - 1, ALGO_TAG_CHECK, &req));
     RONDO_CHECK(wait_one(comm, &req, 0, poll));
   }
   return RONDO_SUCCESS;

@@ -11,7 +11,7 @@
  * never a hang or a truncation), so the room cannot depend on this call's
  * arguments; it depends
  * on the calls before, through what every rank got back from the last
- * check, which is the same bytes everywhere (packet_next_room):
+ * check, which is the same bytes everywhere (agree_packet_next_room):
  *   - an mpi all-reduce of B <= AGREE_INLINE_BYTES bytes grows the room to
  *     B's class at once (64 B to 16 KiB, powers of two), so the next call
  *     of that size rides; a smaller one lowers it only after 8 calls in a
@@ -23,7 +23,7 @@
  * The first call of a new small size, and the first after a larger
  * all-reduce, takes two exchanges (the check, then the data). A rank's
  * own exchange sends only the header and the data a packet carries
- * (packet_sent_bytes): 16 B ride in 176 B, not in a 64 B room's 224 (in
+ * (agree_packet_sent_bytes): 16 B ride in 176 B, not in a 64 B room's 224 (in
  * SimGrid's dragonfly, where small messages' bytes cost 5x the link's rate
  * through contention, the padding was a quarter of what separated small
  * mpi calls from MPI_Allreduce); MPI's all-reduce of packets sends them
@@ -42,16 +42,17 @@
 
 #include <string.h>
 
+#include "algo/agree/signature.h"
 #include "algo/algo.h"
 #include "reduce/reduce.h"
 
 #define ROOM_MIN 64 /* the smallest room that is not 0 */
 #define SHRINK_AFTER 8
 
-_Static_assert((ROOM_MIN << (PACKET_ROOMS - 2)) >= AGREE_INLINE_BYTES,
+_Static_assert((ROOM_MIN << (AGREE_PACKET_ROOMS - 2)) >= AGREE_INLINE_BYTES,
                "a room class for every room up to AGREE_INLINE_BYTES");
 
-int packet_room_class(size_t room)
+int agree_packet_room_class(size_t room)
 {
   int k = 0;
   for (size_t r = ROOM_MIN; room != 0 && r <= room; r <<= 1)
@@ -83,9 +84,9 @@ static size_t room_floor(size_t bytes)
  * all-reduce, or a reduce-scatter or all-gather whose data it carries) on
  * which every rank so far agrees (every rank, once reduced), and its
  * bytes and algorithm. */
-static int data_call_of(const packet_t *p, size_t *bytes, int64_t *algo)
+static int data_call_of(const agree_packet_t *p, size_t *bytes, int64_t *algo)
 {
-  if (!packet_agrees(p) || p->dtype < 0 || p->dtype >= RONDO_DTYPE_COUNT || p->count <= 0)
+  if (!agree_packet_agrees(p) || p->dtype < 0 || p->dtype >= RONDO_DTYPE_COUNT || p->count <= 0)
     return 0;
   if (p->coll != AGREE_ALLREDUCE && p->coll != AGREE_REDUCE_SCATTER &&
       p->coll != AGREE_ALLGATHER)
@@ -96,7 +97,7 @@ static int data_call_of(const packet_t *p, size_t *bytes, int64_t *algo)
 }
 
 /* Whether p carries inline data, and its length. */
-static int carries(const packet_t *p, size_t *bytes)
+static int carries(const agree_packet_t *p, size_t *bytes)
 {
   int64_t algo;
   return data_call_of(p, bytes, &algo) && algo == RONDO_ALGO_MPI && *bytes <= (size_t)p->room;
@@ -109,20 +110,22 @@ static int carries(const packet_t *p, size_t *bytes)
  * inline all-reduce, the partial result of the lower ranks first (as
  * reduce_ordered does), so two partners combining the same two partials
  * get the same bytes even where operand order shows (NaN payloads). */
-void packet_combine(const packet_t *a, packet_t *b)
+void agree_packet_combine(const agree_packet_t *a, agree_packet_t *b)
 {
   size_t na, nb;
-  if (carries(a, &na) && carries(b, &nb) && packet_same_call(a, b)) {
-    const unsigned char *lo = a->first < b->first ? packet_data((packet_t *)a) : packet_data(b);
-    const unsigned char *hi = a->first < b->first ? packet_data(b) : packet_data((packet_t *)a);
+  if (carries(a, &na) && carries(b, &nb) && agree_packet_same_call(a, b)) {
+    const unsigned char *lo =
+        a->first < b->first ? agree_packet_data((agree_packet_t *)a) : agree_packet_data(b);
+    const unsigned char *hi =
+        a->first < b->first ? agree_packet_data(b) : agree_packet_data((agree_packet_t *)a);
     rondo_op_t op = (rondo_op_t)a->op;
-    reduce_apply(packet_data(b), lo, hi, (size_t)a->count, (rondo_dtype_t)a->dtype,
+    reduce_apply(agree_packet_data(b), lo, hi, (size_t)a->count, (rondo_dtype_t)a->dtype,
                  op == RONDO_AVG ? RONDO_SUM : op);
   }
-  packet_combine_header(a, b);
+  agree_packet_combine_header(a, b);
 }
 
-void packet_combine_header(const packet_t *a, packet_t *b)
+void agree_packet_combine_header(const agree_packet_t *a, agree_packet_t *b)
 {
   b->sig = MAX(a->sig, b->sig);
   b->not_sig = MAX(a->not_sig, b->not_sig);
@@ -137,26 +140,32 @@ void packet_combine_header(const packet_t *a, packet_t *b)
   b->rides = MIN(a->rides, b->rides);
 }
 
-int packet_same_call(const packet_t *a, const packet_t *b)
+int agree_packet_same_call(const agree_packet_t *a, const agree_packet_t *b)
 {
-  return packet_agrees(a) && packet_agrees(b) && a->sig == b->sig;
+  return agree_packet_agrees(a) && agree_packet_agrees(b) && a->sig == b->sig;
 }
 
-int packet_rides(const packet_t *p) { return p->rides && packet_agrees(p); }
+int agree_packet_rides(const agree_packet_t *p) { return p->rides && agree_packet_agrees(p); }
 
-size_t packet_bytes(rondo_comm_t comm) { return sizeof(packet_t) + comm->check_room; }
+size_t agree_packet_recv_bytes(rondo_comm_t comm)
+{
+  return sizeof(agree_packet_t) + comm->agree->room;
+}
 
-size_t packet_data_bytes(const packet_t *p)
+size_t agree_packet_data_bytes(const agree_packet_t *p)
 {
   size_t n;
   return carries(p, &n) ? n : 0;
 }
 
-size_t packet_sent_bytes(const packet_t *p) { return sizeof(packet_t) + packet_data_bytes(p); }
-
-void packet_next_room(rondo_comm_t comm, const packet_t *all)
+size_t agree_packet_sent_bytes(const agree_packet_t *p)
 {
-  size_t bytes, room = comm->check_room;
+  return sizeof(agree_packet_t) + agree_packet_data_bytes(p);
+}
+
+void agree_packet_next_room(rondo_comm_t comm, const agree_packet_t *all)
+{
+  size_t bytes, room = comm->agree->room;
   int64_t algo;
   if (!data_call_of(all, &bytes, &algo))
     return;
@@ -165,10 +174,10 @@ void packet_next_room(rondo_comm_t comm, const packet_t *all)
     if (c >= room) {
       room = c;
     } else {
-      comm->check_recent = c > comm->check_recent ? c : comm->check_recent;
-      if (++comm->check_smaller < SHRINK_AFTER)
+      comm->agree->recent = c > comm->agree->recent ? c : comm->agree->recent;
+      if (++comm->agree->smaller < SHRINK_AFTER)
         return;
-      room = comm->check_recent;
+      room = comm->agree->recent;
     }
   } else {
     size_t cap = room_floor(bytes / 16);
@@ -176,7 +185,7 @@ void packet_next_room(rondo_comm_t comm, const packet_t *all)
       return;
     room = cap;
   }
-  comm->check_room = room;
-  comm->check_smaller = 0;
-  comm->check_recent = 0;
+  comm->agree->room = room;
+  comm->agree->smaller = 0;
+  comm->agree->recent = 0;
 }

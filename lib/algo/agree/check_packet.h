@@ -2,7 +2,7 @@
  * The argument check's packet across nodes (check_packet.c): what one
  * rank sends in each step of the check's exchange (check_exchange.c), how
  * two packets combine, and how much inline data it has room for.
- * across.c fills and reads it. Internal (prefix packet_).
+ * across.c fills and reads it. Internal (prefix agree_packet_).
  */
 #ifndef RONDO_ALGO_CHECK_PACKET_H
 #define RONDO_ALGO_CHECK_PACKET_H
@@ -32,46 +32,50 @@ typedef struct {
                        exchange's steps (check_exchange.h): MIN */
   int32_t room;     /* bytes of data after the header: equal on every rank */
   int32_t pad;
-} packet_t;
+} agree_packet_t;
 /* Room for the largest packet, header included (a caller's buffer). */
-#define PACKET_MAX_BYTES (sizeof(packet_t) + AGREE_INLINE_BYTES)
+#define AGREE_PACKET_MAX_BYTES (sizeof(agree_packet_t) + AGREE_INLINE_BYTES)
 
-static inline unsigned char *packet_data(packet_t *p) { return (unsigned char *)(p + 1); }
+static inline unsigned char *agree_packet_data(agree_packet_t *p)
+{
+  return (unsigned char *)(p + 1);
+}
 
 /* Whether every rank whose packet p combines made the same call, and no
  * rank's arguments were bad. */
-static inline int packet_agrees(const packet_t *p)
+static inline int agree_packet_agrees(const agree_packet_t *p)
 {
   return p->failed == 0 && p->sig != 0 && p->sig == ~p->not_sig;
 }
 
 /* The rooms a packet can have: 0, then 64 B to AGREE_INLINE_BYTES in
- * powers of two; room's class, 0..PACKET_ROOMS-1 (the exchange's MPI
+ * powers of two; room's class, 0..AGREE_PACKET_ROOMS-1 (the exchange's MPI
  * datatype per class). */
-enum { PACKET_ROOMS = 10 };
-int packet_room_class(size_t room);
+enum { AGREE_PACKET_ROOMS = 10 };
+int agree_packet_room_class(size_t room);
 /* The bytes of a packet with comm's present room: what a receive takes. */
-size_t packet_bytes(rondo_comm_t comm);
+size_t agree_packet_recv_bytes(rondo_comm_t comm);
 /* The bytes of p worth sending: its header and the data it carries, if
- * any (the room beyond stays home; a receive of packet_bytes takes the
- * shorter message, and packet_combine reads only data that was sent). */
-size_t packet_sent_bytes(const packet_t *p);
+ * any (the room beyond stays home; a receive of agree_packet_recv_bytes
+ * takes the shorter message, and agree_packet_combine reads only data
+ * that was sent). */
+size_t agree_packet_sent_bytes(const agree_packet_t *p);
 /* The inline data p carries: an agreed all-reduce's bytes, or 0. */
-size_t packet_data_bytes(const packet_t *p);
+size_t agree_packet_data_bytes(const agree_packet_t *p);
 /* inout = the combination of in and inout (the same in either order): the
  * header's fields by MAX and MIN, and the inline data reduced when both
  * carry the same all-reduce. */
-void packet_combine(const packet_t *in, packet_t *inout);
+void agree_packet_combine(const agree_packet_t *in, agree_packet_t *inout);
 /* The same for the headers alone: inout's data stays as it is. */
-void packet_combine_header(const packet_t *in, packet_t *inout);
-/* Whether packets a and b each agree (packet_agrees) on the same call. */
-int packet_same_call(const packet_t *a, const packet_t *b);
+void agree_packet_combine_header(const agree_packet_t *in, agree_packet_t *inout);
+/* Whether packets a and b each agree (agree_packet_agrees) on the same call. */
+int agree_packet_same_call(const agree_packet_t *a, const agree_packet_t *b);
 /* Whether every rank whose packet p combines made the same valid call and
  * sends its own data after its packet (p->rides): then so does the rank
  * that sent p, in this step of the exchange. */
-int packet_rides(const packet_t *p);
+int agree_packet_rides(const agree_packet_t *p);
 /* After every rank's packets were reduced into all: the room of comm's next
  * packet, computed from all alone, so equal on every rank. */
-void packet_next_room(rondo_comm_t comm, const packet_t *all);
+void agree_packet_next_room(rondo_comm_t comm, const agree_packet_t *all);
 
 #endif /* RONDO_ALGO_CHECK_PACKET_H */

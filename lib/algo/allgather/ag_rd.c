@@ -10,7 +10,7 @@
  * blocks lie packed a group is one message; with gaps between them
  * (allgatherv's displacements) it is one message per block.
  *
- * Where the check's exchange is rondo's own (check_by_exchange) the
+ * Where the check's exchange is rondo's own (agree_by_exchange) the
  * doubling carries the argument check (a->agree), as Rabenseifner's
  * halving does: the exchange's steps are the fold and then distances 1, 2,
  * 4 .. in new ranks, the doubling's own, so each step's blocks travel with
@@ -70,7 +70,7 @@ static int first_block(rondo_comm_t comm, int nr)
 /* The doubling riding in the check: the blocks gather in work (laid out
  * as recvbuf, packed) step by step with the exchange's packets. */
 typedef struct {
-  check_rider_t rider;
+  agree_rider_t rider;
   const algo_blocks_args_t *a;
   char *work;
   int nr;    /* new rank after the fold; -1: folded onto rank + 1 */
@@ -94,7 +94,7 @@ static void step_blocks(const rd_rider_t *d, int mask, int send, int *lo, int *h
   *hi = first_block(comm, g + mask);
 }
 
-static void rd_send_buf(check_rider_t *r, int mask, const void **buf, size_t *bytes)
+static void rd_send_buf(agree_rider_t *r, int mask, const void **buf, size_t *bytes)
 {
   rd_rider_t *d = (rd_rider_t *)r;
   int lo, hi;
@@ -103,7 +103,7 @@ static void rd_send_buf(check_rider_t *r, int mask, const void **buf, size_t *by
   *bytes = d->a->displs[hi] - d->a->displs[lo];
 }
 
-static void rd_recv_buf(check_rider_t *r, int mask, void **buf, size_t *bytes)
+static void rd_recv_buf(agree_rider_t *r, int mask, void **buf, size_t *bytes)
 {
   rd_rider_t *d = (rd_rider_t *)r;
   int lo, hi;
@@ -113,7 +113,7 @@ static void rd_recv_buf(check_rider_t *r, int mask, void **buf, size_t *bytes)
 }
 
 /* The blocks are in place already (scratch): a step counted. */
-static void rd_reduce(check_rider_t *r, int mask, int peer)
+static void rd_reduce(agree_rider_t *r, int mask, int peer)
 {
   (void)mask;
   (void)peer;

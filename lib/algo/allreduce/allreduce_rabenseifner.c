@@ -23,7 +23,7 @@
  * that sends far fewer bytes at once than recursive doubling, in which
  * every rank sends everything in every step (docs/scale.md).
  *
- * Where the check's exchange is rondo's own (check_by_exchange) the
+ * Where the check's exchange is rondo's own (agree_by_exchange) the
  * halving carries the argument check (a->agree): its steps pair the same
  * ranks in the same order as the check's exchange (check_exchange.c), so
  * the data rides in the exchange's steps and the check costs no round of
@@ -56,7 +56,7 @@ static size_t block_start(const algo_allreduce_args_t *a, int b)
 
 /* The halving's state; first its rider, for the check's exchange. */
 typedef struct {
-  check_rider_t rider;
+  agree_rider_t rider;
   const algo_allreduce_args_t *a;
   const char *src; /* this rank's data so far: the input, then work */
   char *work;      /* the partial results, laid out as recvbuf */
@@ -83,7 +83,7 @@ static void ranges(const halving_t *h, int mask, int *send_lo, int *send_hi, int
   *send_hi = upper ? mid : h->hi;
 }
 
-static void halving_send_buf(check_rider_t *r, int mask, const void **buf, size_t *bytes)
+static void halving_send_buf(agree_rider_t *r, int mask, const void **buf, size_t *bytes)
 {
   halving_t *h = (halving_t *)r;
   int slo, shi, klo, khi;
@@ -92,7 +92,7 @@ static void halving_send_buf(check_rider_t *r, int mask, const void **buf, size_
   *bytes = RANGE_BYTES(h->a, slo, shi);
 }
 
-static void halving_recv_buf(check_rider_t *r, int mask, void **buf, size_t *bytes)
+static void halving_recv_buf(agree_rider_t *r, int mask, void **buf, size_t *bytes)
 {
   halving_t *h = (halving_t *)r;
   int slo, shi, klo, khi;
@@ -105,7 +105,7 @@ static void halving_recv_buf(check_rider_t *r, int mask, void **buf, size_t *byt
  * The last step's go to recvbuf: riding, that step reduces only when its
  * two packets, which together combine every rank's, show the same valid
  * call, so the check has passed (and nothing is copied over at the end). */
-static void halving_reduce(check_rider_t *r, int mask, int peer)
+static void halving_reduce(agree_rider_t *r, int mask, int peer)
 {
   halving_t *h = (halving_t *)r;
   int slo, shi, klo, khi;

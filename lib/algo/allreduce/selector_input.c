@@ -21,10 +21,10 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
                        .dtype = dtype, .op = op, .ranks = comm->size,
                        .nodes = comm->topo->node_count, .min_local = comm->topo->min_local,
                        .max_local = comm->topo->max_local, .mem = mem,
-                       .mpi_check = comm->size > 1 && comm->board == NULL,
+                       .mpi_check = comm->size > 1 && !agree_board_active(comm),
                        .node_blocks = comm->topo->blocks};
-  in.check_exchange = in.mpi_check && check_by_exchange(comm);
-  in.check_leaders = in.check_exchange && in.bytes > comm->check_home_from;
+  in.check_exchange = in.mpi_check && agree_by_exchange(comm);
+  in.check_leaders = in.check_exchange && in.bytes > agree_home_from(comm);
   if (mem == SELECT_MEM_DEVICE) {
     in.has_nccl = dev_backend()->coll_id != NULL;
     in.gpu_shared = comm->gpu != NULL ? comm->gpu->shared : -1;
@@ -46,18 +46,18 @@ int algo_check_by_exchange(rondo_comm_t comm)
    * overhead on top and carry no algorithm's data. Where it is node-aware,
    * one rank of a node crosses the link, not all of them, which the data
    * riding in the packet needs: rondo's exchange does that too where nodes
-   * are blocks (check_leaders_carry), and elsewhere sends it from every
+   * are blocks (agree_leaders_carry), and elsewhere sends it from every
    * rank (docs/scale.md: so on 8 ranks per simulated host AUTO was
    * 1.04-1.15x MPICH's all-reduce at 16-64 B but 0.42-0.91x at 256 B-4 KiB,
    * whose calls ride in it). */
   select_params_t prm = algo_params(comm);
   select_input_t in = algo_input(comm, 0, RONDO_FLOAT32, RONDO_SUM);
-  return check_leaders_carry(comm) || !select_mpi_node_aware(&prm, &in);
+  return agree_leaders_carry(comm) || !select_mpi_node_aware(&prm, &in);
 }
 
-size_t algo_check_home_from(rondo_comm_t comm)
+size_t algo_check_home_from(rondo_comm_t comm, int by_exchange)
 {
-  if (!check_by_exchange(comm) || !check_leaders_carry(comm))
+  if (!by_exchange || !agree_leaders_carry(comm))
     return SIZE_MAX;
   select_params_t prm = algo_params(comm);
   int local = comm->topo->max_local, nodes = comm->topo->node_count;

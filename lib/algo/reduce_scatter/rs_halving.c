@@ -23,7 +23,7 @@
  * ranks 2i and 2i+1, the others for one block each. At the end the odd
  * rank sends the even one its block.
  *
- * Where the check's exchange is rondo's own (check_by_exchange) the
+ * Where the check's exchange is rondo's own (agree_by_exchange) the
  * halving carries the argument check (a->agree): each step's half travels
  * with its packet (the rider, check_exchange.h), and the check costs no
  * round of its own. Everything happens in scratch until the check has
@@ -56,7 +56,7 @@ static int reverse_bits(int j, int s)
 
 /* The halving's state; first its rider, for the check's exchange. */
 typedef struct {
-  check_rider_t rider;
+  agree_rider_t rider;
   const algo_blocks_args_t *a;
   size_t *at;  /* [pof2 + 1] element offsets in work of positions 0..pof2 */
   char *work;  /* the partial sums, laid out by position */
@@ -83,7 +83,7 @@ static void ranges(const halving_t *h, int mask, int *send_lo, int *send_hi, int
   *send_hi = upper ? mid : h->hi;
 }
 
-static void halving_send_buf(check_rider_t *r, int mask, const void **buf, size_t *bytes)
+static void halving_send_buf(agree_rider_t *r, int mask, const void **buf, size_t *bytes)
 {
   halving_t *h = (halving_t *)r;
   int slo, shi, klo, khi;
@@ -92,7 +92,7 @@ static void halving_send_buf(check_rider_t *r, int mask, const void **buf, size_
   *bytes = (h->at[shi] - h->at[slo]) * h->a->esize;
 }
 
-static void halving_recv_buf(check_rider_t *r, int mask, void **buf, size_t *bytes)
+static void halving_recv_buf(agree_rider_t *r, int mask, void **buf, size_t *bytes)
 {
   halving_t *h = (halving_t *)r;
   int slo, shi, klo, khi;
@@ -103,7 +103,7 @@ static void halving_recv_buf(check_rider_t *r, int mask, void **buf, size_t *byt
 
 /* After peer's half is in tmp: work's kept positions = the lower-ranked
  * partial sum (op) the other, on both sides of the pair alike. */
-static void halving_reduce(check_rider_t *r, int mask, int peer)
+static void halving_reduce(agree_rider_t *r, int mask, int peer)
 {
   halving_t *h = (halving_t *)r;
   const algo_blocks_args_t *a = h->a;
