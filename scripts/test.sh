@@ -17,8 +17,10 @@
 #                       ThreadSanitizer
 #   4. build-openmpi/ : against Open MPI 4.1 (installed beside MPICH, which
 #                       stays the system's default): the library's tests at
-#                       2 and 3 ranks (the interposer's among them), two on
-#                       virtual nodes at 4, the Python tests at 2 ranks,
+#                       2 ranks (the interposer's among them), the
+#                       algorithms' at 3, two on
+#                       virtual nodes at 4, the NumPy and torch.distributed
+#                       tests at 2 ranks,
 #                       rondo-train's runs that call MPI themselves and the
 #                       export check ('make print-openmpi-tests');
 #                       docs/building.md

@@ -3,8 +3,9 @@
 # (exit 77 otherwise): builds librondo and rondo-bench with smpicc
 # (scripts/build-smpi.sh, into smpi-build/ of the build folder), then:
 #   - 64 simulated ranks, one per host of the 100 Gbit fat tree: every
-#     algorithm and AUTO from 16 B to 1 MiB, float32 sum and int32 max, every
-#     element checked on every rank (rondo-bench exits 1 on a wrong one);
+#     algorithm and AUTO from 16 B to 64 KiB in float32 and int32, sum and
+#     max, and at 1 MiB in float32 sum, every element checked on every rank
+#     (rondo-bench exits 1 on a wrong one);
 #   - Rabenseifner's doubling forced to radix 8 and 4, 4 B to 64 KiB, checked;
 #   - 32 ranks, 8 per host of the multicore platform: the node-shared
 #     windows between simulated ranks, shm's and the hierarchical path's;
@@ -39,26 +40,35 @@ sim() { # PLATFORM HOSTS RANKS ARGS...
     --log=root.thres:critical "$smpi/tools/rondo-bench" "$@"
 }
 
-sim fattree-100g hosts-1 64 -b 16 -e 1M -f 16 -n 1 -w 1 --rounds 1 -q -d float32,int32 -o sum,max \
+# (the 1 MiB rows, where the host's reductions cost the most simulated
+# time, in float32 sum only)
+sim fattree-100g hosts-1 64 -b 16 -e 64K -f 16 -n 1 -w 1 --rounds 1 -q -d float32,int32 -o sum,max \
   > "$tmp/flat.out" 2>&1 || { cat "$tmp/flat.out"; fail "64 ranks on the fat tree"; }
-grep -q '^# wrong results: 0 (OK)' "$tmp/flat.out" || { cat "$tmp/flat.out"; fail "64 ranks: wrong results"; }
+sim fattree-100g hosts-1 64 -b 1M -e 1M -n 1 -w 1 --rounds 1 -q -d float32 -o sum \
+  > "$tmp/flat-1m.out" 2>&1 || { cat "$tmp/flat-1m.out"; fail "64 ranks on the fat tree, 1 MiB"; }
+for out in flat flat-1m; do
+  grep -q '^# wrong results: 0 (OK)' "$tmp/$out.out" || { cat "$tmp/$out.out"; fail "64 ranks: wrong results"; }
+done
 for algo in auto mpi ring recursive_doubling rabenseifner MPI_Allreduce; do
   n=$(grep -cE "^ +[0-9].* $algo +[0-9]" "$tmp/flat.out")
-  [ "$n" -eq 20 ] || { cat "$tmp/flat.out"; fail "64 ranks: $n rows of $algo, not 20 (5 sizes x 2 types x 2 ops)"; }
+  [ "$n" -eq 16 ] || { cat "$tmp/flat.out"; fail "64 ranks: $n rows of $algo, not 16 (4 sizes x 2 types x 2 ops)"; }
+  n=$(grep -cE "^ +1048576 .* $algo +[0-9]" "$tmp/flat-1m.out")
+  [ "$n" -eq 1 ] || { cat "$tmp/flat-1m.out"; fail "64 ranks: $n rows of $algo at 1 MiB, not 1"; }
 done
 echo "ok: 64 simulated ranks, every algorithm, checked"
 
 # Rabenseifner's doubling in radix 8 and 4 (RONDO_RAB_RADIX) at every size
 # from one element, checked: on 64 ranks two steps of 3 bits or three of
 # 2; on 48 ranks the fold to 32 first, then 5 bits in steps of 3 and 2.
-for run in "8 64" "4 64" "8 48"; do
+# (one type and op a run: the schedule does not depend on them)
+for run in "8 64 float32 sum" "4 64 int32 max" "8 48 int32 sum"; do
   set -- $run
   RONDO_RAB_RADIX=$1 sim fattree-100g hosts-1 $2 -b 4 -e 64K -f 4 -n 1 -w 1 --rounds 1 -q \
-    -d float32,int32 -o sum,max -a rabenseifner > "$tmp/radix.out" 2>&1 ||
+    -d $3 -o $4 -a rabenseifner > "$tmp/radix.out" 2>&1 ||
     { cat "$tmp/radix.out"; fail "radix $1 on $2 ranks"; }
   grep -q '^# wrong results: 0 (OK)' "$tmp/radix.out" &&
     grep -q "RONDO_RAB_RADIX=$1" "$tmp/radix.out" &&
-    [ "$(grep -cE '^ +[0-9].* rabenseifner +[0-9]' "$tmp/radix.out")" -eq 32 ] ||
+    [ "$(grep -cE '^ +[0-9].* rabenseifner +[0-9]' "$tmp/radix.out")" -eq 8 ] ||
     { cat "$tmp/radix.out"; fail "radix $1 on $2 ranks: wrong results or rows"; }
 done
 echo "ok: Rabenseifner's doubling in radix 8 and 4, checked"
