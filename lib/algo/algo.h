@@ -165,7 +165,7 @@ select_input_t algo_input_mem(rondo_comm_t comm, size_t count, rondo_dtype_t dty
 select_params_t algo_params(rondo_comm_t comm);
 /* How comm's argument check should cross nodes, chosen once its topology
  * is known (equal on every rank): 1 rondo's own exchange, 0 MPI's
- * all-reduce (check_exchange.c). RONDO_CHECK_EXCHANGE, else rondo's own
+ * all-reduce (exchange.c). RONDO_CHECK_EXCHANGE, else rondo's own
  * wherever MPI's all-reduce is not node-aware (select_mpi_node_aware on
  * algo_params, whose MPI all-reduce is flat where some rank yields: the
  * check then runs MPI's nonblocking one) and wherever one rank a node can
@@ -308,7 +308,7 @@ void algo_mpi_op_free(void);
 rondo_status_t algo_check_message(size_t bytes);
 /* Tags on the comm's private communicator: the algorithms' messages
  * (hierarchical's cross-node steps number theirs from 1, on their own
- * communicators), and the argument check's exchange (check_exchange.c):
+ * communicators), and the argument check's exchange (exchange.c):
  * its packets, and the data that rides with them, from ALGO_TAG_CHECK_WIDE
  * where MPI's tags reach that far, else ALGO_TAG_CHECK_DATA plus less than
  * ALGO_TAG_CHECK_DATAS. The p2p API's tags are 16384-32767

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "algo/agree/agree.h"
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 #include "topo/topo.h"
 
 rondo_status_t rondo_comm_split(rondo_comm_t comm, int color, int key, rondo_comm_t *newcomm)

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 #include "algo/common/gpu.h"
 #include "algo/common/blocks.h"
 #include "algo/common/shm.h"

@@ -217,7 +217,7 @@ double select_node_aware_steps_time(const select_params_t *prm, const select_inp
 }
 
 /* The argument check across nodes: recursive doubling of the check's
- * packet, rondo's own (check_exchange.c), or MPI's all-reduce of it, which
+ * packet, rondo's own (exchange.c), or MPI's all-reduce of it, which
  * MPICH makes node-aware, plus that call's overhead. */
 static double check_time(const select_params_t *prm, const select_input_t *in)
 {

@@ -38,7 +38,7 @@ typedef struct {
                           call on device buffers) */
   int gpu_node_shared; /* the same among the ranks of each node */
   int mpi_check;       /* the argument check is an exchange across nodes
-                          (check_exchange.c) that every algorithm pays
+                          (exchange.c) that every algorithm pays
                           first, but for data that rides in it and
                           algorithms that carry it (select_algo_t) */
   int check_exchange;  /* that exchange is rondo's own, whose steps an

@@ -264,7 +264,7 @@ static void mismatch_errors(rondo_comm_t w)
   MISMATCH_CASE(half, BROADCAST, "root 1 instead of 0", c_.root = 1);
 #undef MISMATCH_CASE
   /* The mpi algorithm: across nodes a small call's data rides in the
-   * check's packet (check_packet.c). Two such calls that differ; one that
+   * check's packet (packet.c). Two such calls that differ; one that
    * rides against one too large to ride; after a valid call of 1 KiB (the
    * room is then 1 KiB), 800 bytes that ride against 1200 that do not, and
    * 800 bytes on the lower half of the ranks against 200 on the upper (on
@@ -385,7 +385,7 @@ static void folded_agreement(rondo_comm_t w)
   free(y);
 }
 
-/* Across nodes Rabenseifner's halving carries the check (check_exchange.c):
+/* Across nodes Rabenseifner's halving carries the check (exchange.c):
  * data moves before the check has passed. Ranks whose calls differ still
  * exchange, and drop, each other's data; a failed call leaves recvbuf as it
  * was, in place too; and a valid call gives the sum afterwards. */

@@ -3,9 +3,9 @@
  *
  * Across nodes (or where MPI cannot share memory) an exchange of small
  * packets of the status and the signature carries the check, by rondo's
- * recursive doubling or MPI's all-reduce (check_exchange.c says which):
+ * recursive doubling or MPI's all-reduce (exchange.c says which):
  * lg p latencies per call (docs/api.md). A small all-reduce run by the mpi
- * algorithm travels in its packet (check_packet.c says how, and how much
+ * algorithm travels in its packet (packet.c says how, and how much
  * room it has), and Rabenseifner's halving sends its data in the steps of
  * rondo's exchange, so for those the check costs no round of its own
  * (where nodes are blocks of several ranks, larger inline data crosses
@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 #include "algo/agree/signature.h"
 
 /* This rank's packet, its data still to be copied in; d: the data it

@@ -8,7 +8,7 @@
 
 #include "algo/agree/agree.h"
 
-/* One exchange of packets (check_exchange.c), then what it says. d: the
+/* One exchange of packets (exchange.c), then what it says. d: the
  * data this rank's packet carries (NULL: none); rider: the all-reduce
  * whose data rides in the exchange, or NULL. */
 rondo_status_t agree_across(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,

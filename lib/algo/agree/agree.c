@@ -9,7 +9,7 @@
  * The folder's files, bottom up (agree.h's glossary says what the words
  * mean): signature.c (a signature's sum, names, the error for a rank that
  * left), board.c (the check on one node), across.c (the check across
- * nodes: packets through check_exchange.c), and this file, which picks one
+ * nodes: packets through exchange.c), and this file, which picks one
  * of the two for a call (agree_call) and runs the leave step
  * (agree_leave) over both, and makes and frees a comm's state. They
  * share one signature format and one rule for what a mismatch reports
@@ -22,7 +22,7 @@
 
 #include "algo/agree/across.h"
 #include "algo/agree/board.h"
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 #include "algo/agree/signature.h"
 
 rondo_status_t agree_state_create(rondo_comm_t comm)

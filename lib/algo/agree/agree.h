@@ -5,12 +5,12 @@
  * equal on every rank; agree_call() checks local validity and equality on
  * all ranks before any data moves: in shared memory on a one-node comm (the
  * comm's board), with an exchange of small packets across nodes
- * (check_exchange.c). The shm all-reduce folds the board into its first
+ * (exchange.c). The shm all-reduce folds the board into its first
  * round (shm.c), Rabenseifner's halving carries the exchange where it is
  * rondo's own (agree_call_riding). Internal (prefix agree_).
  *
  * lib/algo/agree/ holds the whole agreement, bottom up: signature.c (a
- * call's sum and names), check_packet.c (the packet), check_exchange.c
+ * call's sum and names), packet.c (the packet), exchange.c
  * (its exchange), board.c (the check on one node), across.c (across
  * nodes), agree.c (which one a call takes; the leave step). The words its
  * files use:
@@ -62,7 +62,7 @@ typedef enum {
 } agree_coll_t;
 
 #define AGREE_SIG_MAX 6
-typedef struct agree_rider agree_rider_t; /* check_exchange.h */
+typedef struct agree_rider agree_rider_t; /* exchange.h */
 
 typedef struct {
   agree_coll_t coll;
@@ -122,9 +122,9 @@ rondo_status_t agree_finish(rondo_comm_t comm, rondo_status_t local, const agree
 /* Across nodes, the check's packet carries the data of a small call of the
  * mpi algorithm (an all-reduce, reduce-scatter or all-gather):
  * AGREE_INLINE_BYTES at most, and at most the room the calls before gave
- * it (check_packet.c). */
+ * it (packet.c). */
 #ifdef OPEN_MPI
-#define AGREE_INLINE_BYTES 8192 /* see check_packet.c */
+#define AGREE_INLINE_BYTES 8192 /* see packet.c */
 #else
 #define AGREE_INLINE_BYTES 16384
 #endif
@@ -165,7 +165,7 @@ rondo_status_t agree_inline(rondo_comm_t comm, const agree_sig_t *sig, const agr
  * comm. Equal on every rank that calls alike. */
 int agree_rider_fits(rondo_comm_t comm, int carries_check, size_t count);
 /* agree_call across nodes with this rank's data riding in the exchange
- * (rider: check_exchange.h; NULL where local failed). On success every
+ * (rider: exchange.h; NULL where local failed). On success every
  * step carried the data; on failure the data that moved is to be thrown
  * away. Collective. */
 rondo_status_t agree_call_riding(rondo_comm_t comm, rondo_status_t local, const agree_sig_t *sig,

@@ -28,12 +28,12 @@ struct agree_state {
    * across (agree_leaders_carry), it does so for data above this many
    * bytes: equal on every rank (algo_check_home_from) */
   size_t home_from;
-  /* the packet's room for inline data, equal on every rank (check_packet.c) */
+  /* the packet's room for inline data, equal on every rank (packet.c) */
   size_t room;
   int smaller;   /* calls in a row that needed less room */
   size_t recent; /* the most room those calls needed */
   /* exchanges so far, equal on every rank: the data of one call and the
-   * next get different tags (check_exchange.c) */
+   * next get different tags (exchange.c) */
   unsigned calls;
 };
 

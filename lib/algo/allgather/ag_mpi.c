@@ -6,7 +6,7 @@
  * a block or offset above INT_MAX bytes cannot run (the selector passes
  * it over). A call of at most AGREE_INLINE_BYTES across nodes travels
  * inside the argument check's exchange instead: each rank's block at its
- * offset in zeros, summed as bytes (check_packet.c), so the check and the
+ * offset in zeros, summed as bytes (packet.c), so the check and the
  * data cost one exchange.
  */
 #include "algo/common/blocks.h"

@@ -14,7 +14,7 @@
  * doubling carries the argument check (a->agree), as Rabenseifner's
  * halving does: the exchange's steps are the fold and then distances 1, 2,
  * 4 .. in new ranks, the doubling's own, so each step's blocks travel with
- * its packet (the rider, check_exchange.h) and the check costs no round of
+ * its packet (the rider, exchange.h) and the check costs no round of
  * its own. Until the check has passed nothing may touch recvbuf, so the
  * blocks gather in scratch laid out as recvbuf, copied over once every
  * step rode (packed blocks only).
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 #include "base/numbers.h"
 
 /* Sends blocks [s_lo, s_hi) of recvbuf to peer and receives blocks

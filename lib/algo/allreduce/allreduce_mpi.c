@@ -9,7 +9,7 @@
  * where some rank yields, so that the wait yields the core on an
  * oversubscribed node (p2p.c), the same call on every rank. A call
  * of at most AGREE_INLINE_BYTES across nodes travels inside the argument
- * check's all-reduce instead (check_packet.c), so it costs one all-reduce.
+ * check's all-reduce instead (packet.c), so it costs one all-reduce.
  */
 #include "algo/algo.h"
 

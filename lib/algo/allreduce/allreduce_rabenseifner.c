@@ -25,7 +25,7 @@
  *
  * Where the check's exchange is rondo's own (agree_by_exchange) the
  * halving carries the argument check (a->agree): its steps pair the same
- * ranks in the same order as the check's exchange (check_exchange.c), so
+ * ranks in the same order as the check's exchange (exchange.c), so
  * the data rides in the exchange's steps and the check costs no round of
  * its own. Until the check has
  * passed nothing may touch recvbuf (a failed call leaves it as it was), so
@@ -36,7 +36,7 @@
  */
 #include "algo/algo.h"
 
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 #include "base/numbers.h"
 
 #include <math.h>

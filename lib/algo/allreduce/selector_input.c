@@ -9,7 +9,7 @@
  */
 #include "algo/algo.h"
 
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 #include "algo/common/gpu.h"
 #include "base/numbers.h"
 #include "topo/topo.h"

@@ -11,7 +11,7 @@
  * Nearest partner first, as Rabenseifner's halving (and unlike MPICH's,
  * which starts at p/2): where ranks sit on nodes in blocks the big halves
  * stay inside the node, and the steps are those of the argument check's
- * exchange (check_exchange.c), so the halving can carry the check. Halving
+ * exchange (exchange.c), so the halving can carry the check. Halving
  * a range by the lowest bit of the rank first ends with rank r at position
  * reverse(r) of the range, so the input is laid out in scratch with new
  * rank reverse(j)'s blocks at position j (one pass over it, the copy the
@@ -25,7 +25,7 @@
  *
  * Where the check's exchange is rondo's own (agree_by_exchange) the
  * halving carries the argument check (a->agree): each step's half travels
- * with its packet (the rider, check_exchange.h), and the check costs no
+ * with its packet (the rider, exchange.h), and the check costs no
  * round of its own. Everything happens in scratch until the check has
  * passed, so a failed call leaves recvbuf as it was.
  */
@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 #include "base/numbers.h"
 #include "reduce/reduce.h"
 

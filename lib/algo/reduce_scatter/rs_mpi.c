@@ -6,7 +6,7 @@
  * limited to INT_MAX elements: user-defined ops take int counts. A call
  * of at most AGREE_INLINE_BYTES across nodes travels inside the argument
  * check's exchange instead, the whole input reduced there as an
- * all-reduce's (check_packet.c), so the check and the data cost one
+ * all-reduce's (packet.c), so the check and the data cost one
  * exchange; each rank keeps its block.
  */
 #include "algo/common/blocks.h"

@@ -1,5 +1,5 @@
 /*
- * The argument check's exchange across nodes (check_exchange.c): every
+ * The argument check's exchange across nodes (exchange.c): every
  * rank's packet combined into every rank's, by rondo's own recursive
  * doubling over point-to-point messages, where an all-reduce may send its
  * own data in the same steps (a rider) and, where nodes are blocks of
@@ -8,10 +8,10 @@
  * several ranks; chosen once per comm (algo_check_by_exchange).
  * across.c runs it. Internal (prefix agree_).
  */
-#ifndef RONDO_ALGO_CHECK_EXCHANGE_H
-#define RONDO_ALGO_CHECK_EXCHANGE_H
+#ifndef RONDO_ALGO_AGREE_EXCHANGE_H
+#define RONDO_ALGO_AGREE_EXCHANGE_H
 
-#include "algo/agree/check_packet.h"
+#include "algo/agree/packet.h"
 
 /* A collective whose data rides in the exchange (Rabenseifner's halving,
  * the all-gather's recursive doubling; "reduce" places what came).
@@ -69,4 +69,4 @@ void agree_exchange_free(void);
  * busy elsewhere): from 20 us, doubling up to 1 ms, never spinning. */
 void agree_nap(double *nap);
 
-#endif /* RONDO_ALGO_CHECK_EXCHANGE_H */
+#endif /* RONDO_ALGO_AGREE_EXCHANGE_H */

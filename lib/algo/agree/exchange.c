@@ -1,6 +1,6 @@
 /*
  * The argument check's exchange across nodes. Every rank's packet
- * (check_packet.h) is combined into every rank's, in one of two ways,
+ * (packet.h) is combined into every rank's, in one of two ways,
  * chosen once per comm (algo_check_by_exchange):
  *
  * By rondo's own recursive doubling: lg p' steps in which partners at
@@ -14,7 +14,7 @@
  * number powers of two (agree_leaders_carry), the first lg L steps stay
  * inside each node, so when the first step across nodes begins every rank
  * of a node holds the node's packet. From there, for inline data (an mpi
- * call's, check_packet.h) above comm->agree->home_from bytes, only each
+ * call's, packet.h) above comm->agree->home_from bytes, only each
  * node's first rank sends it across; the others send their header alone,
  * and at the end get the data from it, in lg L steps inside the node. The
  * links between nodes carry the data once per node, as in MPICH's
@@ -49,7 +49,7 @@
  * is received: a mismatch still ends in an error on every rank, never a
  * hang or a stray message.
  */
-#include "algo/agree/check_exchange.h"
+#include "algo/agree/exchange.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -1,11 +1,11 @@
 /*
- * The argument check's packet across nodes (check_packet.c): what one
- * rank sends in each step of the check's exchange (check_exchange.c), how
+ * The argument check's packet across nodes (packet.c): what one
+ * rank sends in each step of the check's exchange (exchange.c), how
  * two packets combine, and how much inline data it has room for.
  * across.c fills and reads it. Internal (prefix agree_packet_).
  */
-#ifndef RONDO_ALGO_CHECK_PACKET_H
-#define RONDO_ALGO_CHECK_PACKET_H
+#ifndef RONDO_ALGO_AGREE_PACKET_H
+#define RONDO_ALGO_AGREE_PACKET_H
 
 #include <stdint.h>
 
@@ -29,7 +29,7 @@ typedef struct {
   int32_t leaving;  /* size - the lowest rank destroying the comm, or 0: MAX */
   int32_t first;    /* the lowest rank whose data the packet holds: MIN */
   int32_t rides;    /* every rank's all-reduce sends its own data in the
-                       exchange's steps (check_exchange.h): MIN */
+                       exchange's steps (exchange.h): MIN */
   int32_t room;     /* bytes of data after the header: equal on every rank */
   int32_t pad;
 } agree_packet_t;
@@ -78,4 +78,4 @@ int agree_packet_rides(const agree_packet_t *p);
  * packet, computed from all alone, so equal on every rank. */
 void agree_packet_next_room(rondo_comm_t comm, const agree_packet_t *all);
 
-#endif /* RONDO_ALGO_CHECK_PACKET_H */
+#endif /* RONDO_ALGO_AGREE_PACKET_H */

@@ -1,4 +1,4 @@
-/* The argument check's packet (lib/algo/agree/check_packet.c) on
+/* The argument check's packet (lib/algo/agree/packet.c) on
  * hand-made packets: how two packets combine, when they say that data rides
  * with them, and how the calls before set how much data the next call's
  * check carries. No MPI: these are functions of packets and the comm's room
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "algo/agree/check_packet.h"
+#include "algo/agree/packet.h"
 #include "algo/agree/signature.h"
 #include "base/comm.h"
 

@@ -1,6 +1,6 @@
 /*
  * The argument check's packet across nodes. The check's exchange
- * (check_exchange.c) combines every rank's packet into every rank's: the
+ * (exchange.c) combines every rank's packet into every rank's: the
  * header's words by MAX, and when both packets carry the same valid
  * signature of an all-reduce run by the mpi algorithm, the data that rides
  * after the header too. So a small all-reduce and its check cost one
@@ -38,7 +38,7 @@
  * reduce and a broadcast above 10000 bytes, so there AGREE_INLINE_BYTES is
  * 8 KiB.
  */
-#include "algo/agree/check_packet.h"
+#include "algo/agree/packet.h"
 
 #include <string.h>
 
