@@ -116,9 +116,7 @@ void eng_complete_many(eng_flight_t *f, struct rondo_request **reqs, size_t n,
   int callbacks = 0;
   for (size_t i = 0; i < n; i++) {
     struct rondo_request *req = reqs[i];
-    if (req->pidx >= 0 && (size_t)req->pidx < f->npending && f->pending[req->pidx] == req)
-      f->pending[req->pidx] = NULL;
-    req->pidx = -1;
+    eng_pending_drop(f, req);
     req->completed = 1;
     req->status = st;
     req->message = message != NULL ? strdup(message) : NULL;
