@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "algo/algo.h"
+#include "base/leakcheck.h"
 #include "comm/comm.h"
 #include "engine/engine.h"
 #include "launch/launch.h"
@@ -133,7 +134,10 @@ static rondo_status_t init_locked(int *argc, char ***argv)
     /* No MPI launcher: the world forms through rondo's rendezvous
      * (lib/launch) when the launcher's variables describe one. */
     RONDO_CHECK(launch_before_mpi());
-    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    int rc;
+    RONDO_LEAKCHECK_PAUSE(rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    if (rc != MPI_SUCCESS)
+      return rondo__mpi_fail(rc, "MPI_Init_thread", __FILE__, __LINE__);
     pthread_mutex_lock(&lib_lock);
     lib_owns_mpi = 1;
     pthread_mutex_unlock(&lib_lock);

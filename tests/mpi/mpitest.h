@@ -40,6 +40,7 @@
 #include <mpi.h>
 
 #include "rondo.h"
+#include "base/leakcheck.h" /* RONDO_LEAKCHECK_PAUSE: the tests that start MPI themselves */
 
 #define MT_KEEP      4 /* failure messages kept (and printed) per rank */
 #define MT_MSG_LEN   400
@@ -815,10 +816,10 @@ static inline void mt_expect_layout(rondo_comm_t comm)
       (!auto_exchange || getenv("RONDO_NODE_SIZE") != NULL)) {
     char line[1024] = "";
     MT_EQ_STATUS(rondo_comm_topology(comm, line, sizeof line, NULL), RONDO_SUCCESS);
-    int local = MT_QUERY(rondo_comm_local_size, comm), max_local = 0, min_local = 0;
+    int local_size = MT_QUERY(rondo_comm_local_size, comm), max_local = 0, min_local = 0;
     int node_count = MT_QUERY(rondo_comm_node_count, comm);
-    MPI_Allreduce(&local, &max_local, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(&local, &min_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&local_size, &max_local, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&local_size, &min_local, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     int leaders = max_local > 1 && min_local == max_local && (max_local & (max_local - 1)) == 0 &&
                   (node_count & (node_count - 1)) == 0;
 #ifdef OPEN_MPI

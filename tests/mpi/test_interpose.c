@@ -48,6 +48,8 @@
 
 #include "rondo-mpi.h"
 
+#include "base/leakcheck.h" /* RONDO_LEAKCHECK_PAUSE around MPI_Init */
+
 #ifndef TEST_NAME
 #define TEST_NAME "test_interpose"
 #endif
@@ -1044,9 +1046,9 @@ int main(int argc, char **argv)
   int thread_mode = strcmp(mode, "threads") == 0;
   if (thread_mode) {
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    RONDO_LEAKCHECK_PAUSE(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
   } else {
-    MPI_Init(&argc, &argv);
+    RONDO_LEAKCHECK_PAUSE(MPI_Init(&argc, &argv));
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

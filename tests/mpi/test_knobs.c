@@ -143,7 +143,7 @@ int main(int argc, char **argv)
     rondo_finalize();
     return rc;
   }
-  MPI_Init(&argc, &argv);
+  RONDO_LEAKCHECK_PAUSE(MPI_Init(&argc, &argv));
   if (mode != NULL && strcmp(mode, "diff-tuning") == 0) {
     mt_start("test_knobs");
     tuning_copies();

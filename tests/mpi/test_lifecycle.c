@@ -325,7 +325,7 @@ static void check_after_finalize(rondo_comm_t stale_world, rondo_comm_t alive)
 static int mpi_first(int *argc, char ***argv)
 {
   int provided;
-  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  RONDO_LEAKCHECK_PAUSE(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
   mt_start("test_lifecycle");
   mt_where("an asynchronous request, then MPI_Finalize before rondo_finalize");
   rondo_comm_t c = NULL;
@@ -362,7 +362,7 @@ static int mpi_first(int *argc, char ***argv)
 static int serialized(int *argc, char ***argv)
 {
   int provided;
-  MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  RONDO_LEAKCHECK_PAUSE(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
   mt_start("test_lifecycle");
   mt_where("rondo_init under MPI_THREAD_SERIALIZED");
   if (!MT_EQ_STATUS(rondo_init(argc, argv), RONDO_SUCCESS)) {
@@ -407,7 +407,7 @@ int main(int argc, char **argv)
   pre_init_t before_mpi = calls_before_rondo_init();
 
   int provided;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  RONDO_LEAKCHECK_PAUSE(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
   mt_start("test_lifecycle");
   mt_where("before MPI_Init");
   check_pre_init(&before_mpi);

@@ -15,7 +15,7 @@ top_srcdir=$top top_builddir=$build MPIEXEC=${MPIEXEC:-mpiexec}
 export top_srcdir top_builddir MPIEXEC
 # A sanitizer build: the settings make check uses (Makefile.am), so that
 # MPI's and UCX's own leaks are not counted as the probe's.
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:fast_unwind_on_malloc=0}
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$top" && pwd)/tests/lsan.supp:print_suppressions=0}
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
