@@ -24,7 +24,10 @@
 #     where it agrees, and a LOCAL_RANK that contradicts MPI's node fails.
 # On Open MPI: every rank says which launchers it needs, and the last case.
 . "${top_srcdir:-.}/tests/launch/common.sh"
-export RONDO_RENDEZVOUS_TIMEOUT_SEC=4
+# The failures below wait out the rendezvous timeout; the jobs that form
+# get a long one.
+to=2
+export RONDO_RENDEZVOUS_TIMEOUT_SEC=$to
 export MASTER_ADDR=127.0.0.1
 # (none of the caller's own launcher variables)
 unset RONDO_RENDEZVOUS RONDO_RENDEZVOUS_KEY RONDO_RENDEZVOUS_KEY_FILE RANK WORLD_SIZE LOCAL_RANK \
@@ -39,7 +42,7 @@ expect() {
 # expect_alone VARS...: one process of rondo-info under VARS fails (exit
 # status 1) at once; its output in $tmp/a.
 expect_alone() {
-  env "$@" RONDO_RENDEZVOUS_TIMEOUT_SEC=4 timeout 60 "$info" > "$tmp/a" 2>&1
+  env "$@" RONDO_RENDEZVOUS_TIMEOUT_SEC=$to timeout 60 "$info" > "$tmp/a" 2>&1
   s=$?
   [ "$s" = 1 ] || { cat "$tmp/a"; fail "$*: exit status $s, not 1"; }
 }
@@ -105,6 +108,7 @@ pass "mpiexec -n 2 under WORLD_SIZE=2 alone: the job runs; WORLD_SIZE=5 alone or
 
 # Jobs that work: 2 and 3 processes, the address from MASTER_ADDR and
 # MASTER_PORT, then from RONDO_RENDEZVOUS.
+export RONDO_RENDEZVOUS_TIMEOUT_SEC=60
 coll=$builddir/tests/mpi/test_collectives
 for n in 2 3; do
   MASTER_PORT=$(free_port); export MASTER_PORT
@@ -169,7 +173,8 @@ for victim in 1 0; do
 done
 pass "a rank killed mid-job (rank 1, then rank 0): the other ends at once with exit status 75, saying why"
 
-# A rank that never arrives: ranks 0 and 1 of 3 wait 4 s, then both name rank 2.
+# A rank that never arrives: ranks 0 and 1 of 3 wait $to s, then both name rank 2.
+export RONDO_RENDEZVOUS_TIMEOUT_SEC=$to
 MASTER_PORT=$(free_port); export MASTER_PORT
 t0=$(date +%s)
 start_rank "$tmp/m0" 0 3 "$info"
@@ -177,11 +182,11 @@ start_rank "$tmp/m1" 1 3 "$info"
 wait_all "a missing rank"
 t1=$(date +%s)
 for r in 0 1; do
-  expect "$tmp/m$r" "the job could not form: rank 2 did not arrive within 4 s \(RONDO_RENDEZVOUS_TIMEOUT_SEC\)" \
+  expect "$tmp/m$r" "the job could not form: rank 2 did not arrive within $to s \(RONDO_RENDEZVOUS_TIMEOUT_SEC\)" \
     "rank $r with rank 2 missing"
 done
 [ $((t1 - t0)) -lt 30 ] || fail "a missing rank took $((t1 - t0)) s to report"
-pass "ranks 0 and 1 of 3 without rank 2: both fail naming rank 2 after the 4 s timeout"
+pass "ranks 0 and 1 of 3 without rank 2: both fail naming rank 2 after the $to s timeout"
 
 # Two of four missing: named as a list.
 MASTER_PORT=$(free_port); export MASTER_PORT
@@ -205,7 +210,7 @@ for r in 0 1; do
   expect "$tmp/s$r" "rank 1 \(host [^)]*\) says the world has 3 processes, rank 0 says 2" \
     "rank $r with WORLD_SIZE 2 and 3"
 done
-expect "$tmp/s0" "rank 1 did not arrive within 4 s \(RONDO_RENDEZVOUS_TIMEOUT_SEC\); rank 0 turned away: rank 1" \
+expect "$tmp/s0" "rank 1 did not arrive within $to s \(RONDO_RENDEZVOUS_TIMEOUT_SEC\); rank 0 turned away: rank 1" \
   "rank 0 with WORLD_SIZE 2 and 3"
 pass "WORLD_SIZE=2 on rank 0 and 3 on rank 1: rank 1 turned away at once, rank 0 at the timeout, both quoting both"
 
@@ -231,7 +236,7 @@ RONDO_RENDEZVOUS_KEY=$key start_rank "$tmp/y0" 0 2 "$info"
 start_rank "$tmp/y1" 1 2 "$info"
 RONDO_RENDEZVOUS_KEY=${key}x start_rank "$tmp/y2" 1 2 "$info"
 wait_all "ranks without the job's key"
-expect "$tmp/y0" "rank 1 did not arrive within 4 s" "rank 0 with the key"
+expect "$tmp/y0" "rank 1 did not arrive within $to s" "rank 0 with the key"
 expect "$tmp/y1" "rank 1 could not reach the rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-$((MASTER_PORT + 1)) .*does rank 0 have a RONDO_RENDEZVOUS_KEY this rank lacks\?" \
   "rank 1 without a key"
 expect "$tmp/y2" "rank 1: the rendezvous at 127.0.0.1:$((MASTER_PORT + 1)) refused this process's key" \
@@ -350,9 +355,9 @@ pass "a rendezvous port another program holds: rank 0 says it cannot listen, ran
 # Unreachable: nobody listens.
 port=$(free_port)
 expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port
-expect "$tmp/a" "rank 1 could not reach the rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-$port \(No such file or directory\) within 4 s" \
+expect "$tmp/a" "rank 1 could not reach the rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-$port \(No such file or directory\) within $to s" \
   "an unreachable rendezvous (one host, no key)"
 expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port RONDO_RENDEZVOUS_KEY=$key
-expect "$tmp/a" "rank 1 could not reach the rendezvous at 127.0.0.1:$port \(Connection refused\) within 4 s" \
+expect "$tmp/a" "rank 1 could not reach the rendezvous at 127.0.0.1:$port \(Connection refused\) within $to s" \
   "an unreachable rendezvous (a key: TCP)"
 pass "an unreachable rendezvous, a Unix socket and TCP: named with its address, where it came from, and why"

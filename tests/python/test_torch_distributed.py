@@ -1,4 +1,4 @@
-"""torch.distributed's "rondo" backend under mpiexec at 1-4 ranks
+"""torch.distributed's "rondo" backend under mpiexec at 1-3 ranks
 (tests/python/launch):
 
   - start-up with nothing set (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE

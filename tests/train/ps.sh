@@ -21,7 +21,8 @@
 #     without a hang;
 #   - the header and the JSON record name the strategy and its settings.
 . "${top_srcdir:-.}/tests/train/common.sh"
-synthetic="--dataset synthetic --samples 50 --features 12 --classes 3 --hidden 16,8 --batch 16 --max-steps 40 --lr 0.1"
+synth="--dataset synthetic --samples 50 --features 12 --classes 3 --hidden 16,8 --batch 16 --lr 0.1"
+synthetic="$synth --max-steps 40"
 for layout in 1:1 2:1 2:2 3:1; do
   w=${layout%:*} k=${layout#*:}
   # shellcheck disable=SC2086 # split the options on purpose
@@ -54,23 +55,25 @@ set -- $units
 pass "staleness 1 with worker 1 slowed: units per worker $1 and $2, within (1 + 1) x 2 epochs"
 
 # Checkpoints across strategies and layouts (staleness 0 is exact), written
-# and resumed in the middle of an epoch (250 steps: 10 into the third).
-digits="--batch 32 --lr 0.1 --epochs 4"
-run 2 $digits --save-weights "$tmp/straight.bin" || { show; fail "uninterrupted"; }
+# and resumed in the middle of an epoch (10 steps of 4 an epoch: 2 into the
+# third).
+short="$synth --epochs 6"
 # shellcheck disable=SC2086
-run 3 $digits --strategy parameter-server --staleness 0 --max-steps 250 --checkpoint "$tmp/ck.bin" ||
-  { show; fail "parameter-server, 250 steps"; }
-"$train" --inspect "$tmp/ck.bin" | grep -q "step 250, epoch 3, 320 samples into it" ||
-  { "$train" --inspect "$tmp/ck.bin"; fail "the checkpoint is not at step 250, sample 320"; }
+run 2 $short --save-weights "$tmp/straight.bin" || { show; fail "uninterrupted"; }
 # shellcheck disable=SC2086
-run 2 $digits --resume "$tmp/ck.bin" --save-weights "$tmp/resumed.bin" || { show; fail "resume mirrored"; }
+run 3 $short --strategy parameter-server --staleness 0 --max-steps 10 --checkpoint "$tmp/ck.bin" ||
+  { show; fail "parameter-server, 10 steps"; }
+"$train" --inspect "$tmp/ck.bin" | grep -q "step 10, epoch 3, 32 samples into it" ||
+  { "$train" --inspect "$tmp/ck.bin"; fail "the checkpoint is not at step 10, sample 32"; }
+# shellcheck disable=SC2086
+run 2 $short --resume "$tmp/ck.bin" --save-weights "$tmp/resumed.bin" || { show; fail "resume mirrored"; }
 weights same "$tmp/straight.bin" "$tmp/resumed.bin" ||
   fail "parameter-server's checkpoint resumed under mirrored differs from an uninterrupted run"
 pass "parameter-server's checkpoint resumed under mirrored: the bytes of an uninterrupted run"
 # shellcheck disable=SC2086
-run 2 $digits --max-steps 250 --checkpoint "$tmp/ck.bin" || { show; fail "mirrored, 250 steps"; }
+run 2 $short --max-steps 10 --checkpoint "$tmp/ck.bin" || { show; fail "mirrored, 10 steps"; }
 # shellcheck disable=SC2086
-run 4 $digits --strategy parameter-server --servers 2 --staleness 0 --resume "$tmp/ck.bin" \
+run 4 $short --strategy parameter-server --servers 2 --staleness 0 --resume "$tmp/ck.bin" \
   --save-weights "$tmp/resumed.bin" || { show; fail "resume parameter-server"; }
 weights same "$tmp/straight.bin" "$tmp/resumed.bin" ||
   fail "mirrored's checkpoint resumed on 2 servers differs from an uninterrupted run"

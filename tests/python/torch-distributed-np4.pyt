@@ -1,4 +1,0 @@
-# torch.distributed on the "rondo" backend (DDP and every collective) at 4 rank(s)
-needs numpy
-needs torch
-test_torch_distributed.py
