@@ -27,16 +27,16 @@
 
 #ifdef RONDO_LEAKCHECK
 #include <sanitizer/lsan_interface.h>
-#define RONDO_LEAKCHECK_PAUSE(statement)                                                      \
-  do {                                                                                     \
-    __lsan_disable();                                                                      \
-    statement;                                                                             \
-    __lsan_enable();                                                                       \
+#define RONDO_LEAKCHECK_PAUSE(statement)                                     \
+  do {                                                                       \
+    __lsan_disable();                                                        \
+    statement;                                                               \
+    __lsan_enable();                                                         \
   } while (0)
 #else
-#define RONDO_LEAKCHECK_PAUSE(statement)                                                      \
-  do {                                                                                     \
-    statement;                                                                             \
+#define RONDO_LEAKCHECK_PAUSE(statement)                                     \
+  do {                                                                       \
+    statement;                                                               \
   } while (0)
 #endif
 
