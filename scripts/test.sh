@@ -67,6 +67,22 @@ run_logged() {
   return "$rc"
 }
 
+# check_programs TESTS...: the check programs these tests run, so that a
+# stage that runs few of them builds only those (make check builds them
+# all; the stage passes check_PROGRAMS= and builds these first): each .mpi
+# file's (tests/mpi/launch --program), the probes' driver, a unit test
+# itself. A shell test's programs its stage names; one left out fails its
+# test ("not built"), not silently.
+check_programs() {
+  for t in "$@"; do
+    case $t in
+      *.mpi) echo "tests/mpi/$(sh "$RONDO_TOP/tests/mpi/launch" --program "$RONDO_TOP/$t")" ;;
+      *.probe) echo tests/probe/probe ;;
+      tests/unit/*) echo "$t" ;;
+    esac
+  done | sort -u
+}
+
 status=0
 echo "== 1/4 configure and make distcheck (build/)"
 rondo_configure "$RONDO_TOP/build"
@@ -98,17 +114,24 @@ tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-n
   tests/probe/group-size.probe
   tests/launch/variables.sh tests/timeline.sh
   tests/train/parity.sh tests/train/checkpoint.sh"
+# (variables.sh runs test_collectives)
+make -C "$RONDO_TOP/build-tsan" -j"$(nproc)" $(check_programs $tsan_tests) tests/mpi/test_collectives \
+  >> "$RONDO_TOP/build-tsan/make.out" 2>&1 || { tail -n 40 "$RONDO_TOP/build-tsan/make.out"; status=1; }
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" -j"$(nproc)" check \
-  TESTS="$(echo $tsan_tests)" || status=1
+  TESTS="$(echo $tsan_tests)" check_PROGRAMS= || status=1
 tally "$RONDO_TOP/build-tsan/check.out" "$RONDO_TOP/build-tsan"
 
 echo "== 4/4 Open MPI 4.1 (build-openmpi/)"
 RONDO_CC=mpicc.openmpi
 RONDO_MPIEXEC=$(command -v mpiexec.openmpi)
 rondo_build "$RONDO_TOP/build-openmpi" --disable-static # (the static library: distcheck builds it)
+ompi_tests=$(make -s --no-print-directory -C "$RONDO_TOP/build-openmpi" print-openmpi-tests)
+# (variables.sh and torchrun.sh run test_collectives)
+make -C "$RONDO_TOP/build-openmpi" -j"$(nproc)" $(check_programs $ompi_tests) tests/mpi/test_collectives \
+  >> "$RONDO_TOP/build-openmpi/make.out" 2>&1 || { tail -n 40 "$RONDO_TOP/build-openmpi/make.out"; status=1; }
 run_logged "$RONDO_TOP/build-openmpi/check.out" make -C "$RONDO_TOP/build-openmpi" -j"$(nproc)" check \
-  TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-openmpi" print-openmpi-tests)" || status=1
+  TESTS="$ompi_tests" check_PROGRAMS= || status=1
 tally "$RONDO_TOP/build-openmpi/check.out" "$RONDO_TOP/build-openmpi"
 
 echo "== total: $(( $(date +%s) - start )) s"

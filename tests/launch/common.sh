@@ -28,19 +28,24 @@ needs_mpich() {
 # torchrun ARGS...: torch's launcher. Debian's torch 1.13 under Python 3.11
 # fails in its own to_map() unless --redirects and --tee name one stream
 # (a torch bug with IntFlag); 2 and 2 send the workers' stderr through
-# torchrun's, prefixed, and leave their stdout alone.
+# torchrun's, prefixed, and leave their stdout alone. The agent looks at
+# its workers every --monitor_interval seconds (torch's default: 5), so a
+# job ends up to that long after its last worker: 0.25 here (a later
+# --monitor_interval in ARGS wins).
 torchrun() {
   timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-300}" \
-    "$python" -m torch.distributed.run --redirects 2 --tee 2 "$@"
+    "$python" -m torch.distributed.run --redirects 2 --tee 2 --monitor_interval 0.25 "$@"
 }
 needs_torch() { rondo_python_env torch; }
 
 # wait_for FILE PATTERN [LOG]: until FILE holds a line matching PATTERN
 # (grep; "." for any byte), at most 120 s; then fails, showing LOG (FILE).
 wait_for() {
-  i=0
-  while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-  grep -q "$2" "$1" 2>/dev/null || { cat "${3:-$1}"; fail "no '$2' in $1 after 120 s"; }
+  # (a deadline by the clock, not a count of sleeps: once, in a sanitized
+  # run, the count ran out within seconds)
+  until_s=$(($(date +%s) + 120))
+  while ! grep -q "$2" "$1" 2>/dev/null && [ "$(date +%s)" -lt $until_s ]; do sleep 0.1; done
+  grep -q "$2" "$1" 2>/dev/null || { cat "${3:-$1}"; fail "no '$2' in $1 after $(($(date +%s) - until_s + 120)) s"; }
 }
 
 # free_port: a TCP port nobody listens on now, and the next one too (rondo

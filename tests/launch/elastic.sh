@@ -20,11 +20,11 @@ needs_mpich
 train=$builddir/examples/train/rondo-train
 [ -x "$train" ] || { echo "skipped: rondo-train is not built (--disable-train)"; exit 77; }
 
-args="--epochs 60 --batch 32 --lr 0.05"
+args="--epochs 30 --batch 32 --lr 0.05"
 ck=$tmp/train.ck
 
 # The worker every agent starts. With SLOW_ALONE set, a worker alone in its
-# world sleeps 20 ms a step (7200 steps: minutes), so that the first attempt
+# world sleeps 20 ms a step (3600 steps: a minute), so that the first attempt
 # of the grow case cannot finish before the second agent joins (alone at
 # full speed it trains in 2 s, less than torchrun takes to start on a busy
 # machine; when it finished first, its agent exited with torch's c10d store
@@ -43,7 +43,7 @@ chmod +x "$worker"
 # more agents once it has the minimum (1).
 agent() {
   torchrun --nnodes 1:2 --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$2" \
-    --rdzv_id "elastic$2" --rdzv_conf last_call_timeout="${3:-1}" --max_restarts 3 --monitor_interval 1 \
+    --rdzv_id "elastic$2" --rdzv_conf last_call_timeout="${3:-1}" --max_restarts 3 \
     --no_python "$worker" $args --checkpoint "$ck" --checkpoint-every 100 --resume "$ck" \
     > "$1" 2>&1 &
   agent=$!

@@ -29,9 +29,9 @@ kill_one_worker_after() {
   kill -9 "$victim"
 }
 
-# rondo-train: 40 epochs of batch 16 (about 4 s at 2 ranks), a checkpoint
+# rondo-train: 12 epochs of batch 16 (about 3 s at 2 ranks), a checkpoint
 # every 100 steps.
-args="--epochs 40 --batch 16"
+args="--epochs 12 --batch 16"
 port=$(free_port)
 ck=$tmp/train.ck
 torchrun --nproc_per_node 2 --master_port "$port" --max_restarts 1 --no_python "$train" $args \
