@@ -30,9 +30,9 @@ levels="base 0 reduce 1 topo 1 launch 1 select 2 device 2 algo 3 comm 4 engine 5
 level() {
   lvl=x
   set -- "$1" $levels
-  f=$1; shift
+  wanted=$1; shift
   while [ $# -ge 2 ]; do
-    if [ "$1" = "$f" ]; then lvl=$2; return; fi
+    if [ "$1" = "$wanted" ]; then lvl=$2; return; fi
     shift 2
   done
 }
@@ -100,15 +100,15 @@ assemblers="lib/engine/engine.c lib/engine/loop.c"
 # engine/assembly.h; returns 1 if any does.
 check_private() {
   bad=0
-  for f in $(cd "$1" && find lib tools tests bench examples interpose -name '*.[ch]' 2>/dev/null | LC_ALL=C sort); do
+  # (one grep over every file: "FILE INCLUDE" for each include of it)
+  hits=$(cd "$1" && find lib tools tests bench examples interpose -name '*.[ch]' 2>/dev/null |
+         LC_ALL=C sort | xargs grep -H -E '^#include "(engine/)?assembly\.h"' 2>/dev/null |
+         sed 's/^\([^:]*\):#include "\([^"]*\)".*/\1 \2/')
+  for f in $(echo "$hits" | awk '{print $1}'); do
     case " $assemblers lib/engine/assembly.h " in *" $f "*) continue ;; esac
-    for inc in $(includes_of "$1/$f"); do
-      case $inc in
-      engine/assembly.h | assembly.h)
-        echo "FAIL: $f includes $inc: only the files that assemble the engine ($assemblers) see struct engine"
-        bad=1 ;;
-      esac
-    done
+    inc=$(echo "$hits" | awk -v f="$f" '$1 == f {print $2; exit}')
+    echo "FAIL: $f includes $inc: only the files that assemble the engine ($assemblers) see struct engine"
+    bad=1
   done
   return $bad
 }
@@ -182,14 +182,17 @@ done
 # Circles: every include edge among the sources, then Kahn's algorithm.
 files=$(cd "$src" && ls lib/*.h lib/*/*.[ch] lib/*/*/*.[ch] tools/*.[ch] tools/*/*.[ch] bench/*.c \
         examples/*.c examples/*/*.[ch] interpose/*.[ch] 2>/dev/null)
-circle=$(cd "$src" && for f in $files; do
-  d=$(dirname "$f")
-  for inc in $(includes_of "$f"); do
-    for cand in "lib/$inc" "$inc" "$d/$inc"; do
-      if [ -f "$cand" ]; then echo "$f $cand"; break; fi
-    done
-  done
-done | awk '
+# (one awk reads them all: "FILE INCLUDED" for each include that names a
+# file, looked for under lib/, from the top, then beside FILE)
+circle=$(cd "$src" && awk '
+  FNR == 1 { d = FILENAME; sub(/\/[^\/]*$/, "", d) }
+  /^#include "/ {
+    inc = $0; sub(/^#include "/, "", inc); sub(/".*/, "", inc)
+    for (k = 0; k < 3; k++) {
+      cand = k == 0 ? "lib/" inc : k == 1 ? inc : d "/" inc
+      if ((getline line < cand) >= 0) { close(cand); print FILENAME, cand; break }
+    }
+  }' $files | awk '
   { deg[$1] += 0; deg[$2]++; out[$1] = out[$1] " " $2 }
   END {
     n = 0; for (v in deg) if (deg[v] == 0) q[n++] = v
@@ -207,10 +210,15 @@ fi
 # symbols_of: reads "FOLDER SOURCE OBJECT" lines; prints every symbol each
 # object defines ("D FOLDER SOURCE SYMBOL") and uses ("U FOLDER SOURCE SYMBOL").
 symbols_of() {
-  while read -r folder source o; do
-    nm --defined-only -g "$o" | awk -v f="$folder" -v s="$source" 'NF == 3 {print "D", f, s, $3}'
-    nm -u "$o" | awk -v f="$folder" -v s="$source" '{print "U", f, s, $2}'
-  done
+  # (two nm runs over all the objects, each line prefixed with its object)
+  list=$(cat)
+  [ -n "$list" ] || return 0
+  objects=$(echo "$list" | awk '{print $3}')
+  { echo "$list" | awk '{print "O", $0}'
+    nm -A --defined-only -g $objects | awk '{print "D", $0}'
+    nm -A -u $objects | awk '{print "U", $0}'
+  } | awk '$1 == "O" { where[$4] = $2 " " $3; next }
+           NF == 4 { o = $2; sub(/:[^:]*$/, "", o); if (o in where) print $1, where[o], $4 }'
 }
 
 # file_uses: reads symbols_of's lines; prints "USER DEFINER SYMBOL" for each

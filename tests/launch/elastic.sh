@@ -57,7 +57,8 @@ within_spread() { # A B: |A - B| <= 1 point
   awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 1.0) }'
 }
 
-torchrun --nproc_per_node 2 --master_port "$(free_port)" --no_python "$train" $args \
+# (the reference under mpiexec: the same 2-rank world, without torchrun's start)
+timeout --kill-after=10 300 "$srcdir/tests/mpiexec" -n 2 "$train" $args \
   > "$tmp/straight" 2>&1 || { cat "$tmp/straight"; fail "uninterrupted rondo-train at 2 ranks"; }
 want=$(accuracy "$tmp/straight")
 

@@ -4,9 +4,10 @@
 #     on W ranks, where both add the W gradients in rank order (1 and 2
 #     workers, 3 on one node) and with 1 or 2 servers; the synthetic run ends
 #     its epochs with a batch of 2, so some workers have no sample;
-#   - asynchronous and bounded-staleness training converge on digits (at
-#     least 95% test accuracy, accuracy.sh's bound for mirrored), the
-#     asynchronous one also with a worker slowed down (--debug-slow);
+#   - asynchronous and bounded-staleness training converge on digits in 8
+#     epochs (at least 95% test accuracy, accuracy.sh's bound for mirrored's
+#     20; about 96.5% here), the asynchronous one also with a worker slowed
+#     down (--debug-slow);
 #   - the staleness bound holds: with worker 1 slowed down and staleness 1,
 #     the workers' units (the final record's units_per_rank) differ by at
 #     most (S + 1) per epoch, and add up to the epochs' units;
@@ -39,7 +40,8 @@ accuracy() { sed -n 's/^final: .*test accuracy \([0-9.]*\)%.*/\1/p' "$tmp/out"; 
 for case in "3:async:" "4:2:--servers 2" "3:async:--debug-slow 1:1"; do
   n=${case%%:*} rest=${case#*:} stale=${rest%%:*} more=${rest#*:}
   # shellcheck disable=SC2086
-  run "$n" --strategy parameter-server --staleness "$stale" $more -q || { show; fail "digits, $case"; }
+  run "$n" --strategy parameter-server --staleness "$stale" $more --epochs 8 -q ||
+    { show; fail "digits, $case"; }
   acc=$(accuracy)
   awk "BEGIN { exit !($acc >= 95) }" || { show; fail "digits, $n ranks, staleness $stale $more: $acc% < 95%"; }
   pass "digits, $n ranks, staleness $stale $more: test accuracy $acc%"
