@@ -15,11 +15,11 @@
 #   3. build-tsan/    : the threaded parts (the engine's tests and probes,
 #                       completion queues, the rendezvous's server and
 #                       watcher, the timeline, and rondo-train's engine and
-#                       prefetch thread in its checkpoint runs, which write
-#                       checkpoints while that thread reads ahead; its
-#                       parity and 20-epoch accuracy runs, the same threads
-#                       at other rank counts and for longer, run in stage 1,
-#                       accuracy also in stage 4) built with ThreadSanitizer
+#                       prefetch thread while it trains, checkpoints and
+#                       resumes: tests/train/threads.sh; its other runs,
+#                       the same threads at other rank counts and for
+#                       longer, run in stages 1, 2 and 4) built with
+#                       ThreadSanitizer
 #   4. build-openmpi/ : against Open MPI 4.1 (installed beside MPICH, which
 #                       stays the system's default): the library's tests at
 #                       2 ranks (the interposer's among them), the
@@ -113,7 +113,7 @@ tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-n
   tests/probe/join-pending.probe tests/probe/destroy-during-join.probe
   tests/probe/destroy-during-wait.probe tests/probe/overlap-async.probe
   tests/probe/group-size.probe
-  tests/launch/variables.sh tests/timeline.sh tests/train/checkpoint.sh"
+  tests/launch/variables.sh tests/timeline.sh tests/train/threads.sh"
 # (variables.sh runs test_collectives)
 make -C "$RONDO_TOP/build-tsan" -j"$(nproc)" $(check_programs $tsan_tests) tests/mpi/test_collectives \
   >> "$RONDO_TOP/build-tsan/make.out" 2>&1 || { tail -n 40 "$RONDO_TOP/build-tsan/make.out"; status=1; }

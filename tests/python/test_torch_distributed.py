@@ -779,8 +779,9 @@ def test_timeout():
     # barrier of a group with a 1 s timeout. Every rank raises after about
     # 1 s of waiting, naming the ranks that did not come, with " timeout "
     # in the message (PyTorch's test_barrier_timeout_* match that); the
-    # group then still works.
-    if N == 1:
+    # group then still works. At 2 ranks only: at 3 the same wait, with one
+    # more early rank (the suite's 3-rank run is its longest).
+    if N != 2:
         return
     import time
     g = dist.new_group(list(range(N)), timeout=datetime.timedelta(seconds=1))
