@@ -68,20 +68,23 @@ run_logged() {
   return "$rc"
 }
 
-# check_programs TESTS...: the check programs these tests run, so that a
-# stage that runs few of them builds only those (make check builds them
-# all; the stage passes check_PROGRAMS= and builds these first): each .mpi
+# build_check_programs DIR TESTS...: builds in DIR only the check programs
+# these tests run, for a stage that runs few of them (it then passes
+# check_PROGRAMS= to make check, which would build them all): each .mpi
 # file's (tests/mpi/launch --program), the probes' driver, a unit test
-# itself. A shell test's programs its stage names; one left out fails its
-# test ("not built"), not silently.
-check_programs() {
-  for t in "$@"; do
+# itself, and test_collectives, which the launcher tests run. A program
+# left out fails its test ("not built"), not silently.
+build_check_programs() {
+  dir=$1; shift
+  programs=$(for t in "$@"; do
     case $t in
       *.mpi) echo "tests/mpi/$(sh "$RONDO_TOP/tests/mpi/launch" --program "$RONDO_TOP/$t")" ;;
       *.probe) echo tests/probe/probe ;;
       tests/unit/*) echo "$t" ;;
     esac
-  done | sort -u
+  done | sort -u)
+  make -C "$dir" -j"$(nproc)" $programs tests/mpi/test_collectives >> "$dir/make.out" 2>&1 ||
+    { tail -n 40 "$dir/make.out"; return 1; }
 }
 
 status=0
@@ -114,9 +117,7 @@ tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-n
   tests/probe/destroy-during-wait.probe tests/probe/overlap-async.probe
   tests/probe/group-size.probe
   tests/launch/variables.sh tests/timeline.sh tests/train/threads.sh"
-# (variables.sh runs test_collectives)
-make -C "$RONDO_TOP/build-tsan" -j"$(nproc)" $(check_programs $tsan_tests) tests/mpi/test_collectives \
-  >> "$RONDO_TOP/build-tsan/make.out" 2>&1 || { tail -n 40 "$RONDO_TOP/build-tsan/make.out"; status=1; }
+build_check_programs "$RONDO_TOP/build-tsan" $tsan_tests || status=1
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" -j"$(nproc)" check \
   TESTS="$(echo $tsan_tests)" check_PROGRAMS= || status=1
@@ -127,9 +128,7 @@ RONDO_CC=mpicc.openmpi
 RONDO_MPIEXEC=$(command -v mpiexec.openmpi)
 rondo_build "$RONDO_TOP/build-openmpi" --disable-static # (the static library: distcheck builds it)
 ompi_tests=$(make -s --no-print-directory -C "$RONDO_TOP/build-openmpi" print-openmpi-tests)
-# (variables.sh and torchrun.sh run test_collectives)
-make -C "$RONDO_TOP/build-openmpi" -j"$(nproc)" $(check_programs $ompi_tests) tests/mpi/test_collectives \
-  >> "$RONDO_TOP/build-openmpi/make.out" 2>&1 || { tail -n 40 "$RONDO_TOP/build-openmpi/make.out"; status=1; }
+build_check_programs "$RONDO_TOP/build-openmpi" $ompi_tests || status=1
 run_logged "$RONDO_TOP/build-openmpi/check.out" make -C "$RONDO_TOP/build-openmpi" -j"$(nproc)" check \
   TESTS="$ompi_tests" check_PROGRAMS= || status=1
 tally "$RONDO_TOP/build-openmpi/check.out" "$RONDO_TOP/build-openmpi"

@@ -31,10 +31,12 @@ needs_mpich() {
 # torchrun's, prefixed, and leave their stdout alone. The agent looks at
 # its workers every --monitor_interval seconds (torch's default: 5), so a
 # job ends up to that long after its last worker: 0.25 here (a later
-# --monitor_interval in ARGS wins).
+# --monitor_interval in ARGS wins). torchrun_flags: these, for scripts
+# that start torchrun themselves (multihost.sh).
+torchrun_flags="--redirects 2 --tee 2 --monitor_interval 0.25"
 torchrun() {
   timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-300}" \
-    "$python" -m torch.distributed.run --redirects 2 --tee 2 --monitor_interval 0.25 "$@"
+    "$python" -m torch.distributed.run $torchrun_flags "$@"
 }
 needs_torch() { rondo_python_env torch; }
 
@@ -45,7 +47,7 @@ wait_for() {
   # run, the count ran out within seconds)
   until_s=$(($(date +%s) + 120))
   while ! grep -q "$2" "$1" 2>/dev/null && [ "$(date +%s)" -lt $until_s ]; do sleep 0.1; done
-  grep -q "$2" "$1" 2>/dev/null || { cat "${3:-$1}"; fail "no '$2' in $1 after $(($(date +%s) - until_s + 120)) s"; }
+  grep -q "$2" "$1" 2>/dev/null || { cat "${3:-$1}"; fail "no '$2' in $1 after 120 s"; }
 }
 
 # free_port: a TCP port nobody listens on now, and the next one too (rondo

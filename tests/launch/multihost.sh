@@ -22,8 +22,8 @@ abs() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
 on_each_host() {
   cat > "$tmp/host.sh" <<EOS
 #!/bin/sh
-exec timeout --kill-after=10 240 "$python" -m torch.distributed.run --redirects 2 --tee 2 \\
-  --monitor_interval 0.25 --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d \\
+exec timeout --kill-after=10 240 "$python" -m torch.distributed.run $torchrun_flags \\
+  --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d \\
   --rdzv_endpoint "\$NETBED_HOST0:29400" --rdzv_id rondo-test --no_python "$(abs "$2")"
 EOS
   chmod +x "$tmp/host.sh"

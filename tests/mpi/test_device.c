@@ -153,11 +153,10 @@ static void test_exact(rondo_comm_t comm, const bufs_t *b)
     algos[nalgos++] = RONDO_ALGO_NCCL;
   if (nodes > 1 && !node_shared && equal_nodes)
     algos[nalgos++] = RONDO_ALGO_HIERARCHICAL_NCCL;
-  /* oversubscribed (3 ranks and up): fewer counts for the forced
-   * algorithms; at 4-5 ranks only int32 and float32 for them, and AUTO
-   * (one of them) in every type out of place, in place at 1031 elements
-   * (1-3 ranks run every type with each, both ways) */
-  int trim = mt.size > 2, crowded = !mt.full && mt.size > 3;
+  /* oversubscribed (3 ranks and up): the forced algorithms in place only
+   * at 1031 elements; at 4-5 ranks (mt.crowded) AUTO too, and the forced
+   * ones in int32 and float32 only (1-3 ranks run every type with each) */
+  int trim = mt.size > 2;
   for (int dt = 0; dt < RONDO_DTYPE_COUNT; dt++) {
     for (int op = 0; op < MT_OPS; op++)
       for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
@@ -168,8 +167,8 @@ static void test_exact(rondo_comm_t comm, const bufs_t *b)
         mt_fill_reduced((rondo_dtype_t)dt, (rondo_op_t)op, 0, counts[c], b->want);
         for (int a = 0; a < nalgos; a++)
           for (int ip = 0; ip < 2; ip++)
-            if ((!trim || (a == 0 && !crowded) || counts[c] == 1031 || ip == 0) &&
-                (!crowded || a == 0 || dt == RONDO_INT32 || dt == RONDO_FLOAT32))
+            if ((ip == 0 || !trim || counts[c] == 1031 || (a == 0 && !mt.crowded)) &&
+                (a == 0 || !mt.crowded || dt == RONDO_INT32 || dt == RONDO_FLOAT32))
               run_case(comm, algos[a], (rondo_dtype_t)dt, (rondo_op_t)op, counts[c], ip, b);
       }
     mt_hash_flush();

@@ -477,15 +477,15 @@ static void refusals(void)
                RONDO_ERR_INVALID_ARG);
 }
 
-/* Element i of rank q's input: exact in every dtype used here. */
-/* 4 and 5 ranks, oversubscribed on small machines: the cases whose
- * outcome depends on the rank count (how rows split, which rank is the
- * root) in int32 and float32 only; 1-3 ranks run every type. */
+/* At 4-5 ranks (mt.crowded) the reduce-scatters and reduces, whose
+ * outcome depends on the rank count through how rows split and which rank
+ * is the root, run in int32 and float32 only; 1-3 ranks run every type. */
 static int crowded_skips(rondo_dtype_t dt)
 {
-  return !mt.full && mt.size > 3 && dt != RONDO_INT32 && dt != RONDO_FLOAT32;
+  return mt.crowded && dt != RONDO_INT32 && dt != RONDO_FLOAT32;
 }
 
+/* Element i of rank q's input: exact in every dtype used here. */
 static int64_t rs_value(int q, size_t i, rondo_op_t op)
 {
   if (op == RONDO_PROD)
@@ -1411,7 +1411,7 @@ static void wait_now(void)
       for (int k = 0; k < 5; k++)
         for (size_t c = 0; c < nwc; c++) {
           /* oversubscribed: a third of the cases, at 4-5 ranks a sixth */
-          if (!mt.full && mt.size > 2 && (c + (size_t)dt + (size_t)k) % (mt.size > 3 ? 6 : 3) != 0)
+          if (!mt.full && (c + (size_t)dt + (size_t)k) % (mt.crowded ? 6 : 3) != 0)
             continue;
           rondo_op_t op = ops[k];
           size_t count = wcounts[c], bytes = count * mt_dtype_size((rondo_dtype_t)dt);
