@@ -12,7 +12,9 @@
     all_reduce_coalesced, the object collectives; in place where torch
     says so; strided views (only the view's elements change); async work:
     wait, is_completed, get_future and then(), a Work dropped unwaited,
-    more calls in flight than the group has request names;
+    more calls in flight than the group has request names; the common
+    all_reduce, reduce_scatter_tensor and all_gather_into_tensor through
+    rondo._fast and through ctypes (a build without it);
   - point-to-point: send/recv, isend/irecv, batch_isend_irecv, recv from
     any source (the sender returned), tags;
   - new_group subsets, made by their members alone;
@@ -339,6 +341,43 @@ def test_data_movement():
     dist.all_reduce_coalesced(ts)
     check(torch.equal(ts[0], torch.full((2,), float(N * (N - 1) // 2))) and
           torch.equal(ts[1], torch.full((3,), 2.0 * N)), "all_reduce_coalesced")
+
+
+def test_common_calls_through_ctypes():
+    """The common all_reduce, reduce_scatter_tensor and all_gather_into_tensor
+    submit through rondo._fast where it was built; without it (a Python
+    without headers) the same requests go through ctypes. Both paths,
+    against closed forms; a refused dtype fails on every rank either way."""
+    backend = rdist.backend
+    fast = backend._fast
+    for label, path in (("rondo._fast", fast), ("ctypes", None)):
+        backend._fast = path
+        try:
+            t = torch.full((7,), float(R + 1))
+            dist.all_reduce(t)
+            check(torch.equal(t, torch.full((7,), float(N * (N + 1) // 2))), "%s: all_reduce", label)
+            whole = torch.arange(5.0 * N) * (R + 1)
+            out = torch.zeros(5)
+            dist._reduce_scatter_base(out, whole)
+            check(torch.equal(out, (torch.arange(5.0 * R, 5.0 * R + 5)) * (N * (N + 1) // 2)),
+                  "%s: reduce_scatter_tensor", label)
+            chunk = whole[5 * R:5 * R + 5]
+            dist._reduce_scatter_base(chunk, whole, op=dist.ReduceOp.AVG)
+            check(close(chunk, torch.arange(5.0 * R, 5.0 * R + 5) * (N + 1) / 2, 1e-5),
+                  "%s: reduce_scatter_tensor AVG in place", label)
+            big = torch.zeros(3 * N, dtype=torch.int64)
+            dist.all_gather_into_tensor(big, torch.arange(3) + 100 * R)
+            check(torch.equal(big, torch.cat([torch.arange(3) + 100 * r for r in range(N)])),
+                  "%s: all_gather_into_tensor", label)
+            empty = torch.zeros(0)
+            dist._reduce_scatter_base(empty, torch.zeros(0))
+            dist.all_gather_into_tensor(empty, torch.zeros(0))
+            if N > 1:  # dtypes that differ across ranks: every rank fails
+                odd = torch.zeros(N, dtype=torch.float64 if R == 0 else torch.float32)
+                raises(RuntimeError, dist._reduce_scatter_base, odd[R:R + 1], odd)
+                raises(RuntimeError, dist.all_gather_into_tensor, odd, odd[R:R + 1])
+        finally:
+            backend._fast = fast
 
 
 def test_all_to_all():
@@ -870,7 +909,8 @@ def test_destroy_leaves_no_thread():
 
 run("test_torch_distributed", [test_start_up, test_all_reduce_every_dtype_and_op,
                                test_async_work_and_futures, test_not_contiguous,
-                               test_data_movement, test_cuda, test_all_to_all,
+                               test_data_movement, test_common_calls_through_ctypes,
+                               test_cuda, test_all_to_all,
                                test_objects, test_point_to_point, test_new_group,
                                test_ddp_against_gloo, test_errors_on_every_rank,
                                test_coalescing_manager, test_timeout, test_p2p_timeout,

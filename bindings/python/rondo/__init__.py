@@ -80,9 +80,12 @@ def _load_fast():
     formats = {memoryview(np.empty(0, dt)).format: code for dt, code in _NP_DTYPES.items()}
     address = ctypes.cast(_lib.allreduce_algo, ctypes.c_void_p).value
     _fast.setup(address, np.ndarray, formats, dict(OP), {None: 0, **ALGO})
-    if hasattr(_fast, "setup_engine"):  # (an older build of _fast has no engine call)
-        _fast.setup_engine(ctypes.cast(_lib.allreduce_async, ctypes.c_void_p).value,
-                           ctypes.cast(_lib.wait, ctypes.c_void_p).value)
+    # (an older build of _fast lacks some of the engine calls: rondo.torch.distributed
+    # then makes them all through ctypes)
+    if hasattr(_fast, "engine_reduce_scatter"):
+        _fast.setup_engine(*(ctypes.cast(f, ctypes.c_void_p).value for f in (
+            _lib.allreduce_async, _lib.wait, _lib.reduce_scatter_async,
+            _lib.allgather_into_async)))
     return _fast
 
 

@@ -1,7 +1,9 @@
 /*
  * rondo._fast: the common blocking all-reduce call of the NumPy API, made
- * in C, and the engine request behind rondo.torch.distributed's common
- * all_reduce (engine_submit and engine_wait, at the end).
+ * in C, and the engine requests behind rondo.torch.distributed's common
+ * all_reduce, reduce_scatter_tensor and all_gather_into_tensor
+ * (engine_submit, engine_reduce_scatter, engine_allgather_into and
+ * engine_wait, at the end).
  *
  * Why: a large all-reduce evicts the caches. After it, every Python object
  * the layer touches (each attribute, dict lookup and frame) costs a cache
@@ -85,6 +87,20 @@ static int lookup(PyObject *table, PyObject *key)
   return (int)code;
 }
 
+/* An address argument: None is NULL. */
+static void *address_arg(PyObject *o)
+{
+  return o == Py_None ? NULL : PyLong_AsVoidPtr(o);
+}
+
+/* The request as engine_submit returns it: the address, or minus st. */
+static PyObject *request_or_status(int st, void *req)
+{
+  if (st != 0)
+    return PyLong_FromLong(-st);
+  return PyLong_FromVoidPtr(req);
+}
+
 /*
  * allreduce(comm_handle, array, out, op, algorithm) -> int
  * rondo_allreduce_algo's status (0: done), or -1: not the plain call,
@@ -161,22 +177,68 @@ typedef int (*wait_fn)(void **req);
 static allreduce_async_fn allreduce_async;  /* rondo_allreduce_async */
 static wait_fn wait_request;                /* rondo_wait */
 
-/* setup_engine(allreduce_async_address, wait_address) */
+/*
+ * The engine requests of rondo.torch.distributed's common
+ * reduce_scatter_tensor and all_gather_into_tensor (FSDP's and ZeRO's
+ * calls), as engine_submit is the all_reduce's: plain integers in,
+ * rondo_reduce_scatter_async / rondo_allgather_into_async with the GIL
+ * released, the request (> 0) or minus the status out.
+ */
+typedef int (*reduce_scatter_async_fn)(void *comm, const char *name, const void *in, void *out,
+                                       size_t rows, size_t row_count, int dtype, int op,
+                                       const void *opts, void **req);
+typedef int (*allgather_into_async_fn)(void *comm, const char *name, const void *in,
+                                       size_t rows, void *out, size_t recv_rows,
+                                       size_t row_count, int dtype, const void *opts,
+                                       void **req);
+static reduce_scatter_async_fn reduce_scatter_async; /* rondo_reduce_scatter_async */
+static allgather_into_async_fn allgather_into_async; /* rondo_allgather_into_async */
+
+/* setup_engine(allreduce_async_address, wait_address,
+ *              reduce_scatter_async_address, allgather_into_async_address) */
 static PyObject *fast_setup_engine(PyObject *self, PyObject *args)
 {
-  PyObject *a, *w;
+  PyObject *a, *w, *r, *g;
   (void)self;
-  if (!PyArg_ParseTuple(args, "OO", &a, &w))
+  if (!PyArg_ParseTuple(args, "OOOO", &a, &w, &r, &g))
     return NULL;
   void *fa = PyLong_AsVoidPtr(a), *fw = PyLong_AsVoidPtr(w);
-  if (fa == NULL || fw == NULL) {
+  void *fr = PyLong_AsVoidPtr(r), *fg = PyLong_AsVoidPtr(g);
+  if (fa == NULL || fw == NULL || fr == NULL || fg == NULL) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_ValueError, "rondo._fast.setup_engine: a null function address");
     return NULL;
   }
   allreduce_async = (allreduce_async_fn)fa;
   wait_request = (wait_fn)fw;
+  reduce_scatter_async = (reduce_scatter_async_fn)fr;
+  allgather_into_async = (allgather_into_async_fn)fg;
   Py_RETURN_NONE;
+}
+
+/*
+ * What every engine submission below takes: the comm (args[0]), the name
+ * (args[1]) and the options' address (the last), after setup_engine.
+ * 0, or -1 with Python's error set.
+ */
+typedef struct {
+  void *comm;
+  const char *name;
+  void *opts;
+} engine_call_t;
+
+static int engine_call(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, int ready,
+                       const char *what, engine_call_t *c)
+{
+  if (nargs != want || !ready) {
+    PyErr_Format(PyExc_TypeError, "rondo._fast.%s takes %zd arguments, after setup_engine",
+                 what, want);
+    return -1;
+  }
+  c->comm = PyLong_AsVoidPtr(args[0]);
+  c->name = PyBytes_AsString(args[1]);
+  c->opts = PyLong_AsVoidPtr(args[want - 1]);
+  return PyErr_Occurred() ? -1 : 0;
 }
 
 /*
@@ -187,27 +249,20 @@ static PyObject *fast_setup_engine(PyObject *self, PyObject *args)
 static PyObject *fast_engine_submit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
   (void)self;
-  if (nargs != 7 || allreduce_async == NULL) {
-    PyErr_SetString(PyExc_TypeError, "rondo._fast.engine_submit takes 7 arguments, after "
-                                     "setup_engine");
+  engine_call_t c;
+  if (engine_call(args, nargs, 7, allreduce_async != NULL, "engine_submit", &c) < 0)
     return NULL;
-  }
-  void *comm = PyLong_AsVoidPtr(args[0]);
-  const char *name = PyBytes_AsString(args[1]);
-  void *buf = args[2] == Py_None ? NULL : PyLong_AsVoidPtr(args[2]);
+  void *buf = address_arg(args[2]);
   size_t count = PyLong_AsSize_t(args[3]);
   long dtype = PyLong_AsLong(args[4]), op = PyLong_AsLong(args[5]);
-  void *opts = PyLong_AsVoidPtr(args[6]);
   if (PyErr_Occurred())
     return NULL;
   void *req = NULL;
   int st;
   Py_BEGIN_ALLOW_THREADS
-  st = allreduce_async(comm, name, buf, buf, count, (int)dtype, (int)op, opts, &req);
+  st = allreduce_async(c.comm, c.name, buf, buf, count, (int)dtype, (int)op, c.opts, &req);
   Py_END_ALLOW_THREADS
-  if (st != 0)
-    return PyLong_FromLong(-st);
-  return PyLong_FromVoidPtr(req);
+  return request_or_status(st, req);
 }
 
 /* engine_wait(request) -> the status of rondo_wait (0: done) */
@@ -227,9 +282,70 @@ static PyObject *fast_engine_wait(PyObject *self, PyObject *arg)
   return PyLong_FromLong(st);
 }
 
+/*
+ * engine_reduce_scatter(comm_handle, name, in_address, out_address, rows,
+ *   row_count, dtype, op, opts_address) -> the request, or minus the status
+ */
+static PyObject *fast_engine_reduce_scatter(PyObject *self, PyObject *const *args,
+                                            Py_ssize_t nargs)
+{
+  (void)self;
+  engine_call_t c;
+  if (engine_call(args, nargs, 9, reduce_scatter_async != NULL, "engine_reduce_scatter", &c) < 0)
+    return NULL;
+  void *in = address_arg(args[2]), *out = address_arg(args[3]);
+  size_t rows = PyLong_AsSize_t(args[4]), row_count = PyLong_AsSize_t(args[5]);
+  long dtype = PyLong_AsLong(args[6]), op = PyLong_AsLong(args[7]);
+  if (PyErr_Occurred())
+    return NULL;
+  void *req = NULL;
+  int st;
+  Py_BEGIN_ALLOW_THREADS
+  st = reduce_scatter_async(c.comm, c.name, in, out, rows, row_count, (int)dtype, (int)op, c.opts,
+                            &req);
+  Py_END_ALLOW_THREADS
+  return request_or_status(st, req);
+}
+
+/*
+ * engine_allgather_into(comm_handle, name, in_address, rows, out_address,
+ *   recv_rows, row_count, dtype, opts_address) -> the request, or minus the
+ *   status
+ */
+static PyObject *fast_engine_allgather_into(PyObject *self, PyObject *const *args,
+                                            Py_ssize_t nargs)
+{
+  (void)self;
+  engine_call_t c;
+  if (engine_call(args, nargs, 9, allgather_into_async != NULL, "engine_allgather_into", &c) < 0)
+    return NULL;
+  void *in = address_arg(args[2]), *out = address_arg(args[4]);
+  size_t rows = PyLong_AsSize_t(args[3]), recv_rows = PyLong_AsSize_t(args[5]);
+  size_t row_count = PyLong_AsSize_t(args[6]);
+  long dtype = PyLong_AsLong(args[7]);
+  if (PyErr_Occurred())
+    return NULL;
+  void *req = NULL;
+  int st;
+  Py_BEGIN_ALLOW_THREADS
+  st = allgather_into_async(c.comm, c.name, in, rows, out, recv_rows, row_count, (int)dtype,
+                            c.opts, &req);
+  Py_END_ALLOW_THREADS
+  return request_or_status(st, req);
+}
+
 static PyMethodDef fast_methods[] = {
+  {"engine_reduce_scatter", (PyCFunction)(void (*)(void))fast_engine_reduce_scatter,
+   METH_FASTCALL,
+   "engine_reduce_scatter(comm_handle, name, in_address, out_address, rows, row_count, "
+   "dtype, op, opts_address) -> the request, or minus the submission's status"},
+  {"engine_allgather_into", (PyCFunction)(void (*)(void))fast_engine_allgather_into,
+   METH_FASTCALL,
+   "engine_allgather_into(comm_handle, name, in_address, rows, out_address, recv_rows, "
+   "row_count, dtype, opts_address) -> the request, or minus the submission's status"},
   {"setup_engine", fast_setup_engine, METH_VARARGS,
-   "setup_engine(allreduce_async_address, wait_address)"},
+   "setup_engine(allreduce_async_address, wait_address, reduce_scatter_async_address, "
+   "allgather_into_async_address)"},
   {"engine_submit", (PyCFunction)(void (*)(void))fast_engine_submit, METH_FASTCALL,
    "engine_submit(comm_handle, name, address, count, dtype, op, opts_address) -> the "
    "request, or minus the submission's status"},

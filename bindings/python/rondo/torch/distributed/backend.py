@@ -72,9 +72,18 @@ class _Request:
             _raise(_lib.wait(ctypes.byref(ctypes.c_void_p(self._req))), self._rank)
 
 
-# rondo._fast's submission and wait (_fast.c), where it was built for this
+# rondo._fast's submissions and wait (_fast.c), where it was built for this
 # Python; else ctypes
-_fast = _r._fast if hasattr(_r._fast, "engine_submit") else None
+_fast = _r._fast if hasattr(_r._fast, "engine_reduce_scatter") else None
+
+
+def _by_ctypes(fn, *args):
+    """The engine submission fn(*args, &request) through ctypes, args[-1]
+    the options' address: the request, or minus the status (what
+    rondo._fast's engine calls return)."""
+    r = ctypes.c_void_p()
+    st = fn(*args[:-1], ctypes.cast(args[-1], ctypes.POINTER(_lib.AsyncOpts)), ctypes.byref(r))
+    return -st if st != 0 else r.value
 _BLOCKING_OPTS = {}  # (dtype, shape, flags) -> the options of the common all_reduce
 
 
@@ -213,8 +222,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
     def _call(self, prepare):
         """Runs prepare(name) -> Work; an argument error it raises is refused
         (every rank fails instead of waiting) and raised here."""
-        slot, name = self._name()
-        self._tl.slot = slot
+        name = self._slot_name()
         self._tl.submitted = False
         try:
             return prepare(name)
@@ -223,20 +231,24 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
                 raise  # the call itself failed (on every rank)
             self._refuse(name, err)
 
-    def _direct(self, submit, address, keep, value):
-        """A common call made as the common all_reduce is (below), without
-        the general path's closures: submit(name, opts, req) -> status.
-        keep: what must live until the call is done; value: the Work's."""
+    def _slot_name(self):
+        """The next call's name, its slot kept for _work."""
         slot, name = self._name()
         self._tl.slot = slot
-        r = ctypes.c_void_p()
-        st = submit(name, ctypes.cast(address, ctypes.POINTER(_lib.AsyncOpts)), ctypes.byref(r))
-        if st != 0:  # not submitted: this rank refuses the name
+        return name
+
+    def _submitted(self, name, req, keep, value):
+        """The Work of a common call (all_reduce, reduce_scatter_tensor,
+        all_gather_into_tensor on plain tensors), submitted by address
+        without the general path's closures: req is the request, or minus
+        the submission's status (then this rank refuses the name). keep:
+        what must live until the call is done; value: the Work's."""
+        if req < 0:
             try:
-                _raise(st, self._comm.rank)
+                _raise(-req, self._comm.rank)
             except RondoError as err:
                 self._refuse(name, err)
-        return self._work(_Request(r.value, self._comm.rank).wait, lambda _: (keep, value)[1])
+        return self._work(_Request(req, self._comm.rank).wait, lambda _: (keep, value)[1])
 
     # -- all-reduce
     def allreduce(self, tensors, opts=None):
@@ -249,25 +261,16 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         opc = _OP_CODES.get(_op_name(op))
         if (opc is not None and code is not None and t.is_cpu and t.is_contiguous()
                 and not t.is_sparse and self._coalescing is None):
-            slot, name = self._name()
-            self._tl.slot = slot
+            name = self._slot_name()
             n = t.numel()
             p = t.data_ptr() if n > 0 else None
             address = _blocking_opts(t, self._wait_now())
             if _fast is not None:
                 req = _fast.engine_submit(self._comm._h, name, p, n, code, opc, address)
             else:
-                r = ctypes.c_void_p()
-                opts = ctypes.cast(address, ctypes.POINTER(_lib.AsyncOpts))
-                st = _lib.allreduce_async(self._comm._h, name, p, p, n, code, opc, opts,
-                                          ctypes.byref(r))
-                req = -st if st != 0 else r.value
-            if req < 0:  # not submitted: this rank refuses the name
-                try:
-                    _raise(-req, self._comm.rank)
-                except RondoError as err:
-                    self._refuse(name, err)
-            return self._work(_Request(req, self._comm.rank).wait, lambda _: tensors)
+                req = _by_ctypes(_lib.allreduce_async, self._comm._h, name, p, p, n, code, opc,
+                                 address)
+            return self._submitted(name, req, None, tensors)
 
         def prepare(name):
             t = _one(tensors, "all_reduce")
@@ -463,12 +466,18 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         if (self._coalescing is None and _plain(input) and _plain(output)
                 and output.dtype == input.dtype and output.numel() == input.numel() * p):
             nb = input.numel() * input.element_size()
-            h, src, dst = self._comm._h, input.data_ptr() or None, output.data_ptr() or None
+            src = input.data_ptr() if nb else None
+            dst = output.data_ptr() if nb else None
             what = "all_gather_into_tensor"
             address = _blocking_opts(input, self._wait_now(), what, "%s: %s" % (what, _dtype(input)))
-            return self._direct(lambda nm, o, r: _lib.allgather_into_async(
-                h, nm, src if nb else None, nb, dst if nb else None, nb * p, 1, _UINT8, o, r),
-                address, (input, output), output)
+            name = self._slot_name()
+            if _fast is not None:
+                req = _fast.engine_allgather_into(self._comm._h, name, src, nb, dst, nb * p, 1,
+                                                  _UINT8, address)
+            else:
+                req = _by_ctypes(_lib.allgather_into_async, self._comm._h, name, src, nb, dst,
+                                 nb * p, 1, _UINT8, address)
+            return self._submitted(name, req, input, output)
 
         def prepare(name):
             _check_tensor(input, "_allgather_base input")
@@ -602,11 +611,16 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             nb = row * output.element_size()
             lo, d = input.data_ptr(), output.data_ptr()
             if _in_place_ok(lo, nb * p, d, nb, self._comm.rank):
-                h = self._comm._h
                 address = _blocking_opts(output, self._wait_now(), "reduce_scatter_tensor")
-                return self._direct(lambda nm, o, r: _lib.reduce_scatter_async(
-                    h, nm, lo if nb else None, d if nb else None, p, row, code, opc, o, r),
-                    address, (input, output), [output])
+                lo, d = (lo, d) if nb else (None, None)
+                name = self._slot_name()
+                if _fast is not None:
+                    req = _fast.engine_reduce_scatter(self._comm._h, name, lo, d, p, row, code,
+                                                      opc, address)
+                else:
+                    req = _by_ctypes(_lib.reduce_scatter_async, self._comm._h, name, lo, d, p,
+                                     row, code, opc, address)
+                return self._submitted(name, req, input, [output])
 
         def prepare(name):
             _check_tensor(output, "reduce_scatter_tensor output")
