@@ -343,15 +343,41 @@ def test_data_movement():
           torch.equal(ts[1], torch.full((3,), 2.0 * N)), "all_reduce_coalesced")
 
 
+class _Counted:
+    """A stand-in for rondo._fast that counts the calls made through it."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, {}
+
+    def __getattr__(self, name):
+        fn = getattr(self.inner, name)
+
+        def counted(*args):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return fn(*args)
+        return counted
+
+
 def test_common_calls_through_ctypes():
     """The common all_reduce, reduce_scatter_tensor and all_gather_into_tensor
-    submit through rondo._fast where it was built; without it (a Python
-    without headers) the same requests go through ctypes. Both paths,
-    against closed forms; a refused dtype fails on every rank either way."""
+    submit through rondo._fast where the build made it (the launcher says
+    so: RONDO_EXPECT_FAST); without it (a Python without headers, an older
+    build) the same requests go through ctypes. Both paths, each checked to
+    be the one taken, against closed forms; dtypes that differ across
+    ranks fail on every rank either way."""
     backend = rdist.backend
-    fast = backend._fast
-    for label, path in (("rondo._fast", fast), ("ctypes", None)):
-        backend._fast = path
+    fast, by_ctypes = backend._fast, backend._by_ctypes
+    if os.environ.get("RONDO_EXPECT_FAST") == "1":
+        check(fast is not None, "the backend uses rondo._fast (the build made it)")
+    through_ctypes = {}
+
+    def counted_ctypes(fn, *args):
+        through_ctypes[fn.__name__] = through_ctypes.get(fn.__name__, 0) + 1
+        return by_ctypes(fn, *args)
+    paths = [("ctypes", None)] + ([("rondo._fast", _Counted(fast))] if fast is not None else [])
+    for label, path in paths:
+        backend._fast, backend._by_ctypes = path, counted_ctypes
+        through_ctypes.clear()
         try:
             t = torch.full((7,), float(R + 1))
             dist.all_reduce(t)
@@ -376,8 +402,16 @@ def test_common_calls_through_ctypes():
                 odd = torch.zeros(N, dtype=torch.float64 if R == 0 else torch.float32)
                 raises(RuntimeError, dist._reduce_scatter_base, odd[R:R + 1], odd)
                 raises(RuntimeError, dist.all_gather_into_tensor, odd, odd[R:R + 1])
+            # each call went the path under test
+            calls = path.calls if path is not None else through_ctypes
+            want = (("engine_submit", "engine_reduce_scatter", "engine_allgather_into")
+                    if path is not None else ("rondo_allreduce_async", "rondo_reduce_scatter_async",
+                                              "rondo_allgather_into_async"))
+            check(all(calls.get(k, 0) >= 1 for k in want) and
+                  calls.get(want[1], 0) >= 3 and calls.get(want[2], 0) >= 2,
+                  "%s: the calls took that path: %s", label, calls)
         finally:
-            backend._fast = fast
+            backend._fast, backend._by_ctypes = fast, by_ctypes
 
 
 def test_all_to_all():

@@ -87,10 +87,32 @@ static int lookup(PyObject *table, PyObject *key)
   return (int)code;
 }
 
-/* An address argument: None is NULL. */
-static void *address_arg(PyObject *o)
+/* The argument converters of the engine calls below: 0, or -1 with
+ * Python's error set. Chained with ||, the first error stops the rest (a
+ * conversion must not run while an error is set). */
+static int address_arg(PyObject *o, void **v) /* None is NULL */
 {
-  return o == Py_None ? NULL : PyLong_AsVoidPtr(o);
+  *v = o == Py_None ? NULL : PyLong_AsVoidPtr(o);
+  return *v == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
+static int size_arg(PyObject *o, size_t *v)
+{
+  *v = PyLong_AsSize_t(o);
+  return *v == (size_t)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int code_arg(PyObject *o, int *v) /* a dtype or op code */
+{
+  long x = PyLong_AsLong(o);
+  if (x == -1 && PyErr_Occurred())
+    return -1;
+  if (x < INT32_MIN || x > INT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "rondo._fast: a code out of range");
+    return -1;
+  }
+  *v = (int)x;
+  return 0;
 }
 
 /* The request as engine_submit returns it: the address, or minus st. */
@@ -235,10 +257,10 @@ static int engine_call(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
                  what, want);
     return -1;
   }
-  c->comm = PyLong_AsVoidPtr(args[0]);
-  c->name = PyBytes_AsString(args[1]);
-  c->opts = PyLong_AsVoidPtr(args[want - 1]);
-  return PyErr_Occurred() ? -1 : 0;
+  if (address_arg(args[0], &c->comm) < 0 || (c->name = PyBytes_AsString(args[1])) == NULL ||
+      address_arg(args[want - 1], &c->opts) < 0)
+    return -1;
+  return 0;
 }
 
 /*
@@ -252,15 +274,16 @@ static PyObject *fast_engine_submit(PyObject *self, PyObject *const *args, Py_ss
   engine_call_t c;
   if (engine_call(args, nargs, 7, allreduce_async != NULL, "engine_submit", &c) < 0)
     return NULL;
-  void *buf = address_arg(args[2]);
-  size_t count = PyLong_AsSize_t(args[3]);
-  long dtype = PyLong_AsLong(args[4]), op = PyLong_AsLong(args[5]);
-  if (PyErr_Occurred())
+  void *buf;
+  size_t count;
+  int dtype, op;
+  if (address_arg(args[2], &buf) < 0 || size_arg(args[3], &count) < 0 ||
+      code_arg(args[4], &dtype) < 0 || code_arg(args[5], &op) < 0)
     return NULL;
   void *req = NULL;
   int st;
   Py_BEGIN_ALLOW_THREADS
-  st = allreduce_async(c.comm, c.name, buf, buf, count, (int)dtype, (int)op, c.opts, &req);
+  st = allreduce_async(c.comm, c.name, buf, buf, count, dtype, op, c.opts, &req);
   Py_END_ALLOW_THREADS
   return request_or_status(st, req);
 }
@@ -293,16 +316,17 @@ static PyObject *fast_engine_reduce_scatter(PyObject *self, PyObject *const *arg
   engine_call_t c;
   if (engine_call(args, nargs, 9, reduce_scatter_async != NULL, "engine_reduce_scatter", &c) < 0)
     return NULL;
-  void *in = address_arg(args[2]), *out = address_arg(args[3]);
-  size_t rows = PyLong_AsSize_t(args[4]), row_count = PyLong_AsSize_t(args[5]);
-  long dtype = PyLong_AsLong(args[6]), op = PyLong_AsLong(args[7]);
-  if (PyErr_Occurred())
+  void *in, *out;
+  size_t rows, row_count;
+  int dtype, op;
+  if (address_arg(args[2], &in) < 0 || address_arg(args[3], &out) < 0 ||
+      size_arg(args[4], &rows) < 0 || size_arg(args[5], &row_count) < 0 ||
+      code_arg(args[6], &dtype) < 0 || code_arg(args[7], &op) < 0)
     return NULL;
   void *req = NULL;
   int st;
   Py_BEGIN_ALLOW_THREADS
-  st = reduce_scatter_async(c.comm, c.name, in, out, rows, row_count, (int)dtype, (int)op, c.opts,
-                            &req);
+  st = reduce_scatter_async(c.comm, c.name, in, out, rows, row_count, dtype, op, c.opts, &req);
   Py_END_ALLOW_THREADS
   return request_or_status(st, req);
 }
@@ -319,17 +343,18 @@ static PyObject *fast_engine_allgather_into(PyObject *self, PyObject *const *arg
   engine_call_t c;
   if (engine_call(args, nargs, 9, allgather_into_async != NULL, "engine_allgather_into", &c) < 0)
     return NULL;
-  void *in = address_arg(args[2]), *out = address_arg(args[4]);
-  size_t rows = PyLong_AsSize_t(args[3]), recv_rows = PyLong_AsSize_t(args[5]);
-  size_t row_count = PyLong_AsSize_t(args[6]);
-  long dtype = PyLong_AsLong(args[7]);
-  if (PyErr_Occurred())
+  void *in, *out;
+  size_t rows, recv_rows, row_count;
+  int dtype;
+  if (address_arg(args[2], &in) < 0 || size_arg(args[3], &rows) < 0 ||
+      address_arg(args[4], &out) < 0 || size_arg(args[5], &recv_rows) < 0 ||
+      size_arg(args[6], &row_count) < 0 || code_arg(args[7], &dtype) < 0)
     return NULL;
   void *req = NULL;
   int st;
   Py_BEGIN_ALLOW_THREADS
-  st = allgather_into_async(c.comm, c.name, in, rows, out, recv_rows, row_count, (int)dtype,
-                            c.opts, &req);
+  st = allgather_into_async(c.comm, c.name, in, rows, out, recv_rows, row_count, dtype, c.opts,
+                            &req);
   Py_END_ALLOW_THREADS
   return request_or_status(st, req);
 }
@@ -359,7 +384,8 @@ static PyMethodDef fast_methods[] = {
 
 static struct PyModuleDef fast_module = {
   PyModuleDef_HEAD_INIT, "rondo._fast",
-  "The NumPy API's common blocking all-reduce in C (see _fast.c).", -1, fast_methods,
+  "The NumPy API's common blocking all-reduce, and the torch backend's common "
+  "engine requests, in C (see _fast.c).", -1, fast_methods,
   NULL, NULL, NULL, NULL,
 };
 

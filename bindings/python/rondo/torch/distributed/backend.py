@@ -88,18 +88,18 @@ _BLOCKING_OPTS = {}  # (dtype, shape, flags) -> the options of the common all_re
 
 
 def _blocking_opts(t, flags, what="all_reduce", tag=None):
-    """The address of the options of a common call (what) on t: its tag
-    (made once per call, dtype and shape; _tag(what, t) unless given) and
-    flags."""
+    """The options of a common call (what) on t: its tag (made once per
+    call, dtype and shape; _tag(what, t) unless given) and flags, as the
+    pair (options, their address). The caller holds the pair until its
+    submission returns: another thread may clear the table meanwhile."""
     key = (what, t.dtype, t.shape, flags)
     o = _BLOCKING_OPTS.get(key)
     if o is None:
         if len(_BLOCKING_OPTS) > 1024:
             _BLOCKING_OPTS.clear()
         opts = _r.Comm._opts(tag=_tag(what, t) if tag is None else tag, flags=flags)
-        _BLOCKING_OPTS[key] = (opts, ctypes.addressof(opts))
-        o = _BLOCKING_OPTS[key]
-    return o[1]
+        o = _BLOCKING_OPTS[key] = (opts, ctypes.addressof(opts))
+    return o
 
 
 def _plain(t):
@@ -264,12 +264,12 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             name = self._slot_name()
             n = t.numel()
             p = t.data_ptr() if n > 0 else None
-            address = _blocking_opts(t, self._wait_now())
+            opts = _blocking_opts(t, self._wait_now())
             if _fast is not None:
-                req = _fast.engine_submit(self._comm._h, name, p, n, code, opc, address)
+                req = _fast.engine_submit(self._comm._h, name, p, n, code, opc, opts[1])
             else:
                 req = _by_ctypes(_lib.allreduce_async, self._comm._h, name, p, p, n, code, opc,
-                                 address)
+                                 opts[1])
             return self._submitted(name, req, None, tensors)
 
         def prepare(name):
@@ -469,14 +469,14 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             src = input.data_ptr() if nb else None
             dst = output.data_ptr() if nb else None
             what = "all_gather_into_tensor"
-            address = _blocking_opts(input, self._wait_now(), what, "%s: %s" % (what, _dtype(input)))
+            opts = _blocking_opts(input, self._wait_now(), what, "%s: %s" % (what, _dtype(input)))
             name = self._slot_name()
             if _fast is not None:
                 req = _fast.engine_allgather_into(self._comm._h, name, src, nb, dst, nb * p, 1,
-                                                  _UINT8, address)
+                                                  _UINT8, opts[1])
             else:
                 req = _by_ctypes(_lib.allgather_into_async, self._comm._h, name, src, nb, dst,
-                                 nb * p, 1, _UINT8, address)
+                                 nb * p, 1, _UINT8, opts[1])
             return self._submitted(name, req, input, output)
 
         def prepare(name):
@@ -611,15 +611,15 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             nb = row * output.element_size()
             lo, d = input.data_ptr(), output.data_ptr()
             if _in_place_ok(lo, nb * p, d, nb, self._comm.rank):
-                address = _blocking_opts(output, self._wait_now(), "reduce_scatter_tensor")
+                opts = _blocking_opts(output, self._wait_now(), "reduce_scatter_tensor")
                 lo, d = (lo, d) if nb else (None, None)
                 name = self._slot_name()
                 if _fast is not None:
                     req = _fast.engine_reduce_scatter(self._comm._h, name, lo, d, p, row, code,
-                                                      opc, address)
+                                                      opc, opts[1])
                 else:
                     req = _by_ctypes(_lib.reduce_scatter_async, self._comm._h, name, lo, d, p,
-                                     row, code, opc, address)
+                                     row, code, opc, opts[1])
                 return self._submitted(name, req, input, [output])
 
         def prepare(name):
