@@ -82,7 +82,7 @@ def _load_fast():
     _fast.setup(address, np.ndarray, formats, dict(OP), {None: 0, **ALGO})
     # (an older build of _fast lacks some of the engine calls: rondo.torch.distributed
     # then makes them all through ctypes)
-    if hasattr(_fast, "engine_reduce_scatter"):
+    if hasattr(_fast, "reduce_scatter_async"):
         _fast.setup_engine(*(ctypes.cast(f, ctypes.c_void_p).value for f in (
             _lib.allreduce_async, _lib.wait, _lib.reduce_scatter_async,
             _lib.allgather_into_async)))

@@ -2,8 +2,8 @@
  * rondo._fast: the common blocking all-reduce call of the NumPy API, made
  * in C, and the engine requests behind rondo.torch.distributed's common
  * all_reduce, reduce_scatter_tensor and all_gather_into_tensor
- * (engine_submit, engine_reduce_scatter, engine_allgather_into and
- * engine_wait, at the end).
+ * (allreduce_async, reduce_scatter_async, allgather_into_async, named and
+ * called as rondo/_lib.py's, and engine_wait, at the end).
  *
  * Why: a large all-reduce evicts the caches. After it, every Python object
  * the layer touches (each attribute, dict lookup and frame) costs a cache
@@ -115,7 +115,7 @@ static int code_arg(PyObject *o, int *v) /* a dtype or op code */
   return 0;
 }
 
-/* The request as engine_submit returns it: the address, or minus st. */
+/* The request as the engine calls return it: the address, or minus st. */
 static PyObject *request_or_status(int st, void *req)
 {
   if (st != 0)
@@ -185,27 +185,21 @@ static PyObject *fast_allreduce(PyObject *self, PyObject *const *args, Py_ssize_
 }
 
 /*
- * The engine request of rondo.torch.distributed's common all_reduce:
- * rondo_allreduce_async in place with the caller's options
- * (RONDO_ASYNC_WAIT_NOW among them), and rondo_wait when its Work is waited
- * for, each with the GIL released. Its arguments are already checked
- * (plain integers: no objects to look at), so this only saves the ctypes
- * marshalling.
+ * The engine requests of rondo.torch.distributed's common calls:
+ * rondo_allreduce_async (all_reduce, in place), rondo_reduce_scatter_async
+ * (reduce_scatter_tensor) and rondo_allgather_into_async
+ * (all_gather_into_tensor, FSDP's and ZeRO's calls) with the caller's
+ * options (RONDO_ASYNC_WAIT_NOW among them), and rondo_wait when a Work is
+ * waited for, each with the GIL released. Each takes what its C function
+ * takes, but the request pointer, as plain integers (addresses, counts,
+ * codes: already checked, no objects to look at; the options by address,
+ * the last), and returns the request (> 0) or minus the status: the
+ * ctypes fallback in backend.py (_submit) takes the same arguments. This
+ * only saves the ctypes marshalling.
  */
 typedef int (*allreduce_async_fn)(void *comm, const char *name, const void *in, void *out,
                                   size_t count, int dtype, int op, const void *opts,
                                   void **req);
-typedef int (*wait_fn)(void **req);
-static allreduce_async_fn allreduce_async;  /* rondo_allreduce_async */
-static wait_fn wait_request;                /* rondo_wait */
-
-/*
- * The engine requests of rondo.torch.distributed's common
- * reduce_scatter_tensor and all_gather_into_tensor (FSDP's and ZeRO's
- * calls), as engine_submit is the all_reduce's: plain integers in,
- * rondo_reduce_scatter_async / rondo_allgather_into_async with the GIL
- * released, the request (> 0) or minus the status out.
- */
 typedef int (*reduce_scatter_async_fn)(void *comm, const char *name, const void *in, void *out,
                                        size_t rows, size_t row_count, int dtype, int op,
                                        const void *opts, void **req);
@@ -213,8 +207,11 @@ typedef int (*allgather_into_async_fn)(void *comm, const char *name, const void 
                                        size_t rows, void *out, size_t recv_rows,
                                        size_t row_count, int dtype, const void *opts,
                                        void **req);
+typedef int (*wait_fn)(void **req);
+static allreduce_async_fn allreduce_async;           /* rondo_allreduce_async */
 static reduce_scatter_async_fn reduce_scatter_async; /* rondo_reduce_scatter_async */
 static allgather_into_async_fn allgather_into_async; /* rondo_allgather_into_async */
+static wait_fn wait_request;                         /* rondo_wait */
 
 /* setup_engine(allreduce_async_address, wait_address,
  *              reduce_scatter_async_address, allgather_into_async_address) */
@@ -263,27 +260,71 @@ static int engine_call(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
   return 0;
 }
 
-/*
- * engine_submit(comm_handle, name, address, count, dtype, op, opts_address)
- *   -> the request (an address, > 0), or minus the status of
- *   rondo_allreduce_async (it was not submitted)
- */
-static PyObject *fast_engine_submit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* allreduce_async(comm_handle, name, in_address, out_address, count, dtype,
+ *   op, opts_address) */
+static PyObject *fast_allreduce_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
   (void)self;
   engine_call_t c;
-  if (engine_call(args, nargs, 7, allreduce_async != NULL, "engine_submit", &c) < 0)
-    return NULL;
-  void *buf;
+  void *in, *out;
   size_t count;
   int dtype, op;
-  if (address_arg(args[2], &buf) < 0 || size_arg(args[3], &count) < 0 ||
-      code_arg(args[4], &dtype) < 0 || code_arg(args[5], &op) < 0)
+  if (engine_call(args, nargs, 8, allreduce_async != NULL, "allreduce_async", &c) < 0 ||
+      address_arg(args[2], &in) < 0 || address_arg(args[3], &out) < 0 ||
+      size_arg(args[4], &count) < 0 || code_arg(args[5], &dtype) < 0 ||
+      code_arg(args[6], &op) < 0)
     return NULL;
   void *req = NULL;
   int st;
   Py_BEGIN_ALLOW_THREADS
-  st = allreduce_async(c.comm, c.name, buf, buf, count, dtype, op, c.opts, &req);
+  st = allreduce_async(c.comm, c.name, in, out, count, dtype, op, c.opts, &req);
+  Py_END_ALLOW_THREADS
+  return request_or_status(st, req);
+}
+
+/* reduce_scatter_async(comm_handle, name, in_address, out_address, rows,
+ *   row_count, dtype, op, opts_address) */
+static PyObject *fast_reduce_scatter_async(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs)
+{
+  (void)self;
+  engine_call_t c;
+  void *in, *out;
+  size_t rows, row_count;
+  int dtype, op;
+  if (engine_call(args, nargs, 9, reduce_scatter_async != NULL, "reduce_scatter_async", &c) < 0 ||
+      address_arg(args[2], &in) < 0 || address_arg(args[3], &out) < 0 ||
+      size_arg(args[4], &rows) < 0 || size_arg(args[5], &row_count) < 0 ||
+      code_arg(args[6], &dtype) < 0 || code_arg(args[7], &op) < 0)
+    return NULL;
+  void *req = NULL;
+  int st;
+  Py_BEGIN_ALLOW_THREADS
+  st = reduce_scatter_async(c.comm, c.name, in, out, rows, row_count, dtype, op, c.opts, &req);
+  Py_END_ALLOW_THREADS
+  return request_or_status(st, req);
+}
+
+/* allgather_into_async(comm_handle, name, in_address, rows, out_address,
+ *   recv_rows, row_count, dtype, opts_address) */
+static PyObject *fast_allgather_into_async(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs)
+{
+  (void)self;
+  engine_call_t c;
+  void *in, *out;
+  size_t rows, recv_rows, row_count;
+  int dtype;
+  if (engine_call(args, nargs, 9, allgather_into_async != NULL, "allgather_into_async", &c) < 0 ||
+      address_arg(args[2], &in) < 0 || size_arg(args[3], &rows) < 0 ||
+      address_arg(args[4], &out) < 0 || size_arg(args[5], &recv_rows) < 0 ||
+      size_arg(args[6], &row_count) < 0 || code_arg(args[7], &dtype) < 0)
+    return NULL;
+  void *req = NULL;
+  int st;
+  Py_BEGIN_ALLOW_THREADS
+  st = allgather_into_async(c.comm, c.name, in, rows, out, recv_rows, row_count, dtype, c.opts,
+                            &req);
   Py_END_ALLOW_THREADS
   return request_or_status(st, req);
 }
@@ -305,75 +346,21 @@ static PyObject *fast_engine_wait(PyObject *self, PyObject *arg)
   return PyLong_FromLong(st);
 }
 
-/*
- * engine_reduce_scatter(comm_handle, name, in_address, out_address, rows,
- *   row_count, dtype, op, opts_address) -> the request, or minus the status
- */
-static PyObject *fast_engine_reduce_scatter(PyObject *self, PyObject *const *args,
-                                            Py_ssize_t nargs)
-{
-  (void)self;
-  engine_call_t c;
-  if (engine_call(args, nargs, 9, reduce_scatter_async != NULL, "engine_reduce_scatter", &c) < 0)
-    return NULL;
-  void *in, *out;
-  size_t rows, row_count;
-  int dtype, op;
-  if (address_arg(args[2], &in) < 0 || address_arg(args[3], &out) < 0 ||
-      size_arg(args[4], &rows) < 0 || size_arg(args[5], &row_count) < 0 ||
-      code_arg(args[6], &dtype) < 0 || code_arg(args[7], &op) < 0)
-    return NULL;
-  void *req = NULL;
-  int st;
-  Py_BEGIN_ALLOW_THREADS
-  st = reduce_scatter_async(c.comm, c.name, in, out, rows, row_count, dtype, op, c.opts, &req);
-  Py_END_ALLOW_THREADS
-  return request_or_status(st, req);
-}
-
-/*
- * engine_allgather_into(comm_handle, name, in_address, rows, out_address,
- *   recv_rows, row_count, dtype, opts_address) -> the request, or minus the
- *   status
- */
-static PyObject *fast_engine_allgather_into(PyObject *self, PyObject *const *args,
-                                            Py_ssize_t nargs)
-{
-  (void)self;
-  engine_call_t c;
-  if (engine_call(args, nargs, 9, allgather_into_async != NULL, "engine_allgather_into", &c) < 0)
-    return NULL;
-  void *in, *out;
-  size_t rows, recv_rows, row_count;
-  int dtype;
-  if (address_arg(args[2], &in) < 0 || size_arg(args[3], &rows) < 0 ||
-      address_arg(args[4], &out) < 0 || size_arg(args[5], &recv_rows) < 0 ||
-      size_arg(args[6], &row_count) < 0 || code_arg(args[7], &dtype) < 0)
-    return NULL;
-  void *req = NULL;
-  int st;
-  Py_BEGIN_ALLOW_THREADS
-  st = allgather_into_async(c.comm, c.name, in, rows, out, recv_rows, row_count, dtype, c.opts,
-                            &req);
-  Py_END_ALLOW_THREADS
-  return request_or_status(st, req);
-}
-
 static PyMethodDef fast_methods[] = {
-  {"engine_reduce_scatter", (PyCFunction)(void (*)(void))fast_engine_reduce_scatter,
-   METH_FASTCALL,
-   "engine_reduce_scatter(comm_handle, name, in_address, out_address, rows, row_count, "
-   "dtype, op, opts_address) -> the request, or minus the submission's status"},
-  {"engine_allgather_into", (PyCFunction)(void (*)(void))fast_engine_allgather_into,
-   METH_FASTCALL,
-   "engine_allgather_into(comm_handle, name, in_address, rows, out_address, recv_rows, "
-   "row_count, dtype, opts_address) -> the request, or minus the submission's status"},
   {"setup_engine", fast_setup_engine, METH_VARARGS,
    "setup_engine(allreduce_async_address, wait_address, reduce_scatter_async_address, "
    "allgather_into_async_address)"},
-  {"engine_submit", (PyCFunction)(void (*)(void))fast_engine_submit, METH_FASTCALL,
-   "engine_submit(comm_handle, name, address, count, dtype, op, opts_address) -> the "
-   "request, or minus the submission's status"},
+  {"allreduce_async", (PyCFunction)(void (*)(void))fast_allreduce_async, METH_FASTCALL,
+   "allreduce_async(comm_handle, name, in_address, out_address, count, dtype, op, "
+   "opts_address) -> the request, or minus the submission's status"},
+  {"reduce_scatter_async", (PyCFunction)(void (*)(void))fast_reduce_scatter_async,
+   METH_FASTCALL,
+   "reduce_scatter_async(comm_handle, name, in_address, out_address, rows, row_count, dtype, "
+   "op, opts_address) -> the request, or minus the submission's status"},
+  {"allgather_into_async", (PyCFunction)(void (*)(void))fast_allgather_into_async,
+   METH_FASTCALL,
+   "allgather_into_async(comm_handle, name, in_address, rows, out_address, recv_rows, "
+   "row_count, dtype, opts_address) -> the request, or minus the submission's status"},
   {"engine_wait", fast_engine_wait, METH_O, "engine_wait(request) -> the wait's status"},
   {"setup", fast_setup, METH_VARARGS,
    "setup(allreduce_algo_address, ndarray, dtype_codes, op_codes, algo_codes)"},

@@ -73,18 +73,25 @@ class _Request:
 
 
 # rondo._fast's submissions and wait (_fast.c), where it was built for this
-# Python; else ctypes
-_fast = _r._fast if hasattr(_r._fast, "engine_reduce_scatter") else None
+# Python (and is not older than this file); else ctypes
+_fast = _r._fast if hasattr(_r._fast, "reduce_scatter_async") else None
 
 
-def _by_ctypes(fn, *args):
-    """The engine submission fn(*args, &request) through ctypes, args[-1]
-    the options' address: the request, or minus the status (what
-    rondo._fast's engine calls return)."""
+def _submit(call, *args):
+    """The engine submission `call` (allreduce_async, reduce_scatter_async
+    or allgather_into_async: rondo_<call>) with args, plain integers, the
+    last the options' address: through rondo._fast's function of that
+    name where it was built, else through _lib's (ctypes). The request, or
+    minus the submission's status."""
+    if _fast is not None:
+        return getattr(_fast, call)(*args)
     r = ctypes.c_void_p()
-    st = fn(*args[:-1], ctypes.cast(args[-1], ctypes.POINTER(_lib.AsyncOpts)), ctypes.byref(r))
+    st = getattr(_lib, call)(*args[:-1], ctypes.cast(args[-1], ctypes.POINTER(_lib.AsyncOpts)),
+                             ctypes.byref(r))
     return -st if st != 0 else r.value
-_BLOCKING_OPTS = {}  # (dtype, shape, flags) -> the options of the common all_reduce
+
+
+_BLOCKING_OPTS = {}  # (call, dtype, shape, flags) -> (options, their address): _blocking_opts
 
 
 def _blocking_opts(t, flags, what="all_reduce", tag=None):
@@ -265,11 +272,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             n = t.numel()
             p = t.data_ptr() if n > 0 else None
             opts = _blocking_opts(t, self._wait_now())
-            if _fast is not None:
-                req = _fast.engine_submit(self._comm._h, name, p, n, code, opc, opts[1])
-            else:
-                req = _by_ctypes(_lib.allreduce_async, self._comm._h, name, p, p, n, code, opc,
-                                 opts[1])
+            req = _submit("allreduce_async", self._comm._h, name, p, p, n, code, opc, opts[1])
             return self._submitted(name, req, None, tensors)
 
         def prepare(name):
@@ -471,12 +474,8 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             what = "all_gather_into_tensor"
             opts = _blocking_opts(input, self._wait_now(), what, "%s: %s" % (what, _dtype(input)))
             name = self._slot_name()
-            if _fast is not None:
-                req = _fast.engine_allgather_into(self._comm._h, name, src, nb, dst, nb * p, 1,
-                                                  _UINT8, opts[1])
-            else:
-                req = _by_ctypes(_lib.allgather_into_async, self._comm._h, name, src, nb, dst,
-                                 nb * p, 1, _UINT8, opts[1])
+            req = _submit("allgather_into_async", self._comm._h, name, src, nb, dst, nb * p, 1,
+                          _UINT8, opts[1])
             return self._submitted(name, req, input, output)
 
         def prepare(name):
@@ -614,12 +613,8 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
                 opts = _blocking_opts(output, self._wait_now(), "reduce_scatter_tensor")
                 lo, d = (lo, d) if nb else (None, None)
                 name = self._slot_name()
-                if _fast is not None:
-                    req = _fast.engine_reduce_scatter(self._comm._h, name, lo, d, p, row, code,
-                                                      opc, opts[1])
-                else:
-                    req = _by_ctypes(_lib.reduce_scatter_async, self._comm._h, name, lo, d, p,
-                                     row, code, opc, opts[1])
+                req = _submit("reduce_scatter_async", self._comm._h, name, lo, d, p, row, code,
+                              opc, opts[1])
                 return self._submitted(name, req, input, [output])
 
         def prepare(name):
