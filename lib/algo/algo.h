@@ -334,6 +334,8 @@ rondo_status_t algo_sendrecv(rondo_comm_t comm, const void *sbuf, size_t sbytes,
 /* Waits for n requests; yields the core between polls when the comm's node
  * is oversubscribed (comm->yield_waits). */
 rondo_status_t algo_waitall(rondo_comm_t comm, int n, MPI_Request *reqs);
+/* The same for one request, with its status (or MPI_STATUS_IGNORE). */
+rondo_status_t algo_wait(rondo_comm_t comm, MPI_Request *req, MPI_Status *status);
 /* After a failure midway: the posted receives cancelled and completed, so
  * that none writes into its buffer later, and the sends let go
  * (MPI_Request_free: MPI cannot cancel them). Null requests are skipped;

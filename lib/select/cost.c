@@ -228,6 +228,27 @@ static double check_time(const select_params_t *prm, const select_input_t *in)
                                                           : select_rd_steps_time(prm, in, b));
 }
 
+/* The check's price for a member whose steps carry it in rondo's own
+ * exchange: half a check's step for each of its lg p' steps whose data
+ * (n/2, n/4 .. n/p' of the whole buffer: the halving's and doubling's) is
+ * above along bytes and so a second message beside the packet (on the
+ * multi-host bed, 2 x 1 at 1 and 10 Gbit/s, such a step cost about half a
+ * check's step more than the data alone: 23 us against 15, the check
+ * alone 14); nothing for a step whose data goes in the packet's message
+ * (its 64-byte header is a few nanoseconds at the link's rate). */
+static double carried_check_time(const select_params_t *prm, const select_input_t *in,
+                                 size_t along)
+{
+  int pof2 = rondo__pof2_floor(in->ranks), steps = 0, apart = 0;
+  double half = (double)in->bytes;
+  for (int d = 1; d < pof2; d *= 2) {
+    half /= 2;
+    steps++;
+    apart += half > (double)along;
+  }
+  return steps > 0 ? check_time(prm, in) / 2 * apart / steps : 0;
+}
+
 static select_input_t normalized(const select_input_t *in)
 {
   select_input_t s = *in;
@@ -289,13 +310,11 @@ void select_predict(const select_params_t *params, const select_menu_t *menu,
     if (!c->why_not)
       c->seconds = s.ranks == 1 ? (double)s.bytes * params->copy_beta : a->cost(params, &s);
     /* The check across nodes: a round of its own, or, for a member whose
-     * steps carry it, the packet as a second message in each step, which
-     * overlaps the data's but not wholly: on the multi-host bed (2 x 1,
-     * 1 and 10 Gbit/s) a riding step cost about half a check's step more
-     * than the data alone (23 us against 15, the check alone 14). */
+     * steps carry it, what its larger steps' second messages cost. */
     if (!c->why_not && s.ranks > 1 && s.mpi_check && s.bytes > a->rides_check)
-      c->seconds += a->carries_check && s.check_exchange ? check_time(params, &s) / 2
-                                                         : check_time(params, &s);
+      c->seconds += a->carries_check && s.check_exchange
+                        ? carried_check_time(params, &s, a->carries_check)
+                        : check_time(params, &s);
   }
 }
 

@@ -182,9 +182,11 @@ typedef struct select_algo {
    * where it is an exchange across nodes (in->mpi_check): they do not pay
    * for it separately. 0: none. */
   size_t rides_check;
-  /* 1: its steps carry the check where the exchange is rondo's own
-   * (in->check_exchange): it does not pay for it separately. */
-  int carries_check;
+  /* Not 0: its steps carry the check where the exchange is rondo's own
+   * (in->check_exchange), so it pays no round for it; a step of at most
+   * this many bytes of data goes in the packet's own message, a larger
+   * one beside it. 0: they do not. */
+  size_t carries_check;
   /* 1: it runs op RONDO_ADASUM and nothing else; 0: every op but that one
    * (Adasum is no elementwise reduction: the other algorithms cannot run
    * it). */

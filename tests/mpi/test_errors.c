@@ -22,6 +22,9 @@
 
 #define N 8 /* elements per rank in the valid buffers */
 #define BIG_N 8192 /* float32 elements: more than the check's packet carries */
+#define MID_N 12000 /* float32 elements: at 4 ranks Rabenseifner's first
+                       step beside the packet, its second in the packet's
+                       message under MPICH (exchange.c) */
 
 typedef enum {
   ALLREDUCE,
@@ -407,6 +410,8 @@ static void riding_agreement(rondo_comm_t w)
        RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
       {"count 8192 instead of 8 on the upper half, in place", BIG_N, 0, 1,
        RONDO_ALGO_RABENSEIFNER, RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
+      {"count 12000 instead of 8 on the last rank", MID_N, 1, 0, RONDO_ALGO_RABENSEIFNER,
+       RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
       {"count 7 instead of 8 on the last rank, in place", N - 1, 1, 1, RONDO_ALGO_RABENSEIFNER,
        RONDO_ERR_MISMATCH, RONDO_ERR_MISMATCH},
       /* below p' elements: blocks of one element or none, empty messages */
@@ -437,10 +442,10 @@ static void riding_agreement(rondo_comm_t w)
   c = valid_call(last ? BARRIER : ALLREDUCE_ALGO, w);
   c.algo = RONDO_ALGO_RABENSEIFNER;
   EXPECT(&c, RONDO_ERR_MISMATCH);
-  /* and then a valid one, in place and not, of N, of BIG_N and of 1
-   * element (below p': empty blocks) */
-  for (int k = 0; k < 6; k++) {
-    size_t n = k < 2 ? N : k < 4 ? BIG_N : 1;
+  /* and then a valid one, in place and not, of N, of BIG_N, of MID_N and
+   * of 1 element (below p': empty blocks) */
+  for (int k = 0; k < 8; k++) {
+    size_t n = k < 2 ? N : k < 4 ? BIG_N : k < 6 ? MID_N : 1;
     float *x = mt_alloc(n * sizeof *x), *y = mt_alloc(n * sizeof *y);
     for (size_t i = 0; i < n; i++)
       x[i] = (float)((mt.rank + 1) * (int)(i % 7 + 1));

@@ -38,13 +38,20 @@
  * its own. The packets decide, step by step, who
  * sends data: a rank sends its data with its packet while its packet so
  * far says every rank it has heard from made the same valid call and
- * rides (agree_packet_rides). It also posts the receive of its partner's data
- * then, before the partner's packet is in: under a rendezvous protocol (or
- * SimGrid's SMPI, where a message moves once both sides are there) data
- * whose receive waits for the packet would pay the latency twice per step.
- * The data's tag comes from the call's signature. When the partner's
- * packet shows another call, or no data, the posted receive is cancelled,
- * and data the partner sent for its own call is received and dropped.
+ * rides (agree_packet_rides). A step's data of at most
+ * AGREE_RIDER_INLINE_BYTES goes in the packet's own message, after the
+ * header (rider_inline set in the copy sent): one message a step, as
+ * MPI's halving and doubling send, where two messages cost the multi-host
+ * bed about half a check's step more than the data alone. Every packet's
+ * receive has room for that, whatever the partner's call. Larger data is a
+ * second message, whose receive is posted with the packet's, before the
+ * partner's packet is in: under a rendezvous protocol (or SimGrid's SMPI,
+ * where a message moves once both sides are there) data whose receive
+ * waited for the packet would pay the latency twice per step. Its tag
+ * comes from the call's signature. When the partner's packet shows
+ * another call, or no data, the posted receive is cancelled, and data the
+ * partner sent in a message of its own for its call is received and
+ * dropped.
  * Every rank takes every step whatever its call, and every message sent
  * is received: a mismatch still ends in an error on every rank, never a
  * hang or a stray message.
@@ -70,24 +77,30 @@ void agree_nap(double *nap)
   *nap = *nap * 2 < 1e-3 ? *nap * 2 : 1e-3;
 }
 
-/* Waits for n requests: in algo_waitall, or testing with poll and a nap
- * between the tests. */
+/* Waits for one request, with its status: in algo_wait, or testing with
+ * poll and a nap between the tests. */
+static rondo_status_t wait_status(rondo_comm_t comm, MPI_Request *req, MPI_Status *status,
+                                  void (*poll)(rondo_comm_t))
+{
+  if (poll == NULL)
+    return algo_wait(comm, req, status);
+  double nap = 20e-6;
+  for (;;) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(req, &done, status));
+    if (done)
+      return RONDO_SUCCESS;
+    poll(comm);
+    agree_nap(&nap);
+  }
+}
+
+/* Waits for n requests, as wait_status. */
 static rondo_status_t wait_all(rondo_comm_t comm, int n, MPI_Request *reqs,
                                void (*poll)(rondo_comm_t))
 {
-  if (poll == NULL)
-    return algo_waitall(comm, n, reqs);
-  double nap = 20e-6;
-  for (int i = 0; i < n; i++) {
-    for (;;) {
-      int done = 0;
-      MPI_CHECK(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE));
-      if (done)
-        break;
-      poll(comm);
-      agree_nap(&nap);
-    }
-  }
+  for (int i = 0; i < n; i++)
+    RONDO_CHECK(wait_status(comm, &reqs[i], MPI_STATUS_IGNORE, poll));
   return RONDO_SUCCESS;
 }
 
@@ -186,53 +199,100 @@ static rondo_status_t wait_one(rondo_comm_t comm, MPI_Request *req, int recv,
   return st;
 }
 
+/* Whether a step's data of bytes travels in the packet's own message. */
+static int rides_along(size_t bytes) { return bytes <= AGREE_RIDER_INLINE_BYTES; }
+
+/* This rank's packet out to peer: with the rider's data of this step
+ * after its header where it is small (rides_along; staged: room for
+ * both), else the data as a second message with tag. */
+static rondo_status_t send_packet(rondo_comm_t comm, const agree_packet_t *mine, size_t sent,
+                                  const void *data, size_t bytes, int rides, int tag, int peer,
+                                  agree_packet_t *staged, MPI_Request out[2])
+{
+  if (rides && rides_along(bytes) && sent == sizeof(agree_packet_t)) {
+    memcpy(staged, mine, sent);
+    staged->rider_inline = 1;
+    if (bytes > 0)
+      memcpy(agree_packet_data(staged), data, bytes);
+    return algo_isend_tag(comm, staged, sent + bytes, peer, ALGO_TAG_CHECK, &out[0]);
+  }
+  RONDO_CHECK(algo_isend_tag(comm, mine, sent, peer, ALGO_TAG_CHECK, &out[0]));
+  return rides ? algo_isend_tag(comm, data, bytes, peer, tag, &out[1]) : RONDO_SUCCESS;
+}
+
+/* peer's data of this step, for the same call as this rank's: from
+ * theirs, the message of got bytes, where it came along, else its own
+ * message (in[1], posted now if it was not). */
+static rondo_status_t take_data(rondo_comm_t comm, agree_packet_t *theirs, int got, int along,
+                                void *buf, size_t bytes, int peer, int tag, MPI_Request in[2],
+                                void (*poll)(rondo_comm_t))
+{
+  if (!along) {
+    if (in[1] == MPI_REQUEST_NULL)
+      RONDO_CHECK(algo_irecv_tag(comm, buf, bytes, peer, tag, &in[1]));
+    return wait_all(comm, 1, &in[1], poll);
+  }
+  if (got < 0 || (size_t)got != sizeof(agree_packet_t) + bytes)
+    return rondo__fail(RONDO_ERR_INTERNAL, "the check's exchange: rank %d sent %d bytes for a "
+                       "step of %zu", peer, got, bytes);
+  if (bytes > 0)
+    memcpy(buf, agree_packet_data(theirs), bytes);
+  return RONDO_SUCCESS;
+}
+
 /* One step with peer: this rank's packet (and data) out if send, peer's
  * packet in and combined into mine if recv, peer's data reduced or
- * dropped. theirs: room for a packet. bare: a step across nodes between
- * ranks that are not their node's first (agree_leaders_carry), where the
- * larger inline data stays home (stays_home). */
+ * dropped. theirs: room for a packet and a step's data along
+ * (AGREE_PACKET_MAX_BYTES); staged: room for a packet's header and a
+ * step's data along. bare: a step across nodes between ranks that are not
+ * their node's first (agree_leaders_carry), where the larger inline data
+ * stays home (stays_home). */
 static rondo_status_t step(rondo_comm_t comm, agree_packet_t *mine, agree_packet_t *theirs,
-                           int peer, int mask, int send, int recv, int bare, agree_rider_t *rider,
-                           void (*poll)(rondo_comm_t))
+                           agree_packet_t *staged, int peer, int mask, int send, int recv,
+                           int bare, agree_rider_t *rider, void (*poll)(rondo_comm_t))
 {
   int home = stays_home(comm, bare, mine);
-  size_t bytes = agree_packet_recv_bytes(comm),
-         sent = home ? sizeof(agree_packet_t) : agree_packet_sent_bytes(mine);
+  size_t sent = home ? sizeof(agree_packet_t) : agree_packet_sent_bytes(mine);
   MPI_Request in[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   MPI_Request out[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int rides = rider != NULL && agree_packet_rides(mine), tag = rides ? data_tag(comm, mine) : -1;
+  void *buf = NULL;
+  size_t bytes = 0;
   rondo_status_t st = RONDO_SUCCESS;
-  if (recv) {
-    RONDO_CHECK_GOTO(algo_irecv_tag(comm, theirs, bytes, peer, ALGO_TAG_CHECK, &in[0]), st,
-                     abandon);
-    if (rides) {
-      void *buf;
-      size_t n;
-      rider->recv_buf(rider, mask, &buf, &n);
-      RONDO_CHECK_GOTO(algo_irecv_tag(comm, buf, n, peer, tag, &in[1]), st, abandon);
-    }
+  if (recv) { /* room for any packet, and for data along whatever peer's call */
+    RONDO_CHECK_GOTO(
+        algo_irecv_tag(comm, theirs, AGREE_PACKET_MAX_BYTES, peer, ALGO_TAG_CHECK, &in[0]), st,
+        abandon);
+    if (rides)
+      rider->recv_buf(rider, mask, &buf, &bytes);
+    if (rides && !rides_along(bytes))
+      RONDO_CHECK_GOTO(algo_irecv_tag(comm, buf, bytes, peer, tag, &in[1]), st, abandon);
   }
   if (send) {
-    RONDO_CHECK_GOTO(algo_isend_tag(comm, mine, sent, peer, ALGO_TAG_CHECK, &out[0]), st, abandon);
-    if (rides) {
-      const void *buf;
-      size_t n;
-      rider->send_buf(rider, mask, &buf, &n);
-      RONDO_CHECK_GOTO(algo_isend_tag(comm, buf, n, peer, tag, &out[1]), st, abandon);
-    }
+    const void *data = NULL;
+    size_t n = 0;
+    if (rides)
+      rider->send_buf(rider, mask, &data, &n);
+    RONDO_CHECK_GOTO(send_packet(comm, mine, sent, data, n, rides, tag, peer, staged, out), st,
+                     abandon);
   }
   if (recv) {
-    RONDO_CHECK_GOTO(wait_all(comm, 1, &in[0], poll), st, abandon);
-    int they_ride = agree_packet_rides(theirs);
+    MPI_Status s;
+    int got = -1;
+    RONDO_CHECK_GOTO(wait_status(comm, &in[0], &s, poll), st, abandon);
+    MPI_CHECK_GOTO(MPI_Get_count(&s, MPI_BYTE, &got), st, abandon);
+    int along = theirs->rider_inline != 0, they_ride = agree_packet_rides(theirs);
     int same = they_ride && rides && agree_packet_same_call(mine, theirs);
     int took = 0;
+    theirs->rider_inline = 0;
     if (same) {
-      RONDO_CHECK_GOTO(wait_all(comm, 1, &in[1], poll), st, abandon);
+      RONDO_CHECK_GOTO(take_data(comm, theirs, got, along, buf, bytes, peer, tag, in, poll), st,
+                       abandon);
       rider->reduce(rider, mask, peer);
-    } else if (rides) {
+    } else if (in[1] != MPI_REQUEST_NULL) {
       RONDO_CHECK_GOTO(withdraw(&in[1], &took), st, abandon);
     }
-    if (they_ride && !same && !(took && data_tag(comm, theirs) == tag))
+    if (they_ride && !same && !along && !(took && data_tag(comm, theirs) == tag))
       RONDO_CHECK_GOTO(drop_data(comm, peer, data_tag(comm, theirs)), st, abandon);
   }
   RONDO_CHECK_GOTO(wait_all(comm, 2, out, poll), st, abandon); /* mine is sent: it may change */
@@ -375,7 +435,8 @@ rondo_status_t agree_exchange(rondo_comm_t comm, agree_packet_t *mine, agree_rid
                               void (*poll)(rondo_comm_t))
 {
   int64_t buf[AGREE_PACKET_MAX_BYTES / sizeof(int64_t) + 1];
-  agree_packet_t *theirs = (agree_packet_t *)buf;
+  int64_t out[(sizeof(agree_packet_t) + AGREE_RIDER_INLINE_BYTES) / sizeof(int64_t) + 1];
+  agree_packet_t *theirs = (agree_packet_t *)buf, *staged = (agree_packet_t *)out;
   if (!agree_by_exchange(comm))
     return rider == NULL ? by_mpi(comm, mine, theirs, poll)
                          : rondo__fail(RONDO_ERR_INTERNAL, "no data rides in an MPI all-reduce");
@@ -387,16 +448,16 @@ rondo_status_t agree_exchange(rondo_comm_t comm, agree_packet_t *mine, agree_rid
   int bare = across < comm->pof2 && comm->local_rank != 0;
   int folded = rank < 2 * (comm->size - comm->pof2);
   if (newrank < 0) { /* folded onto rank + 1: gives, then gets the result */
-    RONDO_CHECK(step(comm, mine, theirs, rank + 1, 0, 1, 0, 0, rider, poll));
+    RONDO_CHECK(step(comm, mine, theirs, staged, rank + 1, 0, 1, 0, 0, rider, poll));
     MPI_Request req = MPI_REQUEST_NULL;
     RONDO_CHECK(
         algo_irecv_tag(comm, mine, agree_packet_recv_bytes(comm), rank + 1, ALGO_TAG_CHECK, &req));
     return wait_one(comm, &req, 1, poll);
   }
   if (folded)
-    RONDO_CHECK(step(comm, mine, theirs, rank - 1, 0, 0, 1, 0, rider, poll));
+    RONDO_CHECK(step(comm, mine, theirs, staged, rank - 1, 0, 0, 1, 0, rider, poll));
   for (int mask = 1; mask < comm->pof2; mask <<= 1)
-    RONDO_CHECK(step(comm, mine, theirs, algo_fold_rank(comm, newrank ^ mask), mask, 1, 1,
+    RONDO_CHECK(step(comm, mine, theirs, staged, algo_fold_rank(comm, newrank ^ mask), mask, 1, 1,
                      mask >= across && bare, rider, poll));
   if (across < comm->pof2 && stays_home(comm, 1, mine))
     RONDO_CHECK(spread(comm, mine, poll)); /* the data, which crossed with the first ranks */

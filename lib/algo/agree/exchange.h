@@ -13,16 +13,24 @@
 
 #include "algo/agree/packet.h"
 
+/* The most data of one step that travels in the packet's message: as much
+ * as the packet's own room (16 KiB, 8 KiB under Open MPI), so a packet's
+ * receive holds either. */
+#define AGREE_RIDER_INLINE_BYTES AGREE_INLINE_BYTES
+
 /* A collective whose data rides in the exchange (Rabenseifner's halving,
- * the all-gather's recursive doubling; "reduce" places what came).
+ * the reduce-scatter's recursive halving, the all-gather's recursive
+ * doubling; "reduce" places what came).
  * step is the exchange's: 0 the fold of a rank below 2 (size - pof2) onto
  * its odd neighbour, then 1, 2, 4 .. pof2/2, the distance in new ranks.
  * The exchange asks for buffers only while this rank's packet says the
  * data rides (agree_packet_rides): what to send, where the peer's data
  * goes (the receive is posted before the peer's packet is in, so the data
  * need not wait for it), and, once the peer's packet showed the same call, to
- * reduce what came. A rider that sent but did not receive in a step is
- * out of step, and so is the whole check: it fails. */
+ * reduce what came. A step's data of at most AGREE_RIDER_INLINE_BYTES
+ * travels in the packet's own message, after its header (one message a
+ * step); larger data is a second message. A rider that sent but did not
+ * receive in a step is out of step, and so is the whole check: it fails. */
 struct agree_rider {
   void (*send_buf)(agree_rider_t *r, int step, const void **buf, size_t *bytes);
   void (*recv_buf)(agree_rider_t *r, int step, void **buf, size_t *bytes);

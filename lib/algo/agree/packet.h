@@ -31,7 +31,9 @@ typedef struct {
   int32_t rides;    /* every rank's all-reduce sends its own data in the
                        exchange's steps (exchange.h): MIN */
   int32_t room;     /* bytes of data after the header: equal on every rank */
-  int32_t pad;
+  int32_t rider_inline; /* in one step's message only: 1 where the rider's
+                           data follows the header (exchange.c); 0 in a
+                           packet that is held or combined */
 } agree_packet_t;
 /* Room for the largest packet, header included (a caller's buffer). */
 #define AGREE_PACKET_MAX_BYTES (sizeof(agree_packet_t) + AGREE_INLINE_BYTES)

@@ -199,7 +199,7 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 const algo_desc_t algo_ag_rd = {
     .select = {.id = RONDO_ALGO_RECURSIVE_DOUBLING, .name = "recursive_doubling",
                .mem = SELECT_MEM_HOST, .cost = cost,
-               .carries_check = 1 /* its steps, in rondo's own exchange */},
+               .carries_check = AGREE_RIDER_INLINE_BYTES /* its steps, in rondo's own exchange */},
     .collectives = ALGO_SERVES_ALLGATHER,
     .blocks = allgather_rd,
 };

@@ -345,7 +345,7 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 const algo_desc_t algo_rabenseifner = {
     .select = {.id = RONDO_ALGO_RABENSEIFNER, .name = "rabenseifner",
                .mem = SELECT_MEM_HOST, .cost = cost,
-               .carries_check = 1 /* its halving, in rondo's own exchange */},
+               .carries_check = AGREE_RIDER_INLINE_BYTES /* its halving, in rondo's own exchange */},
     .collectives = ALGO_SERVES_ALLREDUCE,
     .allreduce = allreduce_rabenseifner,
 };

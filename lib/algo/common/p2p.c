@@ -74,22 +74,26 @@ rondo_status_t algo_irecv(rondo_comm_t comm, void *buf, size_t bytes, int peer,
  * (a whole time slice, 4 ms on a 250 Hz kernel) while the rank it waits for
  * cannot run; polling with MPI_Test and yielding between polls hands the
  * core over at once. */
+rondo_status_t algo_wait(rondo_comm_t comm, MPI_Request *req, MPI_Status *status)
+{
+  if (!comm->yield_waits) {
+    MPI_CHECK(MPI_Wait(req, status));
+    return RONDO_SUCCESS;
+  }
+  unsigned polls = 0;
+  for (;;) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(req, &done, status));
+    if (done)
+      return RONDO_SUCCESS;
+    topo_yield(polls++);
+  }
+}
+
 rondo_status_t algo_waitall(rondo_comm_t comm, int n, MPI_Request *reqs)
 {
-  for (int i = 0; i < n; i++) {
-    if (!comm->yield_waits) {
-      MPI_CHECK(MPI_Wait(&reqs[i], MPI_STATUS_IGNORE));
-      continue;
-    }
-    unsigned polls = 0;
-    for (;;) {
-      int done = 0;
-      MPI_CHECK(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE));
-      if (done)
-        break;
-      topo_yield(polls++);
-    }
-  }
+  for (int i = 0; i < n; i++)
+    RONDO_CHECK(algo_wait(comm, &reqs[i], MPI_STATUS_IGNORE));
   return RONDO_SUCCESS;
 }
 

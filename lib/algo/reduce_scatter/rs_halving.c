@@ -238,7 +238,7 @@ static double cost(const select_params_t *prm, const select_input_t *in)
 const algo_desc_t algo_rs_halving = {
     .select = {.id = RONDO_ALGO_RECURSIVE_HALVING, .name = "recursive_halving",
                .mem = SELECT_MEM_HOST, .cost = cost,
-               .carries_check = 1 /* its steps, in rondo's own exchange */},
+               .carries_check = AGREE_RIDER_INLINE_BYTES /* its steps, in rondo's own exchange */},
     .collectives = ALGO_SERVES_REDUCE_SCATTER,
     .blocks = reduce_scatter_halving,
 };
