@@ -239,14 +239,13 @@ static double check_time(const select_params_t *prm, const select_input_t *in)
 static double carried_check_time(const select_params_t *prm, const select_input_t *in,
                                  size_t along)
 {
-  int pof2 = rondo__pof2_floor(in->ranks), steps = 0, apart = 0;
+  int pof2 = rondo__pof2_floor(in->ranks), apart = 0;
   double half = (double)in->bytes;
   for (int d = 1; d < pof2; d *= 2) {
     half /= 2;
-    steps++;
     apart += half > (double)along;
   }
-  return steps > 0 ? check_time(prm, in) / 2 * apart / steps : 0;
+  return pof2 > 1 ? check_time(prm, in) / 2 * apart / rondo__log2(pof2) : 0;
 }
 
 static select_input_t normalized(const select_input_t *in)

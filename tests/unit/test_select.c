@@ -699,6 +699,18 @@ static void test_rabenseifner_crosses_with_its_small_pieces(void **state)
  * (half a check's step for each step whose data is a second message beside
  * the packet, above AGREE_RIDER_INLINE_BYTES): still AUTO picks mpi for
  * small calls there (one step, not two). */
+/* in's predictions across nodes with the argument check (with) and
+ * without it (without); exchange: the check is rondo's own exchange. */
+static void price_check(const select_params_t *p, select_input_t in, int exchange,
+                        select_candidate_t *with, select_candidate_t *without)
+{
+  in.check_exchange = exchange;
+  in.mpi_check = 1;
+  select_predict(p, menu(), &in, with);
+  in.mpi_check = 0;
+  select_predict(p, menu(), &in, without);
+}
+
 static void test_small_calls_across_nodes_ride_in_the_check(void **state)
 {
   (void)state;
@@ -711,9 +723,7 @@ static void test_small_calls_across_nodes_ride_in_the_check(void **state)
   in.check_exchange = 1; /* one rank per node: Rabenseifner carries it */
   expect_choice(&p, &in, RONDO_ALGO_MPI);
   select_candidate_t with[SELECT_MAX_ALGOS], without[SELECT_MAX_ALGOS];
-  select_predict(&p, menu(), &in, with);
-  in.mpi_check = 0;
-  select_predict(&p, menu(), &in, without);
+  price_check(&p, in, 1, with, without);
   /* riding, mpi's messages hold the packet's header too: one recursive
    * doubling step of 384 more bytes (with its copy and reduction), and
    * rondo's own exchange calls no MPI_Allreduce */
@@ -727,12 +737,7 @@ static void test_small_calls_across_nodes_ride_in_the_check(void **state)
   /* above the packet's room (64 KiB) mpi pays the check like the others;
    * Rabenseifner's one step, of 32 KiB, sends its packet beside the data,
    * which costs half the check ring pays */
-  in = layout(16384, 2, 2, HOST_ALGOS);
-  in.mpi_check = 1;
-  in.check_exchange = 1;
-  select_predict(&p, menu(), &in, with);
-  in.mpi_check = 0;
-  select_predict(&p, menu(), &in, without);
+  price_check(&p, layout(16384, 2, 2, HOST_ALGOS), 1, with, without);
   assert_true(with[RONDO_ALGO_MPI].seconds > without[RONDO_ALGO_MPI].seconds + 6e-6);
   assert_close(with[RONDO_ALGO_RABENSEIFNER].seconds - without[RONDO_ALGO_RABENSEIFNER].seconds,
                (with[RONDO_ALGO_RING].seconds - without[RONDO_ALGO_RING].seconds) / 2);
@@ -741,21 +746,12 @@ static void test_small_calls_across_nodes_ride_in_the_check(void **state)
   size_t room = select_menu_find(menu(), RONDO_ALGO_RABENSEIFNER)->carries_check;
   int apart = (32768 > room) + (16384 > room) + (8192 > room) + (4096 > room);
   assert_true(apart >= 1 && apart <= 3); /* (16 KiB, 8 KiB under Open MPI) */
-  in = layout(16384, 16, 16, HOST_ALGOS);
-  in.mpi_check = 1;
-  in.check_exchange = 1;
-  select_predict(&p, menu(), &in, with);
-  in.mpi_check = 0;
-  select_predict(&p, menu(), &in, without);
+  price_check(&p, layout(16384, 16, 16, HOST_ALGOS), 1, with, without);
   assert_close(with[RONDO_ALGO_RABENSEIFNER].seconds - without[RONDO_ALGO_RABENSEIFNER].seconds,
                (with[RONDO_ALGO_RING].seconds - without[RONDO_ALGO_RING].seconds) / 2 * apart / 4);
   /* several ranks per node: the check is MPI's all-reduce, which nothing
    * carries */
-  in = layout(8192, 4, 2, HOST_ALGOS);
-  in.mpi_check = 1;
-  select_predict(&p, menu(), &in, with);
-  in.mpi_check = 0;
-  select_predict(&p, menu(), &in, without);
+  price_check(&p, layout(8192, 4, 2, HOST_ALGOS), 0, with, without);
   assert_true(with[RONDO_ALGO_RABENSEIFNER].seconds >
               without[RONDO_ALGO_RABENSEIFNER].seconds + 6e-6);
 }

@@ -232,7 +232,7 @@ static rondo_status_t take_data(rondo_comm_t comm, agree_packet_t *theirs, int g
       RONDO_CHECK(algo_irecv_tag(comm, buf, bytes, peer, tag, &in[1]));
     return wait_all(comm, 1, &in[1], poll);
   }
-  if (got < 0 || (size_t)got != sizeof(agree_packet_t) + bytes)
+  if ((size_t)got != sizeof(agree_packet_t) + bytes)
     return rondo__fail(RONDO_ERR_INTERNAL, "the check's exchange: rank %d sent %d bytes for a "
                        "step of %zu", peer, got, bytes);
   if (bytes > 0)
@@ -284,7 +284,6 @@ static rondo_status_t step(rondo_comm_t comm, agree_packet_t *mine, agree_packet
     int along = theirs->rider_inline != 0, they_ride = agree_packet_rides(theirs);
     int same = they_ride && rides && agree_packet_same_call(mine, theirs);
     int took = 0;
-    theirs->rider_inline = 0;
     if (same) {
       RONDO_CHECK_GOTO(take_data(comm, theirs, got, along, buf, bytes, peer, tag, in, poll), st,
                        abandon);
