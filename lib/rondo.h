@@ -278,6 +278,17 @@ RONDO_API rondo_status_t rondo_comm_mpi(rondo_comm_t comm, MPI_Comm *mpi);
  * result). NULL is ignored. Cannot fail. */
 RONDO_API void rondo_free(void *ptr);
 
+/* Memory every rank of comm's node can read: collective over comm, bytes
+ * may differ across ranks. A one-node reduce-scatter (rondo_reduce_scatter,
+ * rondo_reduce_scatterv) or all-gather (rondo_allgather) whose input lies
+ * in it on every rank, in the same allocation, reads the peers' inputs in
+ * place: one copy of the data fewer (docs/api.md, "Shared memory"). Input
+ * in it on some ranks only fails with RONDO_ERR_MISMATCH on every rank.
+ * *ptr is 64-byte aligned. rondo_mem_free (collective, every rank the same
+ * allocation) frees it; rondo_comm_destroy frees what is left. */
+RONDO_API rondo_status_t rondo_mem_alloc(rondo_comm_t comm, size_t bytes, void **ptr);
+RONDO_API rondo_status_t rondo_mem_free(rondo_comm_t comm, void *ptr);
+
 /* ---- blocking collectives -------------------------------------------------
  * sendbuf == recvbuf means in place. count is in elements.
  * rondo_allreduce() chooses the algorithm (RONDO_ALLREDUCE_ALGO forces one);

@@ -12,6 +12,7 @@
 
 struct topo;
 struct shm_state;
+struct shalloc_table;
 struct agree_state;
 struct select_table;
 struct engine;
@@ -63,6 +64,9 @@ struct rondo_comm {
 
   /* lib/algo: made on first use, by the thread running the collective */
   struct shm_state *shm;      /* the node's shared window */
+  /* rondo_mem_alloc's allocations (shared_alloc.c): made and freed by
+   * those calls on the user's thread, read by the calls on the comm */
+  struct shalloc_table *shalloc;
   void *scratch;     /* per-comm scratch, grown on demand (algo_scratch) */
   size_t scratch_bytes;
   void *result;      /* an in-place call's result before it is copied over the

@@ -19,6 +19,7 @@
 #include "algo/agree/exchange.h"
 #include "algo/common/gpu.h"
 #include "algo/common/blocks.h"
+#include "algo/common/shared_alloc.h"
 #include "algo/common/shm.h"
 #include "base/numbers.h"
 #include "select/select.h"
@@ -219,6 +220,7 @@ static void free_topology(struct rondo_comm *c, int mpi_usable)
   }
   free(c->cross);
   c->cross = NULL;
+  shalloc_destroy_all(c, mpi_usable); /* before the node comm goes */
   if (mpi_usable) {
     shm_free(c);
     topo_destroy(c->topo);

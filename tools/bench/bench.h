@@ -54,6 +54,7 @@ typedef struct {
   size_t factor;
   int iters, warmup, check, inplace, root, full, quiet, verbose;
   int device;             /* allreduce --memory device: buffers in GPU memory */
+  int shared;             /* --memory shared: buffers from rondo_mem_alloc */
   int ndtypes, nops;
   rondo_dtype_t dtypes[RONDO_DTYPE_COUNT];
   rondo_op_t ops[RONDO_OP_COUNT];

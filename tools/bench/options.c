@@ -67,8 +67,12 @@ static void usage(FILE *f)
     "  -o, --op OP             sum avg min max prod, a comma list, or all (default sum)\n"
     "  -c, --check 0|1         check every element of every row (default 1)\n"
     "      --inplace           in place (sendbuf == recvbuf); default out of place\n"
-    "      --memory host|device  allreduce, reduce_scatter, allgather: buffers in host\n"
-    "                          memory (default) or in CUDA device memory (rows auto nccl\n"
+    "      --memory host|shared|device  buffers in host memory (default); in memory\n"
+    "                          from rondo_mem_alloc (shared: every rank of the node\n"
+    "                          can read it, and the one-node reduce-scatter and\n"
+    "                          all-gather read the peers' inputs in place); or, for\n"
+    "                          allreduce, reduce_scatter and allgather, in CUDA device\n"
+    "                          memory (rows auto nccl\n"
     "                          staged, allreduce also hierarchical_nccl, and the baselines\n"
     "                          ncclAllReduce / ncclReduceScatter / ncclAllGather and\n"
     "                          host+copies; exit 77 without a GPU)\n"
@@ -444,9 +448,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, int print)
     case 'h': if (print) usage(stdout); return 3;
     case OPT_INPLACE: o->inplace = 1; break;
     case OPT_MEMORY:
-      if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0)
-        return bad(print, "--memory: '%s' is not host or device", optarg);
+      if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0 &&
+          strcmp(optarg, "shared") != 0)
+        return bad(print, "--memory: '%s' is not host, shared or device", optarg);
       o->device = strcmp(optarg, "device") == 0;
+      o->shared = strcmp(optarg, "shared") == 0;
       break;
     case OPT_JSON: o->json_path = optarg; break;
     case OPT_CSV: o->csv_path = optarg; break;

@@ -498,7 +498,7 @@ static void run_case(sweep_t *s)
     out_str("op", opname);
     out_str("algo", s->v[k].label);
     out_int("inplace", o->inplace);
-    out_str("memory", o->device ? "device" : "host");
+    out_str("memory", o->device ? "device" : o->shared ? "shared" : "host");
     if (o->cmd == CMD_BROADCAST)
       out_int("root", o->root);
     out_num("time_us", mean[k] * 1e6);
@@ -585,8 +585,13 @@ static int choose_rows(sweep_t *s, char *extra, size_t len)
 
 static void free_buffers(sweep_t *s)
 {
-  free(s->send);
-  free(s->recv);
+  if (s->o->shared) { /* collective: every rank has them (alloc_buffers) */
+    rondo_mem_free(s->comm, s->send);
+    rondo_mem_free(s->comm, s->recv);
+  } else {
+    free(s->send);
+    free(s->recv);
+  }
   free(s->expect);
   free(s->t);
 }
@@ -596,8 +601,25 @@ static void free_buffers(sweep_t *s)
 static int alloc_buffers(sweep_t *s)
 {
   s->cap = s->o->maxbytes + 64;
-  s->send = malloc(s->cap);
-  s->recv = malloc(s->cap);
+  if (s->o->shared) { /* collective, and fails on every rank or none */
+    void *send = NULL, *recv = NULL;
+    if (rondo_mem_alloc(s->comm, s->cap, &send) != RONDO_SUCCESS) {
+      if (s->rank == 0)
+        fprintf(stderr, "rondo-bench: --memory shared: %s\n", rondo_last_error());
+      return -1;
+    }
+    if (rondo_mem_alloc(s->comm, s->cap, &recv) != RONDO_SUCCESS) {
+      if (s->rank == 0)
+        fprintf(stderr, "rondo-bench: --memory shared: %s\n", rondo_last_error());
+      rondo_mem_free(s->comm, send);
+      return -1;
+    }
+    s->send = send;
+    s->recv = recv;
+  } else {
+    s->send = malloc(s->cap);
+    s->recv = malloc(s->cap);
+  }
   s->expect = malloc(s->cap);
   s->t = malloc((size_t)s->nv * (size_t)s->o->iters * sizeof *s->t);
   int ok = s->send && s->recv && s->expect && s->t, all_ok;

@@ -57,6 +57,8 @@ typedef enum {
   AGREE_ALLTOALL,
   AGREE_BARRIER,
   AGREE_COMM_SPLIT,
+  AGREE_MEM_ALLOC,
+  AGREE_MEM_FREE,
   AGREE_COMM_DESTROY, /* agree_leave: the largest, so the check's MAX shows it */
   AGREE_COLLS
 } agree_coll_t;
@@ -72,6 +74,8 @@ typedef struct {
 } agree_sig_t;
 
 void agree_sig_add(agree_sig_t *sig, const char *field, int64_t value);
+/* The value of sig's field of that name (sig may be NULL), or absent. */
+int64_t agree_sig_find(const agree_sig_t *sig, const char *field, int64_t absent);
 /* The field of a call that may take device buffers: 0 host, 1 device. A
  * mismatch in it is reported before the others (it makes them differ). */
 #define AGREE_MEMORY_FIELD "memory (0 host, 1 device)"

@@ -15,7 +15,7 @@ _Thread_local int agree_mismatch_same_call;
 static const char *const colls[AGREE_COLLS] = {
     "rondo_allreduce", "rondo_broadcast", "rondo_allgather", "rondo_allgatherv",
     "rondo_reduce_scatter", "rondo_alltoall", "rondo_barrier", "rondo_comm_split",
-    "rondo_comm_destroy"};
+    "rondo_mem_alloc", "rondo_mem_free", "rondo_comm_destroy"};
 
 const char *agree_coll_name(agree_coll_t coll)
 {
@@ -29,6 +29,14 @@ void agree_sig_add(agree_sig_t *sig, const char *field, int64_t value)
     sig->value[sig->n] = value;
     sig->n++;
   }
+}
+
+int64_t agree_sig_find(const agree_sig_t *sig, const char *field, int64_t absent)
+{
+  for (int i = 0; sig != NULL && i < sig->n; i++)
+    if (strcmp(sig->field[i], field) == 0)
+      return sig->value[i];
+  return absent;
 }
 
 /* The field to report k-th when fields differ: a memory-kind field first

@@ -12,6 +12,7 @@
  * rank copies its block.
  */
 #include "algo/common/blocks.h"
+#include "algo/common/shared_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ rondo_status_t algo_allgather_checked(rondo_comm_t comm, rondo_status_t local, a
   }
   agree_sig_add(sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
   agree_sig_add(sig, AGREE_MEMORY_FIELD, 0);
+  shalloc_sig_add(comm, sig, sendbuf, st == RONDO_SUCCESS ? bytes : 0);
   if (st == RONDO_SUCCESS && algo_family_folds_check(comm, RONDO_COLL_ALLGATHER, algo, bytes,
                                                      bytes * (size_t)comm->size))
     return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, sig);

@@ -5,6 +5,7 @@
  */
 #include "algo/common/shm.h"
 #include "algo/common/blocks.h"
+#include "algo/common/shared_alloc.h"
 #include "algo/common/shared_window.h"
 
 #include <stdlib.h>
@@ -15,9 +16,20 @@
 
 #define SHM_SLOTS 4
 #define LINE 64
-#define FLAGS_BYTES (4 * LINE)
+/* A call of fewer bytes (every block) runs through the slots even where
+ * its input lies in rondo_mem_alloc memory: its copy in costs less than
+ * the wait for every peer's done flag before returning. Measured at 2
+ * ranks (docs/PERFORMANCE.md), reading in place took 1.2-1.3x the time
+ * through the slots at 64-256 B, the same at 1 KiB, 0.6-0.75x at 4 KiB. */
+#define SHM_IN_PLACE_MIN_BYTES 2048
+
+/* Three flags, then SHM_SLOTS lines that say where a round's input lies
+ * when it is in rondo_mem_alloc memory (WHERE + seq % SHM_SLOTS: a rank
+ * rewrites that line only for round seq + SHM_SLOTS, after every peer's
+ * done flag reached seq, so nobody is still reading it). */
+#define FLAGS_BYTES ((3 + SHM_SLOTS) * LINE)
 _Static_assert(SHWIN_ALIGN % LINE == 0, "each flag on a cache line of its own");
-enum { POSTED = 0, REDUCED = 1, DONE = 2 }; /* flag index, one cache line each */
+enum { POSTED = 0, REDUCED = 1, DONE = 2, WHERE = 3 }; /* line index */
 
 struct shm_state {
   shwin_t w;            /* each local rank's segment, SHWIN_ALIGN-aligned */
@@ -135,6 +147,11 @@ typedef struct {
   /* [slices]: where owned block g lies in this rank's own buffer: a
    * reduce-scatter's recvbuf, an all-gather's sendbuf */
   const size_t *place;
+  /* Every rank's input lies in rondo_mem_alloc allocation `shared` (agreed
+   * in the call's signature), or -1. Then nobody copies into the slots:
+   * each rank reads the peers' inputs where they lie, in one round, and
+   * returns once every peer is done with its own (shared_alloc.h). */
+  int shared;
 } run_t;
 
 /* Piece k of slice g: elements [*off, *off + *n) of the buffer. */
@@ -188,11 +205,29 @@ static char *result_at(const run_t *r, int g, size_t off)
   return (char *)a->recvbuf + off * a->esize;
 }
 
+/* The offset of rank q's input in allocation r->shared for round seq. */
+static volatile uint64_t *where(const struct shm_state *s, int q, uint64_t seq)
+{
+  return flag(s, q, WHERE + (int)(seq % SHM_SLOTS));
+}
+
+/* Rank q's input (its sendbuf) as this process sees it, in the shared
+ * case: the allocation's part of q at the offset q posted. */
+static const char *peer_input(const run_t *r, uint64_t seq, int q)
+{
+  if (q == r->s->w.rank)
+    return r->a->sendbuf;
+  return shalloc_peer(r->a->comm, r->shared, q, (size_t)*where(r->s, q, seq));
+}
+
 /* Rank q's input for piece g of round seq (elements from off): its slot,
- * or this rank's own sendbuf where it reduces from there (r->direct). */
+ * this rank's own sendbuf where it reduces from there (r->direct), or
+ * where it lies in the shared case. */
 static const void *input(const run_t *r, uint64_t seq, int q, int g, size_t off)
 {
   size_t esize = r->a->esize;
+  if (r->shared >= 0)
+    return AT(peer_input(r, seq, q), off);
   if (q == r->s->w.rank && r->direct)
     return AT(r->a->sendbuf, off);
   return AT(slot(r->s, q, seq), (size_t)g * r->piece);
@@ -203,6 +238,24 @@ static const void *input(const run_t *r, uint64_t seq, int q, int g, size_t off)
 static void reduce_piece(const run_t *r, uint64_t seq, int g, size_t off, size_t n, void *dst)
 {
   const algo_allreduce_args_t *a = r->a;
+  int me = r->s->w.rank;
+  if (r->shared >= 0 && me >= 2 && dst == input(r, seq, me, g, off)) {
+    /* In place in the shared case: this rank's input is dst, which the
+     * first reduction below would overwrite before its turn. Through a
+     * buffer on the stack, a few lines at a time, in the same order. */
+    enum { TEMP = 4096 };
+    _Alignas(64) char temp[TEMP];
+    size_t step = TEMP / a->esize;
+    for (size_t done = 0; done < n; done += step) {
+      size_t m = n - done < step ? n - done : step;
+      reduce_apply(temp, input(r, seq, 0, g, off + done), input(r, seq, 1, g, off + done), m,
+                   a->dtype, a->op);
+      for (int q = 2; q < r->s->w.size; q++)
+        reduce_apply(temp, temp, input(r, seq, q, g, off + done), m, a->dtype, a->op);
+      memcpy((char *)dst + done * a->esize, temp, m * a->esize);
+    }
+    return;
+  }
   if (r->s->w.size == 1) {
     memmove(dst, input(r, seq, 0, g, off), n * a->esize);
     return;
@@ -228,9 +281,13 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
 
   if (seq > SHM_SLOTS)
     wait_done(s, r->topo, seq - SHM_SLOTS); /* my slot is free again */
+  if (r->shared >= 0) /* where my input lies, for the others to read it */
+    *where(s, s->w.rank, seq) =
+        (uint64_t)((const char *)a->sendbuf - shalloc_peer(a->comm, r->shared, s->w.rank, 0));
   /* Copy in: the pieces the others reduce (and, unless r->direct, the
-   * owned ones too), or the owned ones (allgather). */
-  for (int g = 0; g < r->g; g++) {
+   * owned ones too), or the owned ones (allgather). None where the others
+   * read my input in place. */
+  for (int g = 0; g < r->g && r->shared < 0; g++) {
     piece_of(r, g, k, &off, &n);
     int skip = mode == SHM_ALLGATHER ? !owns(r, g) : r->direct && owns(r, g);
     if (skip || n == 0)
@@ -249,7 +306,8 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
       piece_of(r, g, k, &off, &n);
       const char *from = posted_from(r, mode, g, off);
       if (owns(r, g) && n > 0 && from != AT(a->recvbuf, off))
-        memcpy(AT(a->recvbuf, off), AT(mine, (size_t)g * r->piece), n * esize);
+        memcpy(AT(a->recvbuf, off), r->shared >= 0 ? from : AT(mine, (size_t)g * r->piece),
+               n * esize);
     }
   }
   s->seq = seq;
@@ -300,10 +358,17 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
        * the board this rank's agreement waited on. */
       if (!(agreeing && which == POSTED))
         wait_flag(s, r->topo, q, which, seq);
-      memcpy(AT(a->recvbuf, off), AT(slot(s, q, seq), (size_t)g * r->piece), n * esize);
+      const char *from = r->shared >= 0
+                             ? peer_input(r, seq, q) + (off - r->b->displs[g]) * esize
+                             : AT(slot(s, q, seq), (size_t)g * r->piece);
+      memcpy(AT(a->recvbuf, off), from, n * esize);
     }
   }
   publish(s, DONE, seq);
+  /* The others read my input where it lies: the caller may rewrite it
+   * once they are all done. */
+  if (r->shared >= 0)
+    wait_done(s, r->topo, seq);
   return RONDO_SUCCESS;
 }
 
@@ -318,6 +383,8 @@ static rondo_status_t run_rounds(run_t *r, shm_mode_t mode, size_t longest,
 {
   const algo_allreduce_args_t *a = r->a;
   r->piece = r->s->slot_bytes / ((size_t)r->g * a->esize);
+  if (r->shared >= 0) /* no slots: one round of every block */
+    r->piece = longest > 0 ? longest : 1;
   if (r->piece == 0) {
     rondo_status_t st = rondo__fail(RONDO_ERR_UNSUPPORTED,
                                     "shm: RONDO_SHM_CHUNK_BYTES=%zu is too small for %d slices of "
@@ -343,7 +410,8 @@ static rondo_status_t run_rounds(run_t *r, shm_mode_t mode, size_t longest,
                                     (const char *)a->sendbuf +
                                         r->b->displs[a->comm->rank] * a->esize
                               : a->sendbuf == a->recvbuf;
-  r->direct = mode != SHM_ALLGATHER && !r->whole && (!in_place || r->s->w.rank < 2);
+  r->direct = mode != SHM_ALLGATHER && !r->whole &&
+              (!in_place || r->s->w.rank < 2 || r->shared >= 0);
   r->s->progress = progress;
   r->s->progress_arg = arg;
   rondo_status_t st = RONDO_SUCCESS;
@@ -362,7 +430,8 @@ rondo_status_t shm_run_with(const algo_allreduce_args_t *a, shm_mode_t mode,
   rondo_comm_t comm = a->comm;
   if (comm->shm == NULL)
     RONDO_CHECK(shm_create(comm, &comm->shm));
-  run_t r = {.a = a, .s = comm->shm, .topo = comm->topo, .g = comm->topo->slices};
+  run_t r = {.a = a, .s = comm->shm, .topo = comm->topo, .g = comm->topo->slices,
+             .shared = -1};
   size_t start, longest;
   topo_slice(a->count, r.g, 0, &start, &longest); /* slice 0 is the longest */
   return run_rounds(&r, mode, longest, progress, arg);
@@ -376,7 +445,14 @@ rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode, cons
   algo_allreduce_args_t a = {.comm = comm, .sendbuf = b->sendbuf, .recvbuf = b->recvbuf,
                              .count = b->total, .dtype = b->dtype, .op = b->op,
                              .esize = b->esize, .agree = b->agree};
+  /* The shared case needs the call agreed in its round (the board is
+   * everyone's word that its input is ready) and one node (place NULL:
+   * a rank's block at the start of its input). */
+  int shared = place == NULL && b->agree != NULL && mode != SHM_ALLREDUCE &&
+                       b->total * b->esize >= SHM_IN_PLACE_MIN_BYTES
+                   ? (int)agree_sig_find(b->agree, SHALLOC_SIG_FIELD, -1)
+                   : -1;
   run_t r = {.a = &a, .s = comm->shm, .topo = comm->topo, .g = comm->size, .b = b,
-             .place = place};
+             .place = place, .shared = shared};
   return run_rounds(&r, mode, blocks_max(b), NULL, NULL);
 }
