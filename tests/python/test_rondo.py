@@ -283,6 +283,28 @@ def test_alltoall_reduce_scatter():
     check(np.array_equal(got, np.arange(3 * R, 3 * R + 3, dtype=np.float32)), "rs min")
 
 
+def test_shared_memory():
+    """shared_empty's arrays: reduce_scatter reads them in place on one
+    node (over 2 KiB: shm.c), identical results elsewhere; the refusals."""
+    x = rondo.shared_empty((3 * N, 700), np.float32)
+    check(x.shape == (3 * N, 700) and x.dtype == np.float32 and x.flags.c_contiguous
+          and x.flags.writeable, "a writable C-contiguous array %s %s", x.shape, x.dtype)
+    base = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 251
+    for call in range(2):  # the comm's first shm call agrees first; the second reads in place
+        x[...] = base + R + call
+        got = rondo.reduce_scatter(x)
+        want = base[3 * R:3 * R + 3] * N + N * (N - 1) / 2 + N * call
+        check(np.array_equal(got, want), "reduce_scatter of shared input, call %d", call)
+    small = rondo.shared_empty(7, np.int64)  # an int: one dimension
+    check(small.shape == (7,) and small.dtype == np.int64, "shape 7: %s", small.shape)
+    e = raises(rondo.RondoError, rondo.shared_free, x[1:])
+    check(e is not None and e.status == "RONDO_ERR_INVALID_ARG", "a view: %r", e)
+    e = raises(ValueError, rondo.shared_empty, (2, -1))
+    check(e is not None and "negative" in str(e), "negative shape: %s", e)
+    rondo.shared_free(small)
+    rondo.shared_free(x)
+
+
 def test_objects_barrier():
     obj = {"rank": R, "list": list(range(R))}
     got = rondo.broadcast_object(obj if R == 0 else None, root_rank=0)
@@ -310,4 +332,4 @@ run("test_rondo", [test_basics, test_allreduce_every_dtype_op_count,
                    test_allreduce_shapes_algorithms_scales, test_bfloat16, test_bad_arrays,
                    test_errors_reach_every_rank, test_async_handles, test_buffer_lifetime,
                    test_mismatch_async, test_join_uneven_steps, test_broadcast, test_allgather,
-                   test_alltoall_reduce_scatter, test_objects_barrier, test_split])
+                   test_alltoall_reduce_scatter, test_shared_memory, test_objects_barrier, test_split])

@@ -514,6 +514,40 @@ class Comm(Submitter):
                       self.rank)
         return out
 
+    # -- shared memory ---------------------------------------------------------------
+    def shared_empty(self, shape, dtype=np.float32):
+        """Collective: a new C-contiguous array (uninitialized) in memory
+        that every rank of this rank's node can read (rondo_mem_alloc,
+        docs/api.md "Shared memory"); shape and dtype may differ across
+        ranks. On one node, reduce_scatter of arrays in one such
+        allocation on every rank reads the peers' arrays in place. Free it
+        with shared_free, collectively; neither the array nor a view of it
+        may be used after that (its memory is unmapped), and destroy()
+        frees what is left."""
+        err = None
+        try:
+            dt = np.dtype(dtype)
+            dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            dims = tuple(int(d) for d in dims)
+            if any(d < 0 for d in dims):
+                raise ValueError("rondo.shared_empty: a negative dimension in %s" % (dims,))
+            nbytes = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
+        except (TypeError, ValueError) as e:
+            err = e
+        ptr = ctypes.c_void_p()
+        if err is not None:  # the others' call fails too instead of waiting
+            _lib.mem_alloc(self._h, 0, None)
+            raise err
+        _raise_status(_lib.mem_alloc(self._h, nbytes, ctypes.byref(ptr)), self.rank)
+        raw = (ctypes.c_char * max(nbytes, 1)).from_address(ptr.value)
+        return np.frombuffer(raw, np.uint8, nbytes).view(dt).reshape(dims)
+
+    def shared_free(self, array):
+        """Collective: frees the memory of an array shared_empty returned
+        (the same one on every rank)."""
+        ptr = array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else 0
+        _raise_status(_lib.mem_free(self._h, ptr or None), self.rank)
+
     # -- the rest ------------------------------------------------------------------
     def barrier(self):
         _raise_status(_lib.barrier(self._h), self.rank)
@@ -612,6 +646,8 @@ broadcast_ = _w("broadcast_")
 allgather = _w("allgather")
 alltoall = _w("alltoall")
 reduce_scatter = _w("reduce_scatter")
+shared_empty = _w("shared_empty")
+shared_free = _w("shared_free")
 barrier = _w("barrier")
 join = _w("join")
 broadcast_object = _w("broadcast_object")
