@@ -660,7 +660,7 @@ static rondo_status_t rs_host(rondo_comm_t comm, rondo_status_t st, agree_sig_t 
   }
   agree_sig_add(sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
   agree_sig_add(sig, AGREE_MEMORY_FIELD, 0);
-  shalloc_sig_add(comm, sig, sendbuf, in.bytes);
+  shalloc_sig_add(comm, sig, algo, sendbuf, in.bytes, in.bytes);
   const agree_sig_t *folded = NULL;
   /* shm agrees in its first round, a small mpi call across nodes rides in
    * the check's packet (rs_mpi.c), recursive halving's steps carry the

@@ -14,7 +14,9 @@
  *     victim cannot get (allocations of 256 KiB or more fail there): every
  *     rank fails the batch's requests (RONDO_ERR_NO_MEMORY on the victim,
  *     RONDO_ERR_PEER on the others), and the same batch runs right once
- *     memory is back.
+ *     memory is back;
+ *   - on one node, a later reduce-scatter and all-gather, whose check rides
+ *     in shm's first round: the same.
  * Not covered: allocations while data moves (scratch across nodes) and the
  * engine's negotiation cycles, where one rank's failure is its own
  * (docs/api.md).
@@ -278,6 +280,56 @@ static void fused_batch(int victim)
   MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
 }
 
+/* Phase 4, on one node: a reduce-scatter (in place at the start, which
+ * needs a result buffer) and an all-gather after the comm's first call,
+ * whose check rides in shm's first round: a rank that cannot get the
+ * call's offsets or result buffer fails it on every rank instead of
+ * leaving the others waiting on the argument board. */
+static void folded_calls(int victim)
+{
+  enum { N = 4096 };
+  rondo_comm_t c = NULL;
+  if (!MT_EQ_STATUS(rondo_comm_create(MPI_COMM_WORLD, &c), RONDO_SUCCESS))
+    return;
+  int p = mt.size, me = mt.rank;
+  float *x = mt_alloc((size_t)p * N * sizeof *x), *all = mt_alloc((size_t)p * N * sizeof *all);
+  /* the shared window, and each call's choice, made: the checks ride in
+   * shm's first round from here on */
+  for (int j = 0; j < p * N; j++)
+    x[j] = 1;
+  MT_EQ_STATUS(rondo_reduce_scatter(c, x, all, N, RONDO_FLOAT32, RONDO_SUM), RONDO_SUCCESS);
+  MT_EQ_STATUS(rondo_allgather(c, x, all, N, RONDO_FLOAT32), RONDO_SUCCESS);
+  for (int which = 0; which < 2; which++) {
+    int k;
+    for (k = 1; k <= 1000; k++) {
+      mt_where("allocation %d of a later %s fails on rank %d", k,
+               which ? "all-gather" : "reduce-scatter in place", victim);
+      for (int j = 0; j < p * N; j++)
+        x[j] = (float)(me + 1 + j % 3);
+      arm(victim, k);
+      rondo_status_t st = which ? rondo_allgather(c, x, all, N, RONDO_FLOAT32)
+                                : rondo_reduce_scatter(c, x, x, N, RONDO_FLOAT32, RONDO_SUM);
+      int any = disarm();
+      if (getenv("DBG")) fprintf(stderr, "rank %d which %d k %d st %d fired %d any %d\n", me, which, k, st, fired, any);
+      if (agreed(st, victim, 1)) {
+        long wrong = 0;
+        for (int i = 0; i < (which ? p * N : N); i++) {
+          float want = which ? (float)(i / N + 1 + (i % N) % 3)
+                             : (float)(p * (p + 1) / 2 + p * ((me * N + i) % 3));
+          wrong += (which ? all[i] : x[i]) != want;
+        }
+        MT_EQ_INT(wrong, 0);
+      }
+      if (!any)
+        break;
+    }
+    MT_CHECK(k > 1 && k <= 1000, "allocations found: %d", k - 1);
+  }
+  free(x);
+  free(all);
+  MT_EQ_STATUS(rondo_comm_destroy(&c), RONDO_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
   int provided = 0; /* asynchronous requests (phase 3) need threads */
@@ -304,8 +356,10 @@ int main(int argc, char **argv)
   for (int v = 0; v < (mt.size > 1 ? 2 : 1); v++) {
     int victim = v == 0 ? mt.size - 1 : 0;
     creation(victim);
-    if (nodes == 1 && mt.size > 1) /* one rank: the call copies, nothing to make */
+    if (nodes == 1 && mt.size > 1) { /* one rank: the call copies, nothing to make */
       first_call(victim);
+      folded_calls(victim);
+    }
     if (mt.size > 1)
       fused_batch(victim);
   }

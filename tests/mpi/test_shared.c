@@ -143,14 +143,15 @@ static void results(rondo_comm_t comm, char *send, char *recv)
   mt_hash_flush();
 }
 
-/* Input in the memory on rank 0 only: one node fails on every rank, with
- * the field named; several nodes run it (the memory is plain there). */
+/* Input in the memory on rank 0 only: a call that would read in place
+ * (shm, 2 KiB or more) fails on every rank with the field named; another
+ * member, or several nodes, run it (the memory is plain there). */
 static void mixed_use(rondo_comm_t comm, char *send, char *recv)
 {
   if (p < 2)
     return;
   mt_where("input in rondo_mem_alloc memory on rank 0 only");
-  size_t count = 100;
+  size_t count = 1024;
   char *own = mt_alloc((size_t)p * count * 4);
   char *in = mt.rank == 0 ? send : own;
   float *want = mt_alloc(count * sizeof *want);
@@ -168,6 +169,12 @@ static void mixed_use(rondo_comm_t comm, char *send, char *recv)
     }
     st = rondo_allgather(comm, in, recv, count, RONDO_FLOAT32);
     MT_EQ_STATUS(st, nodes == 1 ? RONDO_ERR_MISMATCH : RONDO_SUCCESS);
+    /* the ring reads nothing in place: nothing to agree on */
+    mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, (size_t)p * count, in);
+    st = rondo_reduce_scatter_algo(comm, in, recv, count, RONDO_FLOAT32, RONDO_SUM,
+                                   RONDO_ALGO_RING);
+    if (MT_EQ_STATUS(st, RONDO_SUCCESS))
+      mt_check_elems("the ring's block", RONDO_FLOAT32, recv, want, count);
   }
   /* the comm goes on as before */
   mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, (size_t)p * count, send);
@@ -196,6 +203,12 @@ static void refusals(rondo_comm_t comm, char *send)
   mt_where("rondo_mem_free of a pointer never allocated, on every rank");
   int x;
   MT_EQ_STATUS(rondo_mem_free(comm, &x), RONDO_ERR_INVALID_ARG);
+  mt_where("rondo_mem_free of NULL on every rank");
+  MT_EQ_STATUS(rondo_mem_free(comm, NULL), RONDO_SUCCESS);
+  if (p > 1) {
+    mt_where("rondo_mem_free of NULL on rank 0 only");
+    MT_EQ_STATUS(rondo_mem_free(comm, mt.rank == 0 ? NULL : send), RONDO_ERR_MISMATCH);
+  }
 }
 
 /* Sizes that differ by rank (0 on rank 0), slots freed and reused, a comm
@@ -212,16 +225,17 @@ static void lifetimes(rondo_comm_t comm)
   MT_EQ_STATUS(rondo_mem_alloc(comm, 4096, &b), RONDO_SUCCESS);
   MT_EQ_STATUS(rondo_mem_free(comm, a), RONDO_SUCCESS);
   mt_where("an allocation in a freed slot, then used");
-  MT_EQ_STATUS(rondo_mem_alloc(comm, (size_t)p * 64 * 4, &c), RONDO_SUCCESS);
+  enum { K = 1024 }; /* 4 KiB a block: read in place */
+  MT_EQ_STATUS(rondo_mem_alloc(comm, (size_t)p * K * 4, &c), RONDO_SUCCESS);
   if (c != NULL) {
-    float *recv = mt_alloc((size_t)p * 64 * 4), *want = mt_alloc(64 * 4);
+    float *recv = mt_alloc((size_t)p * K * 4), *want = mt_alloc(K * 4);
     for (int call = 0; call < 2; call++) {
       mt.salt++;
-      mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, (size_t)p * 64, c);
-      mt_fill_reduced(RONDO_FLOAT32, RONDO_SUM, (size_t)mt.rank * 64, 64, want);
-      if (MT_EQ_STATUS(rondo_reduce_scatter(comm, c, recv, 64, RONDO_FLOAT32, RONDO_SUM),
+      mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, (size_t)p * K, c);
+      mt_fill_reduced(RONDO_FLOAT32, RONDO_SUM, (size_t)mt.rank * K, K, want);
+      if (MT_EQ_STATUS(rondo_reduce_scatter(comm, c, recv, K, RONDO_FLOAT32, RONDO_SUM),
                        RONDO_SUCCESS))
-        mt_check_elems("this rank's block", RONDO_FLOAT32, recv, want, 64);
+        mt_check_elems("this rank's block", RONDO_FLOAT32, recv, want, K);
     }
     free(recv);
     free(want);

@@ -301,6 +301,8 @@ def test_shared_memory():
     check(e is not None and e.status == "RONDO_ERR_INVALID_ARG", "a view: %r", e)
     e = raises(ValueError, rondo.shared_empty, (2, -1))
     check(e is not None and "negative" in str(e), "negative shape: %s", e)
+    raises(TypeError, rondo.shared_empty, (2.5,))  # never truncated
+    rondo.shared_free(None)  # nothing, on every rank
     rondo.shared_free(small)
     rondo.shared_free(x)
 

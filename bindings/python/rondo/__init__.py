@@ -15,8 +15,11 @@ docs/python.md.
 import atexit
 import ctypes
 import itertools
+import math
+import operator
 import os
 import pickle
+import sys
 
 import numpy as np
 
@@ -528,10 +531,13 @@ class Comm(Submitter):
         try:
             dt = np.dtype(dtype)
             dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-            dims = tuple(int(d) for d in dims)
+            dims = tuple(operator.index(d) for d in dims)  # integers only, never truncated
             if any(d < 0 for d in dims):
                 raise ValueError("rondo.shared_empty: a negative dimension in %s" % (dims,))
-            nbytes = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
+            nbytes = math.prod(dims) * dt.itemsize
+            if nbytes > sys.maxsize:
+                raise ValueError("rondo.shared_empty: %s of %s is %d bytes, too many"
+                                 % (dims, dt, nbytes))
         except (TypeError, ValueError) as e:
             err = e
         ptr = ctypes.c_void_p()

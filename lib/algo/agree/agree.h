@@ -63,7 +63,7 @@ typedef enum {
   AGREE_COLLS
 } agree_coll_t;
 
-#define AGREE_SIG_MAX 6
+#define AGREE_SIG_MAX 7 /* the board's payload line holds 7 (board.c) */
 typedef struct agree_rider agree_rider_t; /* exchange.h */
 
 typedef struct {

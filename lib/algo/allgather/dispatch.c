@@ -24,7 +24,8 @@ rondo_status_t algo_allgather_run(rondo_comm_t comm, const void *sendbuf, void *
   int p = comm->size, r = comm->rank;
   size_t *c = malloc((2 * (size_t)p + 1) * sizeof *c);
   if (c == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "all-gather: %d offsets", p);
+    return algo_family_refuse(
+        comm, rondo__fail(RONDO_ERR_NO_MEMORY, "all-gather: %d offsets", p), agree);
   size_t *d = c + p, end = 0, total = 0;
   int packed = 1;
   for (int i = 0; i < p; i++) {
@@ -36,7 +37,7 @@ rondo_status_t algo_allgather_run(rondo_comm_t comm, const void *sendbuf, void *
   }
   d[p] = end;
   select_input_t in = algo_family_input(comm, RONDO_COLL_ALLGATHER, c, 0, RONDO_UINT8, RONDO_SUM);
-  rondo_status_t st = algo_family_resolve(comm, &in, &algo);
+  rondo_status_t st = algo_family_refuse(comm, algo_family_resolve(comm, &in, &algo), agree);
   if (st == RONDO_SUCCESS && total > 0) {
     algo_blocks_args_t a = {.comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .counts = c,
                             .displs = d, .total = total, .packed = packed,
@@ -67,7 +68,8 @@ rondo_status_t algo_allgather_block(rondo_comm_t comm, const void *sendbuf, void
 {
   size_t *counts = malloc((size_t)comm->size * sizeof *counts);
   if (counts == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "all-gather: %d counts", comm->size);
+    return algo_family_refuse(
+        comm, rondo__fail(RONDO_ERR_NO_MEMORY, "all-gather: %d counts", comm->size), agree);
   for (int i = 0; i < comm->size; i++)
     counts[i] = count;
   rondo_status_t st =
@@ -88,7 +90,8 @@ rondo_status_t algo_allgather_checked(rondo_comm_t comm, rondo_status_t local, a
   }
   agree_sig_add(sig, "algorithm", st == RONDO_SUCCESS ? algo : RONDO_ALGO_AUTO);
   agree_sig_add(sig, AGREE_MEMORY_FIELD, 0);
-  shalloc_sig_add(comm, sig, sendbuf, st == RONDO_SUCCESS ? bytes : 0);
+  shalloc_sig_add(comm, sig, algo, sendbuf, st == RONDO_SUCCESS ? bytes : 0,
+                  bytes * (size_t)comm->size);
   if (st == RONDO_SUCCESS && algo_family_folds_check(comm, RONDO_COLL_ALLGATHER, algo, bytes,
                                                      bytes * (size_t)comm->size))
     return algo_allgather_block(comm, sendbuf, recvbuf, bytes, 1, algo, sig);

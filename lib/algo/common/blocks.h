@@ -117,6 +117,12 @@ select_input_t algo_family_input(rondo_comm_t comm, rondo_coll_t coll, const siz
 select_input_t algo_family_input_mem(rondo_comm_t comm, rondo_coll_t coll, const size_t *counts,
                                      size_t block, rondo_dtype_t dtype, rondo_op_t op,
                                      select_mem_t mem);
+/* A rank that fails (st) before a member with the check folded into it
+ * (agree set) runs: the others wait for it in that check, so it takes its
+ * part with the failure and they fail too. Returns st (or the check's
+ * answer); st unchanged where agree is NULL or st is RONDO_SUCCESS. */
+rondo_status_t algo_family_refuse(rondo_comm_t comm, rondo_status_t st,
+                                  const agree_sig_t *agree);
 /* The comm's choice: its knob, its tuning table, the cost model. */
 rondo_algo_t algo_family_choose(rondo_comm_t comm, const select_input_t *in,
                                 select_result_t *res);

@@ -162,3 +162,10 @@ int algo_family_folds_check(rondo_comm_t comm, rondo_coll_t coll, rondo_algo_t a
          agree_inline_fits(comm, algo, count, bytes) ||
          agree_rider_fits(comm, d != NULL && d->select.carries_check, count);
 }
+
+rondo_status_t algo_family_refuse(rondo_comm_t comm, rondo_status_t st, const agree_sig_t *agree)
+{
+  if (st == RONDO_SUCCESS || agree == NULL)
+    return st;
+  return agree_call(comm, st, agree); /* st itself: this rank's failure comes first */
+}

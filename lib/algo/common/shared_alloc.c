@@ -102,7 +102,7 @@ rondo_status_t shalloc_destroy(rondo_comm_t comm, void *ptr)
   struct shalloc_table *t = comm->shalloc;
   int slot = slot_of(t, ptr);
   rondo_status_t st = RONDO_SUCCESS;
-  if (slot < 0)
+  if (slot < 0 && ptr != NULL)
     st = rondo__fail(RONDO_ERR_INVALID_ARG,
                      "rondo_mem_free: %p is not the start of memory rondo_mem_alloc gave on "
                      "this comm",
@@ -110,6 +110,8 @@ rondo_status_t shalloc_destroy(rondo_comm_t comm, void *ptr)
   agree_sig_t sig = {.coll = AGREE_MEM_FREE};
   agree_sig_add(&sig, "allocation", slot);
   RONDO_CHECK(agree_call(comm, st, &sig));
+  if (slot < 0) /* NULL everywhere */
+    return RONDO_SUCCESS;
   shwin_free(&t->part[slot], 1);
   t->bytes[slot] = 0;
   return RONDO_SUCCESS;
@@ -144,10 +146,11 @@ int shalloc_find(rondo_comm_t comm, const void *p, size_t bytes, size_t *offset)
   return -1;
 }
 
-void shalloc_sig_add(rondo_comm_t comm, agree_sig_t *sig, const void *sendbuf, size_t bytes)
+void shalloc_sig_add(rondo_comm_t comm, agree_sig_t *sig, rondo_algo_t algo,
+                     const void *sendbuf, size_t bytes, size_t total)
 {
   size_t offset;
-  if (comm->node_count == 1)
+  if (comm->node_count == 1 && algo == RONDO_ALGO_SHM && total >= SHALLOC_MIN_BYTES)
     agree_sig_add(sig, SHALLOC_SIG_FIELD, shalloc_find(comm, sendbuf, bytes, &offset));
 }
 

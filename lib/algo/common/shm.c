@@ -16,18 +16,10 @@
 
 #define SHM_SLOTS 4
 #define LINE 64
-/* A call of fewer bytes (every block) runs through the slots even where
- * its input lies in rondo_mem_alloc memory: its copy in costs less than
- * the wait for every peer's done flag before returning. Measured at 2
- * ranks (docs/PERFORMANCE.md), reading in place took 1.2-1.3x the time
- * through the slots at 64-256 B, the same at 1 KiB, 0.6-0.75x at 4 KiB. */
-#define SHM_IN_PLACE_MIN_BYTES 2048
-
-/* Three flags, then SHM_SLOTS lines that say where a round's input lies
- * when it is in rondo_mem_alloc memory (WHERE + seq % SHM_SLOTS: a rank
- * rewrites that line only for round seq + SHM_SLOTS, after every peer's
- * done flag reached seq, so nobody is still reading it). */
-#define FLAGS_BYTES ((3 + SHM_SLOTS) * LINE)
+/* Three flags, then where this rank's input lies when the others read it
+ * in place (rondo_mem_alloc memory): rewritten only by a later such call,
+ * and each returns only once every peer is done with it. */
+#define FLAGS_BYTES (4 * LINE)
 _Static_assert(SHWIN_ALIGN % LINE == 0, "each flag on a cache line of its own");
 enum { POSTED = 0, REDUCED = 1, DONE = 2, WHERE = 3 }; /* line index */
 
@@ -205,19 +197,19 @@ static char *result_at(const run_t *r, int g, size_t off)
   return (char *)a->recvbuf + off * a->esize;
 }
 
-/* The offset of rank q's input in allocation r->shared for round seq. */
-static volatile uint64_t *where(const struct shm_state *s, int q, uint64_t seq)
+/* The offset of rank q's input in allocation r->shared. */
+static volatile uint64_t *where(const struct shm_state *s, int q)
 {
-  return flag(s, q, WHERE + (int)(seq % SHM_SLOTS));
+  return flag(s, q, WHERE);
 }
 
 /* Rank q's input (its sendbuf) as this process sees it, in the shared
  * case: the allocation's part of q at the offset q posted. */
-static const char *peer_input(const run_t *r, uint64_t seq, int q)
+static const char *peer_input(const run_t *r, int q)
 {
   if (q == r->s->w.rank)
     return r->a->sendbuf;
-  return shalloc_peer(r->a->comm, r->shared, q, (size_t)*where(r->s, q, seq));
+  return shalloc_peer(r->a->comm, r->shared, q, (size_t)*where(r->s, q));
 }
 
 /* Rank q's input for piece g of round seq (elements from off): its slot,
@@ -227,7 +219,7 @@ static const void *input(const run_t *r, uint64_t seq, int q, int g, size_t off)
 {
   size_t esize = r->a->esize;
   if (r->shared >= 0)
-    return AT(peer_input(r, seq, q), off);
+    return AT(peer_input(r, q), off);
   if (q == r->s->w.rank && r->direct)
     return AT(r->a->sendbuf, off);
   return AT(slot(r->s, q, seq), (size_t)g * r->piece);
@@ -282,7 +274,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
   if (seq > SHM_SLOTS)
     wait_done(s, r->topo, seq - SHM_SLOTS); /* my slot is free again */
   if (r->shared >= 0) /* where my input lies, for the others to read it */
-    *where(s, s->w.rank, seq) =
+    *where(s, s->w.rank) =
         (uint64_t)((const char *)a->sendbuf - shalloc_peer(a->comm, r->shared, s->w.rank, 0));
   /* Copy in: the pieces the others reduce (and, unless r->direct, the
    * owned ones too), or the owned ones (allgather). None where the others
@@ -359,7 +351,7 @@ static rondo_status_t round_run(const run_t *r, shm_mode_t mode, size_t k)
       if (!(agreeing && which == POSTED))
         wait_flag(s, r->topo, q, which, seq);
       const char *from = r->shared >= 0
-                             ? peer_input(r, seq, q) + (off - r->b->displs[g]) * esize
+                             ? peer_input(r, q) + (off - r->b->displs[g]) * esize
                              : AT(slot(s, q, seq), (size_t)g * r->piece);
       memcpy(AT(a->recvbuf, off), from, n * esize);
     }
@@ -449,7 +441,7 @@ rondo_status_t shm_run_blocks(const algo_blocks_args_t *b, shm_mode_t mode, cons
    * everyone's word that its input is ready) and one node (place NULL:
    * a rank's block at the start of its input). */
   int shared = place == NULL && b->agree != NULL && mode != SHM_ALLREDUCE &&
-                       b->total * b->esize >= SHM_IN_PLACE_MIN_BYTES
+                       b->total * b->esize >= SHALLOC_MIN_BYTES
                    ? (int)agree_sig_find(b->agree, SHALLOC_SIG_FIELD, -1)
                    : -1;
   run_t r = {.a = &a, .s = comm->shm, .topo = comm->topo, .g = comm->size, .b = b,

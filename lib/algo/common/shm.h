@@ -3,8 +3,10 @@
  * MPI-3 shared window per comm's node, made on first use and kept until the
  * comm is destroyed. Internal (prefix shm_).
  *
- * Each local rank owns a segment of the window: three flag words on their
- * own cache lines, then SHM_SLOTS slots of RONDO_SHM_CHUNK_BYTES. A buffer
+ * Each local rank owns a segment of the window: three flag words and the
+ * offset of its input when the others read it in place (a reduce-scatter
+ * or all-gather on rondo_mem_alloc memory: shm.c), each on its own cache
+ * line, then SHM_SLOTS slots of RONDO_SHM_CHUNK_BYTES. A buffer
  * is cut into G slices (topo_slice; local rank r owns slices r, r+L, ...,
  * see topo.h) and processed in rounds: round k moves piece k of every slice
  * (piece = slot / G elements). Every round has a sequence number s, the same

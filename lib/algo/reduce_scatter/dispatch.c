@@ -37,10 +37,11 @@ rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, v
   size_t esize = rondo_dtype_size(dtype);
   select_input_t in = algo_family_input(comm, RONDO_COLL_REDUCE_SCATTER, recvcounts, 0, dtype,
                                         op == RONDO_AVG ? RONDO_SUM : op);
-  RONDO_CHECK(algo_family_resolve(comm, &in, &algo));
+  RONDO_CHECK(algo_family_refuse(comm, algo_family_resolve(comm, &in, &algo), agree));
   size_t *displs = malloc(((size_t)p + 1) * sizeof *displs);
   if (displs == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %d offsets", p);
+    return algo_family_refuse(
+        comm, rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %d offsets", p), agree);
   displs[0] = 0;
   for (int i = 0; i < p; i++)
     displs[i + 1] = displs[i] + recvcounts[i];
@@ -50,7 +51,7 @@ rondo_status_t algo_reduce_scatter_run(rondo_comm_t comm, const void *sendbuf, v
   int at_block = (const char *)recvbuf == (const char *)sendbuf + displs[comm->rank] * esize;
   void *out = recvbuf;
   if (overlaps(sendbuf, in.bytes, recvbuf, bytes) && !(at_block && member->blocks_in_place))
-    st = algo_result_scratch(comm, bytes, &out);
+    st = algo_family_refuse(comm, algo_result_scratch(comm, bytes, &out), agree);
   if (st == RONDO_SUCCESS && in.count > 0) {
     algo_blocks_args_t a = {.comm = comm, .sendbuf = sendbuf, .recvbuf = out,
                             .counts = recvcounts, .displs = displs, .total = in.count,
@@ -79,7 +80,8 @@ rondo_status_t algo_reduce_scatter_block(rondo_comm_t comm, const void *sendbuf,
 {
   size_t *counts = malloc((size_t)comm->size * sizeof *counts);
   if (counts == NULL)
-    return rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %d counts", comm->size);
+    return algo_family_refuse(
+        comm, rondo__fail(RONDO_ERR_NO_MEMORY, "reduce-scatter: %d counts", comm->size), agree);
   for (int i = 0; i < comm->size; i++)
     counts[i] = count;
   rondo_status_t st =
