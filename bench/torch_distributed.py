@@ -26,7 +26,11 @@ of the same ranks (new_group(backend="gloo")) runs the same calls. Parts:
               into the whole (FSDP's and ZeRO's calls), timed in the same
               rounds as an all_reduce of the whole tensor, each given as a
               fraction of it; gloo in torch 1.13 raises on both
-              ("unsupported"). --no-sharded leaves them out.
+              ("unsupported"). Each such row ends with what torch itself
+              costs per call ("torch alone"): the same call on a group of
+              a backend that does nothing (every call returns a completed
+              Work), timed in the same rounds. --no-sharded leaves them
+              out.
 
 Method: warm-up calls, then rounds; a round runs `calls` calls (about
 50 ms of rondo's) of rondo then of gloo (the order alternating from round
@@ -52,6 +56,42 @@ import rondo.torch  # noqa: F401 - registers the "rondo" backend
 from torch_collectives import parse_size
 
 BURST = 32
+
+
+class _DoneWork(torch._C._distributed_c10d.Work):
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+
+class _Nothing(torch._C._distributed_c10d.ProcessGroup):
+    """The "nothing" backend: every call returns a completed Work at once,
+    so a call on its group costs what torch.distributed itself costs."""
+
+    def getBackendName(self):
+        return "nothing"
+
+    def allreduce(self, tensors, opts=None):
+        return _DoneWork()
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        return _DoneWork()
+
+    def _allgather_base(self, output, input, opts=None):
+        return _DoneWork()
+
+    def reduce(self, tensors, opts=None):
+        return _DoneWork()
+
+
+def nothing_group():
+    """A group of every rank on the "nothing" backend."""
+    if not hasattr(dist.Backend, "NOTHING"):
+        dist.Backend.register_backend(
+            "nothing", lambda store, rank, size, timeout: _Nothing(rank, size))
+    return dist.new_group(backend="nothing")
 
 
 def slowest(x):
@@ -151,6 +191,7 @@ def sharded_rows(args, gloo, rank, size):
     into the whole, against all_reduce of the whole, all on rondo, timed in
     the same rounds; gloo (torch 1.13) raises on both: "unsupported"."""
     lo, hi = max(parse_size(args.b), 4 * size), parse_size(args.e)
+    nothing = nothing_group()
     bad = 0
     n = lo
     while n <= hi:
@@ -185,22 +226,26 @@ def sharded_rows(args, gloo, rank, size):
                lambda: dist.reduce_scatter_tensor(out_rs, whole),
                lambda: dist.all_gather_into_tensor(out_ag, mine),
                lambda: dist.reduce(zeros, dst=0),
-               lambda: dist.reduce(zeros, dst=0, group=gloo))
-        (t_ar, p_ar), (t_rs, p_rs), (t_ag, p_ag), (t_red, p_red), (g_red, gp_red) = \
-            compare(fns, args.r, apart=args.apart)
+               lambda: dist.reduce(zeros, dst=0, group=gloo),
+               lambda: dist.all_reduce(zeros, group=nothing),
+               lambda: dist.reduce_scatter_tensor(out_rs, whole, group=nothing),
+               lambda: dist.all_gather_into_tensor(out_ag, mine, group=nothing),
+               lambda: dist.reduce(zeros, dst=0, group=nothing))
+        (t_ar, p_ar), (t_rs, p_rs), (t_ag, p_ag), (t_red, p_red), (g_red, gp_red), \
+            (n_ar, _), (n_rs, _), (n_ag, _), (n_red, _) = compare(fns, args.r, apart=args.apart)
         if rank == 0:
-            for name, t, p1 in (("reduce_scatter_tensor", t_rs, p_rs),
-                                ("all_gather_into_tensor", t_ag, p_ag)):
+            for name, t, p1, alone in (("reduce_scatter_tensor", t_rs, p_rs, n_rs),
+                                       ("all_gather_into_tensor", t_ag, p_ag, n_ag)):
                 print("%-12s %10d %12.1f %12s %8s %12.1f %12s %8s   %.2fx all_reduce's "
-                      "%.1f us (p50 %.2fx)"
+                      "%.1f us (p50 %.2fx); torch alone %.1f us (all_reduce %.1f)"
                       % (name, count * 4, t * 1e6, "unsupported" if name in unsupported
                          else "not timed", "-", p1 * 1e6, "-", "-", t / t_ar, t_ar * 1e6,
-                         p1 / p_ar), flush=True)
+                         p1 / p_ar, alone * 1e6, n_ar * 1e6), flush=True)
             print("%-12s %10d %12.1f %12.1f %8.2f %12.1f %12.1f %8.2f   %.2fx all_reduce's "
-                  "%.1f us (p50 %.2fx)"
+                  "%.1f us (p50 %.2fx); torch alone %.1f us"
                   % ("reduce", count * 4, t_red * 1e6, g_red * 1e6, g_red / t_red,
                      p_red * 1e6, gp_red * 1e6, gp_red / p_red, t_red / t_ar, t_ar * 1e6,
-                     p_red / p_ar), flush=True)
+                     p_red / p_ar, n_red * 1e6), flush=True)
         n *= args.f
     return bad
 

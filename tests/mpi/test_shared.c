@@ -4,7 +4,7 @@
  *
  * On one node a reduce-scatter or all-gather whose input lies in one
  * rondo_mem_alloc allocation on every rank reads the peers' inputs where
- * they lie (shm.c). Checked against closed-form values (mpitest.h's
+ * they lie (shm.c); the all-reduce takes such memory as any other. Checked against closed-form values (mpitest.h's
  * generators): every dtype kind the kernels treat apart, SUM, MAX and AVG,
  * counts from 1 to past a shm slot, out of place, in place at this rank's
  * block and at the start, uneven blocks with an empty one, AUTO and shm
@@ -94,6 +94,33 @@ static void allgather_case(rondo_comm_t comm, char *send, char *recv, rondo_dtyp
   free(want);
 }
 
+/* All-reduce of count elements in send (shared), in place (reads the
+ * peers' buffers on one node) or into recv. */
+static void allreduce_case(rondo_comm_t comm, char *send, char *recv, rondo_dtype_t dt,
+                           rondo_op_t op, size_t count, int in_place, rondo_algo_t algo)
+{
+  size_t es = mt_dtype_size(dt);
+  char *want = mt_alloc(count * es);
+  for (int call = 0; call < 2; call++) {
+    mt.salt++;
+    mt_where("allreduce %s %s %zu %s, %s, call %d", mt_dtype_str(dt), mt_op_str(op), count,
+             in_place ? "in place" : "out of place", mt_algo_str(algo), call);
+    mt_fill_input(dt, op, 0, count, send);
+    mt_fill_reduced(dt, op, 0, count, want);
+    char *out = in_place ? send : recv;
+    if (!in_place)
+      memset(out, MT_POISON, count * es + MT_GUARD);
+    rondo_status_t st = rondo_allreduce_algo(comm, send, out, count, dt, op, algo);
+    if (!MT_EQ_STATUS(st, RONDO_SUCCESS))
+      break;
+    mt_check_elems("the reduction", dt, out, want, count);
+    if (!in_place)
+      mt_check_poison("after it", out + count * es, MT_GUARD);
+    mt_hash_record(out, count * es);
+  }
+  free(want);
+}
+
 /* Uneven blocks, rank 1's empty: rondo_reduce_scatterv on shared input. */
 static void reduce_scatterv_case(rondo_comm_t comm, char *send, char *recv)
 {
@@ -138,6 +165,11 @@ static void results(rondo_comm_t comm, char *send, char *recv)
                                   algos[a]);
         allgather_case(comm, send, recv, dtypes[d], counts[c], 0, algos[a]);
         allgather_case(comm, send, recv, dtypes[d], counts[c], 1, algos[a]);
+        for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+          allreduce_case(comm, send, recv, dtypes[d], ops[o], (size_t)p * counts[c], 1,
+                         algos[a]);
+        allreduce_case(comm, send, recv, dtypes[d], RONDO_SUM, (size_t)p * counts[c], 0,
+                       algos[a]);
       }
   reduce_scatterv_case(comm, send, recv);
   mt_hash_flush();
@@ -169,6 +201,9 @@ static void mixed_use(rondo_comm_t comm, char *send, char *recv)
     }
     st = rondo_allgather(comm, in, recv, count, RONDO_FLOAT32);
     MT_EQ_STATUS(st, nodes == 1 ? RONDO_ERR_MISMATCH : RONDO_SUCCESS);
+    /* the all-reduce reads nothing in place: nothing to agree on */
+    st = rondo_allreduce(comm, in, in, count, RONDO_FLOAT32, RONDO_SUM);
+    MT_EQ_STATUS(st, RONDO_SUCCESS);
     /* the ring reads nothing in place: nothing to agree on */
     mt_fill_input(RONDO_FLOAT32, RONDO_SUM, 0, (size_t)p * count, in);
     st = rondo_reduce_scatter_algo(comm, in, recv, count, RONDO_FLOAT32, RONDO_SUM,
