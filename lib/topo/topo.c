@@ -323,25 +323,40 @@ void topo_yield(unsigned polls)
   nanosleep(&tick, NULL);
 }
 #else
+/* A long wait (a peer is descheduled or still far behind): sleep. */
+static void nap(void)
+{
+  struct timespec ts = {0, 50000};
+  nanosleep(&ts, NULL);
+}
+
 void topo_backoff(const topo_t *t, unsigned polls)
 {
-  if (!t->yield && polls < 4096) {
+  if (t->yield) {
+    topo_yield(polls);
+    return;
+  }
+  if (polls < 4096) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-    return;
+  } else if (polls < 65536) {
+    sched_yield();
+  } else {
+    nap();
   }
-  topo_yield(polls);
 }
 
+/* An oversubscribed node: sched_yield hands the core to a runnable peer
+ * only when one waits on this core's queue, and every spinning rank keeps
+ * its own queue busy; a sleep frees the core for whoever needs it. After
+ * 256 polls (a few hundred us) the wait sleeps: the tests at 4-5 ranks
+ * on 2 cores ran 5-22% faster than with 65536 polls first (CHANGELOG). */
 void topo_yield(unsigned polls)
 {
-  if (polls < 65536) {
+  if (polls < 256)
     sched_yield();
-    return;
-  }
-  /* A long wait (a peer is descheduled or still far behind): sleep. */
-  struct timespec ts = {0, 50000};
-  nanosleep(&ts, NULL);
+  else
+    nap();
 }
 #endif

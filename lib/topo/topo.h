@@ -65,8 +65,8 @@ static inline int topo_owner(int g, int local_size) { return g % local_size; }
  * topo->yield is set (an oversubscribed node) it yields at once. Call with the number of
  * unsuccessful polls so far. */
 void topo_backoff(const topo_t *topo, unsigned polls);
-/* The yielding part of topo_backoff: sched_yield, and after 65536 polls
- * 50 us sleeps. */
+/* The waits of an oversubscribed node (topo_backoff's when topo->yield):
+ * sched_yield, and after 256 polls 50 us sleeps. */
 void topo_yield(unsigned polls);
 
 #endif /* RONDO_TOPO_H */
