@@ -941,4 +941,23 @@ static inline int mt_skip(const char *why)
   return 77;
 }
 
+/* mt_rondo_start, then what the tests of exact values need: at most 127
+ * ranks (the range of their value generators) and a world comm. Returns -1
+ * when the test goes on, with *comm set; otherwise the exit status, with
+ * rondo finalized. */
+static inline int mt_exact_start(int *argc, char ***argv, const char *prog, rondo_comm_t *comm)
+{
+  if (mt_rondo_start(argc, argv, prog) != 0)
+    return 1;
+  int rc = -1;
+  *comm = rondo_world();
+  if (mt.size > 127)
+    rc = mt_skip("the exact-value generators cover at most 127 ranks");
+  else if (!MT_CHECK(*comm != NULL, "rondo_world() after rondo_init"))
+    rc = mt_finish();
+  if (rc != -1)
+    rondo_finalize();
+  return rc;
+}
+
 #endif /* RONDO_MPITEST_H */

@@ -214,20 +214,10 @@ static void test_rabenseifner_below_pof2(rondo_comm_t comm, const bufs_t *b)
 
 int main(int argc, char **argv)
 {
-  if (mt_rondo_start(&argc, &argv, "test_allreduce") != 0)
-    return 1;
-  if (mt.size > 127) {
-    int rc = mt_skip("the exact-value generators cover at most 127 ranks");
-    rondo_finalize();
-    return rc;
-  }
-  rondo_comm_t comm = rondo_world();
-  MT_CHECK(comm != NULL, "rondo_world() after rondo_init");
-  if (!comm) {
-    int rc = mt_finish();
-    rondo_finalize();
-    return rc;
-  }
+  rondo_comm_t comm;
+  int start = mt_exact_start(&argc, &argv, "test_allreduce", &comm);
+  if (start != -1)
+    return start;
 
   nodes = MT_QUERY(rondo_comm_node_count, comm);
   if (mt.rank == 0)

@@ -294,23 +294,16 @@ static void test_barrier(rondo_comm_t comm)
 
 int main(int argc, char **argv)
 {
-  if (mt_rondo_start(&argc, &argv, "test_collectives") != 0)
-    return 1;
-  if (mt.size > 127) {
-    int rc = mt_skip("the exact-value generators cover at most 127 ranks");
-    rondo_finalize();
-    return rc;
-  }
-  rondo_comm_t comm = rondo_world();
-  MT_CHECK(comm != NULL, "rondo_world() after rondo_init");
-  if (comm) {
-    test_broadcast(comm);
-    test_allgather(comm);
-    test_allgatherv(comm);
-    test_reduce_scatter(comm);
-    test_alltoall(comm);
-    test_barrier(comm);
-  }
+  rondo_comm_t comm;
+  int start = mt_exact_start(&argc, &argv, "test_collectives", &comm);
+  if (start != -1)
+    return start;
+  test_broadcast(comm);
+  test_allgather(comm);
+  test_allgatherv(comm);
+  test_reduce_scatter(comm);
+  test_alltoall(comm);
+  test_barrier(comm);
   int rc = mt_finish();
   rondo_finalize();
   return rc;

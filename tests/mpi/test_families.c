@@ -1154,20 +1154,10 @@ static void print_refusals(void)
 
 int main(int argc, char **argv)
 {
-  if (mt_rondo_start(&argc, &argv, "test_families") != 0)
-    return 1;
-  if (mt.size > 127) {
-    int rc = mt_skip("the exact-value generators cover at most 127 ranks");
-    rondo_finalize();
-    return rc;
-  }
-  rondo_comm_t comm = rondo_world();
-  MT_CHECK(comm != NULL, "rondo_world() after rondo_init");
-  if (!comm) {
-    int rc = mt_finish();
-    rondo_finalize();
-    return rc;
-  }
+  rondo_comm_t comm;
+  int start = mt_exact_start(&argc, &argv, "test_families", &comm);
+  if (start != -1)
+    return start;
   p = mt.size;
   nodes = MT_QUERY(rondo_comm_node_count, comm);
   world_forced[RONDO_COLL_REDUCE_SCATTER] = knob_algo("RONDO_REDUCE_SCATTER_ALGO");

@@ -288,14 +288,10 @@ static void lifetimes(rondo_comm_t comm)
 
 int main(int argc, char **argv)
 {
-  if (mt_rondo_start(&argc, &argv, "test_shared") != 0)
-    return 1;
-  if (mt.size > 127) {
-    int rc = mt_skip("the exact-value generators cover at most 127 ranks");
-    rondo_finalize();
-    return rc;
-  }
-  rondo_comm_t comm = rondo_world();
+  rondo_comm_t comm;
+  int start = mt_exact_start(&argc, &argv, "test_shared", &comm);
+  if (start != -1)
+    return start;
   p = mt.size;
   nodes = MT_QUERY(rondo_comm_node_count, comm);
   void *send = NULL, *recv = NULL;

@@ -16,10 +16,15 @@
 #include "algo/common/shared_window.h"
 #include "topo/topo.h"
 
+/* One slot: a live allocation, or win.seg NULL. */
+typedef struct {
+  shwin_t win;
+  size_t bytes; /* this rank's part's */
+} slot_t;
+
 struct shalloc_table {
-  int slots;          /* entries of part and bytes */
-  shwin_t *part;      /* [slots]: a live allocation's window, or seg NULL */
-  size_t *bytes;      /* [slots]: this rank's part's bytes */
+  int slots;
+  slot_t *slot; /* [slots] */
 };
 
 /* The table, made on first use; NULL (with the error set) without memory. */
@@ -36,19 +41,14 @@ static struct shalloc_table *table(rondo_comm_t comm)
 static int free_slot(struct shalloc_table *t)
 {
   for (int i = 0; i < t->slots; i++)
-    if (t->part[i].seg == NULL)
+    if (t->slot[i].win.seg == NULL)
       return i;
   int n = t->slots ? 2 * t->slots : 4;
-  shwin_t *part = realloc(t->part, (size_t)n * sizeof *part);
-  if (part == NULL)
+  slot_t *slot = realloc(t->slot, (size_t)n * sizeof *slot);
+  if (slot == NULL)
     return -1;
-  t->part = part;
-  size_t *bytes = realloc(t->bytes, (size_t)n * sizeof *bytes);
-  if (bytes == NULL)
-    return -1;
-  t->bytes = bytes;
-  memset(t->part + t->slots, 0, (size_t)(n - t->slots) * sizeof *part);
-  memset(t->bytes + t->slots, 0, (size_t)(n - t->slots) * sizeof *bytes);
+  t->slot = slot;
+  memset(t->slot + t->slots, 0, (size_t)(n - t->slots) * sizeof *slot);
   int first = t->slots;
   t->slots = n;
   return first;
@@ -81,8 +81,7 @@ rondo_status_t shalloc_create(rondo_comm_t comm, rondo_status_t local, size_t by
       shwin_free(&w, 1);
     return all;
   }
-  t->part[slot] = w;
-  t->bytes[slot] = bytes;
+  t->slot[slot] = (slot_t){w, bytes};
   *ptr = w.seg[w.rank];
   LOG_DEBUG("rondo_mem_alloc: allocation %d, %zu bytes here", slot, bytes);
   return RONDO_SUCCESS;
@@ -92,7 +91,7 @@ rondo_status_t shalloc_create(rondo_comm_t comm, rondo_status_t local, size_t by
 static int slot_of(const struct shalloc_table *t, const void *p)
 {
   for (int i = 0; t != NULL && p != NULL && i < t->slots; i++)
-    if (t->part[i].seg != NULL && t->part[i].seg[t->part[i].rank] == p)
+    if (t->slot[i].win.seg != NULL && t->slot[i].win.seg[t->slot[i].win.rank] == p)
       return i;
   return -1;
 }
@@ -112,8 +111,8 @@ rondo_status_t shalloc_destroy(rondo_comm_t comm, void *ptr)
   RONDO_CHECK(agree_call(comm, st, &sig));
   if (slot < 0) /* NULL everywhere */
     return RONDO_SUCCESS;
-  shwin_free(&t->part[slot], 1);
-  t->bytes[slot] = 0;
+  shwin_free(&t->slot[slot].win, 1);
+  t->slot[slot].bytes = 0;
   return RONDO_SUCCESS;
 }
 
@@ -123,10 +122,9 @@ void shalloc_destroy_all(rondo_comm_t comm, int mpi_usable)
   if (t == NULL)
     return;
   for (int i = 0; i < t->slots; i++)
-    if (t->part[i].seg != NULL)
-      shwin_free(&t->part[i], mpi_usable);
-  free(t->part);
-  free(t->bytes);
+    if (t->slot[i].win.seg != NULL)
+      shwin_free(&t->slot[i].win, mpi_usable);
+  free(t->slot);
   free(t);
   comm->shalloc = NULL;
 }
@@ -136,9 +134,10 @@ int shalloc_find(rondo_comm_t comm, const void *p, size_t bytes, size_t *offset)
   const struct shalloc_table *t = comm->shalloc;
   const char *c = p;
   for (int i = 0; t != NULL && c != NULL && bytes > 0 && i < t->slots; i++) {
-    const char *base = t->part[i].seg != NULL ? t->part[i].seg[t->part[i].rank] : NULL;
-    if (base != NULL && c >= base && (size_t)(c - base) <= t->bytes[i] &&
-        bytes <= t->bytes[i] - (size_t)(c - base)) {
+    const slot_t *a = &t->slot[i];
+    const char *base = a->win.seg != NULL ? a->win.seg[a->win.rank] : NULL;
+    if (base != NULL && c >= base && (size_t)(c - base) <= a->bytes &&
+        bytes <= a->bytes - (size_t)(c - base)) {
       *offset = (size_t)(c - base);
       return i;
     }
@@ -156,5 +155,5 @@ void shalloc_sig_add(rondo_comm_t comm, agree_sig_t *sig, rondo_algo_t algo,
 
 const char *shalloc_peer(rondo_comm_t comm, int index, int q, size_t offset)
 {
-  return comm->shalloc->part[index].seg[q] + offset;
+  return comm->shalloc->slot[index].win.seg[q] + offset;
 }
