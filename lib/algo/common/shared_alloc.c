@@ -27,6 +27,12 @@ struct shalloc_table {
   slot_t *slot; /* [slots] */
 };
 
+/* This rank's part of a slot's allocation; NULL for a free slot. */
+static char *own_part(const slot_t *a)
+{
+  return a->win.seg != NULL ? a->win.seg[a->win.rank] : NULL;
+}
+
 /* The table, made on first use; NULL (with the error set) without memory. */
 static struct shalloc_table *table(rondo_comm_t comm)
 {
@@ -91,7 +97,7 @@ rondo_status_t shalloc_create(rondo_comm_t comm, rondo_status_t local, size_t by
 static int slot_of(const struct shalloc_table *t, const void *p)
 {
   for (int i = 0; t != NULL && p != NULL && i < t->slots; i++)
-    if (t->slot[i].win.seg != NULL && t->slot[i].win.seg[t->slot[i].win.rank] == p)
+    if (own_part(&t->slot[i]) == p)
       return i;
   return -1;
 }
@@ -135,7 +141,7 @@ int shalloc_find(rondo_comm_t comm, const void *p, size_t bytes, size_t *offset)
   const char *c = p;
   for (int i = 0; t != NULL && c != NULL && bytes > 0 && i < t->slots; i++) {
     const slot_t *a = &t->slot[i];
-    const char *base = a->win.seg != NULL ? a->win.seg[a->win.rank] : NULL;
+    const char *base = own_part(a);
     if (base != NULL && c >= base && (size_t)(c - base) <= a->bytes &&
         bytes <= a->bytes - (size_t)(c - base)) {
       *offset = (size_t)(c - base);
