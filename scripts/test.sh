@@ -10,8 +10,9 @@
 #   2. build-asan/    : the rest, built with AddressSanitizer + UBSan: the
 #                       library's tests at 1-3 ranks, every C probe, the unit
 #                       tests and the tools' parsers ('make
-#                       print-sanitizer-tests'); the two lists split 'make
-#                       check' exactly, Makefile.am says why
+#                       print-sanitizer-tests'); the two lists and stage
+#                       3's TSAN_ONLY split 'make check' exactly,
+#                       Makefile.am says why
 #   3. build-tsan/    : the threaded parts (the engine's tests and probes,
 #                       completion queues, the rendezvous's server and
 #                       watcher, the timeline, and rondo-train's engine and
@@ -19,7 +20,8 @@
 #                       resumes: tests/train/threads.sh; its other runs,
 #                       the same threads at other rank counts and for
 #                       longer, run in stages 1, 2 and 4) built with
-#                       ThreadSanitizer
+#                       ThreadSanitizer ('make print-thread-sanitizer-tests';
+#                       the timeline's test and threads.sh run only here)
 #   4. build-openmpi/ : against Open MPI 4.1 (installed beside MPICH, which
 #                       stays the system's default): the library's tests at
 #                       2 ranks (the interposer's among them), the
@@ -96,9 +98,12 @@ rondo_configure "$RONDO_TOP/build"
 # --disable-static: the static library doubles the compile (every object
 # built twice, 96 s against 58 here); tests/smpi.sh builds it (SMPI's
 # build is static only) and every test runs the shared one.
+# check_PROGRAMS: the programs those tests run (not the unit tests, which
+# stage 2 runs: 10 s of compiling).
 run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" -j"$(nproc)" distcheck \
   DISTCHECK_CONFIGURE_FLAGS="CC=$RONDO_CC MPIEXEC=$RONDO_MPIEXEC --disable-static" \
-  TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build" print-plain-tests)" || status=1
+  TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build" print-plain-tests)" \
+  check_PROGRAMS="$(make -s --no-print-directory -C "$RONDO_TOP/build" print-plain-programs)" || status=1
 tally "$RONDO_TOP/build/distcheck.out" "$RONDO_TOP/build"
 
 echo "== 2/4 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
@@ -112,14 +117,8 @@ echo "== 3/4 ThreadSanitizer, threaded tests (build-tsan/)"
 # UCX's memory hooks (libucm, under MPICH's ch4:ucx) crash in TSan's
 # interceptors when a thread exits; rondo does not need them.
 rondo_build "$RONDO_TOP/build-tsan" --enable-sanitizers=thread --disable-static
-tsan_tests="tests/mpi/engine-np1.mpi tests/mpi/engine-np2.mpi tests/mpi/engine-np3.mpi
-  tests/mpi/engine-stall-np2.mpi tests/mpi/engine-unstarted-np2.mpi
-  tests/mpi/lifecycle-mpifirst-np2.mpi tests/mpi/device-np2.mpi tests/mpi/device-gpu-each-np2.mpi
-  tests/mpi/p2p-np2.mpi tests/mpi/interpose-threads-np2.mpi
-  tests/probe/join-pending.probe tests/probe/destroy-during-join.probe
-  tests/probe/destroy-during-wait.probe tests/probe/overlap-async.probe
-  tests/probe/group-size.probe
-  tests/launch/variables.sh tests/timeline.sh tests/train/threads.sh"
+# (print-thread-sanitizer-tests: Makefile.am says which and why)
+tsan_tests=$(make -s --no-print-directory -C "$RONDO_TOP/build-tsan" print-thread-sanitizer-tests)
 build_check_programs "$RONDO_TOP/build-tsan" $tsan_tests || status=1
 UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   run_logged "$RONDO_TOP/build-tsan/check.out" make -C "$RONDO_TOP/build-tsan" -j"$(nproc)" check \

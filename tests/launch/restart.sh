@@ -3,12 +3,12 @@
 # worker is killed (kill -9), rondo forms the world again, and training
 # resumes from its last checkpoint with one command line for every attempt
 # (--resume F with --checkpoint F starts fresh while F does not exist):
-#   - rondo-train at 2 ranks: the resumed run ends with the same weights,
-#     byte for byte, as an uninterrupted run under torchrun;
-#   - examples/python/train_ddp.py --checkpoint at 2 ranks: the resumed run
-#     ends with the same loss and accuracy, to the last digit, as an
-#     uninterrupted one (skipped, 77, without Debian's dataset-fashion-mnist,
-#     after the rondo-train part).
+#   rondo-train at 2 ranks: the resumed run ends with the same weights,
+#   byte for byte, as an uninterrupted run under torchrun.
+# The torch backend starts through the same rendezvous (torchrun.sh runs
+# DDP on it under torchrun); a restart adds nothing of rondo's to a Python
+# job, so train_ddp.py's own checkpoint is left to its users (it cost this
+# test 28 of its 44 s).
 # Skipped (77) without torch for /usr/bin/python3.
 . "${top_srcdir:-.}/tests/launch/common.sh"
 needs_torch
@@ -50,20 +50,3 @@ torchrun --nproc_per_node 2 --master_port "$(free_port)" --no_python "$train" $a
   fail "rondo-train killed and resumed from step $step ends with other weights than an uninterrupted run"
 pass "rondo-train under torchrun --max_restarts 1: a worker killed, the job restarted and resumed at step $step, the same weights as an uninterrupted run"
 
-data=/usr/share/datasets/fashion-mnist
-[ -f "$data/train-images-idx3-ubyte.gz" ] ||
-  { echo "skipped: the DDP example needs $data (dataset-fashion-mnist)"; exit 77; }
-ddp="$srcdir/examples/python/train_ddp.py --epochs 2 --limit 6000 --data $data"
-ck=$tmp/ddp.pt
-torchrun --nproc_per_node 2 --master_port "$(free_port)" --max_restarts 1 $ddp \
-  --checkpoint "$ck" > "$tmp/r" 2>&1 &
-job=$!
-kill_one_worker_after "$ck" "$tmp/r" 1 # in epoch 2
-wait "$job" || { s=$?; cat "$tmp/r"; fail "the restarted DDP job exited with $s"; }
-grep -q "resumed from $ck after epoch 1" "$tmp/r" || { cat "$tmp/r"; fail "DDP did not resume"; }
-torchrun --nproc_per_node 2 --master_port "$(free_port)" $ddp > "$tmp/s" 2>&1 ||
-  { cat "$tmp/s"; fail "uninterrupted DDP"; }
-final() { sed -n 's/^\(epoch 2: train loss [0-9.]*\).*/\1/p; s/^\(final test accuracy: [0-9.]*\).*/\1/p' "$1"; }
-[ -n "$(final "$tmp/s")" ] && [ "$(final "$tmp/r")" = "$(final "$tmp/s")" ] ||
-  { cat "$tmp/r" "$tmp/s"; fail "DDP resumed: '$(final "$tmp/r")', uninterrupted: '$(final "$tmp/s")'"; }
-pass "train_ddp.py under torchrun --max_restarts 1: killed in epoch 2, resumed after epoch 1: $(final "$tmp/r" | tr '\n' ' ')as uninterrupted"
