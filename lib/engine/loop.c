@@ -20,6 +20,7 @@
 #include "engine/inflight.h"
 #include "engine/negotiate.h"
 #include "engine/nap.h"
+#include "topo/topo.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -334,6 +335,14 @@ void eng_help(struct engine *e, struct rondo_request *req)
   double cycle_s = e->owner->cfg.cycle_time_ms * 1e-3, retry = ENG_RETRY_MIN_S;
   pthread_mutex_lock(&e->run);
   eng_set_in_cycle(ENG_THREAD_HELPER);
+  /* The application's thread, blocked here as in a blocking call, waits
+   * in the cycle's collectives as a blocking call does (it spins first,
+   * yielding only on an oversubscribed node); the engine thread's own
+   * cycles yield at once (startup). Under run: only the cycle's thread
+   * reads these. */
+  struct rondo_comm *x = e->ctx.exec;
+  int yield_waits = x->yield_waits, topo_yield = x->topo->yield;
+  x->yield_waits = x->topo->yield = x->topo->oversubscribed;
   /* req->completed: written by whoever held run when it completed (this
    * thread, or the engine thread before this one took run) */
   while (!req->completed) {
@@ -368,6 +377,8 @@ void eng_help(struct engine *e, struct rondo_request *req)
     }
     pthread_mutex_unlock(&e->sync.lock);
   }
+  x->yield_waits = yield_waits;
+  x->topo->yield = topo_yield;
   eng_set_in_cycle(0);
   int more = eng_pending_count(&e->flight) > 0 || e->dev.n > 0;
   pthread_mutex_unlock(&e->run);
