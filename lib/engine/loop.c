@@ -330,19 +330,24 @@ int eng_help_begin(struct engine *e, const struct rondo_request *req)
   return ok;
 }
 
+/* How the cycles' collectives on the execution comm wait: yield at once
+ * (the engine thread's cycles: it shares the cores with the application's
+ * threads; comm_build at startup made it so), or, for the application's
+ * thread blocked in rondo_wait, as a blocking call does (spin first;
+ * yield only on an oversubscribed node). Under run: only the thread
+ * running the cycles reads these. */
+static void exec_waits_yield(struct engine *e, int yield)
+{
+  struct rondo_comm *x = e->ctx.exec;
+  x->yield_waits = x->topo->yield = yield || x->topo->oversubscribed;
+}
+
 void eng_help(struct engine *e, struct rondo_request *req)
 {
   double cycle_s = e->owner->cfg.cycle_time_ms * 1e-3, retry = ENG_RETRY_MIN_S;
   pthread_mutex_lock(&e->run);
   eng_set_in_cycle(ENG_THREAD_HELPER);
-  /* The application's thread, blocked here as in a blocking call, waits
-   * in the cycle's collectives as a blocking call does (it spins first,
-   * yielding only on an oversubscribed node); the engine thread's own
-   * cycles yield at once (startup). Under run: only the cycle's thread
-   * reads these. */
-  struct rondo_comm *x = e->ctx.exec;
-  int yield_waits = x->yield_waits, topo_yield = x->topo->yield;
-  x->yield_waits = x->topo->yield = x->topo->oversubscribed;
+  exec_waits_yield(e, 0);
   /* req->completed: written by whoever held run when it completed (this
    * thread, or the engine thread before this one took run) */
   while (!req->completed) {
@@ -377,8 +382,7 @@ void eng_help(struct engine *e, struct rondo_request *req)
     }
     pthread_mutex_unlock(&e->sync.lock);
   }
-  x->yield_waits = yield_waits;
-  x->topo->yield = topo_yield;
+  exec_waits_yield(e, 1);
   eng_set_in_cycle(0);
   int more = eng_pending_count(&e->flight) > 0 || e->dev.n > 0;
   pthread_mutex_unlock(&e->run);

@@ -3,6 +3,8 @@
  */
 #include "engine/nap.h"
 
+#include "topo/topo.h"
+
 #include <sched.h>
 
 /* Polls of a busy engine: it yields SPIN_S (or SPIN_POLLS times), then
@@ -86,13 +88,10 @@ rondo_status_t eng_wait(eng_nap_t *n, MPI_Request *req)
       return RONDO_SUCCESS;
     double now = rondo__now();
     if (!idle && (by_time ? now - start < SPIN_S : polls < SPIN_POLLS)) {
-      if (in_cycle == ENG_THREAD_HELPER && !n->oversubscribed) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      } else {
+      if (in_cycle == ENG_THREAD_HELPER && !n->oversubscribed)
+        topo_pause();
+      else
         sched_yield();
-      }
       continue;
     }
     if (idle && eng_idle_nap(n, nap)) {

@@ -322,12 +322,21 @@ void topo_yield(unsigned polls)
   struct timespec tick = {0, 100};
   nanosleep(&tick, NULL);
 }
+
+void topo_pause(void) { topo_yield(0); }
 #else
 /* A long wait (a peer is descheduled or still far behind): sleep. */
 static void nap(void)
 {
   struct timespec ts = {0, 50000};
   nanosleep(&ts, NULL);
+}
+
+void topo_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
 }
 
 void topo_backoff(const topo_t *t, unsigned polls)
@@ -337,9 +346,7 @@ void topo_backoff(const topo_t *t, unsigned polls)
     return;
   }
   if (polls < 4096) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    topo_pause();
   } else if (polls < 65536) {
     sched_yield();
   } else {

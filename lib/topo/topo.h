@@ -65,6 +65,8 @@ static inline int topo_owner(int g, int local_size) { return g % local_size; }
  * topo->yield is set (an oversubscribed node) it yields at once. Call with the number of
  * unsuccessful polls so far. */
 void topo_backoff(const topo_t *topo, unsigned polls);
+/* One poll of a spinning wait: the CPU's pause hint, no system call. */
+void topo_pause(void);
 /* The waits of an oversubscribed node (topo_backoff's when topo->yield):
  * sched_yield, and after 256 polls 50 us sleeps. */
 void topo_yield(unsigned polls);

@@ -8,7 +8,7 @@
 # The torch backend starts through the same rendezvous (torchrun.sh runs
 # DDP on it under torchrun); a restart adds nothing of rondo's to a Python
 # job, so train_ddp.py's own checkpoint is left to its users (it cost this
-# test 28 of its 44 s).
+# test 34 of its 44 s).
 # Skipped (77) without torch for /usr/bin/python3.
 . "${top_srcdir:-.}/tests/launch/common.sh"
 needs_torch
