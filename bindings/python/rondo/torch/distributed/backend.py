@@ -27,7 +27,7 @@ import weakref
 
 import numpy as np
 import torch
-from torch._C._distributed_c10d import ProcessGroup, ReduceOp
+from torch._C._distributed_c10d import ProcessGroup, ReduceOp, Work
 
 import rondo as _r
 from rondo import RondoError, _lib
@@ -55,21 +55,29 @@ def _nothing(_):
     return None
 
 
-class _Request:
-    """A request submitted by address, waited for by wait() (the common
-    all_reduce's: no rondo.Handle, no result buffer)."""
+class _RequestWork(RondoWork):
+    """The Work of a common call (_common): a request submitted by
+    address, waited for here, with no closures around it."""
 
-    __slots__ = ("_req", "_rank")
-
-    def __init__(self, req, rank):
+    def __init__(self, req, rank, keep, value, adopt):
+        Work.__init__(self)  # (RondoWork's fields, set here: one frame less a call)
+        self._await = self._post = None
+        self._adopt = adopt
+        self._lock = threading.Lock()
+        self._state = _OPEN
         self._req = req
         self._rank = rank
+        self._keep = keep  # what must live until the request is done
+        self._value = value
 
-    def wait(self):
+    def _outcome(self):
         if _fast is not None:
-            _raise(_fast.engine_wait(self._req), self._rank)
+            st = _fast.engine_wait(self._req)
         else:
-            _raise(_lib.wait(ctypes.byref(ctypes.c_void_p(self._req))), self._rank)
+            st = _lib.wait(ctypes.byref(ctypes.c_void_p(self._req)))
+        self._keep = None
+        _raise(st, self._rank)
+        return self._value
 
 
 # rondo._fast's submissions and wait (_fast.c), where it was built for this
@@ -80,11 +88,9 @@ _fast = _r._fast if hasattr(_r._fast, "reduce_scatter_async") else None
 def _submit(call, *args):
     """The engine submission `call` (allreduce_async, reduce_scatter_async
     or allgather_into_async: rondo_<call>) with args, plain integers, the
-    last the options' address: through rondo._fast's function of that
-    name where it was built, else through _lib's (ctypes). The request, or
-    minus the submission's status."""
-    if _fast is not None:
-        return getattr(_fast, call)(*args)
+    last the options' address, through _lib's (ctypes): where rondo._fast
+    was not built; the common calls call its function of that name
+    directly otherwise. The request, or minus the submission's status."""
     r = ctypes.c_void_p()
     st = getattr(_lib, call)(*args[:-1], ctypes.cast(args[-1], ctypes.POINTER(_lib.AsyncOpts)),
                              ctypes.byref(r))
@@ -94,17 +100,19 @@ def _submit(call, *args):
 _BLOCKING_OPTS = {}  # (call, dtype, shape, flags) -> (options, their address): _blocking_opts
 
 
-def _blocking_opts(t, flags, what="all_reduce", tag=None):
-    """The options of a common call (what) on t: its tag (made once per
-    call, dtype and shape; _tag(what, t) unless given) and flags, as the
-    pair (options, their address). The caller holds the pair until its
-    submission returns: another thread may clear the table meanwhile."""
-    key = (what, t.dtype, t.shape, flags)
+def _blocking_opts(t, flags, what="all_reduce", whole=True):
+    """The options of a common call (what) on t: its flags and tag (made
+    once per call, dtype and shape: _tag(what, t), or what and the dtype
+    alone where whole is false), as the pair (options, their address).
+    The caller holds the pair until its submission returns: another
+    thread may clear the table meanwhile."""
+    key = (what, t.dtype, t.shape if whole else None, flags)
     o = _BLOCKING_OPTS.get(key)
     if o is None:
         if len(_BLOCKING_OPTS) > 1024:
             _BLOCKING_OPTS.clear()
-        opts = _r.Comm._opts(tag=_tag(what, t) if tag is None else tag, flags=flags)
+        tag = _tag(what, t) if whole else "%s: %s" % (what, _dtype(t))
+        opts = _r.Comm._opts(tag=tag, flags=flags)
         o = _BLOCKING_OPTS[key] = (opts, ctypes.addressof(opts))
     return o
 
@@ -123,6 +131,7 @@ def _in_place_ok(src, n, dst, m, rank):
 
 
 _uids = itertools.count()          # local: names the completion threads
+_WAIT_NOW = _lib.ASYNC_WAIT_NOW
 
 
 class ProcessGroupRondo(PointToPoint, ProcessGroup):
@@ -132,6 +141,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
     def __init__(self, comm, rank, size, timeout, generation=0):
         super().__init__(rank, size)
         self._comm = comm
+        self._h, self._rank, self._size = comm._h, comm.rank, comm.size  # (the common calls')
         self._timeout = timeout
         # The group's timeout is its comm's: a call that waits longer for
         # another rank fails on every rank that waits. Default groups share
@@ -200,7 +210,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         engine takes the hint only while a request is alone in flight
         anyway (docs/engine.md, "Who runs the cycles")."""
         last = self._last
-        return _lib.ASYNC_WAIT_NOW if last is None or last._state == _DONE else 0
+        return _WAIT_NOW if last is None or last._state == _DONE else 0
 
     def _run(self, name, submit, post):
         """One call: submit(name, flags, **group) -> rondo.Handle; post(result)
@@ -244,18 +254,37 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         self._tl.slot = slot
         return name
 
-    def _submitted(self, name, req, keep, value):
+    def _begin(self):
+        """The next common call's slot, name and flags (_slot_name's and
+        _wait_now's, in one step)."""
+        slot = next(self._seq) % _NAME_SLOTS
+        last = self._slots[slot]
+        if last is not None:
+            self._slots[slot] = None
+            if last._state != _DONE:
+                last.settle_quietly()
+        last = self._last
+        return slot, self._names[slot], (_WAIT_NOW if last is None or last._state == _DONE else 0)
+
+    def _common(self, slot, name, req, keep, value):
         """The Work of a common call (all_reduce, reduce_scatter_tensor,
         all_gather_into_tensor on plain tensors), submitted by address
         without the general path's closures: req is the request, or minus
         the submission's status (then this rank refuses the name). keep:
         what must live until the call is done; value: the Work's."""
         if req < 0:
+            self._tl.slot = slot
             try:
-                _raise(-req, self._comm.rank)
+                _raise(-req, self._rank)
             except RondoError as err:
                 self._refuse(name, err)
-        return self._work(_Request(req, self._comm.rank).wait, lambda _: (keep, value)[1])
+        last = self._last
+        # (as _work: the group's last call, if nobody but the group holds it)
+        if last is not None and last._state == _OPEN and sys.getrefcount(last) <= 4:
+            last.get_future()
+        work = self._last = _RequestWork(req, self._rank, keep, value, self._done.adopt)
+        self._slots[slot] = work
+        return work
 
     # -- all-reduce
     def allreduce(self, tensors, opts=None):
@@ -268,12 +297,14 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         opc = _OP_CODES.get(_op_name(op))
         if (opc is not None and code is not None and t.is_cpu and t.is_contiguous()
                 and not t.is_sparse and self._coalescing is None):
-            name = self._slot_name()
+            slot, name, flags = self._begin()
             n = t.numel()
             p = t.data_ptr() if n > 0 else None
-            opts = _blocking_opts(t, self._wait_now())
-            req = _submit("allreduce_async", self._comm._h, name, p, p, n, code, opc, opts[1])
-            return self._submitted(name, req, None, tensors)
+            opts = _blocking_opts(t, flags)
+            args = (self._h, name, p, p, n, code, opc, opts[1])
+            req = (_fast.allreduce_async(*args) if _fast is not None
+                   else _submit("allreduce_async", *args))
+            return self._common(slot, name, req, None, tensors)
 
         def prepare(name):
             t = _one(tensors, "all_reduce")
@@ -465,18 +496,18 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         into output's memory (the engine's all-gather into the caller's
         buffer: no count exchange, no result to copy), in place where input
         is this rank's part of output."""
-        p = self._comm.size
+        p = self._size
         if (self._coalescing is None and _plain(input) and _plain(output)
                 and output.dtype == input.dtype and output.numel() == input.numel() * p):
             nb = input.numel() * input.element_size()
             src = input.data_ptr() if nb else None
             dst = output.data_ptr() if nb else None
-            what = "all_gather_into_tensor"
-            opts = _blocking_opts(input, self._wait_now(), what, "%s: %s" % (what, _dtype(input)))
-            name = self._slot_name()
-            req = _submit("allgather_into_async", self._comm._h, name, src, nb, dst, nb * p, 1,
-                          _UINT8, opts[1])
-            return self._submitted(name, req, input, output)
+            slot, name, flags = self._begin()
+            opts = _blocking_opts(input, flags, "all_gather_into_tensor", whole=False)
+            args = (self._h, name, src, nb, dst, nb * p, 1, _UINT8, opts[1])
+            req = (_fast.allgather_into_async(*args) if _fast is not None
+                   else _submit("allgather_into_async", *args))
+            return self._common(slot, name, req, input, output)
 
         def prepare(name):
             _check_tensor(input, "_allgather_base input")
@@ -600,7 +631,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
 
     def _reduce_scatter_base(self, output, input, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
-        p = self._comm.size
+        p = self._size
         code = CODES.get(getattr(output, "dtype", None))
         opc = _OP_CODES.get(_op_name(op))
         if (self._coalescing is None and code is not None and opc is not None and _plain(input)
@@ -609,13 +640,14 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             row = output.numel()
             nb = row * output.element_size()
             lo, d = input.data_ptr(), output.data_ptr()
-            if _in_place_ok(lo, nb * p, d, nb, self._comm.rank):
-                opts = _blocking_opts(output, self._wait_now(), "reduce_scatter_tensor")
+            if _in_place_ok(lo, nb * p, d, nb, self._rank):
+                slot, name, flags = self._begin()
+                opts = _blocking_opts(output, flags, "reduce_scatter_tensor")
                 lo, d = (lo, d) if nb else (None, None)
-                name = self._slot_name()
-                req = _submit("reduce_scatter_async", self._comm._h, name, lo, d, p, row, code,
-                              opc, opts[1])
-                return self._submitted(name, req, input, [output])
+                args = (self._h, name, lo, d, p, row, code, opc, opts[1])
+                req = (_fast.reduce_scatter_async(*args) if _fast is not None
+                       else _submit("reduce_scatter_async", *args))
+                return self._common(slot, name, req, input, [output])
 
         def prepare(name):
             _check_tensor(output, "reduce_scatter_tensor output")

@@ -50,6 +50,12 @@ class RondoWork(Work):
     back into the caller's tensors); adopt(work) hands it to a thread that
     calls work.complete()."""
 
+    # (set on the instance when they change: fewer stores per call)
+    _fut = None
+    _value = None
+    _error = None
+    _source = None  # [rank] that await_request fills (recv), or None
+
     def __init__(self, await_request, post, adopt, source=None):
         super().__init__()
         self._await = await_request
@@ -57,10 +63,8 @@ class RondoWork(Work):
         self._adopt = adopt
         self._lock = threading.Lock()
         self._state = _OPEN
-        self._fut = None
-        self._value = None
-        self._error = None
-        self._source = source  # [rank] that await_request fills (recv), or None
+        if source is not None:
+            self._source = source
 
     # -- completing: by the caller's wait(), a completion thread, or the group
     def _take(self, state):
@@ -76,7 +80,7 @@ class RondoWork(Work):
         took the Work); then the future, if asked for, gets the outcome (its
         callbacks run here, after before_callbacks())."""
         try:
-            self._value = self._post(self._await())
+            self._value = self._outcome()
         except BaseException as e:  # noqa: B036 - every failure is the call's
             self._error = _as_exception(e)
         self._await = self._post = self._adopt = None
@@ -87,6 +91,10 @@ class RondoWork(Work):
             before_callbacks()
         if fut is not None:
             self._settle(fut)
+
+    def _outcome(self):
+        """Waits for the request; the call's value (raises its error)."""
+        return self._post(self._await())
 
     def _settle(self, fut):
         if self._error is not None:
@@ -111,7 +119,11 @@ class RondoWork(Work):
 
     # -- torch's Work interface
     def wait(self, timeout=None):
-        self.settle_quietly()
+        if self._state != _DONE:
+            if self._take(_RUNNING):
+                self.complete()
+            else:
+                self.settle_quietly()
         if self._error is not None:
             raise self._error
         return True
