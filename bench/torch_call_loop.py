@@ -50,16 +50,19 @@ def best(fn, calls, loops):
 def check(rank, n, full, shard, out):
     """Each call once on known values: every element exact."""
     k = shard.numel()
-    full.copy_(torch.arange(full.numel(), dtype=torch.float32) % 7 + rank)
+    full.copy_(torch.arange(full.numel()) % 7 + rank)  # (int64, then float32: exact)
     dist.reduce_scatter_tensor(out, full)
-    base = torch.arange(rank * k, (rank + 1) * k, dtype=torch.float32) % 7
-    assert torch.equal(out, base * n + n * (n - 1) // 2), "reduce_scatter_tensor"
+    base = (torch.arange(rank * k, (rank + 1) * k) % 7).float()
+    if not torch.equal(out, base * n + n * (n - 1) // 2):
+        raise SystemExit("torch_call_loop.py: reduce_scatter_tensor: a wrong result")
     shard.fill_(rank + 1)
     dist.all_gather_into_tensor(full, shard)
     want = torch.arange(1, n + 1, dtype=torch.float32).repeat_interleave(k)
-    assert torch.equal(full, want), "all_gather_into_tensor"
+    if not torch.equal(full, want):
+        raise SystemExit("torch_call_loop.py: all_gather_into_tensor: a wrong result")
     dist.all_reduce(full)
-    assert torch.equal(full, want * n), "all_reduce"
+    if not torch.equal(full, want * n):
+        raise SystemExit("torch_call_loop.py: all_reduce: a wrong result")
 
 
 def main():

@@ -63,6 +63,9 @@ within_spread() { # A B: |A - B| <= 1 point
 # shrink: 2 ranks, then 1 (in the background: its result is checked below)
 ck_shrink=$tmp/shrink.ck
 (
+  # (a failure here ends this case's agents too: they are not the main
+  # shell's children)
+  trap 'for p in ${first:-} ${second:-}; do kill_tree "$p"; done' EXIT
   port=$(free_port)
   agent "$tmp/c" "$port" "$ck_shrink" 8 # both agents in the first round
   first=$agent
