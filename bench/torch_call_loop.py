@@ -27,12 +27,7 @@ import torch.distributed as dist
 
 import rondo.torch  # noqa: F401 - registers the "rondo" backend
 from torch_collectives import parse_size
-
-
-def slowest(x):
-    t = torch.tensor([x], dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t[0])
+from torch_distributed import slowest
 
 
 def best(fn, calls, loops):

@@ -174,25 +174,15 @@ done
 pass "a rank killed mid-job (rank 1, then rank 0): the other ends at once with exit status 75, saying why"
 
 # The five cases below each wait out the rendezvous timeout: they run at
-# once, each in the background with a port of its own, and are checked in
-# order (one after the other they took 11 s; ASan's and TSan's stages run
-# this test). Their 12 processes start together, so their timeout is
-# longer ($all_to s): a rank of the job must arrive within it.
+# once, each in the background with a port of its own (at_once), and are
+# checked in order (one after the other they took 11 s; ASan's and TSan's
+# stages run this test). Their 12 processes start together, so their
+# timeout is longer ($all_to s): a rank of the job must arrive within it.
 all_to=4
-export RONDO_RENDEZVOUS_TIMEOUT_SEC=$all_to
 key=$("$py" -c 'import secrets; print(secrets.token_hex(32))')
-ports=
-for c in 1 2 3 4 5; do
-  # five ports, none next to another (rondo listens on MASTER_PORT + 1)
-  until p=$(free_port) && ! echo " $ports " | grep -q -E " ($((p - 1))|$p|$((p + 1))) "; do :; done
-  ports="$ports $p"
-done
-set -- $ports
-cases=""
 
 # A rank that never arrives: ranks 0 and 1 of 3 wait $all_to s, then both name rank 2.
-(
-  MASTER_PORT=$1; export MASTER_PORT
+missing_rank() {
   t0=$(date +%s)
   start_rank "$tmp/m0" 0 3 "$info"
   start_rank "$tmp/m1" 1 3 "$info"
@@ -204,12 +194,10 @@ cases=""
   done
   [ $((t1 - t0)) -lt 30 ] || fail "a missing rank took $((t1 - t0)) s to report"
   pass "ranks 0 and 1 of 3 without rank 2: both fail naming rank 2 after the $all_to s timeout"
-) > "$tmp/case1" 2>&1 &
-cases="$cases $!"
+}
 
 # Two of four missing: named as a list.
-(
-  MASTER_PORT=$2; export MASTER_PORT
+two_missing() {
   start_rank "$tmp/l0" 0 4 "$info"
   start_rank "$tmp/l2" 2 4 "$info"
   wait_all "two missing ranks"
@@ -217,14 +205,12 @@ cases="$cases $!"
     expect "$tmp/l$r" "ranks 1, 3 did not arrive" "rank $r with ranks 1 and 3 missing"
   done
   pass "ranks 0 and 2 of 4: both name ranks 1, 3"
-) > "$tmp/case2" 2>&1 &
-cases="$cases $!"
+}
 
 # Ranks that disagree on the world's size: the one that differs is turned
 # away at once (the job waits on for the real rank, so that a stranger's
 # hello cannot end it); at the timeout rank 0 fails quoting it too.
-(
-  MASTER_PORT=$3; export MASTER_PORT
+sizes_differ() {
   start_rank "$tmp/s0" 0 2 "$info"
   sleep 0.5 # rank 0 first, so that the other's hello is the one that differs
   start_rank "$tmp/s1" 1 3 "$info"
@@ -236,13 +222,11 @@ cases="$cases $!"
   expect "$tmp/s0" "rank 1 did not arrive within $all_to s \(RONDO_RENDEZVOUS_TIMEOUT_SEC\); rank 0 turned away: rank 1" \
     "rank 0 with WORLD_SIZE 2 and 3"
   pass "WORLD_SIZE=2 on rank 0 and 3 on rank 1: rank 1 turned away at once, rank 0 at the timeout, both quoting both"
-) > "$tmp/case3" 2>&1 &
-cases="$cases $!"
+}
 
 # Two processes with one RANK: the second is turned away, the first and
 # rank 0 wait for rank 2 and then say which hello was turned away.
-(
-  MASTER_PORT=$4; export MASTER_PORT
+rank_twice() {
   start_rank "$tmp/d0" 0 3 "$info"
   start_rank "$tmp/d1" 1 3 "$info"
   start_rank "$tmp/d2" 1 3 "$info"
@@ -251,15 +235,13 @@ cases="$cases $!"
     expect "$tmp/$f" "two processes say they are rank 1" "$f with RANK=1 twice"
   done
   pass "RANK=1 twice: all three processes fail naming rank 1"
-) > "$tmp/case4" 2>&1 &
-cases="$cases $!"
+}
 
 # The job's key (docs/launching.md#who-can-join): a rank without it, or with
 # another, is refused and says so; the job's own ranks wait on and name
 # the missing rank. A key too short, or in a file others may read, fails
 # at once.
-(
-  MASTER_PORT=$5; export MASTER_PORT
+without_key() {
   RONDO_RENDEZVOUS_KEY=$key start_rank "$tmp/y0" 0 2 "$info"
   start_rank "$tmp/y1" 1 2 "$info"
   RONDO_RENDEZVOUS_KEY=${key}x start_rank "$tmp/y2" 1 2 "$info"
@@ -270,15 +252,28 @@ cases="$cases $!"
   expect "$tmp/y2" "rank 1: the rendezvous at 127.0.0.1:$((MASTER_PORT + 1)) refused this process's key" \
     "rank 1 with another key"
   pass "a rank without the key (it looks for the Unix socket) and one with another (refused): each says so, rank 0 waits on and names rank 1"
-) > "$tmp/case5" 2>&1 &
-cases="$cases $!"
+}
 
-bad=
-for c in $cases; do wait "$c" || bad=1; done # (all of them, before $tmp goes)
-for k in 1 2 3 4 5; do cat "$tmp/case$k"; done
-[ -z "$bad" ] || exit 1
+# at_once CASE...: each case in the background, MASTER_PORT a port of its
+# own (none next to another's: rondo listens on MASTER_PORT + 1); then
+# every case's output in order, and a failure if any failed.
+at_once() {
+  ports= running=
+  for c in "$@"; do
+    until p=$(free_port) && ! echo " $ports " | grep -q -E " ($((p - 1))|$p|$((p + 1))) "; do :; done
+    ports="$ports $p"
+    (MASTER_PORT=$p RONDO_RENDEZVOUS_TIMEOUT_SEC=$all_to && export MASTER_PORT RONDO_RENDEZVOUS_TIMEOUT_SEC &&
+      "$c") > "$tmp/case.$c" 2>&1 &
+    running="$running $!"
+  done
+  bad=
+  for p in $running; do wait "$p" || bad=1; done # (all of them, before $tmp goes)
+  for c in "$@"; do cat "$tmp/case.$c"; done
+  [ -z "$bad" ] || exit 1
+}
+at_once missing_rank two_missing sizes_differ rank_twice without_key
+export RONDO_RENDEZVOUS_TIMEOUT_SEC=$to # (the cases below that fail wait it out)
 
-export RONDO_RENDEZVOUS_TIMEOUT_SEC=$to
 MASTER_PORT=$(free_port); export MASTER_PORT
 RONDO_RENDEZVOUS_KEY=$key RONDO_RENDEZVOUS_TIMEOUT_SEC=60 start_rank "$tmp/z0" 0 2 "$info"
 sleep 0.5

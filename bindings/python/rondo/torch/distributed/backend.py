@@ -27,7 +27,7 @@ import weakref
 
 import numpy as np
 import torch
-from torch._C._distributed_c10d import ProcessGroup, ReduceOp, Work
+from torch._C._distributed_c10d import ProcessGroup, ReduceOp
 
 import rondo as _r
 from rondo import RondoError, _lib
@@ -56,15 +56,11 @@ def _nothing(_):
 
 
 class _RequestWork(RondoWork):
-    """The Work of a common call (_common): a request submitted by
+    """The Work of a common call (_submitted): a request submitted by
     address, waited for here, with no closures around it."""
 
     def __init__(self, req, rank, keep, value, adopt):
-        Work.__init__(self)  # (RondoWork's fields, set here: one frame less a call)
-        self._await = self._post = None
-        self._adopt = adopt
-        self._lock = threading.Lock()
-        self._state = _OPEN
+        super().__init__(None, None, adopt)
         self._req = req
         self._rank = rank
         self._keep = keep  # what must live until the request is done
@@ -88,9 +84,11 @@ _fast = _r._fast if hasattr(_r._fast, "reduce_scatter_async") else None
 def _submit(call, *args):
     """The engine submission `call` (allreduce_async, reduce_scatter_async
     or allgather_into_async: rondo_<call>) with args, plain integers, the
-    last the options' address, through _lib's (ctypes): where rondo._fast
-    was not built; the common calls call its function of that name
-    directly otherwise. The request, or minus the submission's status."""
+    last the options' address: through rondo._fast's function of that
+    name where it was built, else through _lib's (ctypes). The request, or
+    minus the submission's status."""
+    if _fast is not None:
+        return getattr(_fast, call)(*args)
     r = ctypes.c_void_p()
     st = getattr(_lib, call)(*args[:-1], ctypes.cast(args[-1], ctypes.POINTER(_lib.AsyncOpts)),
                              ctypes.byref(r))
@@ -131,7 +129,6 @@ def _in_place_ok(src, n, dst, m, rank):
 
 
 _uids = itertools.count()          # local: names the completion threads
-_WAIT_NOW = _lib.ASYNC_WAIT_NOW
 
 
 class ProcessGroupRondo(PointToPoint, ProcessGroup):
@@ -141,7 +138,6 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
     def __init__(self, comm, rank, size, timeout, generation=0):
         super().__init__(rank, size)
         self._comm = comm
-        self._h, self._rank, self._size = comm._h, comm.rank, comm.size  # (the common calls')
         self._timeout = timeout
         # The group's timeout is its comm's: a call that waits longer for
         # another rank fails on every rank that waits. Default groups share
@@ -187,19 +183,23 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         last = self._slots[slot]
         if last is not None:
             self._slots[slot] = None
-            last.settle_quietly()
+            if last._state != _DONE:
+                last.settle_quietly()
         return slot, self._names[slot]
 
     def _work(self, await_request, post):
-        """The Work of the call this thread is making (work.py); the group
-        holds it until the call's name comes round."""
+        """The Work of the call this thread is making (work.py)."""
+        return self._hold(RondoWork(await_request, post, self._done.adopt), self._tl.slot)
+
+    def _hold(self, work, slot):
+        """work, the group's last call from now on, held in its name's slot
+        until the name comes round."""
         last = self._last
         # the group's last call, unclaimed and held by nobody but the group
         # (dropped, or held by C++ only): its completion threads take it
         if last is not None and last._state == _OPEN and sys.getrefcount(last) <= 4:
             last.get_future()
-        work = self._last = RondoWork(await_request, post, self._done.adopt)
-        self._slots[self._tl.slot] = work
+        self._last = self._slots[slot] = work
         return work
 
     def _wait_now(self):
@@ -210,7 +210,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         engine takes the hint only while a request is alone in flight
         anyway (docs/engine.md, "Who runs the cycles")."""
         last = self._last
-        return _WAIT_NOW if last is None or last._state == _DONE else 0
+        return _lib.ASYNC_WAIT_NOW if last is None or last._state == _DONE else 0
 
     def _run(self, name, submit, post):
         """One call: submit(name, flags, **group) -> rondo.Handle; post(result)
@@ -254,19 +254,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         self._tl.slot = slot
         return name
 
-    def _begin(self):
-        """The next common call's slot, name and flags (_slot_name's and
-        _wait_now's, in one step)."""
-        slot = next(self._seq) % _NAME_SLOTS
-        last = self._slots[slot]
-        if last is not None:
-            self._slots[slot] = None
-            if last._state != _DONE:
-                last.settle_quietly()
-        last = self._last
-        return slot, self._names[slot], (_WAIT_NOW if last is None or last._state == _DONE else 0)
-
-    def _common(self, slot, name, req, keep, value):
+    def _submitted(self, slot, name, req, keep, value):
         """The Work of a common call (all_reduce, reduce_scatter_tensor,
         all_gather_into_tensor on plain tensors), submitted by address
         without the general path's closures: req is the request, or minus
@@ -275,16 +263,10 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         if req < 0:
             self._tl.slot = slot
             try:
-                _raise(-req, self._rank)
+                _raise(-req, self._comm.rank)
             except RondoError as err:
                 self._refuse(name, err)
-        last = self._last
-        # (as _work: the group's last call, if nobody but the group holds it)
-        if last is not None and last._state == _OPEN and sys.getrefcount(last) <= 4:
-            last.get_future()
-        work = self._last = _RequestWork(req, self._rank, keep, value, self._done.adopt)
-        self._slots[slot] = work
-        return work
+        return self._hold(_RequestWork(req, self._comm.rank, keep, value, self._done.adopt), slot)
 
     # -- all-reduce
     def allreduce(self, tensors, opts=None):
@@ -297,14 +279,12 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         opc = _OP_CODES.get(_op_name(op))
         if (opc is not None and code is not None and t.is_cpu and t.is_contiguous()
                 and not t.is_sparse and self._coalescing is None):
-            slot, name, flags = self._begin()
+            slot, name = self._name()
             n = t.numel()
             p = t.data_ptr() if n > 0 else None
-            opts = _blocking_opts(t, flags)
-            args = (self._h, name, p, p, n, code, opc, opts[1])
-            req = (_fast.allreduce_async(*args) if _fast is not None
-                   else _submit("allreduce_async", *args))
-            return self._common(slot, name, req, None, tensors)
+            opts = _blocking_opts(t, self._wait_now())
+            req = _submit("allreduce_async", self._comm._h, name, p, p, n, code, opc, opts[1])
+            return self._submitted(slot, name, req, None, tensors)
 
         def prepare(name):
             t = _one(tensors, "all_reduce")
@@ -496,18 +476,17 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
         into output's memory (the engine's all-gather into the caller's
         buffer: no count exchange, no result to copy), in place where input
         is this rank's part of output."""
-        p = self._size
+        p = self._comm.size
         if (self._coalescing is None and _plain(input) and _plain(output)
                 and output.dtype == input.dtype and output.numel() == input.numel() * p):
             nb = input.numel() * input.element_size()
             src = input.data_ptr() if nb else None
             dst = output.data_ptr() if nb else None
-            slot, name, flags = self._begin()
-            opts = _blocking_opts(input, flags, "all_gather_into_tensor", whole=False)
-            args = (self._h, name, src, nb, dst, nb * p, 1, _UINT8, opts[1])
-            req = (_fast.allgather_into_async(*args) if _fast is not None
-                   else _submit("allgather_into_async", *args))
-            return self._common(slot, name, req, input, output)
+            slot, name = self._name()
+            opts = _blocking_opts(input, self._wait_now(), "all_gather_into_tensor", whole=False)
+            req = _submit("allgather_into_async", self._comm._h, name, src, nb, dst, nb * p, 1,
+                          _UINT8, opts[1])
+            return self._submitted(slot, name, req, input, output)
 
         def prepare(name):
             _check_tensor(input, "_allgather_base input")
@@ -631,7 +610,7 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
 
     def _reduce_scatter_base(self, output, input, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
-        p = self._size
+        p = self._comm.size
         code = CODES.get(getattr(output, "dtype", None))
         opc = _OP_CODES.get(_op_name(op))
         if (self._coalescing is None and code is not None and opc is not None and _plain(input)
@@ -640,14 +619,13 @@ class ProcessGroupRondo(PointToPoint, ProcessGroup):
             row = output.numel()
             nb = row * output.element_size()
             lo, d = input.data_ptr(), output.data_ptr()
-            if _in_place_ok(lo, nb * p, d, nb, self._rank):
-                slot, name, flags = self._begin()
-                opts = _blocking_opts(output, flags, "reduce_scatter_tensor")
+            if _in_place_ok(lo, nb * p, d, nb, self._comm.rank):
+                slot, name = self._name()
+                opts = _blocking_opts(output, self._wait_now(), "reduce_scatter_tensor")
                 lo, d = (lo, d) if nb else (None, None)
-                args = (self._h, name, lo, d, p, row, code, opc, opts[1])
-                req = (_fast.reduce_scatter_async(*args) if _fast is not None
-                       else _submit("reduce_scatter_async", *args))
-                return self._common(slot, name, req, input, [output])
+                req = _submit("reduce_scatter_async", self._comm._h, name, lo, d, p, row, code,
+                              opc, opts[1])
+                return self._submitted(slot, name, req, input, [output])
 
         def prepare(name):
             _check_tensor(output, "reduce_scatter_tensor output")

@@ -120,10 +120,7 @@ class RondoWork(Work):
     # -- torch's Work interface
     def wait(self, timeout=None):
         if self._state != _DONE:
-            if self._take(_RUNNING):
-                self.complete()
-            else:
-                self.settle_quietly()
+            self.settle_quietly()
         if self._error is not None:
             raise self._error
         return True
