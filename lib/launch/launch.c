@@ -139,27 +139,37 @@ rondo_status_t launch_check_world(int collective)
     snprintf(why, sizeof why, "%s", rondo_last_error());
   else
     contradiction(&v, rank, size, why, sizeof why);
-  /* Under an MPI launcher, LOCAL_RANK (SLURM_LOCALID) against MPI's node,
-   * where every rank takes part (the split is collective). Not through the
-   * rendezvous: torchrun's LOCAL_RANK counts an agent's workers, and two
-   * agents may share a host. */
-  if (collective && size > 1 && !by_rendezvous) {
-    int local = 0, local_size = 1;
-    RONDO_CHECK(mpi_local_rank(&local, &local_size));
-    if (why[0] == '\0' && v.mpi_launcher != NULL && v.local_rank >= 0 && v.local_rank != local)
-      snprintf(why, sizeof why,
-               "%s=%d, but this process is rank %d of the %d processes MPI puts on its node: "
-               "unset it, or make it MPI's",
-               v.local_var, v.local_rank, local, local_size);
-  }
   if (strcmp(description, "not started") == 0)
     snprintf(description, sizeof description, "MPI was initialized by the application");
   /* Every rank learns whether any rank disagrees. */
   int bad = why[0] != '\0', first = bad ? rank : size;
   if (!collective && size > 1)
     return bad ? rondo__fail(RONDO_ERR_LAUNCH, "%s", why) : RONDO_SUCCESS;
-  if (size > 1)
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (size > 1) {
+    /* Under an MPI launcher, LOCAL_RANK (SLURM_LOCALID) against MPI's
+     * node. The split is collective, and on an oversubscribed node costs
+     * a scheduler slice or more a step: it runs only where some rank has
+     * such a variable, which the same all-reduce tells every rank. Not
+     * through the rendezvous: torchrun's LOCAL_RANK counts an agent's
+     * workers, and two agents may share a host. */
+    int want = !by_rendezvous && !bad && v.mpi_launcher != NULL && v.local_rank >= 0;
+    int in[2] = {first, -want}, out[2];
+    MPI_CHECK(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    first = out[0];
+    if (out[1] < 0) {
+      int local = 0, local_size = 1;
+      RONDO_CHECK(mpi_local_rank(&local, &local_size));
+      if (want && v.local_rank != local) {
+        snprintf(why, sizeof why,
+                 "%s=%d, but this process is rank %d of the %d processes MPI puts on its node: "
+                 "unset it, or make it MPI's",
+                 v.local_var, v.local_rank, local, local_size);
+        bad = 1;
+      }
+      int mine = bad ? rank : size;
+      MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    }
+  }
   if (first == size)
     return RONDO_SUCCESS;
   if (bad)

@@ -162,9 +162,18 @@ static unsigned machine_key(void)
 /* Ranks of comm on this machine (machine_key): network namespaces (the
  * multi-host test bed) or containers can split one machine into several
  * MPI nodes whose ranks still share its cores. Two keys with the same
- * hash count as one machine, which can only overstate sharing. */
-static rondo_status_t machine_ranks(MPI_Comm comm, int rank, int *out)
+ * hash count as one machine, which can only overstate sharing. A comm
+ * whose ranks all share one node (real_local_size, the same on every rank
+ * then) is on one machine: no split, which on an oversubscribed node costs
+ * MPI's blocking collective a scheduler slice or more a step. */
+static rondo_status_t machine_ranks(MPI_Comm comm, int rank, int real_local_size, int *out)
 {
+  int size;
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (real_local_size == size) {
+    *out = size;
+    return RONDO_SUCCESS;
+  }
   MPI_Comm same;
   MPI_CHECK(MPI_Comm_split(comm, (int)(machine_key() & 0x7fffffff), rank, &same));
   rondo_status_t st = RONDO_SUCCESS;
@@ -231,7 +240,9 @@ static rondo_status_t number_nodes(MPI_Comm comm, int rank, topo_t *t)
   return RONDO_SUCCESS;
 }
 
-/* cross[g]: the owners of slice g, one per node, ordered by node. */
+/* cross[g]: the owners of slice g, one per node, ordered by node. On one
+ * node (node_count, the same on every rank) each is its owner alone: a
+ * duplicate of MPI_COMM_SELF, without a collective over comm. */
 static rondo_status_t make_cross(MPI_Comm comm, topo_t *t)
 {
   t->slices = t->max_local;
@@ -243,6 +254,11 @@ static rondo_status_t make_cross(MPI_Comm comm, topo_t *t)
   for (int g = 0; g < t->slices; g++) {
     int mine = t->cross != NULL && topo_owner(g, t->local_size) == t->local_rank;
     MPI_Comm none = MPI_COMM_NULL;
+    if (t->node_count == 1) {
+      if (mine)
+        MPI_CHECK(MPI_Comm_dup(MPI_COMM_SELF, &t->cross[g]));
+      continue;
+    }
     MPI_CHECK(MPI_Comm_split(comm, mine ? 0 : MPI_UNDEFINED, t->node_id,
                              t->cross != NULL ? &t->cross[g] : &none));
   }
@@ -264,7 +280,7 @@ rondo_status_t topo_create(MPI_Comm comm, int rank, int node_size, topo_t *t)
   MPI_CHECK_GOTO(MPI_Comm_size(real, &t->real_local_size), st, fail);
   RONDO_CHECK_GOTO(probe_hw(real, t), st, fail);
   int on_machine;
-  RONDO_CHECK_GOTO(machine_ranks(comm, rank, &on_machine), st, fail);
+  RONDO_CHECK_GOTO(machine_ranks(comm, rank, t->real_local_size, &on_machine), st, fail);
   if (on_machine > t->real_local_size)
     t->real_local_size = on_machine; /* several MPI nodes on one machine */
   t->oversubscribed = t->avail_cores > 0 && t->real_local_size > t->avail_cores;
@@ -277,13 +293,15 @@ rondo_status_t topo_create(MPI_Comm comm, int rank, int node_size, topo_t *t)
   if (k > 0) {
     MPI_CHECK_GOTO(MPI_Comm_split(real, real_rank / k, real_rank, &t->node), st, fail);
   } else {
-    MPI_CHECK_GOTO(MPI_Comm_dup(real, &t->node), st, fail);
+    t->node = real; /* the node comm itself (its own communicator already) */
+    real = MPI_COMM_NULL;
   }
   MPI_CHECK_GOTO(MPI_Comm_rank(t->node, &t->local_rank), st, fail);
   MPI_CHECK_GOTO(MPI_Comm_size(t->node, &t->local_size), st, fail);
   RONDO_CHECK_GOTO(number_nodes(comm, rank, t), st, fail);
   RONDO_CHECK_GOTO(make_cross(comm, t), st, fail);
-  MPI_CHECK_LOG(MPI_Comm_free(&real));
+  if (real != MPI_COMM_NULL)
+    MPI_CHECK_LOG(MPI_Comm_free(&real));
   return RONDO_SUCCESS;
 
 fail:
