@@ -40,8 +40,9 @@
 # (OUTSIDER_FUZZ_UNIX_COUNT, 150), never claiming the missing rank 1.
 # No outsider is admitted or told anything beyond the greeting, and every
 # job forms and passes: rank 0's "0 failed" line and exit 0 on both ranks.
-# OUTSIDER_ROWS="1 5 F" runs some rows; OUTSIDER_VALGRIND=1 runs rows 1, 3
-# and 7 (or OUTSIDER_ROWS) with rank 0 under valgrind (about 20 s; opt-in).
+# OUTSIDER_ROWS="1 5 F" runs some rows, one after the other (without it
+# every row, in two lanes at once); OUTSIDER_VALGRIND=1 runs rows 1, 3 and 7
+# (or OUTSIDER_ROWS) with rank 0 under valgrind (about 20 s; opt-in).
 # OUTSIDER_KEEP=DIR keeps every output.
 . "${top_srcdir:-.}/tests/launch/common.sh"
 needs_mpich
@@ -68,6 +69,27 @@ if [ "${OUTSIDER_VALGRIND:-0}" = 1 ]; then
   export RONDO_RENDEZVOUS_TIMEOUT_SEC=$timeout_sec
 fi
 for f in "$coll" "$bench"; do [ -x "$f" ] || fail "$f is not built"; done
+
+# Two lanes at once: a row mostly waits (for its job to form, for a time
+# limit), so without OUTSIDER_ROWS the rows run in two copies of this
+# script, each with rows of its own, their outputs shown one after the
+# other. The rows on the Unix socket (U, FU) share a lane: U opens
+# /tmp/rondo-<uid> to another user for a moment.
+if [ -z "${OUTSIDER_ROWS:-}" ]; then
+  lane_a="0 1 2 3 4 5 8 9 F" lane_b="5b 6 7 7b U FU"
+  [ -n "$vg" ] && lane_a="1 3" lane_b="7"
+  OUTSIDER_ROWS=$lane_a sh "$0" > "$tmp/lane-a" 2>&1 &
+  pid_a=$!
+  OUTSIDER_ROWS=$lane_b sh "$0" > "$tmp/lane-b" 2>&1
+  rc_b=$?
+  wait "$pid_a"
+  rc_a=$?
+  cat "$tmp/lane-a" "$tmp/lane-b"
+  [ $rc_a = 77 ] && [ $rc_b = 77 ] && exit 77
+  [ $rc_a = 0 ] && [ $rc_b = 0 ] && exit 0
+  echo "FAIL: lane of rows $lane_a: exit $rc_a; lane of rows $lane_b: exit $rc_b"
+  exit 1
+fi
 failed=0
 summary=
 
