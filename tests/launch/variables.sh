@@ -173,10 +173,10 @@ for victim in 1 0; do
 done
 pass "a rank killed mid-job (rank 1, then rank 0): the other ends at once with exit status 75, saying why"
 
-# The five cases below each wait out the rendezvous timeout: they run at
+# The seven cases below each wait out the rendezvous timeout: they run at
 # once, each in the background with a port of its own (at_once), and are
-# checked in order (one after the other they took 11 s; ASan's and TSan's
-# stages run this test). Their 12 processes start together, so their
+# checked in order (one after the other they took 15 s; ASan's and TSan's
+# stages run this test). Their 16 processes start together, so their
 # timeout is longer ($all_to s): a rank of the job must arrive within it.
 all_to=4
 key=$("$py" -c 'import secrets; print(secrets.token_hex(32))')
@@ -257,6 +257,49 @@ without_key() {
 # at_once CASE...: each case in the background, MASTER_PORT a port of its
 # own (none next to another's: rondo listens on MASTER_PORT + 1); then
 # every case's output in order, and a failure if any failed.
+# A rendezvous port taken by another program that accepts and never
+# answers (TCP: a job with a key): rank 0 says it cannot listen, rank 1
+# reaches the other program and gives up.
+taken_port() {
+  port=$MASTER_PORT
+  "$py" -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(8)
+print("listening", flush=True)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)' "$port" > "$tmp/listener" 2>&1 &
+  listener=$!
+  wait_for "$tmp/listener" listening
+  RONDO_RENDEZVOUS=127.0.0.1:$port RONDO_RENDEZVOUS_KEY=$key
+  export RONDO_RENDEZVOUS RONDO_RENDEZVOUS_KEY
+  start_rank "$tmp/p0" 0 2 "$info"
+  start_rank "$tmp/p1" 1 2 "$info"
+  wait_all "a taken port"
+  kill "$listener" 2>/dev/null
+  wait "$listener" 2>/dev/null
+  expect "$tmp/p0" "rank 0 cannot listen on port $port for the rendezvous \(from RONDO_RENDEZVOUS\): Address already in use" \
+    "rank 0 on a taken port"
+  expect "$tmp/p1" "rank 1: the rendezvous at 127.0.0.1:$port gave no answer in time \(is another program listening on that port\?\)" \
+    "rank 1 on a taken port"
+  pass "a rendezvous port another program holds: rank 0 says it cannot listen, rank 1 that nobody answered"
+}
+
+# An unreachable rendezvous (nobody at the address), a Unix socket (one
+# host, no key) and TCP (a key), both at once.
+unreachable() {
+  port=$MASTER_PORT
+  start_rank "$tmp/u0" 1 2 env RONDO_RENDEZVOUS=127.0.0.1:$port "$info"
+  start_rank "$tmp/u1" 1 2 env RONDO_RENDEZVOUS=127.0.0.1:$port RONDO_RENDEZVOUS_KEY=$key "$info"
+  wait_all "an unreachable rendezvous"
+  expect "$tmp/u0" "rank 1 could not reach the rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-$port \(No such file or directory\) within $all_to s" \
+    "an unreachable rendezvous (one host, no key)"
+  expect "$tmp/u1" "rank 1 could not reach the rendezvous at 127.0.0.1:$port \(Connection refused\) within $all_to s" \
+    "an unreachable rendezvous (a key: TCP)"
+  pass "an unreachable rendezvous, a Unix socket and TCP: named with its address, where it came from, and why"
+}
+
 at_once() {
   ports= running=
   for c in "$@"; do
@@ -271,7 +314,7 @@ at_once() {
   for c in "$@"; do cat "$tmp/case.$c"; done
   [ -z "$bad" ] || exit 1
 }
-at_once missing_rank two_missing sizes_differ rank_twice without_key
+at_once missing_rank two_missing sizes_differ rank_twice without_key taken_port unreachable
 export RONDO_RENDEZVOUS_TIMEOUT_SEC=$to # (the cases below that fail wait it out)
 
 MASTER_PORT=$(free_port); export MASTER_PORT
@@ -355,41 +398,3 @@ fake "$tmp/f4" http tcp "$port" -- RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.
 expect "$tmp/f4" "rank 1: 127.0.0.1:$port is not a rondo rendezvous \(it answered 'HTTP/1.1 400 Bad Request" \
   "a rank against a web server"
 pass "impostors on rank 0's address: one that asks for no key, one that cannot prove the key, one that asks a keyless rank for one, a web server: each refused, saying why"
-
-# The port is taken by another program that accepts and never answers
-# (TCP: a job with a key): rank 0 cannot listen there, rank 1 reaches the
-# other program and gives up.
-export RONDO_RENDEZVOUS_KEY=$key
-port=$(free_port)
-"$py" -c '
-import socket, sys, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(8)
-print("listening", flush=True)
-conns = []
-while True:
-    c, _ = s.accept(); conns.append(c)' "$port" > "$tmp/listener" 2>&1 &
-listener=$!
-wait_for "$tmp/listener" listening
-export RONDO_RENDEZVOUS=127.0.0.1:$port
-start_rank "$tmp/p0" 0 2 "$info"
-start_rank "$tmp/p1" 1 2 "$info"
-wait_all "a taken port"
-unset RONDO_RENDEZVOUS RONDO_RENDEZVOUS_KEY
-kill "$listener" 2>/dev/null
-wait "$listener" 2>/dev/null
-expect "$tmp/p0" "rank 0 cannot listen on port $port for the rendezvous \(from RONDO_RENDEZVOUS\): Address already in use" \
-  "rank 0 on a taken port"
-expect "$tmp/p1" "rank 1: the rendezvous at 127.0.0.1:$port gave no answer in time \(is another program listening on that port\?\)" \
-  "rank 1 on a taken port"
-pass "a rendezvous port another program holds: rank 0 says it cannot listen, rank 1 that nobody answered"
-
-# Unreachable: nobody listens.
-port=$(free_port)
-expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port
-expect "$tmp/a" "rank 1 could not reach the rendezvous at unix:/tmp/rondo-$(id -u)/rendezvous-$port \(No such file or directory\) within $to s" \
-  "an unreachable rendezvous (one host, no key)"
-expect_alone RANK=1 WORLD_SIZE=2 RONDO_RENDEZVOUS=127.0.0.1:$port RONDO_RENDEZVOUS_KEY=$key
-expect "$tmp/a" "rank 1 could not reach the rendezvous at 127.0.0.1:$port \(Connection refused\) within $to s" \
-  "an unreachable rendezvous (a key: TCP)"
-pass "an unreachable rendezvous, a Unix socket and TCP: named with its address, where it came from, and why"
