@@ -21,4 +21,10 @@ run() {
   timeout --kill-after=10 300 "$mpiexec" -n "$n" "$train" "$@" </dev/null >"$tmp/out" 2>"$tmp/err"
 }
 show() { echo "--- stdout"; cat "$tmp/out"; echo "--- stderr"; cat "$tmp/err"; }
+# subset: true in the Open MPI stage of scripts/test.sh (TRAIN_TEST_SUBSET=mpi),
+# which runs a test's cases that reach MPI in ways of their own (a layout
+# of each kind, the messages, windows, checkpoints and a killed rank); the
+# repeats at other layouts and the convergence runs, which take no other
+# MPI path, run on MPICH in the other stages.
+subset() { [ "${TRAIN_TEST_SUBSET:-all}" = mpi ]; }
 weights() { "$py" "$srcdir/tests/train/weights.py" "$@"; }
