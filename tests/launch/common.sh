@@ -31,9 +31,11 @@ needs_mpich() {
 # torchrun's, prefixed, and leave their stdout alone. The agent looks at
 # its workers every --monitor_interval seconds (torch's default: 5), so a
 # job ends up to that long after its last worker: 0.25 here (a later
-# --monitor_interval in ARGS wins). torchrun_flags: these, for scripts
-# that start torchrun themselves (multihost.sh).
-torchrun_flags="--redirects 2 --tee 2 --monitor_interval 0.25"
+# --monitor_interval in ARGS wins). Its logs go to this test's scratch
+# folder, removed on exit (torch's default is a new /tmp/torchelastic_*
+# each run, left behind). torchrun_flags: these, for scripts that start
+# torchrun themselves (multihost.sh).
+torchrun_flags="--redirects 2 --tee 2 --monitor_interval 0.25 --log_dir $tmp/torchrun"
 torchrun() {
   timeout --kill-after=10 "${RONDO_TEST_TIMEOUT:-300}" \
     "$python" -m torch.distributed.run $torchrun_flags "$@"
