@@ -61,16 +61,22 @@ rondo_mpi_env() {
   fi
 }
 
+# rondo_autogen: makes ./configure where it is missing (a clean clone).
+rondo_autogen() {
+  [ -x "$RONDO_TOP/configure" ] || (cd "$RONDO_TOP" && ./autogen.sh >/dev/null)
+}
+
 # rondo_configure DIR [configure args...]: configure DIR (once) with
-# $RONDO_CC and $RONDO_MPIEXEC.
+# $RONDO_CC and $RONDO_MPIEXEC; prints the configuration's summary.
 rondo_configure() {
   dir=$1; shift
-  [ -x "$RONDO_TOP/configure" ] || (cd "$RONDO_TOP" && ./autogen.sh >/dev/null)
+  rondo_autogen
   mkdir -p "$dir"
-  [ -f "$dir/Makefile" ] && return 0
-  (cd "$dir" && "$RONDO_TOP/configure" CC="$RONDO_CC" MPIEXEC="$RONDO_MPIEXEC" "$@") \
-    > "$dir/configure.out" 2>&1 || { cat "$dir/configure.out"; return 1; }
-  sed -n '/^rondo .* configuration/,$p' "$dir/configure.out"
+  if [ ! -f "$dir/Makefile" ]; then
+    (cd "$dir" && "$RONDO_TOP/configure" CC="$RONDO_CC" MPIEXEC="$RONDO_MPIEXEC" "$@") \
+      > "$dir/configure.out" 2>&1 || { cat "$dir/configure.out"; return 1; }
+  fi
+  sed -n '/^rondo .* configuration/,$p' "$dir/configure.out" 2>/dev/null
 }
 
 # rondo_build DIR [configure args...]: configure (once) and build in DIR.

@@ -90,25 +90,26 @@ build_check_programs() {
     { tail -n 40 "$dir/make.out"; return 1; }
 }
 
-# summary DIR: the configuration that configure printed in DIR.
-summary() { sed -n '/^rondo .* configuration/,$p' "$1/configure.out" 2>/dev/null; }
+# Each stage's configure arguments, and its MPI (use_openmpi).
+asan_args="--enable-sanitizers --disable-static"
+tsan_args="--enable-sanitizers=thread --disable-static"
+openmpi_args="--disable-static"
+use_openmpi() { RONDO_CC=mpicc.openmpi; RONDO_MPIEXEC=$(command -v mpiexec.openmpi); }
 
 # The four configures run at once: each is mostly one shell's serial work
 # (about 15 s here), so together they take little more than one. A stage
 # whose configure failed runs it again, and shows why.
-[ -x "$RONDO_TOP/configure" ] || (cd "$RONDO_TOP" && ./autogen.sh >/dev/null)
+rondo_autogen
 echo "== configuring build/, build-asan/, build-tsan/ and build-openmpi/ at once"
 rondo_configure "$RONDO_TOP/build" > /dev/null 2>&1 &
-rondo_configure "$RONDO_TOP/build-asan" --enable-sanitizers --disable-static > /dev/null 2>&1 &
-rondo_configure "$RONDO_TOP/build-tsan" --enable-sanitizers=thread --disable-static > /dev/null 2>&1 &
-(RONDO_CC=mpicc.openmpi RONDO_MPIEXEC=$(command -v mpiexec.openmpi) &&
-  rondo_configure "$RONDO_TOP/build-openmpi" --disable-static) > /dev/null 2>&1 &
+rondo_configure "$RONDO_TOP/build-asan" $asan_args > /dev/null 2>&1 &
+rondo_configure "$RONDO_TOP/build-tsan" $tsan_args > /dev/null 2>&1 &
+(use_openmpi && rondo_configure "$RONDO_TOP/build-openmpi" $openmpi_args) > /dev/null 2>&1 &
 wait
 
 status=0
 echo "== 1/4 configure and make distcheck (build/)"
 rondo_configure "$RONDO_TOP/build"
-summary "$RONDO_TOP/build"
 # -j (here and below): the compile runs in parallel, the tests one at a
 # time (Makefile.am: on 2 cores two tests at once took longer than one
 # after the other, as did a build beside them, even at nice 19).
@@ -124,8 +125,7 @@ run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" -j"$(npro
 tally "$RONDO_TOP/build/distcheck.out" "$RONDO_TOP/build"
 
 echo "== 2/4 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
-rondo_build "$RONDO_TOP/build-asan" --enable-sanitizers --disable-static
-summary "$RONDO_TOP/build-asan"
+rondo_build "$RONDO_TOP/build-asan" $asan_args
 # (print-sanitizer-tests: Makefile.am says which and why)
 run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" -j"$(nproc)" check \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build-asan" print-sanitizer-tests)" || status=1
@@ -134,8 +134,7 @@ tally "$RONDO_TOP/build-asan/check.out" "$RONDO_TOP/build-asan"
 echo "== 3/4 ThreadSanitizer, threaded tests (build-tsan/)"
 # UCX's memory hooks (libucm, under MPICH's ch4:ucx) crash in TSan's
 # interceptors when a thread exits; rondo does not need them.
-rondo_build "$RONDO_TOP/build-tsan" --enable-sanitizers=thread --disable-static
-summary "$RONDO_TOP/build-tsan"
+rondo_build "$RONDO_TOP/build-tsan" $tsan_args
 # (print-thread-sanitizer-tests: Makefile.am says which and why)
 tsan_tests=$(make -s --no-print-directory -C "$RONDO_TOP/build-tsan" print-thread-sanitizer-tests)
 build_check_programs "$RONDO_TOP/build-tsan" $tsan_tests || status=1
@@ -145,10 +144,8 @@ UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 tally "$RONDO_TOP/build-tsan/check.out" "$RONDO_TOP/build-tsan"
 
 echo "== 4/4 Open MPI 4.1 (build-openmpi/)"
-RONDO_CC=mpicc.openmpi
-RONDO_MPIEXEC=$(command -v mpiexec.openmpi)
-rondo_build "$RONDO_TOP/build-openmpi" --disable-static
-summary "$RONDO_TOP/build-openmpi"
+use_openmpi
+rondo_build "$RONDO_TOP/build-openmpi" $openmpi_args
 ompi_tests=$(make -s --no-print-directory -C "$RONDO_TOP/build-openmpi" print-openmpi-tests)
 build_check_programs "$RONDO_TOP/build-openmpi" $ompi_tests || status=1
 # TRAIN_TEST_SUBSET=mpi: rondo-train's tests run their cases that reach MPI in
