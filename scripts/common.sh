@@ -66,14 +66,47 @@ rondo_autogen() {
   [ -x "$RONDO_TOP/configure" ] || (cd "$RONDO_TOP" && ./autogen.sh >/dev/null)
 }
 
+# rondo_unwrap: the compiler the MPI wrapper $RONDO_CC calls, called
+# directly, with the wrapper's flags as configure's CPPFLAGS, LDFLAGS and
+# LIBS (RONDO_CPPFLAGS, RONDO_LDFLAGS, RONDO_LIBS; rondo_configure passes
+# them). The same compile and link; the wrapper's shell costs about 0.13 s
+# a file here (scripts/test.sh's sanitizer and Open MPI stages; stage 1
+# and scripts/run.sh keep the wrapper, as a user's ./configure does). MPICH
+# says its command with -show, Open MPI with --showme.
+rondo_unwrap() {
+  show=$("$RONDO_CC" -show 2>/dev/null) || show=$("$RONDO_CC" --showme 2>/dev/null) ||
+    { echo "rondo_unwrap: $RONDO_CC -show and --showme failed" >&2; return 1; }
+  cc= RONDO_CPPFLAGS= RONDO_LDFLAGS= RONDO_LIBS=
+  for word in $show; do
+    case $word in
+      -I* | -D*) RONDO_CPPFLAGS="$RONDO_CPPFLAGS $word" ;;
+      -L* | -Wl,*) RONDO_LDFLAGS="$RONDO_LDFLAGS $word" ;;
+      -l*) RONDO_LIBS="$RONDO_LIBS $word" ;;
+      *) cc="${cc:+$cc }$word" ;;
+    esac
+  done
+  RONDO_CC=$cc
+}
+
+# The shell configure, make and libtool run: dash where there is one. Under
+# bash, libtool's start-up costs more than the compile it wraps (the
+# library built in 30 s with dash, 35-50 with bash, 52-60 with bash and
+# the MPI wrapper, -j2 here). The tests' scripts are POSIX sh.
+RONDO_SHELL=/bin/sh
+[ -x /bin/dash ] && RONDO_SHELL=/bin/dash
+
 # rondo_configure DIR [configure args...]: configure DIR (once) with
-# $RONDO_CC and $RONDO_MPIEXEC; prints the configuration's summary.
+# $RONDO_CC (and rondo_unwrap's flags, once called) and $RONDO_MPIEXEC;
+# prints the configuration's summary.
 rondo_configure() {
   dir=$1; shift
   rondo_autogen
   mkdir -p "$dir"
   if [ ! -f "$dir/Makefile" ]; then
-    (cd "$dir" && "$RONDO_TOP/configure" CC="$RONDO_CC" MPIEXEC="$RONDO_MPIEXEC" "$@") \
+    (cd "$dir" && CONFIG_SHELL=$RONDO_SHELL $RONDO_SHELL "$RONDO_TOP/configure" \
+      CONFIG_SHELL=$RONDO_SHELL CC="$RONDO_CC" MPIEXEC="$RONDO_MPIEXEC" \
+      ${RONDO_CPPFLAGS:+CPPFLAGS="$RONDO_CPPFLAGS"} ${RONDO_LDFLAGS:+LDFLAGS="$RONDO_LDFLAGS"} \
+      ${RONDO_LIBS:+LIBS="$RONDO_LIBS"} "$@") \
       > "$dir/configure.out" 2>&1 || { cat "$dir/configure.out"; return 1; }
   fi
   sed -n '/^rondo .* configuration/,$p' "$dir/configure.out" 2>/dev/null
