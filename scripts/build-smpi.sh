@@ -16,14 +16,17 @@ for tool in smpicc smpirun; do
   command -v "$tool" >/dev/null 2>&1 ||
     { echo "build-smpi.sh: $tool not found: install SimGrid (apt-get install libsimgrid-dev)" >&2; exit 1; }
 done
-[ -x "$src/configure" ] || (cd "$src" && ./autogen.sh)
+RONDO_TOP=$src
+. "$src/scripts/common.sh" # RONDO_SHELL: configure, make and libtool in dash
+rondo_autogen
 mkdir -p "$dir"
 cd "$dir"
 # configure again when it changed since (make would rerun it without
 # SMPI_PRETEND_CC, and fail)
 if [ ! -f config.status ] || [ "$src/configure" -nt config.status ]; then
   echo "== configuring for SMPI in $(pwd) (configure.log)"
-  SMPI_PRETEND_CC=1 "$src/configure" CC=smpicc MPIEXEC=smpirun LD=/usr/bin/ld \
+  SMPI_PRETEND_CC=1 CONFIG_SHELL=$RONDO_SHELL $RONDO_SHELL "$src/configure" CONFIG_SHELL=$RONDO_SHELL \
+    CC=smpicc MPIEXEC=smpirun LD=/usr/bin/ld \
     CFLAGS="${CFLAGS:--O2 -g0}" --disable-shared --enable-static --disable-train \
     --without-cuda --without-nccl > configure.log 2>&1 ||
     { tail -n 20 configure.log >&2; exit 1; }

@@ -1,5 +1,6 @@
-# Shared by scripts/run.sh and scripts/test.sh: install what is missing
-# (Debian packages only), then configure and build out of tree.
+# Shared by scripts/run.sh and scripts/test.sh (and build-smpi.sh, for its
+# shell): install what is missing (Debian packages only), then configure
+# and build out of tree.
 # Sourced, not run.
 
 # The Debian packages a build and 'make check' need (python3-matplotlib:
