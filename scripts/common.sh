@@ -71,9 +71,9 @@ rondo_autogen() {
 # directly, with the wrapper's flags as configure's CPPFLAGS, LDFLAGS and
 # LIBS (RONDO_CPPFLAGS, RONDO_LDFLAGS, RONDO_LIBS; rondo_configure passes
 # them). The same compile and link; the wrapper's shell costs about 0.13 s
-# a file here (scripts/test.sh's sanitizer and Open MPI stages; stage 1
-# and scripts/run.sh keep the wrapper, as a user's ./configure does). MPICH
-# says its command with -show, Open MPI with --showme.
+# a file here (scripts/test.sh's stages; scripts/run.sh keeps the wrapper,
+# as a user's ./configure does). MPICH says its command with -show, Open
+# MPI with --showme.
 rondo_unwrap() {
   show=$("$RONDO_CC" -show 2>/dev/null) || show=$("$RONDO_CC" --showme 2>/dev/null) ||
     { echo "rondo_unwrap: $RONDO_CC -show and --showme failed" >&2; return 1; }

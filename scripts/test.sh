@@ -99,13 +99,15 @@ use_openmpi() { RONDO_CC=mpicc.openmpi; RONDO_MPIEXEC=$(command -v mpiexec.openm
 # The four configures run at once: each is mostly one shell's serial work
 # (about 15 s here), so together they take little more than one. A stage
 # whose configure failed runs it again, and shows why.
-# Stage 1 builds with the MPI wrapper, as a user's ./configure does; the
-# other stages with the compiler it calls (rondo_unwrap, scripts/common.sh).
+# Every stage compiles with the compiler the MPI wrapper calls, and the
+# wrapper's flags (rondo_unwrap, scripts/common.sh); scripts/run.sh keeps
+# the wrapper, as a user's ./configure does.
+rondo_unwrap
 rondo_autogen
 echo "== configuring build/, build-asan/, build-tsan/ and build-openmpi/ at once"
 rondo_configure "$RONDO_TOP/build" > /dev/null 2>&1 &
-(rondo_unwrap && rondo_configure "$RONDO_TOP/build-asan" $asan_args) > /dev/null 2>&1 &
-(rondo_unwrap && rondo_configure "$RONDO_TOP/build-tsan" $tsan_args) > /dev/null 2>&1 &
+rondo_configure "$RONDO_TOP/build-asan" $asan_args > /dev/null 2>&1 &
+rondo_configure "$RONDO_TOP/build-tsan" $tsan_args > /dev/null 2>&1 &
 (use_openmpi && rondo_unwrap && rondo_configure "$RONDO_TOP/build-openmpi" $openmpi_args) > /dev/null 2>&1 &
 wait
 
@@ -120,16 +122,15 @@ rondo_configure "$RONDO_TOP/build"
 # build is static only) and every test runs the shared one.
 # check_PROGRAMS: the programs those tests run (not the unit tests, which
 # stage 2 runs: 10 s of compiling).
-# CONFIG_SHELL: the copy's configure, make and libtool run in dash too
-# (RONDO_SHELL, scripts/common.sh).
+# The copy's configure gets the same compiler, flags and shell (its
+# configure, make and libtool run in dash too).
 CONFIG_SHELL=$RONDO_SHELL run_logged "$RONDO_TOP/build/distcheck.out" make -C "$RONDO_TOP/build" -j"$(nproc)" distcheck \
-  DISTCHECK_CONFIGURE_FLAGS="CC=$RONDO_CC MPIEXEC=$RONDO_MPIEXEC CONFIG_SHELL=$RONDO_SHELL --disable-static" \
+  DISTCHECK_CONFIGURE_FLAGS="CC='$RONDO_CC' CPPFLAGS='$RONDO_CPPFLAGS' LDFLAGS='$RONDO_LDFLAGS' LIBS='$RONDO_LIBS' MPIEXEC=$RONDO_MPIEXEC CONFIG_SHELL=$RONDO_SHELL --disable-static" \
   TESTS="$(make -s --no-print-directory -C "$RONDO_TOP/build" print-plain-tests)" \
   check_PROGRAMS="$(make -s --no-print-directory -C "$RONDO_TOP/build" print-plain-programs)" || status=1
 tally "$RONDO_TOP/build/distcheck.out" "$RONDO_TOP/build"
 
 echo "== 2/4 AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
-rondo_unwrap # (stages 2 and 3)
 rondo_build "$RONDO_TOP/build-asan" $asan_args
 # (print-sanitizer-tests: Makefile.am says which and why)
 run_logged "$RONDO_TOP/build-asan/check.out" make -C "$RONDO_TOP/build-asan" -j"$(nproc)" check \
