@@ -11,7 +11,10 @@ rondo-bench's C figure for the same collective:
 float32 CPU tensors of -b to -e bytes (the whole tensor; times -f):
 dist.all_reduce of the whole tensor, dist.reduce_scatter_tensor of the
 whole tensor into this rank's shard, dist.all_gather_into_tensor of the
-shard into the whole tensor. Each call runs in loops of `calls` calls
+shard into the whole tensor; then both again in place, as sharded
+training calls them on a flat buffer (the shard is this rank's slice of
+the whole tensor: the output of the reduce-scatter, the input of the
+all-gather). Each call runs in loops of `calls` calls
 (about 0.2 s of them) between barriers; a cell is the best loop's mean per
 call, of the slowest rank (-r loops). bench/torch_distributed.py times the
 same calls in alternating rounds instead, against gloo. Every result is
@@ -58,6 +61,15 @@ def check(rank, n, full, shard, out):
     dist.all_reduce(full)
     if not torch.equal(full, want * n):
         raise SystemExit("torch_call_loop.py: all_reduce: a wrong result")
+    mine = full.narrow(0, rank * k, k)  # the in-place forms
+    full.copy_(torch.arange(full.numel()) % 7 + rank)
+    dist.reduce_scatter_tensor(mine, full)
+    if not torch.equal(mine, base * n + n * (n - 1) // 2):
+        raise SystemExit("torch_call_loop.py: reduce_scatter_tensor in place: a wrong result")
+    mine.fill_(rank + 1)
+    dist.all_gather_into_tensor(full, mine)
+    if not torch.equal(full, want):
+        raise SystemExit("torch_call_loop.py: all_gather_into_tensor in place: a wrong result")
 
 
 def main():
@@ -75,8 +87,9 @@ def main():
     if rank == 0:
         print("# torch_call_loop: the rondo backend's blocking calls, %d ranks, float32, the best "
               "of %d loops (us per call, the slowest rank)" % (n, args.r))
-        print("%12s %12s %12s %12s %8s %8s" % ("bytes", "all_reduce", "reduce_scat", "all_gather",
-                                              "rs/ar", "ag/ar"))
+        print("%12s %12s %12s %12s %8s %8s %12s %12s %8s %8s"
+              % ("bytes", "all_reduce", "reduce_scat", "all_gather", "rs/ar", "ag/ar",
+                 "rs_in_place", "ag_in_place", "rs/ar", "ag/ar"))
     size = lo
     while size <= hi:
         k = size // 4 // n
@@ -88,9 +101,13 @@ def main():
         ar = best(lambda: dist.all_reduce(full), calls, args.r) * 1e6
         rs = best(lambda: dist.reduce_scatter_tensor(out, full), calls, args.r) * 1e6
         ag = best(lambda: dist.all_gather_into_tensor(full, shard), calls, args.r) * 1e6
+        mine = full.narrow(0, rank * k, k)
+        rsi = best(lambda: dist.reduce_scatter_tensor(mine, full), calls, args.r) * 1e6
+        agi = best(lambda: dist.all_gather_into_tensor(full, mine), calls, args.r) * 1e6
         if rank == 0:
-            print("%12d %12.1f %12.1f %12.1f %8.2f %8.2f" % (k * n * 4, ar, rs, ag, rs / ar,
-                                                             ag / ar), flush=True)
+            print("%12d %12.1f %12.1f %12.1f %8.2f %8.2f %12.1f %12.1f %8.2f %8.2f"
+                  % (k * n * 4, ar, rs, ag, rs / ar, ag / ar, rsi, agi, rsi / ar, agi / ar),
+                  flush=True)
         size *= args.f
     dist.destroy_process_group()
 
