@@ -12,15 +12,19 @@
 #   - a --json or --checkpoint path that cannot be written stops every rank.
 . "${top_srcdir:-.}/tests/train/common.sh"
 
-n=0
-while read -r bad; do
-  # shellcheck disable=SC2086 # split the options on purpose
-  "$train" $bad >"$tmp/out" 2>&1
-  rc=$?
-  [ $rc = 2 ] || { cat "$tmp/out"; fail "rondo-train $bad: exit $rc, expected 2"; }
-  grep -q '^rondo-train: ..' "$tmp/out" || { cat "$tmp/out"; fail "rondo-train $bad: no message"; }
-  n=$((n + 1))
-done <<'LIST'
+# bad_lines OUT: runs rondo-train on each command line read from stdin;
+# says what went wrong and returns 1 at the first that does not exit 2
+# with a message. Two lanes run at once (each run is one process).
+bad_lines() {
+  while read -r bad; do
+    # shellcheck disable=SC2086 # split the options on purpose
+    "$train" $bad >"$1" 2>&1
+    rc=$?
+    [ $rc = 2 ] || { cat "$1"; echo "rondo-train $bad: exit $rc, expected 2"; return 1; }
+    grep -q '^rondo-train: ..' "$1" || { cat "$1"; echo "rondo-train $bad: no message"; return 1; }
+  done
+}
+cat > "$tmp/bad" <<'LIST'
 --bogus
 extra
 --lr
@@ -62,6 +66,11 @@ extra
 --strategy sharded --debug-perturb 0:3
 --strategy zero
 LIST
+sed -n 'p;n' "$tmp/bad" | bad_lines "$tmp/out1" > "$tmp/lane1" 2>&1 &
+lane1=$!
+sed -n 'n;p' "$tmp/bad" | bad_lines "$tmp/out2" > "$tmp/lane2" 2>&1 || { cat "$tmp/lane2"; fail "a bad command line"; }
+wait $lane1 || { cat "$tmp/lane1"; fail "a bad command line"; }
+n=$(wc -l < "$tmp/bad")
 pass "$n bad command lines exit 2 with a message"
 run 2 --epochs 0
 [ $? = 2 ] || { show; fail "under mpiexec a bad flag does not exit 2"; }
