@@ -90,11 +90,12 @@ build_check_programs() {
     { tail -n 40 "$dir/make.out"; return 1; }
 }
 
-# Each stage's configure arguments, and its MPI (use_openmpi).
+# Each stage's configure arguments, and its MPI (use_openmpi: Open MPI's
+# launcher, and the compiler its wrapper calls).
 asan_args="--enable-sanitizers --disable-static"
 tsan_args="--enable-sanitizers=thread --disable-static"
 openmpi_args="--disable-static"
-use_openmpi() { RONDO_CC=mpicc.openmpi; RONDO_MPIEXEC=$(command -v mpiexec.openmpi); }
+use_openmpi() { RONDO_CC=mpicc.openmpi; RONDO_MPIEXEC=$(command -v mpiexec.openmpi); rondo_unwrap; }
 
 # The four configures run at once: each is mostly one shell's serial work
 # (about 15 s here), so together they take little more than one. A stage
@@ -108,7 +109,7 @@ echo "== configuring build/, build-asan/, build-tsan/ and build-openmpi/ at once
 rondo_configure "$RONDO_TOP/build" > /dev/null 2>&1 &
 rondo_configure "$RONDO_TOP/build-asan" $asan_args > /dev/null 2>&1 &
 rondo_configure "$RONDO_TOP/build-tsan" $tsan_args > /dev/null 2>&1 &
-(use_openmpi && rondo_unwrap && rondo_configure "$RONDO_TOP/build-openmpi" $openmpi_args) > /dev/null 2>&1 &
+(use_openmpi && rondo_configure "$RONDO_TOP/build-openmpi" $openmpi_args) > /dev/null 2>&1 &
 wait
 
 status=0
@@ -151,7 +152,6 @@ tally "$RONDO_TOP/build-tsan/check.out" "$RONDO_TOP/build-tsan"
 
 echo "== 4/4 Open MPI 4.1 (build-openmpi/)"
 use_openmpi
-rondo_unwrap
 rondo_build "$RONDO_TOP/build-openmpi" $openmpi_args
 ompi_tests=$(make -s --no-print-directory -C "$RONDO_TOP/build-openmpi" print-openmpi-tests)
 build_check_programs "$RONDO_TOP/build-openmpi" $ompi_tests || status=1
